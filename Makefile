@@ -1,0 +1,46 @@
+# gw — two commands: `make run` and `make test`. Every target does its own set-up.
+SHELL := /bin/bash
+NODE_BIN := $(shell bash scripts/ensure-node.sh)
+export PATH := $(NODE_BIN):$(PATH)
+
+.PHONY: all deps build crds crds-check lint test test-servers run bench clean
+
+all: build
+
+node_modules/.stamp: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+deps: node_modules/.stamp
+
+build: deps
+	npx tsc -p tsconfig.json
+
+# Regenerate crds/*.yaml from the zod schemas.
+crds: build
+	node dist/crds/generate.js crds
+
+# Fails when the committed CRD YAML differs from what the schemas generate.
+crds-check: build
+	node dist/crds/generate.js --check crds
+
+lint: deps
+	npx eslint .
+	npx tsc -p tsconfig.json --noEmit
+
+# Real test servers: redis-server (Debian package) and kube-apiserver + etcd (built from the Go module proxy).
+test-servers:
+	@command -v redis-server >/dev/null || { echo "installing redis-server"; (sudo -n true 2>/dev/null && sudo apt-get install -y redis-server || apt-get install -y redis-server) >/dev/null; }
+	bash test/servers/build.sh
+
+test: build lint crds-check test-servers
+	npm test
+
+run: build
+	bash scripts/run.sh
+
+bench: build
+	node dist/test/bench/run.js
+
+clean:
+	rm -rf dist

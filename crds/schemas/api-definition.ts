@@ -1,0 +1,118 @@
+/** ApiDefinition: one upstream API, its listen path and its API-level limits (classic or OAS form). */
+import { z } from 'zod';
+import { DurationString, PerSeconds, Rate, RateLimitPair } from './common.js';
+
+const HttpMethod = z
+  .string()
+  .regex(/^([A-Z]+|\*)$/, 'must be an upper-case HTTP method such as GET, or *')
+  .describe('HTTP method (upper case), or * for any.');
+
+export const ClassicEndpointRule = z
+  .strictObject({
+    path: z.string().min(1).describe('Endpoint path: a literal path or a regex pattern (e.g. .* matches everything).'),
+    method: HttpMethod,
+    enabled: z.boolean().default(true).describe('Turns the rule on or off.'),
+    rate: Rate,
+    per: PerSeconds,
+  })
+  .describe('Per-endpoint API-level limit; rules are evaluated in array order.');
+
+const OasRateLimit = z.strictObject({
+  enabled: z.boolean().default(true),
+  rate: Rate,
+  per: DurationString,
+});
+
+/** The x-gw-api-gateway extension of an OAS API definition. */
+export const GwOasExtension = z
+  .looseObject({
+    info: z
+      .looseObject({
+        id: z.string().optional(),
+        name: z.string().optional(),
+        state: z.looseObject({ active: z.boolean().default(true) }).optional(),
+      })
+      .optional(),
+    server: z
+      .looseObject({
+        listenPath: z.strictObject({
+          value: z.string().regex(/^\//, 'must start with /'),
+          strip: z.boolean().default(true),
+        }),
+        authentication: z.looseObject({ enabled: z.boolean().default(true) }).optional(),
+      })
+      .describe('Where the API listens and how it authenticates.'),
+    upstream: z
+      .looseObject({
+        url: z.string().url().optional(),
+        rateLimit: OasRateLimit.optional(),
+      })
+      .optional(),
+    middleware: z
+      .looseObject({
+        operations: z
+          .record(z.string(), z.looseObject({ rateLimit: OasRateLimit.optional() }))
+          .optional()
+          .describe('Per-operation middleware keyed by operationId.'),
+      })
+      .optional(),
+  })
+  .meta({ 'x-kubernetes-preserve-unknown-fields': true })
+  .describe('gw extension of the OpenAPI document.');
+
+export const OasDocument = z
+  .looseObject({
+    openapi: z.string().regex(/^3\.0\.\d+$/, 'must be an OpenAPI 3.0.x version such as 3.0.3'),
+    info: z.looseObject({ title: z.string().optional(), version: z.string().optional() }).optional(),
+    paths: z
+      .record(z.string(), z.record(z.string(), z.unknown()))
+      .default({})
+      .meta({ 'x-kubernetes-preserve-unknown-fields': true }),
+    'x-gw-api-gateway': GwOasExtension,
+  })
+  .meta({ 'x-kubernetes-preserve-unknown-fields': true })
+  .describe('OpenAPI 3.0.x document with the x-gw-api-gateway extension.');
+
+export const ApiDefinitionSpec = z
+  .strictObject({
+    name: z.string().optional().describe('Human-readable name.'),
+    api_id: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, . _ -').optional().describe('API id; default metadata.name.'),
+    active: z.boolean().default(true).describe('An inactive API answers 404.'),
+    use_keyless: z.boolean().default(false).describe('When true no key is needed and key-level limits do not apply.'),
+    auth: z
+      .strictObject({ auth_header_name: z.string().min(1).default('Authorization') })
+      .optional()
+      .describe('Where the access key is read from.'),
+    proxy: z
+      .strictObject({
+        listen_path: z.string().regex(/^\//, 'must start with /').describe('Path prefix the API is served under.'),
+        target_url: z.string().url().optional().describe('Upstream URL; a sidecar --upstream overrides it.'),
+        strip_listen_path: z.boolean().default(true).describe('Remove the listen path before proxying.'),
+      })
+      .optional(),
+    global_rate_limit: RateLimitPair.optional().describe('API-level limit aggregating every source.'),
+    disable_rate_limit: z.boolean().default(false).describe('Turns the API-level limiter off (key limits stay on).'),
+    use_extended_paths: z.boolean().default(false),
+    extended_paths: z
+      .strictObject({ rate_limit: z.array(ClassicEndpointRule).default([]) })
+      .optional()
+      .describe('Per-endpoint API-level limits (used when use_extended_paths is true).'),
+    oas: OasDocument.optional(),
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      {
+        rule: 'has(self.oas) || (has(self.proxy) && has(self.proxy.listen_path))',
+        message: 'proxy.listen_path is required unless spec.oas is given',
+      },
+    ],
+  })
+  .superRefine((spec, ctx) => {
+    if (!spec.oas && !spec.proxy?.listen_path) {
+      ctx.addIssue({ code: 'custom', path: ['proxy', 'listen_path'], message: 'proxy.listen_path is required unless spec.oas is given' });
+    }
+  })
+  .describe('An API served by the gateway.');
+
+export type ApiDefinitionSpecT = z.infer<typeof ApiDefinitionSpec>;
+export type OasDocumentT = z.infer<typeof OasDocument>;

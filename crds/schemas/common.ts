@@ -1,0 +1,63 @@
+/** Building blocks shared by the four resource kinds. Descriptions end up in the CRDs (kubectl explain). */
+import { z } from 'zod';
+
+export const Rate = z.number().min(0).describe('Maximum requests permitted per window.');
+export const PerSeconds = z.number().min(0).describe('Window length in seconds.');
+
+/** Duration notation of the OAS form and of streams: a number followed by ms, s, m or h (e.g. "10s"). */
+export const DurationString = z
+  .string()
+  .regex(/^\d+(\.\d+)?(ms|s|m|h)$/, 'must be a duration such as 10s, 500ms, 1m or 1h')
+  .describe('Duration: a number followed by ms, s, m or h, for example 10s.');
+
+export const RateLimitPair = z
+  .strictObject({ rate: Rate, per: PerSeconds })
+  .describe('A rate limit: rate requests per per seconds. rate and per both 0 disable the limiter.');
+
+export const Smoothing = z
+  .strictObject({
+    enabled: z.boolean().describe('Turns smoothing on or off.'),
+    threshold: z.number().min(0).describe('Initial (lowest) current allowance; the lower bound.'),
+    step: z.number().min(0).describe('Amount by which the current allowance moves on each smoothing event.'),
+    trigger: z
+      .number()
+      .min(0)
+      .default(0.5)
+      .describe('Fraction of step that sets the point at which a smoothing event fires (typically 0.1 to 1.0).'),
+    delay: z.number().min(0).default(30).describe('Hold-off in seconds between smoothing events.'),
+  })
+  .describe('Rate limit smoothing (sliding window log and sentinel limiters only). The upper bound is rate.');
+
+/** Free-form object: kept as given (x-kubernetes-preserve-unknown-fields in the CRD). */
+export const FreeObject = z
+  .record(z.string(), z.unknown())
+  .meta({ 'x-kubernetes-preserve-unknown-fields': true });
+
+export const StringList = z.array(z.string());
+
+export const SecretRef = z
+  .strictObject({
+    name: z.string().min(1).describe('Name of the Secret in the same namespace.'),
+    key: z.string().min(1).default('key').describe('Key inside the Secret data.'),
+  })
+  .describe('Reference to a key of a Secret in the same namespace.');
+
+export const ReadyCondition = z.object({
+  type: z.string(),
+  status: z.enum(['True', 'False', 'Unknown']),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  lastTransitionTime: z.string().optional(),
+  observedGeneration: z.number().int().optional(),
+});
+
+export const Status = z
+  .object({
+    observedGeneration: z.number().int().optional(),
+    conditions: z.array(ReadyCondition).optional(),
+  })
+  .meta({ 'x-kubernetes-preserve-unknown-fields': true })
+  .describe('Observed state written by the controller.');
+
+export type RateLimitPairT = z.infer<typeof RateLimitPair>;
+export type SmoothingT = z.infer<typeof Smoothing>;
