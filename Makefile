@@ -14,6 +14,7 @@ node_modules/.stamp: package.json package-lock.json
 deps: node_modules/.stamp
 
 build: deps
+	rm -rf dist
 	npx tsc -p tsconfig.json
 
 # Regenerate crds/*.yaml from the zod schemas.

@@ -1,0 +1,62 @@
+/** Gateway configuration file (--config, YAML). Option names follow SPEC.md §1. */
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { formatZodError } from './errors.js';
+
+export const GatewayOptions = z.strictObject({
+  secret: z.string().min(1).optional(),
+  access_tokens: z.array(z.string().min(1)).optional(),
+  gateway_urls: z.array(z.string().url()).optional(),
+  enable_kv_rolling_limiter: z.boolean().default(false),
+  enable_sentinel_rate_limiter: z.boolean().default(false),
+  enable_non_transactional_rate_limiter: z.boolean().default(false),
+  enable_fixed_window_rate_limiter: z.boolean().default(false),
+  drl_threshold: z.number().min(0).default(5),
+  drl_notification_frequency: z.number().positive().default(2),
+  enable_rate_limit_smoothing: z.boolean().default(true),
+  rate_limit_response_headers: z.enum(['rate_limits', 'quotas']).default('rate_limits'),
+  hash_keys: z.boolean().default(true),
+  kv_failure_mode: z.enum(['open', 'closed']).default('open'),
+  /** Upper bound of requests waiting in throttling at once (SPEC §3.6). */
+  max_throttled_requests: z.number().int().min(0).default(1000),
+  /** Timeout of POST /api/proxy in seconds. */
+  proxy_timeout: z.number().positive().default(30),
+});
+export type GatewayOptionsT = z.infer<typeof GatewayOptions>;
+
+export type Algorithm = 'drl' | 'sliding_log' | 'sentinel' | 'fixed_window';
+
+/** The one algorithm the gateway runs for store-backed limits (DRL may still take fast limits, §3.2). */
+export function selectedAlgorithm(o: GatewayOptionsT): Algorithm {
+  if (o.enable_fixed_window_rate_limiter) return 'fixed_window';
+  if (o.enable_sentinel_rate_limiter) return 'sentinel';
+  if (o.enable_kv_rolling_limiter || o.enable_non_transactional_rate_limiter) return 'sliding_log';
+  return 'drl';
+}
+
+/** Reads and validates the config file, then applies GW_SECRET / GW_ACCESS_TOKENS when the file omits them. */
+export function loadGatewayOptions(file: string | undefined, env: NodeJS.ProcessEnv = process.env): GatewayOptionsT {
+  let raw: unknown = {};
+  if (file) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new Error(`${file}: cannot read config file: ${(e as Error).message}`);
+    }
+    try {
+      raw = parse(text) ?? {};
+    } catch (e) {
+      throw new Error(`${file}: invalid YAML: ${(e as Error).message}`);
+    }
+  }
+  const parsed = GatewayOptions.safeParse(raw);
+  if (!parsed.success) throw new Error(`${file ?? 'config'}: ${formatZodError(parsed.error)}`);
+  const o = parsed.data;
+  if (!o.secret && env.GW_SECRET) o.secret = env.GW_SECRET;
+  if (!o.access_tokens && env.GW_ACCESS_TOKENS) {
+    o.access_tokens = env.GW_ACCESS_TOKENS.split(',').map((s) => s.trim()).filter(Boolean);
+  }
+  return o;
+}

@@ -1,0 +1,54 @@
+import { ApiDefinitionResource, AccessKeyResource, PolicyResource } from '../../crds/kinds.js';
+import { generatedFiles } from '../../crds/generate.js';
+
+const api = (spec: unknown) => ({ apiVersion: 'gw.io/v1alpha1', kind: 'ApiDefinition', metadata: { name: 'a' }, spec });
+
+describe('resource schemas', () => {
+  test('a classic ApiDefinition gets its defaults', () => {
+    const r = ApiDefinitionResource.parse(api({ proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 5, per: 1 } }));
+    expect(r.metadata.namespace).toBe('default');
+    expect(r.spec.active).toBe(true);
+    expect(r.spec.use_keyless).toBe(false);
+    expect(r.spec.proxy?.strip_listen_path).toBe(true);
+  });
+
+  test.each([
+    ['negative rate', { proxy: { listen_path: '/a/' }, global_rate_limit: { rate: -1, per: 1 } }, 'global_rate_limit.rate'],
+    ['wrong type', { proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 'ten', per: 1 } }, 'global_rate_limit.rate'],
+    ['missing listen path', { global_rate_limit: { rate: 1, per: 1 } }, 'proxy.listen_path'],
+    ['unknown field', { proxy: { listen_path: '/a/' }, bogus: 1 }, 'bogus'],
+  ])('refuses %s and names the field', (_name, spec, field) => {
+    const r = ApiDefinitionResource.safeParse(api(spec));
+    expect(r.success).toBe(false);
+    const paths = r.error!.issues.map((i) => [...i.path, ...((i as { keys?: string[] }).keys ?? [])].join('.'));
+    expect(paths.some((p) => p.includes(field))).toBe(true);
+  });
+
+  test('an AccessKey needs exactly one of secretRef and key_hash', () => {
+    const base = { apiVersion: 'gw.io/v1alpha1', kind: 'AccessKey', metadata: { name: 'k' } };
+    expect(AccessKeyResource.safeParse({ ...base, spec: { rate: 1, per: 1 } }).success).toBe(false);
+    expect(AccessKeyResource.safeParse({ ...base, spec: { key_hash: 'a'.repeat(64) } }).success).toBe(true);
+    expect(
+      AccessKeyResource.safeParse({ ...base, spec: { key_hash: 'a'.repeat(64), secretRef: { name: 's' } } }).success,
+    ).toBe(false);
+  });
+
+  test('a Policy refuses an unknown smoothing field', () => {
+    const r = PolicyResource.safeParse({
+      apiVersion: 'gw.io/v1alpha1',
+      kind: 'Policy',
+      metadata: { name: 'p' },
+      spec: { rate: 1, per: 1, smoothing: { enabled: true, threshold: 1, step: 1, nope: 1 } },
+    });
+    expect(r.success).toBe(false);
+  });
+
+  test('generated CRDs carry the schema rules (minimum, CEL rule, printer columns)', () => {
+    const files = generatedFiles();
+    const apidef = files.get('apidefinitions.gw.io.yaml')!;
+    expect(apidef).toContain('minimum: 0');
+    expect(apidef).toContain('has(self.oas) || (has(self.proxy) && has(self.proxy.listen_path))');
+    expect(apidef).toContain('jsonPath: .spec.proxy.listen_path');
+    expect(files.get('accesskeys.gw.io.yaml')).toContain('has(self.secretRef) != has(self.key_hash)');
+  });
+});
