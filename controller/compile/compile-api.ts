@@ -1,0 +1,79 @@
+/** ApiDefinition (classic or OAS form) → CompiledApi. Throws with a field-named message on a bad definition. */
+import type { ApiDefinition } from '../../crds/kinds.js';
+import type { CompiledApi, EndpointRule, LimitSpec } from '../../sidecar/config/types.js';
+import { durationSeconds } from './duration.js';
+import { endpointPattern } from './path-pattern.js';
+
+const OAS_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+function limitOrUndefined(rate: number, per: number): LimitSpec | undefined {
+  return rate === 0 && per === 0 ? undefined : { rate, per };
+}
+
+function rule(method: string, path: string, rate: number, per: number, field: string): EndpointRule {
+  try {
+    return { method: method.toUpperCase(), pattern: endpointPattern(path), rate, per, id: `${method.toUpperCase()} ${path}` };
+  } catch (e) {
+    throw new Error(`${field}: invalid path pattern ${JSON.stringify(path)}: ${(e as Error).message}`);
+  }
+}
+
+export function compileApi(res: ApiDefinition): CompiledApi {
+  const s = res.spec;
+  const base = {
+    namespace: res.metadata.namespace,
+    name: res.metadata.name,
+    authHeader: (s.auth?.auth_header_name ?? 'Authorization').toLowerCase(),
+    streaming: (s as { streaming?: unknown }).streaming,
+  };
+  if (s.oas) {
+    const x = s.oas['x-gw-api-gateway'];
+    const rules: EndpointRule[] = [];
+    const ops = x.middleware?.operations ?? {};
+    for (const [path, item] of Object.entries(s.oas.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        if (!OAS_METHODS.includes(method)) continue;
+        const opId = (op as { operationId?: unknown } | null)?.operationId;
+        if (typeof opId !== 'string') continue;
+        const rl = ops[opId]?.rateLimit;
+        if (rl?.enabled) {
+          const field = `spec.oas.x-gw-api-gateway.middleware.operations.${opId}.rateLimit`;
+          rules.push(rule(method, path, rl.rate, durationSeconds(rl.per), field));
+        }
+      }
+    }
+    const up = x.upstream?.rateLimit;
+    const apiLimit = up?.enabled && !s.disable_rate_limit ? limitOrUndefined(up.rate, durationSeconds(up.per)) : undefined;
+    return {
+      ...base,
+      api_id: x.info?.id ?? s.api_id ?? res.metadata.name,
+      active: x.info?.state?.active ?? s.active,
+      keyless: s.use_keyless || x.server.authentication?.enabled === false,
+      listenPath: x.server.listenPath.value,
+      strip: x.server.listenPath.strip,
+      targetUrl: x.upstream?.url ?? s.proxy?.target_url,
+      apiLimit,
+      endpointRules: s.disable_rate_limit ? [] : rules,
+    };
+  }
+  const proxy = s.proxy!; // the schema requires proxy.listen_path without oas
+  const rules =
+    s.use_extended_paths && !s.disable_rate_limit
+      ? (s.extended_paths?.rate_limit ?? [])
+          .map((r, i) => ({ r, i }))
+          .filter(({ r }) => r.enabled)
+          .map(({ r, i }) => rule(r.method, r.path, r.rate, r.per, `spec.extended_paths.rate_limit[${i}].path`))
+      : [];
+  const g = s.global_rate_limit;
+  return {
+    ...base,
+    api_id: s.api_id ?? res.metadata.name,
+    active: s.active,
+    keyless: s.use_keyless,
+    listenPath: proxy.listen_path,
+    strip: proxy.strip_listen_path,
+    targetUrl: proxy.target_url,
+    apiLimit: g && !s.disable_rate_limit ? limitOrUndefined(g.rate, g.per) : undefined,
+    endpointRules: rules,
+  };
+}

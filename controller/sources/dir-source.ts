@@ -1,0 +1,103 @@
+/**
+ * Watches a manifests directory: any added, changed or removed file is picked up within a second
+ * (fs.watch for speed, a 500 ms signature poll as a safety net). Bad documents are reported and
+ * skipped; the good ones are kept.
+ */
+import { statSync, watch, type FSWatcher } from 'node:fs';
+import type { Logger } from '../../lib/logger.js';
+import { formatLoadError, loadManifestDir, manifestFiles, type LoadError } from '../../lib/manifests.js';
+import { toSnapshot, type ResourceSnapshot } from './snapshot.js';
+
+export class DirSource {
+  private snapshot: ResourceSnapshot;
+  private errors: LoadError[] = [];
+  private signature = '';
+  private watcher?: FSWatcher;
+  private timer?: NodeJS.Timeout;
+  private debounce?: NodeJS.Timeout;
+  private readonly listeners: ((s: ResourceSnapshot) => void)[] = [];
+
+  constructor(
+    readonly dir: string,
+    private readonly logger: Logger,
+    private readonly onErrors: (errors: LoadError[]) => void = () => {},
+  ) {
+    this.signature = this.computeSignature();
+    this.snapshot = this.load();
+  }
+
+  current(): ResourceSnapshot {
+    return this.snapshot;
+  }
+
+  lastErrors(): LoadError[] {
+    return this.errors;
+  }
+
+  onChange(listener: (s: ResourceSnapshot) => void): void {
+    this.listeners.push(listener);
+  }
+
+  start(pollMs = 500): void {
+    try {
+      this.watcher = watch(this.dir, { recursive: true }, () => this.schedule());
+      this.watcher.on('error', () => undefined);
+    } catch {
+      // fs.watch unsupported: the poll below still catches every change
+    }
+    this.timer = setInterval(() => this.poll(), pollMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.watcher?.close();
+    if (this.timer) clearInterval(this.timer);
+    if (this.debounce) clearTimeout(this.debounce);
+  }
+
+  /** Re-read now (used after the facade writes a manifest, so the change is visible at once). */
+  reload(): ResourceSnapshot {
+    this.signature = this.computeSignature();
+    this.snapshot = this.load();
+    for (const l of this.listeners) l(this.snapshot);
+    return this.snapshot;
+  }
+
+  private schedule(): void {
+    if (this.debounce) clearTimeout(this.debounce);
+    this.debounce = setTimeout(() => this.poll(), 50);
+  }
+
+  private poll(): void {
+    const sig = this.computeSignature();
+    if (sig !== this.signature) this.reload();
+  }
+
+  private computeSignature(): string {
+    try {
+      return manifestFiles(this.dir)
+        .map((f) => {
+          const st = statSync(f, { throwIfNoEntry: false });
+          return st ? `${f}:${st.mtimeMs}:${st.size}` : f;
+        })
+        .join('|');
+    } catch {
+      return 'unreadable';
+    }
+  }
+
+  private load(): ResourceSnapshot {
+    let result;
+    try {
+      result = loadManifestDir(this.dir);
+    } catch (e) {
+      this.logger.error({ dir: this.dir, err: (e as Error).message }, 'cannot read resources directory; keeping the last good resources');
+      return this.snapshot;
+    }
+    this.errors = result.errors;
+    for (const e of result.errors) this.logger.warn({ file: e.file, document: e.index }, `resource refused: ${formatLoadError(e)}`);
+    if (result.errors.length) this.onErrors(result.errors);
+    this.logger.info({ resources: result.resources.length, errors: result.errors.length }, 'resources loaded');
+    return toSnapshot(result.resources.map((r) => r.resource));
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * Standalone's reconciler: the manifests directory → compiled config + sessions, the same job the
+ * operator does in a cluster (ConfigMaps + Redis), done in process.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import type { Logger } from '../../lib/logger.js';
+import type { SessionStore, StoredSession } from '../../lib/sessions.js';
+import type { CompiledConfig } from '../../sidecar/config/types.js';
+import { compileConfig } from '../compile/compile-config.js';
+import { keyMaterial, sessionOf } from '../compile/key-sessions.js';
+import type { ResourceSnapshot } from '../sources/snapshot.js';
+
+export class StandaloneState {
+  private config: CompiledConfig = { hash: '', apis: [], policies: {} };
+  private sessionsJson = new Map<string, string>();
+  private applying: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly dir: string,
+    private readonly sessions: SessionStore,
+    private readonly logger: Logger,
+    private readonly onKeyAdded: (keyHash: string, stored: StoredSession, annotations: Record<string, string>) => Promise<void> = async () => {},
+  ) {}
+
+  current(): CompiledConfig {
+    return this.config;
+  }
+
+  /** Serialised: snapshots are applied one after another, in order. */
+  apply(snapshot: ResourceSnapshot): Promise<void> {
+    this.applying = this.applying.then(() => this.applyNow(snapshot)).catch((e: unknown) => {
+      this.logger.error({ err: (e as Error).message }, 'applying resources failed');
+    });
+    return this.applying;
+  }
+
+  private async applyNow(snapshot: ResourceSnapshot): Promise<void> {
+    const { config, problems } = compileConfig(snapshot.apis, snapshot.policies);
+    for (const p of problems) this.logger.warn({ kind: p.kind, namespace: p.namespace, name: p.name }, `resource refused: ${p.message}`);
+    if (config.hash !== this.config.hash) {
+      this.config = config;
+      this.logger.info({ apis: config.apis.length, policies: Object.keys(config.policies).length, hash: config.hash }, 'config applied');
+    }
+
+    const next = new Map<string, { stored: StoredSession; annotations: Record<string, string> }>();
+    for (const key of snapshot.keys) {
+      const m = keyMaterial(key, snapshot);
+      if (!m.ok) {
+        this.generateSecret(key.metadata.namespace, key.spec.secretRef!.name, key.spec.secretRef!.key, key.metadata.name);
+        continue;
+      }
+      if (next.has(m.keyHash)) {
+        this.logger.warn({ name: key.metadata.name }, 'AccessKey refused: another AccessKey has the same key');
+        continue;
+      }
+      next.set(m.keyHash, { stored: sessionOf(key), annotations: key.metadata.annotations ?? {} });
+    }
+    for (const [hash, { stored, annotations }] of next) {
+      const json = JSON.stringify(stored);
+      if (this.sessionsJson.get(hash) === json) continue;
+      const isNew = !this.sessionsJson.has(hash);
+      await this.sessions.put(hash, stored);
+      this.sessionsJson.set(hash, json);
+      if (isNew) await this.onKeyAdded(hash, stored, annotations);
+    }
+    for (const hash of [...this.sessionsJson.keys()]) {
+      if (!next.has(hash)) {
+        await this.sessions.delete(hash);
+        this.sessionsJson.delete(hash);
+      }
+    }
+  }
+
+  /** A secretRef to a missing Secret: generate a random key into a new Secret manifest (as the operator does). */
+  private generateSecret(namespace: string, name: string, dataKey: string, keyName: string): void {
+    const dir = join(this.dir, '.gw');
+    const file = join(dir, `secret-${namespace}-${name}.yaml`);
+    if (existsSync(file)) return;
+    mkdirSync(dir, { recursive: true });
+    const secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'gw' } },
+      type: 'Opaque',
+      data: { [dataKey]: Buffer.from(randomBytes(24).toString('base64url')).toString('base64') },
+    };
+    writeFileSync(file, stringify(secret), { mode: 0o600 });
+    this.logger.info({ accessKey: keyName, secret: `${namespace}/${name}` }, 'generated a random key into a new Secret');
+  }
+}

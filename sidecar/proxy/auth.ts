@@ -1,0 +1,68 @@
+/**
+ * Key authentication (SPEC.md §3.1 step 1): key from the API's auth header, raw or "Bearer <key>",
+ * looked up by SHA-256 hash; inactive, expired, or not authorised for this API / path / method → 403.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { sha256hex } from '../../lib/hash.js';
+import type { StoredSession } from '../../lib/sessions.js';
+import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
+import type { CompiledApi } from '../config/types.js';
+import { endpointPattern } from '../../controller/compile/path-pattern.js';
+
+export type AuthResult =
+  | { ok: true; keyHash: string; session: StoredSession }
+  | { ok: false; status: 401 | 403 };
+
+export function extractKey(headers: IncomingHttpHeaders, headerName: string): string | undefined {
+  const raw = headers[headerName];
+  const v = (Array.isArray(raw) ? raw[0] : raw)?.trim();
+  if (!v) return undefined;
+  const m = /^bearer\s+(.+)$/i.exec(v);
+  return m ? m[1]!.trim() : v;
+}
+
+const patternCache = new Map<string, RegExp>();
+function urlMatches(url: string, path: string): boolean {
+  let re = patternCache.get(url);
+  if (!re) {
+    try {
+      re = new RegExp(endpointPattern(url));
+    } catch {
+      re = /$^/; // an invalid pattern matches nothing
+    }
+    patternCache.set(url, re);
+  }
+  return re.test(path);
+}
+
+/** Access rights check on the effective (policy-merged) access rights. */
+export function accessAllowed(
+  rights: Record<string, AccessDefinitionT> | null | undefined,
+  api: CompiledApi,
+  method: string,
+  relPath: string,
+): boolean {
+  if (!rights || Object.keys(rights).length === 0) return true;
+  const def = rights[api.api_id];
+  if (!def) return false;
+  const urls = def.allowed_urls ?? [];
+  if (urls.length === 0) return true;
+  return urls.some((u) => urlMatches(u.url, relPath) && (u.methods.length === 0 || u.methods.some((m) => m.toUpperCase() === method || m === '*')));
+}
+
+export async function authenticate(
+  headers: IncomingHttpHeaders,
+  api: CompiledApi,
+  lookup: (hash: string) => Promise<StoredSession | undefined>,
+  nowSeconds: number,
+): Promise<AuthResult> {
+  const key = extractKey(headers, api.authHeader);
+  if (!key) return { ok: false, status: 401 };
+  const keyHash = sha256hex(key);
+  const session = await lookup(keyHash);
+  if (!session) return { ok: false, status: 403 };
+  const s = session.session;
+  if (s.is_inactive) return { ok: false, status: 403 };
+  if (s.expires && s.expires > 0 && s.expires < nowSeconds) return { ok: false, status: 403 };
+  return { ok: true, keyHash, session };
+}

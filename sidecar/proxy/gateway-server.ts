@@ -1,0 +1,127 @@
+/**
+ * The gateway a request meets (SPEC.md §3.1): route → authenticate → API scope → key scope → quota →
+ * proxy. The limiter engine decides; this file turns decisions into HTTP.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Logger } from '../../lib/logger.js';
+import type { Clock } from '../../lib/clock.js';
+import type { StoredSession } from '../../lib/sessions.js';
+import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
+import type { CompiledConfig } from '../config/types.js';
+import type { Engine, Verdict } from '../engine/types.js';
+import type { GatewayMetrics } from '../metrics.js';
+import { accessAllowed, authenticate } from './auth.js';
+import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
+import { route } from './router.js';
+import { forward, Upstreams } from './upstream.js';
+
+export interface GatewayDeps {
+  config(): CompiledConfig;
+  lookupSession(keyHash: string): Promise<StoredSession | undefined>;
+  /** Effective access rights of a session (policies applied); an Error when its policies cannot be resolved. */
+  accessRights(stored: StoredSession, config: CompiledConfig): Record<string, AccessDefinitionT> | null | undefined | Error;
+  engine: Engine;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  clock: Clock;
+  /** Sidecar --upstream: overrides every API's target_url. */
+  upstreamOverride?: string;
+  ready(): boolean;
+  upstreamTimeoutMs?: number;
+}
+
+function refusal(v: Exclude<Verdict, { kind: 'allow' }>): { status: number; error: string; scope: string } {
+  switch (v.kind) {
+    case 'api_limited':
+      return { status: 429, error: ERRORS.apiLimited, scope: 'api' };
+    case 'key_limited':
+      return { status: 429, error: ERRORS.keyLimited, scope: 'key' };
+    case 'quota_exceeded':
+      return { status: 403, error: ERRORS.quota, scope: 'quota' };
+  }
+}
+
+export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingMessage, res: ServerResponse): Promise<void>; upstreams: Upstreams } {
+  const upstreams = new Upstreams({ timeoutMs: deps.upstreamTimeoutMs ?? 30_000 });
+  const { metrics } = deps;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+    if (path === '/readyz') return sendJson(res, deps.ready() ? 200 : 503, { status: deps.ready() ? 'ready' : 'not ready' });
+
+    const config = deps.config();
+    const r = route(config.apis, path);
+    if (!r || !r.api.active) return sendJson(res, 404, { error: ERRORS.notFound });
+    const { api, relPath } = r;
+    const method = (req.method ?? 'GET').toUpperCase();
+    const done = (status: number): void => {
+      metrics.requests.inc({ api: api.api_id, code: `${Math.floor(status / 100)}xx` });
+    };
+
+    let keyHash: string | undefined;
+    let session: StoredSession | undefined;
+    if (!api.keyless) {
+      const auth = await authenticate(req.headers, api, deps.lookupSession, Math.floor(deps.clock.now() / 1000));
+      if (!auth.ok) {
+        done(auth.status);
+        return sendJson(res, auth.status, { error: auth.status === 401 ? ERRORS.authMissing : ERRORS.disallowed });
+      }
+      const rights = deps.accessRights(auth.session, config);
+      if (rights instanceof Error || !accessAllowed(rights, api, method, relPath)) {
+        done(403);
+        return sendJson(res, 403, { error: ERRORS.disallowed });
+      }
+      keyHash = auth.keyHash;
+      session = auth.session;
+    }
+
+    const t0 = performance.now();
+    let verdict: Verdict;
+    try {
+      verdict = await deps.engine.check({ api, method, path: relPath, keyHash, session });
+    } catch (e) {
+      deps.logger.error({ err: (e as Error).message, api: api.api_id }, 'limiter failed');
+      done(500);
+      return sendJson(res, 500, { error: 'Internal error' });
+    }
+    metrics.decision.observe((performance.now() - t0) / 1000);
+
+    if (verdict.kind !== 'allow') {
+      const { status, error, scope } = refusal(verdict);
+      if (scope === 'quota') metrics.quotaExceeded.inc({ api: api.api_id });
+      else metrics.rateLimited.inc({ api: api.api_id, scope });
+      done(status);
+      return sendJson(res, status, { error }, rateLimitHeaders(verdict.headers, verdict.retryAfter));
+    }
+
+    const target = deps.upstreamOverride ?? api.targetUrl;
+    if (!target) {
+      done(502);
+      return sendJson(res, 502, { error: 'No upstream configured for this API' });
+    }
+    const t = new URL(target);
+    const basePath = t.pathname.replace(/\/$/, '');
+    const forwardPath = (api.strip ? basePath + relPath : basePath + path) + (q === -1 ? '' : url.slice(q));
+    const u0 = performance.now();
+    const status = await forward(upstreams, t.origin, forwardPath || '/', req, res, rateLimitHeaders(verdict.headers));
+    metrics.upstream.observe({ api: api.api_id }, (performance.now() - u0) / 1000);
+    done(status);
+  }
+
+  return { handle, upstreams };
+}
+
+export function createGatewayServer(deps: GatewayDeps): { server: Server; close(): Promise<void> } {
+  const { handle, upstreams } = createGatewayHandler(deps);
+  const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      deps.logger.error({ err: (e as Error).message }, 'request failed');
+      if (!res.headersSent) sendJson(res, 500, { error: 'Internal error' });
+      else res.destroy();
+    });
+  });
+  return { server, close: () => upstreams.close() };
+}

@@ -1,0 +1,31 @@
+/** JSON error bodies and the X-RateLimit-* / Retry-After headers of SPEC.md §3.7. */
+import type { ServerResponse } from 'node:http';
+import type { HeaderNumbers } from '../engine/types.js';
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+export function rateLimitHeaders(h: HeaderNumbers | undefined, retryAfter?: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (h) {
+    out['x-ratelimit-limit'] = String(h.limit);
+    out['x-ratelimit-remaining'] = String(Math.max(0, h.remaining));
+    out['x-ratelimit-reset'] = String(h.reset);
+  }
+  if (retryAfter !== undefined) out['retry-after'] = String(Math.max(1, Math.ceil(retryAfter)));
+  return out;
+}
+
+export const ERRORS = {
+  notFound: 'Not Found',
+  authMissing: 'Authorization field missing',
+  disallowed: 'Access to this API has been disallowed',
+  apiLimited: 'API Rate Limit Exceeded',
+  keyLimited: 'Rate Limit Exceeded',
+  quota: 'Quota exceeded',
+  upstream: 'There was a problem proxying the request',
+  timeout: 'Upstream request timed out',
+} as const;

@@ -1,0 +1,24 @@
+/** Longest listen-path prefix routing over the compiled APIs (already sorted longest first). */
+import type { CompiledApi } from '../config/types.js';
+
+export interface Route {
+  api: CompiledApi;
+  /** Path relative to the listen path, always starting with '/'. */
+  relPath: string;
+}
+
+export function matchesListenPath(listen: string, path: string): boolean {
+  if (path.startsWith(listen)) return true;
+  // "/a/" also serves "/a"
+  return listen.endsWith('/') && path === listen.slice(0, -1);
+}
+
+export function route(apis: readonly CompiledApi[], path: string): Route | undefined {
+  for (const api of apis) {
+    if (!matchesListenPath(api.listenPath, path)) continue;
+    const rest = path.slice(Math.min(api.listenPath.length, path.length));
+    const relPath = api.listenPath.endsWith('/') || rest === '' || rest.startsWith('/') ? `/${rest.replace(/^\//, '')}` : `/${rest}`;
+    return { api, relPath };
+  }
+  return undefined;
+}

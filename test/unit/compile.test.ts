@@ -1,0 +1,108 @@
+import { ApiDefinitionResource, type ApiDefinition } from '../../crds/kinds.js';
+import { compileApi } from '../../controller/compile/compile-api.js';
+import { compileConfig } from '../../controller/compile/compile-config.js';
+import { route } from '../../sidecar/proxy/router.js';
+
+const api = (name: string, spec: unknown): ApiDefinition =>
+  ApiDefinitionResource.parse({ apiVersion: 'gw.io/v1alpha1', kind: 'ApiDefinition', metadata: { name }, spec });
+
+describe('compiling ApiDefinitions', () => {
+  test('classic: global limit, enabled endpoint rules in array order, disabled ones dropped', () => {
+    const c = compileApi(
+      api('a', {
+        proxy: { listen_path: '/a/', target_url: 'http://127.0.0.1:1' },
+        global_rate_limit: { rate: 10, per: 60 },
+        use_extended_paths: true,
+        extended_paths: {
+          rate_limit: [
+            { path: '/users/{id}', method: 'GET', enabled: true, rate: 1, per: 1 },
+            { path: '/off', method: 'GET', enabled: false, rate: 1, per: 1 },
+            { path: '.*', method: 'GET', enabled: true, rate: 2, per: 1 },
+          ],
+        },
+      }),
+    );
+    expect(c.apiLimit).toEqual({ rate: 10, per: 60 });
+    expect(c.endpointRules.map((r) => r.id)).toEqual(['GET /users/{id}', 'GET .*']);
+    expect(new RegExp(c.endpointRules[0]!.pattern).test('/users/42')).toBe(true);
+    expect(new RegExp(c.endpointRules[0]!.pattern).test('/other')).toBe(false);
+    expect(new RegExp(c.endpointRules[1]!.pattern).test('/anything/at/all')).toBe(true);
+  });
+
+  test('disable_rate_limit and rate/per both 0 turn the API-level limiter off', () => {
+    expect(compileApi(api('a', { proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 5, per: 1 }, disable_rate_limit: true })).apiLimit).toBeUndefined();
+    expect(compileApi(api('a', { proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 0, per: 0 } })).apiLimit).toBeUndefined();
+  });
+
+  test('extended paths are ignored unless use_extended_paths is true', () => {
+    const c = compileApi(api('a', { proxy: { listen_path: '/a/' }, extended_paths: { rate_limit: [{ path: '.*', method: 'GET', rate: 1, per: 1 }] } }));
+    expect(c.endpointRules).toEqual([]);
+  });
+
+  test('OAS: operationId lookup, duration per, paths order, listen path and auth from the extension', () => {
+    const c = compileApi(
+      api('cat', {
+        oas: {
+          openapi: '3.0.3',
+          paths: {
+            '/items/{id}': { get: { operationId: 'getItem' }, delete: { operationId: 'delItem' } },
+            '/items': { get: { operationId: 'listItems' } },
+          },
+          'x-gw-api-gateway': {
+            info: { id: 'catalog', state: { active: false } },
+            server: { listenPath: { value: '/catalog/', strip: false }, authentication: { enabled: false } },
+            upstream: { url: 'http://127.0.0.1:2', rateLimit: { enabled: true, rate: 50, per: '1m' } },
+            middleware: {
+              operations: {
+                listItems: { rateLimit: { enabled: true, rate: 3, per: '10s' } },
+                getItem: { rateLimit: { enabled: true, rate: 5, per: '500ms' } },
+                delItem: { rateLimit: { enabled: false, rate: 1, per: '1s' } },
+              },
+            },
+          },
+        },
+      }),
+    );
+    expect(c.api_id).toBe('catalog');
+    expect(c.active).toBe(false);
+    expect(c.keyless).toBe(true);
+    expect(c.strip).toBe(false);
+    expect(c.listenPath).toBe('/catalog/');
+    expect(c.apiLimit).toEqual({ rate: 50, per: 60 });
+    expect(c.endpointRules.map((r) => [r.id, r.rate, r.per])).toEqual([
+      ['GET /items/{id}', 5, 0.5],
+      ['GET /items', 3, 10],
+    ]);
+  });
+
+  test('a bad or conflicting ApiDefinition is reported and the others still compile', () => {
+    const { config, problems } = compileConfig(
+      [
+        api('good', { proxy: { listen_path: '/g/' } }),
+        api('clash', { proxy: { listen_path: '/g/' } }),
+        api('badregex', { proxy: { listen_path: '/b/' }, use_extended_paths: true, extended_paths: { rate_limit: [{ path: '(', method: 'GET', rate: 1, per: 1 }] } }),
+      ],
+      [],
+    );
+    expect(config.apis.map((a) => a.name)).toEqual(['good']);
+    expect(problems.map((p) => p.name).sort()).toEqual(['badregex', 'clash']);
+    expect(problems.find((p) => p.name === 'badregex')!.message).toContain('spec.extended_paths.rate_limit[0].path');
+  });
+});
+
+describe('routing', () => {
+  const { config } = compileConfig(
+    [api('root', { proxy: { listen_path: '/' } }), api('a', { proxy: { listen_path: '/a/' } }), api('ab', { proxy: { listen_path: '/a/b/' } })],
+    [],
+  );
+  test.each([
+    ['/a/b/c', 'ab', '/c'],
+    ['/a/x', 'a', '/x'],
+    ['/a', 'a', '/'],
+    ['/zzz', 'root', '/zzz'],
+  ])('%s → %s with relative path %s', (path, name, rel) => {
+    const r = route(config.apis, path)!;
+    expect(r.api.name).toBe(name);
+    expect(r.relPath).toBe(rel);
+  });
+});
