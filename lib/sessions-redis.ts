@@ -1,0 +1,89 @@
+/**
+ * Sessions in Redis (cluster mode): `gw:session:<hash>` holds the JSON session, validated with zod
+ * when read; every change is published on `gw:sessions` so sidecar caches drop it at once. Readers
+ * keep a small in-process cache whose entries also expire after `cacheMs` (1 s), so a missed
+ * notification still takes effect within a second.
+ */
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { KeySession } from '../crds/schemas/access-key.js';
+import type { Logger } from './logger.js';
+import type { SessionStore, StoredSession } from './sessions.js';
+
+export const SESSION_PREFIX = 'gw:session:';
+export const SESSION_CHANNEL = 'gw:sessions';
+
+const StoredSessionSchema = z.object({ namespace: z.string(), name: z.string().optional(), session: KeySession });
+
+export class RedisSessionStore implements SessionStore {
+  private readonly cache = new Map<string, { value: StoredSession | undefined; at: number }>();
+  private readonly listeners: ((keyHash: string) => void)[] = [];
+  private sub?: Redis;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly logger: Logger,
+    private readonly cacheMs = 1000,
+  ) {}
+
+  /** Subscribe to change notifications (readers only). */
+  async subscribe(): Promise<void> {
+    this.sub = this.redis.duplicate();
+    this.sub.on('message', (_ch: string, hash: string) => {
+      this.cache.delete(hash);
+      for (const l of this.listeners) l(hash);
+    });
+    this.sub.on('error', () => undefined);
+    await this.sub.subscribe(SESSION_CHANNEL);
+  }
+
+  async get(keyHash: string): Promise<StoredSession | undefined> {
+    const hit = this.cache.get(keyHash);
+    const now = Date.now();
+    if (hit && now - hit.at < this.cacheMs) return hit.value;
+    const raw = await this.redis.get(SESSION_PREFIX + keyHash);
+    let value: StoredSession | undefined;
+    if (raw !== null) {
+      try {
+        const parsed = StoredSessionSchema.safeParse(JSON.parse(raw));
+        if (parsed.success) value = parsed.data;
+        else this.logger.error({ keyHash: keyHash.slice(0, 12) }, `session in Redis refused: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
+      } catch {
+        this.logger.error({ keyHash: keyHash.slice(0, 12) }, 'session in Redis is not JSON; refused');
+      }
+    }
+    if (this.cache.size > 100_000) this.cache.clear();
+    this.cache.set(keyHash, { value, at: now });
+    return value;
+  }
+
+  async put(keyHash: string, value: StoredSession): Promise<void> {
+    await this.redis.multi().set(SESSION_PREFIX + keyHash, JSON.stringify(value)).publish(SESSION_CHANNEL, keyHash).exec();
+    this.cache.delete(keyHash);
+  }
+
+  async delete(keyHash: string): Promise<boolean> {
+    const res = await this.redis.multi().del(SESSION_PREFIX + keyHash).publish(SESSION_CHANNEL, keyHash).exec();
+    this.cache.delete(keyHash);
+    return Number(res?.[0]?.[1] ?? 0) > 0;
+  }
+
+  async list(): Promise<string[]> {
+    const out: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${SESSION_PREFIX}*`, 'COUNT', 500);
+      cursor = next;
+      for (const k of keys) out.push(k.slice(SESSION_PREFIX.length));
+    } while (cursor !== '0');
+    return out;
+  }
+
+  onChange(listener: (keyHash: string) => void): void {
+    this.listeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    await this.sub?.quit().catch(() => undefined);
+  }
+}

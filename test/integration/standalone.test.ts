@@ -1,0 +1,99 @@
+/** The first request limited end to end: real gw standalone process, real echo upstream, real HTTP. */
+import { writeFileSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Server } from 'node:http';
+import { request } from 'undici';
+import { startEcho } from '../../scripts/echo-upstream.js';
+import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
+
+const apiYaml = (name: string, listen: string, target: string, rate: number, per: number, extra = ''): string => `
+apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: ${name}}
+spec:
+  use_keyless: true
+  proxy: {listen_path: ${listen}, target_url: ${target}}
+  global_rate_limit: {rate: ${rate}, per: ${per}}
+${extra}`;
+
+async function get(url: string, headers: Record<string, string> = {}) {
+  const r = await request(url, { headers });
+  const text = await r.body.text();
+  return { status: r.statusCode, headers: r.headers, text };
+}
+
+describe('gw standalone end to end', () => {
+  let echo: { server: Server; url: string };
+  let gw: Standalone;
+  let dir: string;
+
+  beforeAll(async () => {
+    echo = await startEcho();
+    dir = tempDir();
+    writeFileSync(join(dir, 'echo.yaml'), apiYaml('echo', '/echo/', echo.url, 3, 60));
+    writeFileSync(join(dir, 'bad.yaml'), apiYaml('bad', '/bad/', echo.url, -1, 60));
+    gw = await startStandalone(dir);
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    echo?.server.close();
+    cleanup(dir);
+  });
+
+  test('prints the ready line of SPEC.md', () => {
+    expect(gw.output()).toMatch(/gw standalone ready: gateway http:\/\/127\.0\.0\.1:\d+ admin http:\/\/127\.0\.0\.1:\d+/);
+  });
+
+  test('exactly rate requests pass, then 429 with the API body, Retry-After and X-RateLimit headers', async () => {
+    const results = [];
+    for (let i = 0; i < 5; i++) results.push(await get(`${gw.gateway}/echo/hello?x=${i}`));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 429, 429]);
+    const ok = JSON.parse(results[0]!.text) as { path: string; headers: Record<string, string> };
+    expect(ok.path).toBe('/hello?x=0'); // listen path stripped, query kept
+    expect(ok.headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(results[0]!.headers['x-ratelimit-limit']).toBe('3');
+    expect(results[0]!.headers['x-ratelimit-remaining']).toBe('2');
+    const denied = results[3]!;
+    expect(JSON.parse(denied.text)).toEqual({ error: 'API Rate Limit Exceeded' });
+    expect(Number(denied.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(denied.headers['x-ratelimit-remaining']).toBe('0');
+  });
+
+  test('a bad manifest is reported naming the file and field, and does not stop the good one', () => {
+    expect(gw.output()).toContain('bad.yaml');
+    expect(gw.output()).toContain('spec.global_rate_limit.rate');
+  });
+
+  test('unknown paths answer 404 JSON; health endpoints answer', async () => {
+    const r = await get(`${gw.gateway}/nowhere`);
+    expect(r.status).toBe(404);
+    expect(JSON.parse(r.text)).toEqual({ error: 'Not Found' });
+    expect((await get(`${gw.admin}/healthz`)).status).toBe(200);
+    expect((await get(`${gw.admin}/readyz`)).status).toBe(200);
+    expect((await get(`${gw.admin}/metrics`)).text).toContain('gw_rate_limited_total{api="echo",scope="api"}');
+  });
+
+  test('an added, changed or removed file takes effect within 1 s', async () => {
+    writeFileSync(join(dir, 'two.yaml'), apiYaml('two', '/two/', echo.url, 1, 60));
+    const deadline = Date.now() + 1000;
+    let status = 0;
+    while (Date.now() < deadline && status !== 200) {
+      status = (await get(`${gw.gateway}/two/x`)).status;
+      if (status !== 200) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(status).toBe(200);
+    expect((await get(`${gw.gateway}/two/x`)).status).toBe(429);
+    unlinkSync(join(dir, 'two.yaml'));
+    const gone = Date.now() + 1000;
+    while (Date.now() < gone && status !== 404) {
+      status = (await get(`${gw.gateway}/two/x`)).status;
+      if (status !== 404) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(status).toBe(404);
+  });
+
+  test('SIGTERM drains and exits 0', async () => {
+    const code = await gw.stop();
+    expect(code).toBe(0);
+  });
+});
