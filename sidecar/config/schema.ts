@@ -1,0 +1,61 @@
+/** Validation of the compiled config read from a ConfigMap (another process's output is still input). */
+import { z } from 'zod';
+import { PolicySpec } from '../../crds/schemas/policy.js';
+import { Smoothing } from '../../crds/schemas/common.js';
+import type { CompiledConfig } from './types.js';
+
+const LimitSpec = z.object({ rate: z.number().min(0), per: z.number().min(0), smoothing: Smoothing.nullable().optional() });
+
+const CompiledApiSchema = z.object({
+  namespace: z.string(),
+  name: z.string(),
+  api_id: z.string(),
+  active: z.boolean(),
+  keyless: z.boolean(),
+  authHeader: z.string(),
+  listenPath: z.string().startsWith('/'),
+  strip: z.boolean(),
+  targetUrl: z.string().optional(),
+  apiLimit: LimitSpec.optional(),
+  endpointRules: z.array(
+    z.object({
+      method: z.string(),
+      pattern: z.string().refine((p) => {
+        try {
+          new RegExp(p);
+          return true;
+        } catch {
+          return false;
+        }
+      }, 'must be a valid regular expression'),
+      rate: z.number().min(0),
+      per: z.number().min(0),
+      id: z.string(),
+    }),
+  ),
+  streaming: z.unknown().optional(),
+});
+
+export const CompiledConfigSchema = z.object({
+  hash: z.string(),
+  apis: z.array(CompiledApiSchema),
+  policies: z.record(z.string(), z.object({ namespace: z.string(), name: z.string(), spec: PolicySpec })),
+});
+
+export const CONFIG_MAP_NAME = 'gw-config';
+export const CONFIG_MAP_KEY = 'config.json';
+
+export function parseCompiledConfig(text: string): { ok: true; config: CompiledConfig } | { ok: false; message: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    return { ok: false, message: `${CONFIG_MAP_KEY}: invalid JSON: ${(e as Error).message}` };
+  }
+  const r = CompiledConfigSchema.safeParse(raw);
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    return { ok: false, message: `${CONFIG_MAP_KEY}: ${i.path.join('.')}: ${i.message}` };
+  }
+  return { ok: true, config: r.data as CompiledConfig };
+}
