@@ -14,7 +14,7 @@ function rule(method: string, path: string, rate: number, per: number, field: st
   try {
     return { method: method.toUpperCase(), pattern: endpointPattern(path), rate, per, id: `${method.toUpperCase()} ${path}` };
   } catch (e) {
-    throw new Error(`${field}: invalid path pattern ${JSON.stringify(path)}: ${(e as Error).message}`);
+    throw new Error(`${field}: invalid path pattern ${JSON.stringify(path)}: ${(e as Error).message}`, { cause: e });
   }
 }
 

@@ -1,0 +1,213 @@
+/**
+ * Cluster backend: facade writes become custom resources (AccessKey, OAuthClient) plus a Secret for a
+ * client secret, and the facade answers once the controller has reconciled them (status.observedGeneration
+ * caught up with metadata.generation), or after readyTimeoutMs. Keys are found by spec.key_hash: a key
+ * kept in a Secret (secretRef) is not visible to the facade in a cluster.
+ */
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import type { z } from 'zod';
+import {
+  AccessKeyResource,
+  API_VERSION,
+  ApiDefinitionResource,
+  GROUP,
+  OAuthClientResource,
+  VERSION,
+  type AccessKey,
+  type OAuthClient,
+} from '../../crds/kinds.js';
+import type { Logger } from '../../lib/logger.js';
+import {
+  apiIdOf,
+  ConflictError,
+  keyResourceName,
+  MANAGED_BY_LABEL,
+  SUPPRESS_RESET_ANNOTATION,
+  type ApiRef,
+  type ClientRecord,
+  type KeyRecord,
+  type QuotaState,
+  type ResourceBackend,
+} from './backend.js';
+
+export interface KubeBackendOptions {
+  kc: KubeConfig;
+  /** Only this namespace is read (APIs, keys, clients); undefined = all namespaces. */
+  namespace?: string;
+  quota?: (keyHash: string) => Promise<QuotaState | undefined>;
+  /** How long a write waits for the controller (default 10 s); the answer is sent anyway afterwards. */
+  readyTimeoutMs?: number;
+  logger?: Logger;
+}
+
+type Plural = 'apidefinitions' | 'policies' | 'accesskeys' | 'oauthclients';
+
+const code = (e: unknown): number | undefined => (e as { code?: number }).code;
+
+async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
+  try {
+    return await p;
+  } catch (e) {
+    if (code(e) === 404) return undefined;
+    throw e;
+  }
+}
+
+export class KubeBackend implements ResourceBackend {
+  private readonly custom: CustomObjectsApi;
+  private readonly core: CoreV1Api;
+
+  constructor(private readonly opts: KubeBackendOptions) {
+    this.custom = opts.kc.makeApiClient(CustomObjectsApi);
+    this.core = opts.kc.makeApiClient(CoreV1Api);
+  }
+
+  private async list<S extends z.ZodType>(plural: Plural, schema: S): Promise<z.infer<S>[]> {
+    const ns = this.opts.namespace;
+    const res = (ns
+      ? await this.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
+      : await this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as { items?: unknown[] };
+    const out: z.infer<S>[] = [];
+    for (const item of res.items ?? []) {
+      const r = schema.safeParse(item);
+      if (r.success) out.push(r.data);
+    }
+    return out;
+  }
+
+  private get(plural: Plural, namespace: string, name: string): Promise<unknown> {
+    return orUndefined(this.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name }) as Promise<unknown>);
+  }
+
+  /** Create, or replace keeping resourceVersion; then wait for the controller. */
+  private async upsert(plural: Plural, resource: AccessKey | OAuthClient): Promise<void> {
+    const { namespace, name } = resource.metadata;
+    const current = (await this.get(plural, namespace, name)) as { metadata?: { resourceVersion?: string } } | undefined;
+    let written: { metadata?: { generation?: number } };
+    if (current) {
+      const body = { ...resource, metadata: { ...resource.metadata, resourceVersion: current.metadata?.resourceVersion } };
+      written = (await this.custom.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name, body })) as typeof written;
+    } else {
+      written = (await this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, body: resource })) as typeof written;
+    }
+    await this.waitReconciled(plural, namespace, name, written.metadata?.generation ?? 1);
+  }
+
+  private async waitReconciled(plural: Plural, namespace: string, name: string, generation: number): Promise<void> {
+    const deadline = Date.now() + (this.opts.readyTimeoutMs ?? 10_000);
+    while (Date.now() < deadline) {
+      const r = (await this.get(plural, namespace, name)) as { status?: { observedGeneration?: number } } | undefined;
+      if (!r || (r.status?.observedGeneration ?? 0) >= generation) return;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}` }, 'controller did not reconcile in time; answering anyway');
+  }
+
+  async getApi(namespace: string | undefined, apiId: string): Promise<ApiRef | undefined> {
+    const apis = await this.list('apidefinitions', ApiDefinitionResource);
+    const a = apis.find((x) => (namespace === undefined || x.metadata.namespace === namespace) && apiIdOf(x) === apiId);
+    return a && { namespace: a.metadata.namespace, name: a.metadata.name, apiId };
+  }
+
+  async getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string } | undefined> {
+    return (await this.get('policies', namespace, name)) ? { namespace, name } : undefined;
+  }
+
+  private async findKey(keyHash: string): Promise<AccessKey | undefined> {
+    return (await this.list('accesskeys', AccessKeyResource)).find((k) => k.spec.key_hash === keyHash);
+  }
+
+  async getKey(keyHash: string): Promise<KeyRecord | undefined> {
+    const k = await this.findKey(keyHash);
+    if (!k) return undefined;
+    const { key_hash: _h, secretRef: _s, ...spec } = k.spec;
+    return { namespace: k.metadata.namespace, name: k.metadata.name, spec, suppressReset: k.metadata.annotations?.[SUPPRESS_RESET_ANNOTATION] === 'true' };
+  }
+
+  async putKey(keyHash: string, record: KeyRecord): Promise<void> {
+    const existing = await this.findKey(keyHash);
+    const namespace = existing?.metadata.namespace ?? record.namespace;
+    const name = existing?.metadata.name ?? keyResourceName(keyHash);
+    const annotations = { ...(existing?.metadata.annotations ?? {}) };
+    delete annotations[SUPPRESS_RESET_ANNOTATION];
+    if (record.suppressReset) annotations[SUPPRESS_RESET_ANNOTATION] = 'true';
+    await this.upsert('accesskeys', {
+      apiVersion: API_VERSION,
+      kind: 'AccessKey',
+      metadata: { name, namespace, labels: { ...(existing?.metadata.labels ?? MANAGED_BY_LABEL) }, annotations },
+      spec: { ...record.spec, key_hash: keyHash },
+    });
+  }
+
+  async deleteKey(keyHash: string): Promise<boolean> {
+    const k = await this.findKey(keyHash);
+    if (!k) return false;
+    await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: k.metadata.namespace, plural: 'accesskeys', name: k.metadata.name }) as Promise<unknown>);
+    return true;
+  }
+
+  async listKeys(): Promise<string[]> {
+    const hashes = (await this.list('accesskeys', AccessKeyResource)).flatMap((k) => (k.spec.key_hash ? [k.spec.key_hash] : []));
+    return [...new Set(hashes)].sort();
+  }
+
+  async quota(keyHash: string): Promise<QuotaState | undefined> {
+    return this.opts.quota?.(keyHash);
+  }
+
+  private async secretOf(c: OAuthClient): Promise<string | undefined> {
+    const s: V1Secret | undefined = await orUndefined(this.core.readNamespacedSecret({ namespace: c.metadata.namespace, name: c.spec.secretRef.name }));
+    const d = s?.data?.[c.spec.secretRef.key];
+    return s?.stringData?.[c.spec.secretRef.key] ?? (d === undefined ? undefined : Buffer.from(d, 'base64').toString('utf8'));
+  }
+
+  async listClients(apiId: string): Promise<ClientRecord[]> {
+    const clients = (await this.list('oauthclients', OAuthClientResource)).filter((c) => c.spec.api_id === apiId);
+    const out: ClientRecord[] = [];
+    for (const c of clients) out.push({ namespace: c.metadata.namespace, name: c.metadata.name, spec: c.spec, secret: await this.secretOf(c) });
+    return out.sort((a, b) => a.spec.client_id.localeCompare(b.spec.client_id));
+  }
+
+  async getClient(apiId: string, clientId: string): Promise<ClientRecord | undefined> {
+    return (await this.listClients(apiId)).find((c) => c.spec.client_id === clientId);
+  }
+
+  async putClient(record: ClientRecord & { secret: string }): Promise<void> {
+    const ref = record.spec.secretRef;
+    const secret: V1Secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: ref.name, namespace: record.namespace, labels: { ...MANAGED_BY_LABEL } },
+      type: 'Opaque',
+      data: { [ref.key]: Buffer.from(record.secret, 'utf8').toString('base64') },
+    };
+    const current = await orUndefined(this.core.readNamespacedSecret({ namespace: record.namespace, name: ref.name }));
+    if (current && current.metadata?.labels?.['app.kubernetes.io/managed-by'] !== MANAGED_BY_LABEL['app.kubernetes.io/managed-by']) {
+      throw new ConflictError(`Secret ${record.namespace}/${ref.name} exists and is not managed by the facade`);
+    }
+    if (current) {
+      secret.metadata!.resourceVersion = current.metadata?.resourceVersion;
+      await this.core.replaceNamespacedSecret({ namespace: record.namespace, name: ref.name, body: secret });
+    } else {
+      await this.core.createNamespacedSecret({ namespace: record.namespace, body: secret });
+    }
+    await this.upsert('oauthclients', {
+      apiVersion: API_VERSION,
+      kind: 'OAuthClient',
+      metadata: { name: record.name, namespace: record.namespace, labels: { ...MANAGED_BY_LABEL } },
+      spec: record.spec,
+    });
+  }
+
+  async deleteClient(apiId: string, clientId: string): Promise<boolean> {
+    const c = (await this.list('oauthclients', OAuthClientResource)).find((x) => x.spec.api_id === apiId && x.spec.client_id === clientId);
+    if (!c) return false;
+    const { namespace, name } = c.metadata;
+    await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'oauthclients', name }) as Promise<unknown>);
+    const s = await orUndefined(this.core.readNamespacedSecret({ namespace, name: c.spec.secretRef.name }));
+    if (s?.metadata?.labels?.['app.kubernetes.io/managed-by'] === MANAGED_BY_LABEL['app.kubernetes.io/managed-by']) {
+      await orUndefined(this.core.deleteNamespacedSecret({ namespace, name: c.spec.secretRef.name }));
+    }
+    return true;
+  }
+}

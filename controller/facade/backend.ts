@@ -1,0 +1,94 @@
+/**
+ * What the management facade writes through. Two implementations: the standalone resources directory
+ * (backend-dir.ts: YAML manifests under DIR/.gw/) and the cluster (backend-kube.ts: custom resources).
+ * The facade itself never knows where resources live.
+ */
+import type { ApiDefinition } from '../../crds/kinds.js';
+import type { KeySessionT } from '../../crds/schemas/access-key.js';
+import type { OAuthClientSpecT } from '../../crds/schemas/oauth-client.js';
+import { sha256hex } from '../../lib/hash.js';
+
+/** An API the facade can attach clients to. */
+export interface ApiRef {
+  namespace: string;
+  /** metadata.name of the ApiDefinition. */
+  name: string;
+  apiId: string;
+}
+
+/** A facade-visible access key: its AccessKey resource, minus the key material (only the hash is known). */
+export interface KeyRecord {
+  namespace: string;
+  /** metadata.name of the AccessKey. */
+  name: string;
+  /** The session (key body), without key_hash / secretRef. */
+  spec: KeySessionT;
+  /** Recorded as annotation gw.io/suppress-reset: "true": adding the key keeps its live quota. */
+  suppressReset: boolean;
+}
+
+/** An OAuth client with its secret (the secret lives in a Secret, never in the OAuthClient). */
+export interface ClientRecord {
+  namespace: string;
+  /** metadata.name of the OAuthClient. */
+  name: string;
+  spec: OAuthClientSpecT;
+  /** undefined when the Secret is missing. */
+  secret: string | undefined;
+}
+
+export interface QuotaState {
+  remaining: number;
+  /** Unix seconds. */
+  renews: number;
+}
+
+export interface ResourceBackend {
+  /** The API with this api_id; within `namespace` when given, else in any namespace (first match). */
+  getApi(namespace: string | undefined, apiId: string): Promise<ApiRef | undefined>;
+  /** Whether Policy `name` exists in `namespace`. */
+  getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string } | undefined>;
+
+  getKey(keyHash: string): Promise<KeyRecord | undefined>;
+  /** Create or replace; resolves when the gateway can use the key (or a timeout). */
+  putKey(keyHash: string, record: KeyRecord): Promise<void>;
+  /** false when no such key. */
+  deleteKey(keyHash: string): Promise<boolean>;
+  /** Hashes of every key (facade-made or not). */
+  listKeys(): Promise<string[]>;
+
+  getClient(apiId: string, clientId: string): Promise<ClientRecord | undefined>;
+  /** Create or replace the OAuthClient and the Secret with its secret (record.spec.secretRef names it). */
+  putClient(record: ClientRecord & { secret: string }): Promise<void>;
+  listClients(apiId: string): Promise<ClientRecord[]>;
+  /** Deletes the OAuthClient and its facade-made Secret; false when no such client. */
+  deleteClient(apiId: string, clientId: string): Promise<boolean>;
+
+  /** Live quota of a key, when the quota manager knows it. */
+  quota(keyHash: string): Promise<QuotaState | undefined>;
+}
+
+/** A write the backend refuses because the resource is owned elsewhere (e.g. a hand-written manifest). → 409 */
+export class ConflictError extends Error {}
+
+export const SUPPRESS_RESET_ANNOTATION = 'gw.io/suppress-reset';
+export const MANAGED_BY_LABEL = { 'app.kubernetes.io/managed-by': 'gw-facade' } as const;
+
+/** metadata.name of a facade-imported AccessKey. */
+export function keyResourceName(keyHash: string): string {
+  return `key-${keyHash.slice(0, 16)}`;
+}
+
+/** metadata.name of a facade-made OAuthClient (client ids are free text, so the name is derived). */
+export function clientResourceName(namespace: string, apiId: string, clientId: string): string {
+  return `oauth-${sha256hex(`${namespace}\u0000${apiId}\u0000${clientId}`).slice(0, 16)}`;
+}
+
+export function clientSecretName(clientName: string): string {
+  return `${clientName}-secret`;
+}
+
+/** The api_id of an ApiDefinition, as the compiler derives it (OAS info.id, then spec.api_id, then the name). */
+export function apiIdOf(api: ApiDefinition): string {
+  return api.spec.oas?.['x-gw-api-gateway'].info?.id ?? api.spec.api_id ?? api.metadata.name;
+}

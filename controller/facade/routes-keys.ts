@@ -1,0 +1,127 @@
+/**
+ * /gw/keys: create or import keys (X-Gw-Authorization). Keys are stored by SHA-256 hash only; the raw
+ * keyID is answered back once (as the spec shows) and never stored or logged.
+ */
+import { KeySession, type KeySessionT } from '../../crds/schemas/access-key.js';
+import { sha256hex } from '../../lib/hash.js';
+import { keyResourceName, type KeyRecord } from './backend.js';
+import { requireGwSecret } from './auth.js';
+import type { FacadeContext, Route, RouteArgs } from './context.js';
+import { HttpError, readJson, sendJson, validate } from './http-util.js';
+
+const MAX_KEY_ID = 1024;
+
+function hashedParam(query: URLSearchParams): boolean {
+  const v = query.get('hashed');
+  if (v === null || v === 'false') return false;
+  if (v === 'true') return true;
+  throw new HttpError(400, 'hashed: must be true or false');
+}
+
+function suppressResetParam(query: URLSearchParams): boolean {
+  const v = query.get('suppress_reset');
+  if (v === null) return false;
+  if (v === '1') return true;
+  throw new HttpError(400, 'suppress_reset: the only allowed value is 1');
+}
+
+/** keyID → { hash, echo }: the hash is sha256hex(keyID), or keyID itself when hashed=true. */
+function keyHashOf(keyID: string, hashed: boolean): string {
+  if (keyID.length > MAX_KEY_ID) throw new HttpError(400, `keyID: longer than ${MAX_KEY_ID} characters`);
+  if (!hashed) return sha256hex(keyID);
+  if (!/^[0-9a-fA-F]{64}$/.test(keyID)) throw new HttpError(400, 'keyID: with hashed=true it must be a SHA-256 hex digest (64 hex digits)');
+  return keyID.toLowerCase();
+}
+
+/** Deprecated fields mapped onto their replacements (the replacement wins when both are given), then dropped. */
+export function normalizeSession(s: KeySessionT): KeySessionT {
+  const out: KeySessionT = { ...s };
+  if (out.apply_policy_id !== undefined) {
+    if (!out.apply_policies?.length && out.apply_policy_id) out.apply_policies = [out.apply_policy_id];
+    delete out.apply_policy_id;
+  }
+  if (out.enable_detail_recording !== undefined) {
+    if (out.enable_detailed_recording === undefined) out.enable_detailed_recording = out.enable_detail_recording;
+    delete out.enable_detail_recording;
+  }
+  return out;
+}
+
+async function checkPolicies(ctx: FacadeContext, session: KeySessionT, namespace: string): Promise<void> {
+  for (const [i, p] of (session.apply_policies ?? []).entries()) {
+    if (!(await ctx.backend.getPolicy(namespace, p))) {
+      throw new HttpError(400, `apply_policies.${i}: policy ${JSON.stringify(p)} not found in namespace ${namespace}`);
+    }
+  }
+}
+
+function keyParams(args: RouteArgs): { keyID: string; keyHash: string } {
+  requireGwSecret(args.req, args.ctx.options.secret);
+  const keyID = args.params.keyID!;
+  return { keyID, keyHash: keyHashOf(keyID, hashedParam(args.query)) };
+}
+
+async function addKey(args: RouteArgs): Promise<void> {
+  const { ctx, res, query } = args;
+  const { keyID, keyHash } = keyParams(args);
+  const suppressReset = suppressResetParam(query);
+  const spec = normalizeSession(validate(KeySession, await readJson(args.req)));
+  const action = await ctx.locks.run(`key:${keyHash}`, async () => {
+    const existing = await ctx.backend.getKey(keyHash);
+    const namespace = existing?.namespace ?? ctx.keyNamespace;
+    await checkPolicies(ctx, spec, namespace);
+    const record: KeyRecord = { namespace, name: existing?.name ?? keyResourceName(keyHash), spec, suppressReset };
+    await ctx.backend.putKey(keyHash, record);
+    return existing ? 'modified' : 'added';
+  });
+  ctx.logger.info({ keyHash, action, suppressReset }, 'key saved');
+  sendJson(res, 200, { key: keyID, key_hash: keyHash, action, status: 'ok' });
+}
+
+async function replaceKey(args: RouteArgs): Promise<void> {
+  const { ctx, res, query } = args;
+  const { keyID, keyHash } = keyParams(args);
+  const suppressReset = suppressResetParam(query);
+  const spec = normalizeSession(validate(KeySession, await readJson(args.req)));
+  await ctx.locks.run(`key:${keyHash}`, async () => {
+    const existing = await ctx.backend.getKey(keyHash);
+    if (!existing) throw new HttpError(404, 'key not found');
+    await checkPolicies(ctx, spec, existing.namespace);
+    await ctx.backend.putKey(keyHash, { namespace: existing.namespace, name: existing.name, spec, suppressReset });
+  });
+  ctx.logger.info({ keyHash, action: 'modified', suppressReset }, 'key saved');
+  sendJson(res, 200, { key: keyID, key_hash: keyHash, action: 'modified', status: 'ok' });
+}
+
+async function getKey(args: RouteArgs): Promise<void> {
+  const { ctx, res } = args;
+  const { keyHash } = keyParams(args);
+  const existing = await ctx.backend.getKey(keyHash);
+  if (!existing) throw new HttpError(404, 'key not found');
+  const live = await ctx.backend.quota(keyHash);
+  const body: KeySessionT = { ...existing.spec };
+  if (live) {
+    body.quota_remaining = live.remaining;
+    body.quota_renews = live.renews;
+  }
+  sendJson(res, 200, body);
+}
+
+async function deleteKey(args: RouteArgs): Promise<void> {
+  const { ctx, res } = args;
+  const { keyID, keyHash } = keyParams(args);
+  const deleted = await ctx.locks.run(`key:${keyHash}`, () => ctx.backend.deleteKey(keyHash));
+  if (!deleted) throw new HttpError(404, 'key not found');
+  ctx.logger.info({ keyHash, action: 'deleted' }, 'key deleted');
+  sendJson(res, 200, { key: keyID, key_hash: keyHash, action: 'deleted', status: 'ok' });
+}
+
+async function listKeys(args: RouteArgs): Promise<void> {
+  requireGwSecret(args.req, args.ctx.options.secret);
+  sendJson(args.res, 200, { keys: await args.ctx.backend.listKeys() });
+}
+
+export const keyRoutes: Route[] = [
+  { template: '/gw/keys', methods: { GET: listKeys } },
+  { template: '/gw/keys/{keyID}', methods: { POST: addKey, PUT: replaceKey, GET: getKey, DELETE: deleteKey } },
+];

@@ -1,0 +1,42 @@
+/** /healthz, /readyz and /metrics on a process's metrics (or admin) listener. */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Registry } from 'prom-client';
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Answers the three operational paths; returns false for anything else. */
+export function handleOps(req: IncomingMessage, res: ServerResponse, registry: Registry, ready: () => boolean): boolean {
+  const path = (req.url ?? '/').split('?')[0];
+  if (path === '/healthz') {
+    json(res, 200, { status: 'ok' });
+    return true;
+  }
+  if (path === '/readyz') {
+    const ok = ready();
+    json(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not ready' });
+    return true;
+  }
+  if (path === '/metrics') {
+    registry.metrics().then(
+      (text) => {
+        res.writeHead(200, { 'content-type': registry.contentType });
+        res.end(text);
+      },
+      () => json(res, 500, { error: 'metrics unavailable' }),
+    );
+    return true;
+  }
+  return false;
+}
+
+export function createOpsServer(registry: Registry, ready: () => boolean, fallback?: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  return createServer((req, res) => {
+    if (handleOps(req, res, registry, ready)) return;
+    if (fallback) fallback(req, res);
+    else json(res, 404, { error: 'Not Found' });
+  });
+}
