@@ -43,12 +43,12 @@ export function loadGatewayOptions(file: string | undefined, env: NodeJS.Process
     try {
       text = readFileSync(file, 'utf8');
     } catch (e) {
-      throw new Error(`${file}: cannot read config file: ${(e as Error).message}`);
+      throw new Error(`${file}: cannot read config file: ${(e as Error).message}`, { cause: e });
     }
     try {
       raw = parse(text) ?? {};
     } catch (e) {
-      throw new Error(`${file}: invalid YAML: ${(e as Error).message}`);
+      throw new Error(`${file}: invalid YAML: ${(e as Error).message}`, { cause: e });
     }
   }
   const parsed = GatewayOptions.safeParse(raw);
