@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+/** The gw CLI: one binary, four subcommands (SPEC.md §1). Flags win over GW_* environment variables. */
+import { Command, Option } from 'commander';
+import { runFacade, type FacadeFlags } from './facade.js';
+import { runSidecar, type SidecarFlags } from './sidecar.js';
+import { runStandalone } from './standalone.js';
+
+function fail(message: string): never {
+  process.stderr.write(`gw: ${message}\n`);
+  process.exit(1);
+}
+
+function notYet(name: string) {
+  return (): void => fail(`${name}: not implemented yet`);
+}
+
+const env = (flag: string, envName: string, description: string, def?: string): Option => {
+  const o = new Option(flag, description).env(envName);
+  return def === undefined ? o : o.default(def);
+};
+
+const program = new Command('gw')
+  .description('gw: a Kubernetes-native API gateway that rate-limits traffic')
+  .showHelpAfterError()
+  .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+program
+  .command('standalone')
+  .description('Gateway, facade and resources in one process, from a directory of manifests')
+  .addOption(env('--resources <dir>', 'GW_RESOURCES', 'directory of YAML/JSON manifests').makeOptionMandatory())
+  .addOption(env('--listen <host:port>', 'GW_LISTEN', 'gateway listen address', '0.0.0.0:8080'))
+  .addOption(env('--admin-listen <host:port>', 'GW_ADMIN_LISTEN', 'management (facade) and metrics listen address', '127.0.0.1:8081'))
+  .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
+  .addOption(env('--redis <url>', 'GW_REDIS', 'shared store URL (default: in memory)'))
+  .action((opts: { resources: string; listen: string; adminListen: string; config?: string; redis?: string }) =>
+    runStandalone(opts).catch((e: unknown) => fail((e as Error).message)),
+  );
+
+program
+  .command('controller')
+  .description('Operator: reconciles the four resource kinds into ConfigMaps and Redis')
+  .addOption(env('--kubeconfig <file>', 'GW_KUBECONFIG', 'kubeconfig (default: in-cluster)'))
+  .addOption(env('--namespace <ns>', 'GW_NAMESPACE', 'namespace to watch (default: all)'))
+  .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
+  .addOption(new Option('--leader-elect', 'enable leader election').env('GW_LEADER_ELECT'))
+  .addOption(env('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9090'))
+  .action(notYet('controller'));
+
+program
+  .command('facade')
+  .description('Management endpoints over the custom resources')
+  .addOption(env('--kubeconfig <file>', 'GW_KUBECONFIG', 'kubeconfig (default: in-cluster)'))
+  .addOption(env('--namespace <ns>', 'GW_NAMESPACE', 'namespace for created resources', 'default'))
+  .addOption(env('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8081'))
+  .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
+  .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL (live quota values)'))
+  .action((opts: FacadeFlags) => runFacade(opts).catch((e: unknown) => fail((e as Error).message)));
+
+program
+  .command('sidecar')
+  .description('Reverse proxy in front of the pod application, enforcing every limit')
+  .addOption(env('--upstream <url>', 'GW_UPSTREAM', 'the application URL').makeOptionMandatory())
+  .addOption(env('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8080'))
+  .addOption(env('--kubeconfig <file>', 'GW_KUBECONFIG', 'kubeconfig (default: in-cluster)'))
+  .addOption(env('--namespace <ns>', 'GW_NAMESPACE', 'namespace of the compiled config', 'default'))
+  .addOption(env('--group <name>', 'GW_GROUP', 'DRL peer group', 'default'))
+  .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
+  .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
+  .addOption(env('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9091'))
+  .action((opts: SidecarFlags) => runSidecar(opts).catch((e: unknown) => fail((e as Error).message)));
+
+program.parseAsync(process.argv).catch((e: unknown) => fail((e as Error).message));

@@ -1,0 +1,75 @@
+/**
+ * `gw sidecar`: the reverse proxy in front of one pod's application. Config from the controller's
+ * ConfigMap (watched), sessions and shared limiter state from Redis.
+ */
+import { Redis } from 'ioredis';
+import { createLogger } from '../lib/logger.js';
+import { loadGatewayOptions } from '../lib/options.js';
+import { loadKubeConfig } from '../lib/kube/client.js';
+import { MemorySessionStore, type SessionStore } from '../lib/sessions.js';
+import { RedisSessionStore } from '../lib/sessions-redis.js';
+import { createOpsServer } from '../lib/ops-server.js';
+import { drain, listen } from '../lib/serve.js';
+import { KubeConfigSource } from '../sidecar/config/kube-source.js';
+import { GatewayMetrics } from '../sidecar/metrics.js';
+import { createGatewayRuntime } from '../sidecar/runtime.js';
+import { onShutdown } from './shutdown.js';
+
+export interface SidecarFlags {
+  upstream: string;
+  listen: string;
+  kubeconfig?: string;
+  namespace: string;
+  group: string;
+  config?: string;
+  redis?: string;
+  metricsListen: string;
+}
+
+export async function runSidecar(flags: SidecarFlags): Promise<void> {
+  const logger = createLogger('sidecar');
+  const options = loadGatewayOptions(flags.config);
+  try {
+    new URL(flags.upstream);
+  } catch {
+    throw new Error(`--upstream: ${JSON.stringify(flags.upstream)} is not a URL`);
+  }
+  const kc = loadKubeConfig(flags.kubeconfig);
+  const metrics = new GatewayMetrics();
+  const redis = flags.redis ? new Redis(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
+  redis?.on('error', () => metrics.storeErrors.inc());
+  let sessions: SessionStore;
+  if (redis) {
+    const rs = new RedisSessionStore(redis, logger);
+    await rs.subscribe().catch((e: unknown) => logger.warn({ err: (e as Error).message }, 'session notifications unavailable; cache expires after 1 s'));
+    sessions = rs;
+  } else {
+    logger.warn('no --redis: keys cannot be looked up (keyless APIs only) and limits are local to this sidecar');
+    sessions = new MemorySessionStore();
+  }
+  const source = new KubeConfigSource(kc, flags.namespace, logger, () => metrics.configErrors.inc(), (c) => metrics.configLoaded.set(c.apis.length));
+  await source.start();
+
+  const runtime = await createGatewayRuntime({
+    options,
+    config: () => source.current(),
+    sessions,
+    redis,
+    group: flags.group,
+    metrics,
+    logger,
+    upstreamOverride: flags.upstream,
+    ready: () => source.isLoaded() && (!redis || redis.status === 'ready'),
+  });
+  const ops = createOpsServer(metrics.registry, runtime.ready);
+  const gwAddr = await listen(runtime.server, flags.listen, '--listen');
+  const opsAddr = await listen(ops, flags.metricsListen, '--metrics-listen');
+  logger.info({ listen: gwAddr, metrics: opsAddr, namespace: flags.namespace, group: flags.group }, 'gw sidecar ready');
+  onShutdown(logger, async () => {
+    source.stop();
+    await Promise.all([drain(runtime.server), drain(ops)]);
+    await runtime.close();
+    await sessions.close();
+    redis?.disconnect();
+  });
+}

@@ -1,0 +1,107 @@
+/**
+ * `gw standalone`: the gateway, the facade and the resources in one process. Resources come from a
+ * watched directory of manifests; sessions live in memory (or Redis with --redis).
+ */
+import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { createLogger } from '../lib/logger.js';
+import { loadGatewayOptions } from '../lib/options.js';
+import { MemorySessionStore } from '../lib/sessions.js';
+import { RedisSessionStore } from '../lib/sessions-redis.js';
+import { createOpsServer } from '../lib/ops-server.js';
+import { drain, listen } from '../lib/serve.js';
+import { DirSource } from '../controller/sources/dir-source.js';
+import { StandaloneState } from '../controller/standalone/state.js';
+import { DirBackend } from '../controller/facade/backend-dir.js';
+import { createFacadeServer } from '../controller/facade/server.js';
+import type { ResourceBackend } from '../controller/facade/backend.js';
+import { GatewayMetrics } from '../sidecar/metrics.js';
+import { createGatewayRuntime, type GatewayRuntime } from '../sidecar/runtime.js';
+import { onShutdown } from './shutdown.js';
+
+export interface StandaloneFlags {
+  resources: string;
+  listen: string;
+  adminListen: string;
+  config?: string;
+  redis?: string;
+}
+
+export async function runStandalone(flags: StandaloneFlags): Promise<void> {
+  const logger = createLogger('standalone');
+  const options = loadGatewayOptions(flags.config);
+  if (!statSync(flags.resources, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new Error(`--resources: ${flags.resources} is not a directory`);
+  }
+  if (!options.secret) {
+    options.secret = randomBytes(18).toString('base64url');
+    process.stdout.write(`gw standalone: generated X-Gw-Authorization secret: ${options.secret}\n`);
+  }
+  if (!options.access_tokens?.length) {
+    options.access_tokens = [randomBytes(18).toString('base64url')];
+    process.stdout.write(`gw standalone: generated management bearer token: ${options.access_tokens[0]}\n`);
+  }
+
+  const metrics = new GatewayMetrics();
+  const redis = flags.redis ? new Redis(flags.redis, { maxRetriesPerRequest: 1 }) : undefined;
+  redis?.on('error', () => metrics.storeErrors.inc());
+  const sessions = redis ? new RedisSessionStore(redis, logger) : new MemorySessionStore();
+  const source = new DirSource(flags.resources, logger, (errs) => metrics.configErrors.inc(errs.length));
+  let runtime: GatewayRuntime | undefined;
+  const state = new StandaloneState(flags.resources, sessions, logger, async (hash, stored, annotations) => {
+    if (annotations['gw.io/suppress-reset'] !== 'true') await runtime?.engine.resetQuota(hash, stored);
+  });
+  await state.apply(source.current());
+  source.onChange((s) => void state.apply(s));
+  source.start();
+
+  let ready = false;
+  runtime = await createGatewayRuntime({
+    options,
+    config: () => state.current(),
+    sessions,
+    redis,
+    metrics,
+    logger,
+    ready: () => ready,
+  });
+  const engine = runtime.engine;
+
+  const dirBackend = new DirBackend({
+    dir: flags.resources,
+    snapshot: () => source.current(),
+    quota: async (hash) => {
+      const s = await sessions.get(hash);
+      return s ? engine.readQuota(hash, s) : undefined;
+    },
+    onWrite: () => state.apply(source.reload()),
+  });
+  // Adding a key through the facade resets its quota unless suppress_reset=1 (SPEC.md §3.5).
+  const backend: ResourceBackend = Object.assign(Object.create(dirBackend) as ResourceBackend, {
+    putKey: async (hash: string, record: Parameters<ResourceBackend['putKey']>[1]) => {
+      await dirBackend.putKey(hash, record);
+      if (!record.suppressReset) {
+        const s = await sessions.get(hash);
+        await engine.resetQuota(hash, s);
+      }
+    },
+  });
+
+  const gwAddr = await listen(runtime.server, flags.listen, '--listen');
+  const facade = createFacadeServer({ backend, options, gatewayOrigins: [`http://${gwAddr}`], logger, ready: () => ready });
+  const admin = createOpsServer(metrics.registry, () => ready, (req, res) => facade.emit('request', req, res));
+  const adminAddr = await listen(admin, flags.adminListen, '--admin-listen');
+  ready = true;
+  process.stdout.write(`gw standalone ready: gateway http://${gwAddr} admin http://${adminAddr}\n`);
+
+  onShutdown(logger, async () => {
+    ready = false;
+    source.stop();
+    await Promise.all([drain(runtime.server), drain(admin)]);
+    facade.close();
+    await runtime.close();
+    await sessions.close();
+    redis?.disconnect();
+  });
+}

@@ -1,0 +1,155 @@
+/**
+ * A key's effective session (SPEC.md §3.3): with apply_policies, the policies set the limits and the
+ * access rights become the union of theirs. For the global limit, each per-API limit and each
+ * per-endpoint limit (`METHOD path`) the policy with the highest rate/per wins and its rate, per and
+ * smoothing are taken together (90/30 + 100/10 → 100/10, never the pre-5.4.0 100/30). Ties keep the
+ * earlier policy. Quota: highest quota_max (≤ 0 = unlimited = highest) and highest renewal; throttle:
+ * highest values; meta_data merged, the key's own values win.
+ * A key naming a missing or inactive policy gets an Error: it is refused (fail closed).
+ */
+import type { AccessDefinitionT, ApiLimitT } from '../../crds/schemas/access-definition.js';
+import type { SmoothingT } from '../../crds/schemas/common.js';
+import type { PolicySpecT } from '../../crds/schemas/policy.js';
+import type { StoredSession } from '../../lib/sessions.js';
+import type { CompiledConfig } from '../config/types.js';
+
+export interface EffectiveSession {
+  rate?: number;
+  per?: number;
+  smoothing?: SmoothingT | null;
+  quota_max?: number;
+  quota_renewal_rate?: number;
+  throttle_interval?: number;
+  throttle_retry_limit?: number;
+  access_rights: Record<string, AccessDefinitionT>;
+  meta_data: Record<string, unknown>;
+  /** rate_limit_pattern of the applied policies (SPEC.md §3.4), unexpanded. */
+  rate_limit_pattern?: string;
+}
+
+type RatePair = { rate?: number; per?: number };
+
+/** rate/per; a 0/0 limit is "no limit", which is the highest of all. undefined = no limit given. */
+export function effectiveRate(l: RatePair | null | undefined): number | undefined {
+  if (!l || l.rate === undefined || l.per === undefined) return undefined;
+  if (l.rate === 0 && l.per === 0) return Infinity;
+  return l.per > 0 ? l.rate / l.per : Infinity;
+}
+
+/** The candidate with the highest effective rate; the earlier one on a tie. */
+export function highestRate<T extends RatePair>(candidates: (T | null | undefined)[]): T | undefined {
+  let best: T | undefined;
+  let bestRate = -1;
+  for (const c of candidates) {
+    const r = effectiveRate(c);
+    if (r !== undefined && r > bestRate) {
+      best = c!;
+      bestRate = r;
+    }
+  }
+  return best;
+}
+
+function highestQuota(values: (number | undefined)[]): number | undefined {
+  const given = values.filter((v): v is number => v !== undefined);
+  if (given.length === 0) return undefined;
+  if (given.some((v) => v <= 0)) return -1;
+  return Math.max(...given);
+}
+
+function highest(values: (number | undefined)[]): number | undefined {
+  const given = values.filter((v): v is number => v !== undefined);
+  return given.length ? Math.max(...given) : undefined;
+}
+
+function mergeAccess(policies: PolicySpecT[]): Record<string, AccessDefinitionT> {
+  const out: Record<string, AccessDefinitionT> = {};
+  const apiIds = [...new Set(policies.flatMap((p) => Object.keys(p.access_rights ?? {})))];
+  for (const apiId of apiIds) {
+    const defs = policies.map((p) => p.access_rights?.[apiId]).filter((d): d is AccessDefinitionT => !!d);
+    const first = defs[0]!;
+    const limit = highestRate<ApiLimitT>(defs.map((d) => d.limit));
+    const urls = new Map<string, Set<string>>();
+    for (const d of defs) for (const u of d.allowed_urls ?? []) {
+      const set = urls.get(u.url) ?? new Set<string>();
+      u.methods.forEach((m) => set.add(m));
+      urls.set(u.url, set);
+    }
+    // per-endpoint: highest rate per METHOD path
+    const byEndpoint = new Map<string, { path: string; name: string; limit: { rate: number; per: number } }[]>();
+    for (const d of defs) for (const ep of d.endpoints ?? []) for (const m of ep.methods) {
+      const id = `${m.name.toUpperCase()} ${ep.path}`;
+      const list = byEndpoint.get(id) ?? [];
+      list.push({ path: ep.path, name: m.name.toUpperCase(), limit: m.limit });
+      byEndpoint.set(id, list);
+    }
+    const endpoints = new Map<string, { name: string; limit: { rate: number; per: number } }[]>();
+    for (const list of byEndpoint.values()) {
+      const win = highestRate(list.map((x) => x.limit));
+      const chosen = list.find((x) => x.limit === win)!;
+      const methods = endpoints.get(chosen.path) ?? [];
+      methods.push({ name: chosen.name, limit: chosen.limit });
+      endpoints.set(chosen.path, methods);
+    }
+    out[apiId] = {
+      api_id: first.api_id ?? apiId,
+      api_name: first.api_name,
+      versions: [...new Set(defs.flatMap((d) => d.versions ?? []))],
+      allowed_urls: [...urls].map(([url, methods]) => ({ url, methods: [...methods] })),
+      limit: limit ?? null,
+      endpoints: [...endpoints].map(([path, methods]) => ({ path, methods })),
+    };
+  }
+  return out;
+}
+
+const cache = new WeakMap<StoredSession, { hash: string; value: EffectiveSession | Error }>();
+
+export function effectiveSession(stored: StoredSession, config: CompiledConfig): EffectiveSession | Error {
+  const hit = cache.get(stored);
+  if (hit && hit.hash === config.hash) return hit.value;
+  const value = compute(stored, config);
+  cache.set(stored, { hash: config.hash, value });
+  return value;
+}
+
+function compute(stored: StoredSession, config: CompiledConfig): EffectiveSession | Error {
+  const s = stored.session;
+  const names = s.apply_policies?.length ? s.apply_policies : s.apply_policy_id ? [s.apply_policy_id] : [];
+  const keyMeta = (s.meta_data ?? {}) as Record<string, unknown>;
+  if (names.length === 0) {
+    return {
+      rate: s.rate,
+      per: s.per,
+      smoothing: s.smoothing,
+      quota_max: s.quota_max,
+      quota_renewal_rate: s.quota_renewal_rate,
+      throttle_interval: s.throttle_interval,
+      throttle_retry_limit: s.throttle_retry_limit,
+      access_rights: s.access_rights ?? {},
+      meta_data: keyMeta,
+    };
+  }
+  const policies: PolicySpecT[] = [];
+  for (const name of names) {
+    const p = config.policies[`${stored.namespace}/${name}`];
+    if (!p) return new Error(`policy ${stored.namespace}/${name} not found`);
+    if (!p.spec.active) return new Error(`policy ${stored.namespace}/${name} is inactive`);
+    policies.push(p.spec);
+  }
+  const global = highestRate(policies);
+  const policyMeta = Object.assign({}, ...policies.map((p) => p.meta_data ?? {})) as Record<string, unknown>;
+  const pattern = policyMeta.rate_limit_pattern;
+  return {
+    rate: global?.rate,
+    per: global?.per,
+    smoothing: global?.smoothing,
+    quota_max: highestQuota(policies.map((p) => p.quota_max)),
+    quota_renewal_rate: highest(policies.map((p) => p.quota_renewal_rate)),
+    throttle_interval: highest(policies.map((p) => p.throttle_interval)),
+    throttle_retry_limit: highest(policies.map((p) => p.throttle_retry_limit)),
+    access_rights: mergeAccess(policies),
+    meta_data: { ...policyMeta, ...keyMeta },
+    rate_limit_pattern: typeof pattern === 'string' ? pattern : undefined,
+  };
+}

@@ -1,0 +1,48 @@
+/** Matching a request to per-endpoint rules: API-level compiled rules and key-level access_rights endpoints. */
+import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
+import { endpointPattern } from '../../controller/compile/path-pattern.js';
+import type { CompiledApi, EndpointRule } from '../config/types.js';
+
+const regexCache = new Map<string, RegExp>();
+function regex(source: string): RegExp {
+  let re = regexCache.get(source);
+  if (!re) {
+    try {
+      re = new RegExp(source);
+    } catch {
+      re = /$^/;
+    }
+    if (regexCache.size > 10_000) regexCache.clear();
+    regexCache.set(source, re);
+  }
+  return re;
+}
+
+function methodMatches(rule: string, method: string): boolean {
+  return rule === '*' || rule === method;
+}
+
+/** The first matching API-level rule, in evaluation order. */
+export function matchApiRule(api: CompiledApi, method: string, path: string): EndpointRule | undefined {
+  return api.endpointRules.find((r) => methodMatches(r.method, method) && regex(r.pattern).test(path));
+}
+
+/** The key-level per-endpoint limit for this request, if its access definition has one. */
+export function matchKeyEndpoint(
+  def: AccessDefinitionT | undefined,
+  method: string,
+  path: string,
+): { id: string; limit: { rate: number; per: number } } | undefined {
+  for (const ep of def?.endpoints ?? []) {
+    let source: string;
+    try {
+      source = endpointPattern(ep.path);
+    } catch {
+      continue;
+    }
+    if (!regex(source).test(path)) continue;
+    const m = ep.methods.find((x) => methodMatches(x.name.toUpperCase(), method));
+    if (m) return { id: `${m.name.toUpperCase()} ${ep.path}`, limit: m.limit };
+  }
+  return undefined;
+}

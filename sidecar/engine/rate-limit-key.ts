@@ -1,0 +1,21 @@
+/**
+ * Custom rate-limit keys (SPEC.md §3.4): `$gw_meta.NAME` expands to the key's metadata value (missing →
+ * empty); everything else, `|` included, is literal. A non-empty result replaces the key identity for
+ * rate limits, quotas and throttling; an empty one falls back to the key.
+ */
+export function expandPattern(pattern: string, meta: Record<string, unknown>): string {
+  return pattern.replace(/\$gw_meta\.([A-Za-z0-9_\-.]+)/g, (_m, name: string) => {
+    const v = meta[name];
+    if (v === undefined || v === null) return '';
+    return typeof v === 'object' ? JSON.stringify(v) : String(v);
+  });
+}
+
+/** The identity limits are counted against. Pattern identities and key hashes never collide. */
+export function limiterIdentity(keyHash: string, pattern: string | undefined, meta: Record<string, unknown>): string {
+  if (pattern) {
+    const v = expandPattern(pattern, meta);
+    if (v !== '') return `p:${v}`;
+  }
+  return `h:${keyHash}`;
+}

@@ -1,0 +1,42 @@
+/**
+ * Rate-limit smoothing (SPEC.md §3.8): a current allowance A in [threshold, rate], starting at threshold.
+ * With R the requests in the trailing window (the current one included):
+ *   R > A − step·trigger and hold-off expired      → A = min(A + step, rate), RateLimitSmoothingUp
+ *   R < A − step·(1 + trigger) and hold-off expired → A = max(A − step, threshold), RateLimitSmoothingDown
+ *   R > A → refused.
+ * The same rule runs in Lua for Redis (sliding-log-redis.ts); this is the reference.
+ */
+import type { SmoothingT } from '../../crds/schemas/common.js';
+
+export interface SmoothingState {
+  allowance: number;
+  /** ms of the last event (0 = none yet, so the hold-off has expired). */
+  lastEvent: number;
+}
+
+export function initialState(s: SmoothingT, rate: number): SmoothingState {
+  return { allowance: Math.min(Math.max(s.threshold, 0), rate), lastEvent: 0 };
+}
+
+export function smoothingStep(
+  state: SmoothingState,
+  measured: number,
+  s: SmoothingT,
+  rate: number,
+  nowMs: number,
+): { state: SmoothingState; event?: 'RateLimitSmoothingUp' | 'RateLimitSmoothingDown' } {
+  const holdOffOver = state.lastEvent === 0 || nowMs - state.lastEvent >= s.delay * 1000;
+  const a = state.allowance;
+  const lower = Math.min(s.threshold, rate);
+  if (holdOffOver && measured > a - s.step * s.trigger && a < rate) {
+    return { state: { allowance: Math.min(a + s.step, rate), lastEvent: nowMs }, event: 'RateLimitSmoothingUp' };
+  }
+  if (holdOffOver && measured < a - s.step * (1 + s.trigger) && a > lower) {
+    return { state: { allowance: Math.max(a - s.step, lower), lastEvent: nowMs }, event: 'RateLimitSmoothingDown' };
+  }
+  return { state };
+}
+
+export function smoothingActive(s: SmoothingT | null | undefined): s is SmoothingT {
+  return !!s && s.enabled && s.step > 0;
+}

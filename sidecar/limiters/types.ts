@@ -1,0 +1,45 @@
+/** The one interface every limiter algorithm implements. */
+import type { LimitSpec } from '../config/types.js';
+
+export interface LimitResult {
+  allowed: boolean;
+  /** The allowance in force (the rate, or the smoothed allowance). */
+  limit: number;
+  /** Requests left in the current window after this one. */
+  remaining: number;
+  /** Unix seconds when one more request will be admitted. */
+  reset: number;
+  /** Whole seconds to wait before retrying (≥ 1 when refused, 0 when allowed). */
+  retryAfter: number;
+}
+
+export interface SmoothingEvent {
+  event: 'RateLimitSmoothingUp' | 'RateLimitSmoothingDown';
+  limiterKey: string;
+  oldAllowance: number;
+  newAllowance: number;
+  time: string;
+}
+
+export interface Limiter {
+  readonly name: string;
+  check(bucket: string, limit: LimitSpec): Promise<LimitResult>;
+  /** Forget a bucket (tests, key deletion). */
+  reset?(bucket: string): Promise<void>;
+}
+
+export function result(allowed: boolean, limit: number, remaining: number, nowMs: number, nextMs: number): LimitResult {
+  const wait = Math.max(0, nextMs - nowMs);
+  return {
+    allowed,
+    limit,
+    remaining: Math.max(0, Math.floor(remaining)),
+    reset: Math.ceil(Math.max(nowMs, nextMs) / 1000),
+    retryAfter: allowed ? 0 : Math.max(1, Math.ceil(wait / 1000)),
+  };
+}
+
+/** Whole requests a rate allows (rates are counts; a fractional rate rounds down, 0 blocks all). */
+export function allowanceOf(rate: number): number {
+  return Math.max(0, Math.floor(rate));
+}

@@ -1,0 +1,93 @@
+/**
+ * The gateway as one unit, shared by `gw sidecar` and `gw standalone`: DRL peers, the limiter engine
+ * and the HTTP server, wired to metrics and logs.
+ */
+import type { Server } from 'node:http';
+import type { Redis, Cluster } from 'ioredis';
+import { systemClock, type Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import type { GatewayOptionsT } from '../lib/options.js';
+import type { SessionStore } from '../lib/sessions.js';
+import type { CompiledConfig } from './config/types.js';
+import { createEngine, type GatewayEngine } from './engine/engine.js';
+import { effectiveSession } from './engine/effective-session.js';
+import { DrlPeers } from './limiters/drl-peers.js';
+import type { SmoothingEvent } from './limiters/types.js';
+import type { GatewayMetrics } from './metrics.js';
+import { createGatewayServer } from './proxy/gateway-server.js';
+
+export interface RuntimeDeps {
+  options: GatewayOptionsT;
+  config: () => CompiledConfig;
+  sessions: SessionStore;
+  redis?: Redis | Cluster;
+  group?: string;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  clock?: Clock;
+  upstreamOverride?: string;
+  ready: () => boolean;
+  /** Smoothing events also go here (cluster: published for the controller to turn into Events). */
+  onSmoothingEvent?: (e: SmoothingEvent & { api_id: string }) => void;
+}
+
+export interface GatewayRuntime {
+  server: Server;
+  engine: GatewayEngine;
+  peers: DrlPeers;
+  ready(): boolean;
+  close(): Promise<void>;
+}
+
+export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRuntime> {
+  const clock = d.clock ?? systemClock;
+  const { metrics, logger } = d;
+  const peers = new DrlPeers(d.redis, d.group ?? 'default', d.options.drl_notification_frequency, clock, () => metrics.storeErrors.inc());
+  peers.onChange((n) => {
+    metrics.drlPeers.set(n);
+    logger.info({ peers: n }, 'DRL peers changed');
+  });
+  metrics.drlPeers.set(1);
+  await peers.start();
+  const engine = createEngine({
+    options: d.options,
+    clock,
+    config: d.config,
+    redis: d.redis,
+    peers: () => peers.count(),
+    onSmoothingEvent: (e) => {
+      metrics.smoothingEvents.inc({ api: e.api_id, event: e.event });
+      logger.info({ event: e.event, api_id: e.api_id, limiter_key: e.limiterKey, old_allowance: e.oldAllowance, new_allowance: e.newAllowance, time: e.time }, e.event);
+      d.onSmoothingEvent?.(e);
+    },
+    onSmoothingAllowance: (api, allowance) => metrics.smoothingAllowance.set({ api }, allowance),
+    onStoreError: (e) => {
+      metrics.storeErrors.inc();
+      logger.warn({ err: e.message }, 'shared store error');
+    },
+  });
+  const gateway = createGatewayServer({
+    config: d.config,
+    lookupSession: (h) => d.sessions.get(h),
+    accessRights: (stored, config) => {
+      const eff = effectiveSession(stored, config);
+      return eff instanceof Error ? eff : eff.access_rights;
+    },
+    engine,
+    metrics,
+    logger,
+    clock,
+    upstreamOverride: d.upstreamOverride,
+    ready: d.ready,
+  });
+  return {
+    server: gateway.server,
+    engine,
+    peers,
+    ready: d.ready,
+    async close() {
+      await peers.stop();
+      await gateway.close();
+    },
+  };
+}
