@@ -8,7 +8,7 @@ export PATH := $(NODE_BIN):$(PATH)
 all: build
 
 node_modules/.stamp: package.json package-lock.json
-	npm ci --no-audit --no-fund
+	npm install --no-audit --no-fund --no-save   # not `npm ci`: npm drops optional platform bindings from lockfiles (npm/cli#4828)
 	@touch $@
 
 deps: node_modules/.stamp

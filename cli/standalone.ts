@@ -48,16 +48,16 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   redis?.on('error', () => metrics.storeErrors.inc());
   const sessions = redis ? new RedisSessionStore(redis, logger) : new MemorySessionStore();
   const source = new DirSource(flags.resources, logger, (errs) => metrics.configErrors.inc(errs.length));
-  let runtime: GatewayRuntime | undefined;
+  const holder: { runtime?: GatewayRuntime } = {};
   const state = new StandaloneState(flags.resources, sessions, logger, async (hash, stored, annotations) => {
-    if (annotations['gw.io/suppress-reset'] !== 'true') await runtime?.engine.resetQuota(hash, stored);
+    if (annotations['gw.io/suppress-reset'] !== 'true') await holder.runtime?.engine.resetQuota(hash, stored);
   });
   await state.apply(source.current());
   source.onChange((s) => void state.apply(s));
   source.start();
 
   let ready = false;
-  runtime = await createGatewayRuntime({
+  const runtime = await createGatewayRuntime({
     options,
     config: () => state.current(),
     sessions,
@@ -66,6 +66,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     logger,
     ready: () => ready,
   });
+  holder.runtime = runtime;
   const engine = runtime.engine;
 
   const dirBackend = new DirBackend({
