@@ -20,6 +20,8 @@ export const GatewayOptions = z.strictObject({
   kv_failure_mode: z.enum(['open', 'closed']).default('open'),
   /** Upper bound of requests waiting in throttling at once (SPEC §3.6). */
   max_throttled_requests: z.number().int().min(0).default(1000),
+  /** Seconds the gateway waits for an upstream's response headers (and between body chunks): 504 after. */
+  upstream_timeout: z.number().positive().default(30),
   /** Timeout of POST /api/proxy in seconds. */
   proxy_timeout: z.number().positive().default(30),
 });

@@ -79,6 +79,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     clock,
     upstreamOverride: d.upstreamOverride,
     ready: d.ready,
+    upstreamTimeoutMs: d.options.upstream_timeout * 1000,
   });
   return {
     server: gateway.server,
