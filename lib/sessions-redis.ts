@@ -28,7 +28,7 @@ export class RedisSessionStore implements SessionStore {
 
   /** Subscribe to change notifications (readers only). */
   async subscribe(): Promise<void> {
-    this.sub = this.redis.duplicate();
+    this.sub = this.redis.duplicate({ enableOfflineQueue: true });
     this.sub.on('message', (_ch: string, hash: string) => {
       this.cache.delete(hash);
       for (const l of this.listeners) l(hash);
