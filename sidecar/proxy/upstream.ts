@@ -41,9 +41,7 @@ export class Upstreams {
 }
 
 function requestHeaders(req: IncomingMessage): Record<string, string | string[]> {
-  const drop = new Set(HOP_BY_HOP);
-  const conn = req.headers.connection;
-  if (conn) for (const h of conn.split(',')) drop.add(h.trim().toLowerCase());
+  const drop = new Set([...HOP_BY_HOP, ...connectionTokens(req.headers.connection)]);
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(req.headers)) {
     if (v === undefined || drop.has(k)) continue;
@@ -57,12 +55,18 @@ function requestHeaders(req: IncomingMessage): Record<string, string | string[]>
   return out;
 }
 
+function connectionTokens(value: string | string[] | undefined): string[] {
+  if (!value) return [];
+  return (Array.isArray(value) ? value.join(',') : value).split(',').map((h) => h.trim().toLowerCase());
+}
+
 function responseHeaders(raw: Record<string, string | string[] | undefined>, extra: Record<string, string>): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
+  const named = new Set(connectionTokens(raw.connection ?? raw.Connection));
   for (const [k, v] of Object.entries(raw)) {
     if (v === undefined) continue;
     const lk = k.toLowerCase();
-    if (HOP_BY_HOP.has(lk) || lk.startsWith('x-ratelimit-')) continue;
+    if (HOP_BY_HOP.has(lk) || named.has(lk) || lk.startsWith('x-ratelimit-')) continue;
     out[lk] = v;
   }
   return { ...out, ...extra };
