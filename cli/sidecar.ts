@@ -13,6 +13,7 @@ import { drain, listen } from '../lib/serve.js';
 import { KubeConfigSource } from '../sidecar/config/kube-source.js';
 import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime } from '../sidecar/runtime.js';
+import { SMOOTHING_CHANNEL, type SmoothingEventPayloadT } from '../lib/events.js';
 import { onShutdown } from './shutdown.js';
 
 export interface SidecarFlags {
@@ -59,6 +60,18 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     metrics,
     logger,
     upstreamOverride: flags.upstream,
+    onSmoothingEvent: (e) => {
+      const payload: SmoothingEventPayloadT = {
+        event: e.event,
+        api_id: e.api_id,
+        limiter_key: e.limiterKey,
+        old_allowance: e.oldAllowance,
+        new_allowance: e.newAllowance,
+        time: e.time,
+        namespace: flags.namespace,
+      };
+      redis?.publish(SMOOTHING_CHANNEL, JSON.stringify(payload)).catch(() => metrics.storeErrors.inc());
+    },
     ready: () => source.isLoaded() && (!redis || redis.status === 'ready'),
   });
   const ops = createOpsServer(metrics.registry, runtime.ready);
