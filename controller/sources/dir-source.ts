@@ -4,6 +4,8 @@
  * skipped; the good ones are kept.
  */
 import { statSync, watch, type FSWatcher } from 'node:fs';
+import { relative } from 'node:path';
+import type { AnyResource } from '../../crds/kinds.js';
 import type { Logger } from '../../lib/logger.js';
 import { formatLoadError, loadManifestDir, manifestFiles, type LoadError } from '../../lib/manifests.js';
 import { toSnapshot, type ResourceSnapshot } from './snapshot.js';
@@ -16,6 +18,8 @@ export class DirSource {
   private timer?: NodeJS.Timeout;
   private debounce?: NodeJS.Timeout;
   private readonly listeners: ((s: ResourceSnapshot) => void)[] = [];
+  /** Resources of each file's last error-free version: a file that turns bad keeps serving these. */
+  private readonly lastGood = new Map<string, AnyResource[]>();
 
   constructor(
     readonly dir: string,
@@ -97,7 +101,23 @@ export class DirSource {
     this.errors = result.errors;
     for (const e of result.errors) this.logger.warn({ file: e.file, document: e.index }, `resource refused: ${formatLoadError(e)}`);
     if (result.errors.length) this.onErrors(result.errors);
-    this.logger.info({ resources: result.resources.length, errors: result.errors.length }, 'resources loaded');
-    return toSnapshot(result.resources.map((r) => r.resource));
+    const byFile = new Map<string, AnyResource[]>();
+    for (const r of result.resources) byFile.set(r.file, [...(byFile.get(r.file) ?? []), r.resource]);
+    const badFiles = new Set(result.errors.map((e) => e.file));
+    const present = new Set(manifestFiles(this.dir).map((f) => relative(this.dir, f)));
+    const resources: AnyResource[] = [];
+    for (const file of new Set([...byFile.keys(), ...badFiles])) {
+      const previous = this.lastGood.get(file);
+      if (badFiles.has(file) && previous) {
+        this.logger.warn({ file }, 'file has errors: keeping its previous version');
+        resources.push(...previous);
+      } else {
+        resources.push(...(byFile.get(file) ?? []));
+        if (!badFiles.has(file)) this.lastGood.set(file, byFile.get(file) ?? []);
+      }
+    }
+    for (const file of [...this.lastGood.keys()]) if (!present.has(file)) this.lastGood.delete(file);
+    this.logger.info({ resources: resources.length, errors: result.errors.length }, 'resources loaded');
+    return toSnapshot(resources);
   }
 }

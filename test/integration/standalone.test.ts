@@ -92,6 +92,18 @@ describe('gw standalone end to end', () => {
     expect(status).toBe(404);
   });
 
+  test('a file that turns bad keeps serving its previous version', async () => {
+    writeFileSync(join(dir, 'keep.yaml'), apiYaml('keep', '/keep/', echo.url, 100, 60));
+    let status = 0;
+    const end = Date.now() + 1000;
+    while (Date.now() < end && status !== 200) status = (await get(`${gw.gateway}/keep/x`)).status;
+    expect(status).toBe(200);
+    writeFileSync(join(dir, 'keep.yaml'), apiYaml('keep', '/keep/', echo.url, -5, 60));
+    await new Promise((r) => setTimeout(r, 800));
+    expect(gw.output()).toContain('keeping its previous version');
+    expect((await get(`${gw.gateway}/keep/x`)).status).toBe(200);
+  });
+
   test('SIGTERM drains and exits 0', async () => {
     const code = await gw.stop();
     expect(code).toBe(0);
