@@ -15,6 +15,7 @@ import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime } from '../sidecar/runtime.js';
 import { SMOOTHING_CHANNEL, type SmoothingEventPayloadT } from '../lib/events.js';
 import { onShutdown } from './shutdown.js';
+import type { CompiledConfig } from '../sidecar/config/types.js';
 
 export interface SidecarFlags {
   upstream: string;
@@ -48,7 +49,11 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     logger.warn('no --redis: keys cannot be looked up (keyless APIs only) and limits are local to this sidecar');
     sessions = new MemorySessionStore();
   }
-  const source = new KubeConfigSource(kc, flags.namespace, logger, () => metrics.configErrors.inc(), (c) => metrics.configLoaded.set(c.apis.length));
+  let onConfig: (c: CompiledConfig) => void = () => {};
+  const source = new KubeConfigSource(kc, flags.namespace, logger, () => metrics.configErrors.inc(), (c) => {
+    metrics.configLoaded.set(c.apis.length);
+    onConfig(c);
+  });
   await source.start();
 
   const runtime = await createGatewayRuntime({
@@ -56,6 +61,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     config: () => source.current(),
     sessions,
     redis,
+    redisUrl: flags.redis,
     group: flags.group,
     metrics,
     logger,
@@ -74,6 +80,8 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     },
     ready: () => source.isLoaded() && (!redis || redis.status === 'ready'),
   });
+  onConfig = (c) => void runtime.applyConfig(c);
+  await runtime.applyConfig(source.current());
   const ops = createOpsServer(metrics.registry, runtime.ready);
   const gwAddr = await listen(runtime.server, flags.listen, '--listen');
   const opsAddr = await listen(ops, flags.metricsListen, '--metrics-listen');

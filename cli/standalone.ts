@@ -53,7 +53,6 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     if (annotations['gw.io/suppress-reset'] !== 'true') await holder.runtime?.engine.resetQuota(hash, stored);
   });
   await state.apply(source.current());
-  source.onChange((s) => void state.apply(s));
   source.start();
 
   let ready = false;
@@ -62,12 +61,15 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     config: () => state.current(),
     sessions,
     redis,
+    redisUrl: flags.redis,
     metrics,
     logger,
     ready: () => ready,
   });
   holder.runtime = runtime;
   const engine = runtime.engine;
+  await runtime.applyConfig(state.current());
+  source.onChange(() => void state.apply(source.current()).then(() => runtime.applyConfig(state.current())));
 
   const dirBackend = new DirBackend({
     dir: flags.resources,

@@ -14,6 +14,7 @@ import { effectiveSession } from './engine/effective-session.js';
 import { DrlPeers } from './limiters/drl-peers.js';
 import type { SmoothingEvent } from './limiters/types.js';
 import type { GatewayMetrics } from './metrics.js';
+import { createStreamManager, type StreamManager } from '../streams/manager.js';
 import { createGatewayServer } from './proxy/gateway-server.js';
 
 export interface RuntimeDeps {
@@ -29,12 +30,17 @@ export interface RuntimeDeps {
   ready: () => boolean;
   /** Smoothing events also go here (cluster: published for the controller to turn into Events). */
   onSmoothingEvent?: (e: SmoothingEvent & { api_id: string }) => void;
+  /** Redis URL for redis_streams inputs (default: none). */
+  redisUrl?: string;
 }
 
 export interface GatewayRuntime {
   server: Server;
   engine: GatewayEngine;
   peers: DrlPeers;
+  streams: StreamManager;
+  /** Call on every config change: starts, reconfigures and stops streams. */
+  applyConfig(config: CompiledConfig): Promise<void>;
   ready(): boolean;
   close(): Promise<void>;
 }
@@ -66,7 +72,10 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
       logger.warn({ err: e.message }, 'shared store error');
     },
   });
+  const streams = createStreamManager({ logger, redisUrl: d.redisUrl, clock });
+  streams.metrics(metrics.registry);
   const gateway = createGatewayServer({
+    streams,
     config: d.config,
     lookupSession: (h) => d.sessions.get(h),
     accessRights: (stored, config) => {
@@ -85,8 +94,11 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     server: gateway.server,
     engine,
     peers,
+    streams,
+    applyConfig: (config) => streams.apply(config.apis),
     ready: d.ready,
     async close() {
+      await streams.stop();
       await peers.stop();
       await gateway.close();
     },

@@ -54,6 +54,7 @@ export function compileApi(res: ApiDefinition): CompiledApi {
       targetUrl: x.upstream?.url ?? s.proxy?.target_url,
       apiLimit,
       endpointRules: s.disable_rate_limit ? [] : rules,
+      streaming: s.streaming ?? (s.oas as Record<string, unknown>)['x-gw-streaming'],
     };
   }
   const proxy = s.proxy!; // the schema requires proxy.listen_path without oas

@@ -1,6 +1,7 @@
 /** ApiDefinition: one upstream API, its listen path and its API-level limits (classic or OAS form). */
 import { z } from 'zod';
 import { DurationString, PerSeconds, Rate, RateLimitPair } from './common.js';
+import { StreamingSpec } from './streaming.js';
 
 const HttpMethod = z
   .string()
@@ -98,6 +99,7 @@ export const ApiDefinitionSpec = z
       .optional()
       .describe('Per-endpoint API-level limits (used when use_extended_paths is true).'),
     oas: OasDocument.optional(),
+    streaming: StreamingSpec.optional().describe('Streaming pipelines served with this API (docs/streams.md).'),
   })
   .meta({
     'x-kubernetes-validations': [

@@ -28,6 +28,8 @@ export interface GatewayDeps {
   upstreamOverride?: string;
   ready(): boolean;
   upstreamTimeoutMs?: number;
+  /** Streaming inputs served under an API's listen path (streams/); false = not a stream path. */
+  streams?: { tryHandle(apiId: string, relPath: string, req: IncomingMessage, res: ServerResponse): boolean };
 }
 
 function refusal(v: Exclude<Verdict, { kind: 'allow' }>): { status: number; error: string; scope: string } {
@@ -95,6 +97,11 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
       else metrics.rateLimited.inc({ api: api.api_id, scope });
       done(status);
       return sendJson(res, status, { error }, rateLimitHeaders(verdict.headers, verdict.retryAfter));
+    }
+
+    if (deps.streams?.tryHandle(api.api_id, relPath, req, res)) {
+      done(202);
+      return;
     }
 
     const target = deps.upstreamOverride ?? api.targetUrl;

@@ -1,0 +1,129 @@
+/**
+ * One HTTP call of a stream component (http_client processor and output), with the rate-limit resource,
+ * retries and Retry-After:
+ * - every attempt (retries included) takes a permit of the named rate-limit resource and releases it when
+ *   the response has been read;
+ * - 2xx succeeds; 429, 408, 5xx and network errors/timeouts are retried with exponential backoff
+ *   (initial_interval doubling up to max_interval), or after the peer's Retry-After (seconds or an HTTP
+ *   date) when it sent one — during that pause no worker of the component calls the peer;
+ * - any other status is a PermanentError (the message is rejected);
+ * - max_retries 0 retries for ever; otherwise RetriesExhaustedError after max_retries retries.
+ */
+import { Agent, request } from 'undici';
+import type { Clock } from '../lib/clock.js';
+import { durationMs, sleep } from './duration.js';
+import type { LocalRateLimit } from './rate-limit.js';
+import { PermanentError, RetriesExhaustedError } from './types.js';
+
+export interface HttpCallOptions {
+  url: string;
+  verb: string;
+  headers: Record<string, string>;
+  timeout: string;
+  max_retries: number;
+  backoff: { initial_interval: string; max_interval: string };
+}
+
+export interface HttpCallHooks {
+  /** The rate-limit resource made this attempt wait. */
+  onRateLimitWait?(waitedMs: number): void;
+  /** An attempt failed and will be retried after `delayMs`. */
+  onRetry?(reason: string, delayMs: number): void;
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+/** Longest Retry-After honoured (a peer asking for more is waited for this long, then retried). */
+const MAX_RETRY_AFTER_MS = 3_600_000;
+
+export function parseRetryAfter(v: string | string[] | undefined, now: number): number | undefined {
+  const s = Array.isArray(v) ? v[0] : v;
+  if (s === undefined || s.trim() === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(s.trim())) return Math.min(Number(s.trim()) * 1000, MAX_RETRY_AFTER_MS);
+  const t = Date.parse(s);
+  if (Number.isNaN(t)) return undefined;
+  return Math.min(Math.max(0, t - now), MAX_RETRY_AFTER_MS);
+}
+
+export function encodeBody(body: unknown): { payload: string; contentType: string } {
+  if (typeof body === 'string') return { payload: body, contentType: 'text/plain; charset=utf-8' };
+  return { payload: JSON.stringify(body ?? null), contentType: 'application/json' };
+}
+
+export class HttpCaller {
+  private readonly agent: Agent;
+  private pausedUntil = 0;
+  private readonly timeoutMs: number;
+  private readonly initialMs: number;
+  private readonly maxMs: number;
+
+  constructor(
+    private readonly o: HttpCallOptions,
+    private readonly limiter: LocalRateLimit | undefined,
+    private readonly clock: Clock,
+    connections = 8,
+  ) {
+    this.agent = new Agent({ connections, keepAliveTimeout: 10_000 });
+    this.timeoutMs = durationMs(o.timeout);
+    this.initialMs = durationMs(o.backoff.initial_interval);
+    this.maxMs = Math.max(this.initialMs, durationMs(o.backoff.max_interval));
+  }
+
+  async call(body: unknown, signal: AbortSignal, hooks: HttpCallHooks = {}): Promise<HttpResult> {
+    const headers: Record<string, string> = { ...this.o.headers };
+    let payload: string | undefined;
+    if (this.o.verb !== 'GET') {
+      const enc = encodeBody(body);
+      payload = enc.payload;
+      if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = enc.contentType;
+    }
+    for (let attempt = 0; ; attempt++) {
+      const pause = this.pausedUntil - this.clock.now();
+      if (pause > 0) await sleep(pause, signal);
+      const permit = this.limiter ? await this.limiter.acquire(signal) : undefined;
+      if (permit && permit.waitedMs > 0) hooks.onRateLimitWait?.(permit.waitedMs);
+      let result: HttpResult | undefined;
+      let error: unknown;
+      try {
+        const res = await request(this.o.url, {
+          method: this.o.verb as 'POST',
+          headers,
+          body: payload,
+          dispatcher: this.agent,
+          signal: AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]),
+        });
+        result = { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+      } catch (e) {
+        if (signal.aborted) throw e;
+        error = e;
+      } finally {
+        permit?.release();
+      }
+      if (result && result.status >= 200 && result.status < 300) return result;
+      const retryable = !result || result.status === 429 || result.status === 408 || result.status >= 500;
+      const reason = result ? `HTTP ${result.status}` : `${(error as Error).message || String(error)}`;
+      if (!retryable) throw new PermanentError(`${this.o.verb} ${this.o.url}: ${reason}`);
+      if (this.o.max_retries > 0 && attempt >= this.o.max_retries) {
+        throw new RetriesExhaustedError(`${this.o.verb} ${this.o.url}: ${reason} after ${attempt + 1} attempts`);
+      }
+      const retryAfter = result ? parseRetryAfter(result.headers['retry-after'], this.clock.now()) : undefined;
+      let delay: number;
+      if (retryAfter !== undefined) {
+        delay = retryAfter;
+        this.pausedUntil = Math.max(this.pausedUntil, this.clock.now() + retryAfter);
+      } else {
+        delay = Math.min(this.maxMs, this.initialMs * 2 ** Math.min(attempt, 30));
+      }
+      hooks.onRetry?.(reason, delay);
+      await sleep(delay, signal);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}

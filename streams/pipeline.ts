@@ -1,0 +1,220 @@
+/**
+ * Runs one stream: input → buffer → processors → output, with ack semantics.
+ *
+ * - The buffer holds `input.bufferSize` messages. offer() (http_server) refuses when it is full, push()
+ *   (redis_streams, generate) waits for room: backpressure, never an unbounded queue.
+ * - `output.maxInFlight` workers take messages in arrival order; each runs the processors then the output
+ *   and then acks the message to its input. With one worker, messages reach the output in input order.
+ * - A message is acked 'delivered' only after the output succeeded; a processor error or a permanent
+ *   refusal of the peer → 'rejected'; retries exhausted → 'failed'; stopped before done → 'aborted'.
+ * - stop(): the input stops producing, workers drain the buffer and the messages in flight (up to the
+ *   deadline); what is left then is aborted (its input may redeliver: redis_streams does, an http_server
+ *   message accepted with 202 is lost and logged). Then the components are closed.
+ * - Messages may be offered before start() (hot reload hands the http_server route over to the new
+ *   pipeline while the old one drains); they wait in the buffer.
+ */
+import type { Logger } from '../lib/logger.js';
+import type { StreamMeter } from './metrics.js';
+import { PermanentError, RetriesExhaustedError, type Ack, type Input, type InputContext, type Message, type Output, type Outcome, type Processor } from './types.js';
+
+interface Item {
+  msg: Message;
+  ack: Ack;
+}
+
+export interface PipelineParts {
+  api: string;
+  name: string;
+  logger: Logger;
+  meter: StreamMeter;
+  /** Built once the context exists, so the input can feed this pipeline. */
+  input: (ctx: InputContext) => Input;
+  processors: Processor[];
+  output: Output;
+}
+
+export class Pipeline {
+  readonly api: string;
+  readonly name: string;
+  readonly input: Input;
+  private readonly processors: Processor[];
+  private readonly output: Output;
+  private readonly logger: Logger;
+  private readonly meter: StreamMeter;
+  private readonly buffer: Item[] = [];
+  private readonly capacity: number;
+  private readonly roomWaiters: Array<() => void> = [];
+  private readonly itemWaiters: Array<() => void> = [];
+  private readonly abort = new AbortController();
+  private workers: Promise<void>[] = [];
+  private started = false;
+  private draining = false;
+  private closed = false;
+  private inFlight = 0;
+  private stopping: Promise<void> | undefined;
+
+  constructor(p: PipelineParts) {
+    this.api = p.api;
+    this.name = p.name;
+    this.logger = p.logger;
+    this.meter = p.meter;
+    this.processors = p.processors;
+    this.output = p.output;
+    const ctx: InputContext = {
+      offer: (msg, ack) => this.offer(msg, ack),
+      push: (msg, ack, signal) => this.push(msg, ack, signal),
+      logger: p.logger,
+    };
+    this.input = p.input(ctx);
+    this.capacity = Math.max(1, this.input.bufferSize);
+  }
+
+  /** Messages buffered or in flight. */
+  get pending(): number {
+    return this.buffer.length + this.inFlight;
+  }
+
+  offer(msg: Message, ack: Ack): boolean {
+    if (this.closed || this.draining || this.buffer.length >= this.capacity) return false;
+    this.enqueue({ msg, ack });
+    return true;
+  }
+
+  async push(msg: Message, ack: Ack, signal: AbortSignal): Promise<void> {
+    while (!this.closed && !this.draining && this.buffer.length >= this.capacity) {
+      if (signal.aborted) throw new Error('push aborted');
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          signal.removeEventListener('abort', done);
+          const i = this.roomWaiters.indexOf(done);
+          if (i >= 0) this.roomWaiters.splice(i, 1);
+          resolve();
+        };
+        this.roomWaiters.push(done);
+        signal.addEventListener('abort', done, { once: true });
+      });
+    }
+    if (signal.aborted) throw new Error('push aborted');
+    if (this.closed || this.draining) throw new Error('pipeline stopping');
+    this.enqueue({ msg, ack });
+  }
+
+  private enqueue(item: Item): void {
+    this.buffer.push(item);
+    this.meter.in();
+    this.itemWaiters.shift()?.();
+  }
+
+  private wakeRoom(): void {
+    this.roomWaiters.shift()?.();
+  }
+
+  async start(): Promise<void> {
+    if (this.started || this.closed) return;
+    this.started = true;
+    const n = Math.max(1, this.output.maxInFlight);
+    for (let i = 0; i < n; i++) this.workers.push(this.work());
+    await this.input.start();
+    this.logger.info({ api: this.api, stream: this.name, input: this.input.type, output: this.output.type }, 'stream started');
+  }
+
+  private async next(): Promise<Item | undefined> {
+    for (;;) {
+      const item = this.buffer.shift();
+      if (item) {
+        this.wakeRoom();
+        return item;
+      }
+      if (this.draining || this.closed) return undefined;
+      await new Promise<void>((resolve) => this.itemWaiters.push(resolve));
+    }
+  }
+
+  private async work(): Promise<void> {
+    const signal = this.abort.signal;
+    for (;;) {
+      const item = await this.next();
+      if (!item) return;
+      this.inFlight++;
+      try {
+        const outcome = await this.handle(item.msg, signal);
+        await this.settle(item, outcome);
+      } finally {
+        this.inFlight--;
+      }
+    }
+  }
+
+  private async handle(msg: Message, signal: AbortSignal): Promise<Outcome> {
+    let m = msg;
+    let stage = 'processor';
+    try {
+      for (const p of this.processors) m = await p.process(m, signal);
+      stage = 'output';
+      const t0 = performance.now();
+      await this.output.write(m, signal);
+      this.meter.outputSeconds((performance.now() - t0) / 1000);
+      this.meter.out();
+      return 'delivered';
+    } catch (e) {
+      if (signal.aborted) return 'aborted';
+      const err = e as Error;
+      const outcome: Outcome = e instanceof RetriesExhaustedError ? 'failed' : stage === 'output' && !(e instanceof PermanentError) ? 'failed' : 'rejected';
+      this.meter.failed();
+      this.logger.warn({ api: this.api, stream: this.name, id: msg.id, stage, outcome, err: err.message }, 'stream message not delivered');
+      return outcome;
+    }
+  }
+
+  private async settle(item: Item, outcome: Outcome): Promise<void> {
+    try {
+      await item.ack(outcome);
+    } catch (e) {
+      this.logger.warn({ api: this.api, stream: this.name, id: item.msg.id, outcome, err: (e as Error).message }, 'stream ack failed');
+    }
+  }
+
+  /**
+   * Stops the input, drains buffered and in-flight messages for up to `drainTimeoutMs`, aborts what is
+   * left, then closes the components. Idempotent.
+   */
+  stop(drainTimeoutMs: number): Promise<void> {
+    this.stopping ??= this.doStop(drainTimeoutMs);
+    return this.stopping;
+  }
+
+  private async doStop(drainTimeoutMs: number): Promise<void> {
+    try {
+      await this.input.stop();
+    } catch (e) {
+      this.logger.warn({ api: this.api, stream: this.name, err: (e as Error).message }, 'stream input stop failed');
+    }
+    if (!this.started) {
+      // Never ran (replaced before it started): run the workers so the buffered messages drain.
+      this.started = true;
+      const n = Math.max(1, this.output.maxInFlight);
+      for (let i = 0; i < n; i++) this.workers.push(this.work());
+    }
+    this.draining = true;
+    for (const w of this.itemWaiters.splice(0)) w();
+    for (const w of this.roomWaiters.splice(0)) w();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), drainTimeoutMs)));
+    const drained = await Promise.race([Promise.all(this.workers).then(() => 'drained' as const), deadline]);
+    clearTimeout(timer);
+    if (drained === 'timeout') {
+      const left = this.buffer.length + this.inFlight;
+      this.logger.warn({ api: this.api, stream: this.name, left }, 'stream drain deadline passed: aborting the messages left');
+      this.closed = true;
+      this.abort.abort(new Error('stream stopped'));
+      for (const item of this.buffer.splice(0)) await this.settle(item, 'aborted');
+      await Promise.all(this.workers);
+    }
+    this.closed = true;
+    this.abort.abort(new Error('stream stopped'));
+    for (const p of this.processors) await p.close().catch(() => undefined);
+    await this.output.close().catch(() => undefined);
+    await this.input.close().catch(() => undefined);
+    this.logger.info({ api: this.api, stream: this.name }, 'stream stopped');
+  }
+}

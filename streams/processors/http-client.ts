@@ -1,0 +1,56 @@
+/**
+ * http_client processor: sends the message to a service (rate-limited, retried like the output) and
+ * replaces the message with the response — or, with result_field, stores the response under that field
+ * of the (object) message. A JSON response is parsed; anything else is kept as a string.
+ */
+import type { Clock } from '../../lib/clock.js';
+import type { HttpClientProcessorT } from '../../crds/schemas/streaming.js';
+import { HttpCaller } from '../http-call.js';
+import { setPath } from './mapping.js';
+import type { StreamMeter } from '../metrics.js';
+import type { LocalRateLimit } from '../rate-limit.js';
+import { PermanentError, type Message, type Processor } from '../types.js';
+
+function parse(text: string): unknown {
+  if (text === '') return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+export class HttpClientProcessor implements Processor {
+  readonly type = 'http_client';
+  private readonly caller: HttpCaller;
+
+  constructor(
+    private readonly o: HttpClientProcessorT,
+    limiter: LocalRateLimit | undefined,
+    clock: Clock,
+    private readonly meter: StreamMeter,
+    concurrency: number,
+  ) {
+    this.caller = new HttpCaller(o, limiter, clock, concurrency);
+  }
+
+  async process(msg: Message, signal: AbortSignal): Promise<Message> {
+    const res = await this.caller.call(msg.body, signal, {
+      onRateLimitWait: () => this.meter.rateLimitWait(this.o.rate_limit ?? ''),
+      onRetry: () => this.meter.retry('processor.http_client'),
+    });
+    const result = parse(res.text);
+    if (!this.o.result_field) return { ...msg, body: result };
+    const body = msg.body;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw new PermanentError('http_client processor: result_field needs a JSON object message');
+    }
+    const out = structuredClone(body) as Record<string, unknown>;
+    setPath(out, this.o.result_field, result);
+    return { ...msg, body: out };
+  }
+
+  async close(): Promise<void> {
+    await this.caller.close();
+  }
+}

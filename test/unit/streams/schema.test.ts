@@ -1,0 +1,103 @@
+import { ApiDefinitionResource } from '../../../crds/kinds.js';
+import { generatedFiles } from '../../../crds/generate.js';
+import { StreamingSpec } from '../../../crds/schemas/streaming.js';
+import { applyMapping } from '../../../streams/processors/mapping.js';
+import { describeIssues } from '../../../streams/manager.js';
+
+const out = (extra: Record<string, unknown> = {}) => ({ http_client: { url: 'http://127.0.0.1:1/x', ...extra } });
+const streaming = (streams: Record<string, unknown>, resources: unknown[] = [{ label: 'api', local: { count: 10, interval: '1s' } }]) => ({
+  rate_limit_resources: resources,
+  streams,
+});
+
+function issuePaths(v: unknown): string[] {
+  const r = StreamingSpec.safeParse(v);
+  if (r.success) return [];
+  return r.error.issues.map((i) => [...i.path, ...((i as { keys?: string[] }).keys ?? [])].join('.'));
+}
+
+describe('spec.streaming schema', () => {
+  test('a full config parses and gets its defaults', () => {
+    const s = StreamingSpec.parse(
+      streaming({
+        intake: {
+          input: { http_server: {} },
+          pipeline: { processors: [{ mapping: { set: { a: 1 } } }, { http_client: { url: 'http://127.0.0.1:1/enrich', rate_limit: 'api' } }] },
+          output: out({ rate_limit: 'api' }),
+        },
+        queue: { input: { redis_streams: { stream: 's', group: 'g' } }, output: { drop: {} } },
+        demo: { input: { generate: { interval: '100ms', count: 3, message: { hello: 'world' } } }, output: { stdout: {} } },
+      }),
+    );
+    expect(s.streams.intake!.input.http_server).toEqual({ path: '/', max_pending: 1000, max_body_bytes: 1048576 });
+    const o = s.streams.intake!.output.http_client!;
+    expect(o.verb).toBe('POST');
+    expect(o.max_in_flight).toBe(1);
+    expect(o.max_retries).toBe(0);
+    expect(o.backoff).toEqual({ initial_interval: '500ms', max_interval: '10s' });
+    expect(s.streams.queue!.input.redis_streams!.body_key).toBe('body');
+  });
+
+  test.each([
+    ['unknown label in the output', streaming({ a: { input: { http_server: {} }, output: out({ rate_limit: 'nope' }) } }), 'streams.a.output.http_client.rate_limit'],
+    [
+      'unknown label in a processor',
+      streaming({ a: { input: { http_server: {} }, pipeline: { processors: [{ mapping: {} }, { http_client: { url: 'http://x.test/', rate_limit: 'nope' } }] }, output: { drop: {} } } }),
+      'streams.a.pipeline.processors.1.http_client.rate_limit',
+    ],
+    ['unknown component', streaming({ a: { input: { kafka: {} }, output: { drop: {} } } }), 'streams.a.input.kafka'],
+    ['two component types in one', streaming({ a: { input: { http_server: {}, generate: {} }, output: { drop: {} } } }), 'streams.a.input'],
+    ['no component type', streaming({ a: { input: {}, output: { drop: {} } } }), 'streams.a.input'],
+    ['negative count', streaming({}, [{ label: 'x', local: { count: -1 } }]), 'rate_limit_resources.0.local.count'],
+    ['bad duration', streaming({}, [{ label: 'x', local: { interval: 'soon' } }]), 'rate_limit_resources.0.local.interval'],
+    ['empty label', streaming({}, [{ label: '' }]), 'rate_limit_resources.0.label'],
+    ['duplicate label', streaming({}, [{ label: 'x' }, { label: 'x' }]), 'rate_limit_resources.1.label'],
+    ['max_in_flight 0', streaming({ a: { input: { http_server: {} }, output: out({ max_in_flight: 0 }) } }), 'streams.a.output.http_client.max_in_flight'],
+    [
+      'two http_server inputs on one path',
+      streaming({ a: { input: { http_server: { path: '/in' } }, output: { drop: {} } }, b: { input: { http_server: { path: '/in/' } }, output: { drop: {} } } }),
+      'streams.b.input.http_server.path',
+    ],
+  ])('refuses %s and names the field', (_name, spec, field) => {
+    const paths = issuePaths(spec);
+    expect(paths).toContain(field);
+  });
+
+  test('the unknown-label message names the label and what is declared', () => {
+    const r = StreamingSpec.safeParse(streaming({ a: { input: { http_server: {} }, output: out({ rate_limit: 'nope' }) } }));
+    expect(r.success).toBe(false);
+    expect(describeIssues(r.error!.issues)).toBe(
+      'spec.streaming.streams.a.output.http_client.rate_limit: unknown rate-limit label "nope" (rate_limit_resources: "api")',
+    );
+  });
+
+  test('an ApiDefinition carries streaming and refuses a bad one with the full path', () => {
+    const doc = (s: unknown) => ({ apiVersion: 'gw.io/v1alpha1', kind: 'ApiDefinition', metadata: { name: 'a' }, spec: { proxy: { listen_path: '/a/' }, streaming: s } });
+    expect(ApiDefinitionResource.safeParse(doc(streaming({ a: { input: { http_server: {} }, output: out({ rate_limit: 'api' }) } }))).success).toBe(true);
+    const r = ApiDefinitionResource.safeParse(doc(streaming({ a: { input: { http_server: {} }, output: out({ rate_limit: 'zzz' }) } })));
+    expect(r.success).toBe(false);
+    expect(r.error!.issues[0]!.path.join('.')).toBe('spec.streaming.streams.a.output.http_client.rate_limit');
+  });
+
+  test('the generated CRD stays structural: typed fields, CEL one-of rules, no anyOf', () => {
+    const apidef = generatedFiles().get('apidefinitions.gw.io.yaml')!;
+    expect(apidef).toContain('streaming:');
+    expect(apidef).toContain('(has(self.http_server) ? 1 : 0) + (has(self.redis_streams) ? 1 : 0) + (has(self.generate) ? 1 : 0) == 1');
+    expect(apidef).toContain('self.all(r, self.exists_one(o, o.label == r.label))');
+    const section = apidef.slice(apidef.indexOf('streaming:'));
+    expect(section).not.toMatch(/anyOf|oneOf|allOf/);
+  });
+});
+
+describe('mapping processor', () => {
+  test('moves, then sets, then deletes (dotted paths), without touching the input', () => {
+    const input = { a: 1, user: { id: 'u1', secret: 's' }, drop: true };
+    const out = applyMapping({ move: { 'user.id': 'customer.id', a: 'b' }, set: { 'meta.source': 'gw', n: 2 }, delete: ['drop', 'user.secret'] }, input);
+    expect(out).toEqual({ b: 1, user: {}, customer: { id: 'u1' }, meta: { source: 'gw' }, n: 2 });
+    expect(input).toEqual({ a: 1, user: { id: 'u1', secret: 's' }, drop: true });
+  });
+
+  test('refuses a message that is not a JSON object', () => {
+    expect(() => applyMapping({ set: { a: 1 } }, 'text')).toThrow('not a JSON object');
+  });
+});
