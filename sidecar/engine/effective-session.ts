@@ -62,15 +62,38 @@ function highest(values: (number | undefined)[]): number | undefined {
   return given.length ? Math.max(...given) : undefined;
 }
 
+/** Per-API limits of several policies: rate, per and smoothing of the highest rate/per; quota and throttle highest. */
+function mergeApiLimit(limits: ApiLimitT[]): ApiLimitT | null {
+  if (limits.length === 0) return null;
+  const win = highestRate(limits);
+  const out: ApiLimitT = {};
+  if (win) {
+    out.rate = win.rate;
+    out.per = win.per;
+    if (win.smoothing !== undefined) out.smoothing = win.smoothing;
+  }
+  const quotaMax = highestQuota(limits.map((l) => l.quota_max));
+  if (quotaMax !== undefined) out.quota_max = quotaMax;
+  const renewal = highest(limits.map((l) => l.quota_renewal_rate));
+  if (renewal !== undefined) out.quota_renewal_rate = renewal;
+  const interval = highest(limits.map((l) => l.throttle_interval));
+  if (interval !== undefined) out.throttle_interval = interval;
+  const retries = highest(limits.map((l) => l.throttle_retry_limit));
+  if (retries !== undefined) out.throttle_retry_limit = retries;
+  return out;
+}
+
 function mergeAccess(policies: PolicySpecT[]): Record<string, AccessDefinitionT> {
   const out: Record<string, AccessDefinitionT> = {};
   const apiIds = [...new Set(policies.flatMap((p) => Object.keys(p.access_rights ?? {})))];
   for (const apiId of apiIds) {
     const defs = policies.map((p) => p.access_rights?.[apiId]).filter((d): d is AccessDefinitionT => !!d);
     const first = defs[0]!;
-    const limit = highestRate<ApiLimitT>(defs.map((d) => d.limit));
+    const limit = mergeApiLimit(defs.map((d) => d.limit).filter((l): l is ApiLimitT => !!l));
+    // a definition without allowed_urls allows every URL, so the union does too
+    const unrestricted = defs.some((d) => !d.allowed_urls?.length);
     const urls = new Map<string, Set<string>>();
-    for (const d of defs) for (const u of d.allowed_urls ?? []) {
+    if (!unrestricted) for (const d of defs) for (const u of d.allowed_urls ?? []) {
       const set = urls.get(u.url) ?? new Set<string>();
       u.methods.forEach((m) => set.add(m));
       urls.set(u.url, set);
@@ -96,7 +119,7 @@ function mergeAccess(policies: PolicySpecT[]): Record<string, AccessDefinitionT>
       api_name: first.api_name,
       versions: [...new Set(defs.flatMap((d) => d.versions ?? []))],
       allowed_urls: [...urls].map(([url, methods]) => ({ url, methods: [...methods] })),
-      limit: limit ?? null,
+      limit,
       endpoints: [...endpoints].map(([path, methods]) => ({ path, methods })),
     };
   }

@@ -1,67 +1,70 @@
 /**
  * The limiter engine (SPEC.md §3.1 steps 2–4): API scope, then key scope, then quota.
- *   API scope: the first matching per-endpoint rule, else the API's global limit. A refusal here
- *     consumes no key allowance and no quota.
- *   Key scope: the most specific limit of the key — per-endpoint → per-API → global — one check,
- *     throttled retries, then refusal. The global bucket is shared by every API of the key; per-API and
- *     per-endpoint buckets are the key's own per API / endpoint.
+ *   API scope: the first matching per-endpoint rule, else the API's global limit (absent when
+ *     disabled). A refusal here consumes no key allowance and no quota.
+ *   Key scope: the most specific limit of the key (key-limits.ts), one check, throttled retries
+ *     (throttle.ts), then refusal.
  *   Quota: per-API quota when the access definition sets quota_max, else the key's.
+ * Headers (§3.7): `rate_limits` → the checked limit; with both scopes checked, the one with fewer
+ * requests remaining (the key's on a tie). `quotas` → quota_max, quota_remaining, quota_renews.
  */
-import type { Redis, Cluster } from 'ioredis';
 import type { Clock } from '../../lib/clock.js';
 import type { GatewayOptionsT } from '../../lib/options.js';
 import type { StoredSession } from '../../lib/sessions.js';
+import type { StoreClient } from '../../lib/store/redis.js';
 import type { CompiledConfig, LimitSpec } from '../config/types.js';
+import type { PeerCount } from '../limiters/drl.js';
+import { asError } from '../limiters/failure-mode.js';
+import type { QuotaResult, QuotaSpec, QuotaState } from '../limiters/quota.js';
 import { createLimiters, type Limiters } from '../limiters/select.js';
 import type { LimitResult, SmoothingEvent } from '../limiters/types.js';
-import type { QuotaResult, QuotaSpec } from '../limiters/quota.js';
 import { effectiveSession, type EffectiveSession } from './effective-session.js';
-import { matchApiRule, matchKeyEndpoint } from './endpoint-match.js';
+import { matchApiRule } from './endpoint-match.js';
+import { keyLimitFor, keyQuota, quotaBuckets, quotaFor } from './key-limits.js';
 import { limiterIdentity } from './rate-limit-key.js';
 import { Throttle, type Sleep } from './throttle.js';
 import type { CheckRequest, Engine, HeaderNumbers, Verdict } from './types.js';
+
+export type EngineSmoothingEvent = SmoothingEvent & { api_id: string };
 
 export interface EngineDeps {
   options: GatewayOptionsT;
   clock: Clock;
   config: () => CompiledConfig;
-  redis?: Redis | Cluster;
+  /** The shared store; absent = every limit in memory (standalone). */
+  redis?: StoreClient;
+  /** Alias of `redis`. */
+  store?: StoreClient;
   /** Live gateways of the DRL group (default 1). */
-  peers?: () => number;
-  onSmoothingEvent?: (e: SmoothingEvent & { api_id: string }) => void;
+  peers?: PeerCount;
+  onSmoothingEvent?: (e: EngineSmoothingEvent) => void;
   onSmoothingAllowance?: (api_id: string, allowance: number) => void;
+  /** Every store error (the request then follows kv_failure_mode). */
   onStoreError?: (e: Error) => void;
+  /** Throttling's wait; a timer by default. */
   sleep?: Sleep;
 }
 
 export interface GatewayEngine extends Engine {
-  limiters: Limiters;
+  readonly limiters: Limiters;
   /** Quota counters of a key back to full (a key added without suppress_reset). */
   resetQuota(keyHash: string, stored?: StoredSession): Promise<void>;
-  /** Live quota of a key, or undefined when it has no quota. */
-  readQuota(keyHash: string, stored: StoredSession): Promise<{ remaining: number; renews: number } | undefined>;
+  /** Live quota of a key (the per-API one with apiId when it has one), or undefined without a quota. */
+  readQuota(keyHash: string, stored: StoredSession, apiId?: string): Promise<(QuotaState & { max: number }) | undefined>;
+  /** The identity limits and quotas of a key count against (custom rate-limit key or key hash). */
+  identityOf(keyHash: string, stored: StoredSession): string | Error;
 }
 
-function enabled(l: { rate?: number; per?: number } | null | undefined): l is { rate: number; per: number } {
-  return !!l && l.rate !== undefined && l.per !== undefined && !(l.rate === 0 && l.per === 0);
-}
-
-function headersOf(r: LimitResult): HeaderNumbers {
-  return { limit: r.limit, remaining: r.remaining, reset: r.reset };
-}
-
-interface KeyLimit {
-  bucket: string;
-  limit: LimitSpec;
-}
+const headersOf = (r: LimitResult): HeaderNumbers => ({ limit: r.limit, remaining: r.remaining, reset: r.reset });
 
 export function createEngine(d: EngineDeps): GatewayEngine {
   const o = d.options;
+  const redis = d.redis ?? d.store;
   const bucketApi = new Map<string, string>();
   const limiters = createLimiters({
     options: o,
     clock: d.clock,
-    redis: d.redis,
+    redis,
     peers: d.peers ?? (() => 1),
     onStoreError: d.onStoreError,
     onSmoothing: (e, allowance) => {
@@ -71,6 +74,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     },
   });
   const throttle = new Throttle(o.max_throttled_requests, d.sleep);
+  const rateHeaders = o.rate_limit_response_headers === 'rate_limits';
 
   const check = (bucket: string, limit: LimitSpec, apiId: string): Promise<LimitResult> => {
     if (limit.smoothing) {
@@ -80,41 +84,18 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     return limiters.forLimit(limit).check(bucket, limit);
   };
 
-  function keyLimit(eff: EffectiveSession, identity: string, apiId: string, method: string, path: string): KeyLimit | undefined {
-    const def = eff.access_rights[apiId];
-    const ep = matchKeyEndpoint(def, method, path);
-    if (ep && enabled(ep.limit)) return { bucket: `k:${identity}:a:${apiId}:e:${ep.id}`, limit: ep.limit };
-    const apiLimit = def?.limit;
-    if (apiLimit && enabled(apiLimit)) {
-      return { bucket: `k:${identity}:a:${apiId}`, limit: { rate: apiLimit.rate, per: apiLimit.per, smoothing: def.limit?.smoothing } };
-    }
-    if (enabled(eff)) return { bucket: `k:${identity}`, limit: { rate: eff.rate, per: eff.per, smoothing: eff.smoothing } };
-    return undefined;
-  }
-
-  function quotaOf(eff: EffectiveSession, identity: string, apiId: string): { bucket: string; spec: QuotaSpec } | undefined {
-    const l = eff.access_rights[apiId]?.limit;
-    if (l?.quota_max !== undefined) {
-      return l.quota_max > 0 ? { bucket: `q:${identity}:a:${apiId}`, spec: { max: l.quota_max, renewal: l.quota_renewal_rate ?? 0 } } : undefined;
-    }
-    if (eff.quota_max !== undefined && eff.quota_max > 0) {
-      return { bucket: `q:${identity}`, spec: { max: eff.quota_max, renewal: eff.quota_renewal_rate ?? 0 } };
-    }
-    return undefined;
-  }
-
   async function consumeQuota(bucket: string, spec: QuotaSpec): Promise<QuotaResult> {
     try {
       return await limiters.quota.consume(bucket, spec);
     } catch (e) {
-      d.onStoreError?.(e as Error);
+      d.onStoreError?.(asError(e));
       return { allowed: o.kv_failure_mode === 'open', max: spec.max, remaining: 0, renews: 0 };
     }
   }
 
-  function identityOf(keyHash: string, stored: StoredSession, config: CompiledConfig): { eff: EffectiveSession; identity: string } | undefined {
-    const eff = effectiveSession(stored, config);
-    if (eff instanceof Error) return undefined;
+  function who(keyHash: string, stored: StoredSession): { eff: EffectiveSession; identity: string } | Error {
+    const eff = effectiveSession(stored, d.config());
+    if (eff instanceof Error) return eff;
     return { eff, identity: limiterIdentity(keyHash, eff.rate_limit_pattern, eff.meta_data) };
   }
 
@@ -123,36 +104,35 @@ export function createEngine(d: EngineDeps): GatewayEngine {
 
     async check(req: CheckRequest): Promise<Verdict> {
       const { api, method, path } = req;
-      const config = d.config();
       // 2. API scope
       let apiResult: LimitResult | undefined;
       const rule = matchApiRule(api, method, path);
-      const apiBase = `a:${api.namespace}/${api.api_id}`;
-      if (rule) apiResult = await check(`${apiBase}:e:${rule.id}`, { rate: rule.rate, per: rule.per }, api.api_id);
-      else if (api.apiLimit) apiResult = await check(apiBase, api.apiLimit, api.api_id);
+      const apiBucket = `a:${api.namespace}/${api.api_id}`;
+      if (rule) apiResult = await check(`${apiBucket}:e:${rule.id}`, { rate: rule.rate, per: rule.per }, api.api_id);
+      else if (api.apiLimit) apiResult = await check(apiBucket, api.apiLimit, api.api_id);
       if (apiResult && !apiResult.allowed) {
-        return { kind: 'api_limited', headers: o.rate_limit_response_headers === 'rate_limits' ? headersOf(apiResult) : undefined, retryAfter: apiResult.retryAfter };
+        return { kind: 'api_limited', headers: rateHeaders ? headersOf(apiResult) : undefined, retryAfter: apiResult.retryAfter };
       }
-      if (api.keyless || !req.session || !req.keyHash) {
-        return { kind: 'allow', headers: apiResult && o.rate_limit_response_headers === 'rate_limits' ? headersOf(apiResult) : undefined };
+      if (api.keyless || !req.session || req.keyHash === undefined) {
+        return { kind: 'allow', headers: apiResult && rateHeaders ? headersOf(apiResult) : undefined };
       }
 
-      // 3. key scope
-      const who = identityOf(req.keyHash, req.session, config);
-      if (!who) return { kind: 'key_limited', retryAfter: 1 }; // unreachable: the proxy refuses such keys first
-      const { eff, identity } = who;
-      const kl = keyLimit(eff, identity, api.api_id, method, path);
+      // 3. key scope. A key whose policies are missing or inactive is refused before it gets here
+      // (the proxy asks effectiveSession for its access rights); should one arrive, it is refused.
+      const w = who(req.keyHash, req.session);
+      if (w instanceof Error) return { kind: 'key_limited', retryAfter: 1 };
+      const { eff, identity } = w;
+      const kl = keyLimitFor(eff, identity, api.api_id, method, path);
       let keyResult: LimitResult | undefined;
       if (kl) {
         keyResult = await check(kl.bucket, kl.limit, api.api_id);
         const retries = eff.throttle_retry_limit ?? 0;
-        const interval = eff.throttle_interval ?? 0;
-        if (!keyResult.allowed && retries > 0 && interval > 0) {
-          keyResult = await throttle.retry(keyResult, interval, retries, () => check(kl.bucket, kl.limit, api.api_id));
+        if (!keyResult.allowed && retries > 0) {
+          keyResult = await throttle.retry(keyResult, eff.throttle_interval ?? 0, retries, () => check(kl.bucket, kl.limit, api.api_id));
         }
       }
       const rlHeaders = (): HeaderNumbers | undefined => {
-        if (o.rate_limit_response_headers !== 'rate_limits') return undefined;
+        if (!rateHeaders) return undefined;
         if (keyResult && apiResult) return headersOf(apiResult.remaining < keyResult.remaining ? apiResult : keyResult);
         const r = keyResult ?? apiResult;
         return r && headersOf(r);
@@ -160,32 +140,34 @@ export function createEngine(d: EngineDeps): GatewayEngine {
       if (keyResult && !keyResult.allowed) return { kind: 'key_limited', headers: rlHeaders(), retryAfter: keyResult.retryAfter };
 
       // 4. quota
-      const q = quotaOf(eff, identity, api.api_id);
+      const q = quotaFor(eff, identity, api.api_id);
       if (!q) return { kind: 'allow', headers: rlHeaders() };
       const qr = await consumeQuota(q.bucket, q.spec);
-      const headers = o.rate_limit_response_headers === 'quotas' ? { limit: qr.max, remaining: qr.remaining, reset: qr.renews } : rlHeaders();
+      const headers = rateHeaders ? rlHeaders() : { limit: qr.max, remaining: qr.remaining, reset: qr.renews };
       if (!qr.allowed) {
         const now = Math.floor(d.clock.now() / 1000);
-        const retryAfter = qr.renews > 0 ? Math.max(1, qr.renews - now) : Math.max(1, q.spec.renewal);
-        return { kind: 'quota_exceeded', headers, retryAfter };
+        return { kind: 'quota_exceeded', headers, retryAfter: qr.renews > 0 ? Math.max(1, qr.renews - now) : Math.max(1, q.spec.renewal) };
       }
       return { kind: 'allow', headers };
     },
 
     async resetQuota(keyHash: string, stored?: StoredSession): Promise<void> {
-      const config = d.config();
-      const who = stored ? identityOf(keyHash, stored, config) : undefined;
-      const identity = who?.identity ?? `h:${keyHash}`;
-      const buckets = [`q:${identity}`, ...Object.keys(who?.eff.access_rights ?? {}).map((a) => `q:${identity}:a:${a}`)];
-      for (const b of buckets) await limiters.quota.reset(b);
+      const w = stored ? who(keyHash, stored) : undefined;
+      const ok = w && !(w instanceof Error) ? w : undefined;
+      for (const b of quotaBuckets(ok?.eff, ok?.identity ?? `h:${keyHash}`)) await limiters.quota.reset(b);
     },
 
-    async readQuota(keyHash: string, stored: StoredSession) {
-      const who = identityOf(keyHash, stored, d.config());
-      if (!who) return undefined;
-      const { eff, identity } = who;
-      if (eff.quota_max === undefined || eff.quota_max <= 0) return undefined;
-      return limiters.quota.read(`q:${identity}`, { max: eff.quota_max, renewal: eff.quota_renewal_rate ?? 0 });
+    async readQuota(keyHash: string, stored: StoredSession, apiId?: string) {
+      const w = who(keyHash, stored);
+      if (w instanceof Error) return undefined;
+      const q = apiId !== undefined ? quotaFor(w.eff, w.identity, apiId) : keyQuota(w.eff, w.identity);
+      if (!q) return undefined;
+      return { max: q.spec.max, ...(await limiters.quota.read(q.bucket, q.spec)) };
+    },
+
+    identityOf(keyHash: string, stored: StoredSession): string | Error {
+      const w = who(keyHash, stored);
+      return w instanceof Error ? w : w.identity;
     },
   };
 }

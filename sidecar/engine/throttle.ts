@@ -24,7 +24,7 @@ export class Throttle {
       if (this.waiting >= this.maxWaiting) return r;
       this.waiting++;
       try {
-        await this.sleep(intervalS * 1000);
+        await this.sleep(Math.max(0, intervalS) * 1000);
       } finally {
         this.waiting--;
       }

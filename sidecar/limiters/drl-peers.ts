@@ -1,11 +1,13 @@
 /**
- * DRL peer registry: each gateway of a group heartbeats into a Redis sorted set every
- * `drl_notification_frequency` s; a peer silent for two periods is dead. N = live peers (≥ 1).
- * While the store is unreachable the last known N is kept; with no store N = 1.
+ * DRL peer registry: each gateway of a group heartbeats into a Redis sorted set (score = clock ms)
+ * every `drl_notification_frequency` s; a peer silent for two periods is dead and trimmed.
+ * N = live peers (≥ 1), refreshed on every own heartbeat. While the store is unreachable the last known
+ * N is kept; with no store N = 1.
  */
 import { randomUUID } from 'node:crypto';
-import type { Redis, Cluster } from 'ioredis';
 import type { Clock } from '../../lib/clock.js';
+import { storeKeys } from '../../lib/store/keys.js';
+import type { StoreClient } from '../../lib/store/redis.js';
 
 export class DrlPeers {
   readonly id = randomUUID();
@@ -14,7 +16,7 @@ export class DrlPeers {
   private readonly listeners: ((n: number) => void)[] = [];
 
   constructor(
-    private readonly redis: Redis | Cluster | undefined,
+    private readonly redis: StoreClient | undefined,
     private readonly group: string,
     private readonly periodSeconds: number,
     private readonly clock: Clock,
@@ -22,9 +24,10 @@ export class DrlPeers {
   ) {}
 
   get key(): string {
-    return `gw:drl:{${this.group}}:peers`;
+    return storeKeys.peers(this.group);
   }
 
+  /** Live gateways of the group, this one included (≥ 1). */
   count(): number {
     return this.n;
   }
@@ -34,36 +37,43 @@ export class DrlPeers {
   }
 
   async start(): Promise<void> {
-    if (!this.redis) return;
+    if (!this.redis || this.timer) return;
     await this.beat();
     this.timer = setInterval(() => void this.beat(), this.periodSeconds * 1000);
     this.timer.unref();
   }
 
+  /** One heartbeat: register, trim peers silent for two periods, count. */
   async beat(): Promise<void> {
     if (!this.redis) return;
     const now = this.clock.now();
-    const dead = now - 2 * this.periodSeconds * 1000;
+    const periodMs = this.periodSeconds * 1000;
     try {
       const res = await this.redis
         .multi()
-        .zadd(this.key, String(now), this.id)
-        .zremrangebyscore(this.key, '-inf', String(dead))
+        .zadd(this.key, now, this.id)
+        .zremrangebyscore(this.key, '-inf', now - 2 * periodMs)
         .zcard(this.key)
-        .pexpire(this.key, Math.ceil(this.periodSeconds * 4000))
+        .pexpire(this.key, Math.ceil(periodMs * 4))
         .exec();
-      const n = Math.max(1, Number(res?.[2]?.[1] ?? this.n));
-      if (n !== this.n) {
-        this.n = n;
-        for (const l of this.listeners) l(n);
-      }
+      if (!res) throw new Error('transaction aborted');
+      for (const [err] of res) if (err) throw err;
+      this.set(Math.max(1, Number(res[2]![1])));
     } catch (e) {
-      this.onError(e as Error); // keep the last known N
+      this.onError(e instanceof Error ? e : new Error(String(e))); // keep the last known N
     }
   }
 
-  async stop(): Promise<void> {
+  private set(n: number): void {
+    if (n === this.n) return;
+    this.n = n;
+    for (const l of this.listeners) l(n);
+  }
+
+  /** Stop heartbeating; `deregister` (default) removes this peer at once instead of letting it time out. */
+  async stop(deregister = true): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    await this.redis?.zrem(this.key, this.id).catch(() => undefined);
+    this.timer = undefined;
+    if (deregister) await this.redis?.zrem(this.key, this.id).catch(() => undefined);
   }
 }

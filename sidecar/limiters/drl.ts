@@ -1,55 +1,53 @@
 /**
  * Distributed rate limiter (default): a local token bucket per limit with capacity and refill
  * rate / N per `per`, N = live gateways of the group (drl-peers.ts). Every gateway admits at least one
- * request per window. No store access on the request path.
+ * request per window (the share never drops below 1). No store access on the request path.
+ * When N changes, a bucket's capacity follows at once (tokens above the new capacity are dropped).
  */
 import type { Clock } from '../../lib/clock.js';
+import { ExpiringMap } from '../../lib/store/memory.js';
 import type { LimitSpec } from '../config/types.js';
 import { result, type Limiter, type LimitResult } from './types.js';
+
+/** The number of live gateways sharing a limit (≥ 1). */
+export type PeerCount = () => number;
 
 interface Bucket {
   tokens: number;
   at: number;
-  capacity: number;
 }
 
 export class DrlLimiter implements Limiter {
   readonly name = 'drl';
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly buckets: ExpiringMap<Bucket>;
 
   constructor(
     private readonly clock: Clock,
-    private readonly peers: () => number,
-  ) {}
+    private readonly peers: PeerCount,
+  ) {
+    this.buckets = new ExpiringMap(clock);
+  }
 
-  /** This gateway's share of a limit. */
+  /** This gateway's share of a limit: rate / N, at least 1. */
   share(limit: LimitSpec): number {
     return Math.max(1, limit.rate / Math.max(1, this.peers()));
   }
 
   async check(bucketKey: string, limit: LimitSpec): Promise<LimitResult> {
     const now = this.clock.now();
+    if (limit.rate <= 0) return result(false, 0, 0, now, now + Math.max(1, limit.per * 1000));
     const capacity = this.share(limit);
     const perMs = Math.max(1, limit.per * 1000);
-    let b = this.buckets.get(bucketKey);
-    if (!b) {
-      b = { tokens: capacity, at: now, capacity };
-      this.buckets.set(bucketKey, b);
-    } else {
-      if (b.capacity !== capacity) {
-        b.tokens = Math.min(b.tokens, capacity); // N changed: the share changes at once
-        b.capacity = capacity;
-      }
-      b.tokens = Math.min(capacity, b.tokens + ((now - b.at) * capacity) / perMs);
-      b.at = now;
-    }
-    const limitShown = Math.floor(capacity);
-    if (b.tokens >= 1) {
-      b.tokens -= 1;
-      const next = b.tokens >= 1 ? now : now + ((1 - b.tokens) * perMs) / capacity;
-      return result(true, limitShown, b.tokens, now, next);
-    }
-    return result(false, limitShown, 0, now, now + ((1 - b.tokens) * perMs) / capacity);
+    const refill = capacity / perMs; // tokens per ms
+    const b = this.buckets.get(bucketKey) ?? { tokens: capacity, at: now };
+    b.tokens = Math.min(capacity, b.tokens + (now - b.at) * refill);
+    b.at = now;
+    const allowed = b.tokens >= 1;
+    if (allowed) b.tokens -= 1;
+    // an idle bucket is full again after `per`: forgetting it then changes nothing
+    this.buckets.set(bucketKey, b, now + perMs);
+    const next = b.tokens >= 1 ? now : now + (1 - b.tokens) / refill;
+    return result(allowed, Math.floor(capacity), b.tokens, now, next);
   }
 
   async reset(bucketKey: string): Promise<void> {

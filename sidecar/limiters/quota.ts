@@ -1,13 +1,18 @@
 /**
- * Quotas (SPEC.md §3.5): exactly quota_max requests per quota_renewal_rate seconds (≤ 0: never renews);
- * quota_max ≤ 0 is unlimited. The period starts with the first request after a reset.
+ * Quotas (SPEC.md §3.5): exactly quota_max requests per quota_renewal_rate seconds (≤ 0: never
+ * renews); quota_max ≤ 0 is unlimited (the engine never asks). The period starts with the first request
+ * after a reset or a renewal. Memory: exact. Redis: one Lua script per request, atomic across gateways.
  */
-import type { Redis, Cluster } from 'ioredis';
 import type { Clock } from '../../lib/clock.js';
+import { ExpiringMap } from '../../lib/store/memory.js';
+import type { StoreClient } from '../../lib/store/redis.js';
+import { defineScript, type ScriptRunner } from '../../lib/store/scripts.js';
+import { storeKeys } from '../../lib/store/keys.js';
 
 export interface QuotaSpec {
   max: number;
-  renewal: number; // seconds
+  /** Seconds; ≤ 0 never renews. */
+  renewal: number;
 }
 
 export interface QuotaResult {
@@ -18,38 +23,46 @@ export interface QuotaResult {
   renews: number;
 }
 
+export interface QuotaState {
+  remaining: number;
+  /** Unix seconds of the next renewal (0 = never, or no period running). */
+  renews: number;
+}
+
 export interface QuotaStore {
   consume(bucket: string, q: QuotaSpec): Promise<QuotaResult>;
-  read(bucket: string, q: QuotaSpec): Promise<{ remaining: number; renews: number }>;
+  read(bucket: string, q: QuotaSpec): Promise<QuotaState>;
   reset(bucket: string): Promise<void>;
 }
 
-export class MemoryQuota implements QuotaStore {
-  private readonly state = new Map<string, { used: number; renews: number }>();
-  constructor(private readonly clock: Clock) {}
+const toSeconds = (ms: number): number => (ms > 0 ? Math.ceil(ms / 1000) : 0);
 
-  private current(bucket: string, q: QuotaSpec, now: number): { used: number; renews: number } {
-    let s = this.state.get(bucket);
-    if (!s || (s.renews > 0 && now >= s.renews)) {
-      s = { used: 0, renews: q.renewal > 0 ? now + q.renewal * 1000 : 0 };
-      this.state.set(bucket, s);
-    }
-    return s;
+function view(max: number, used: number | undefined, renewsMs: number, now: number): QuotaState {
+  if (used === undefined || (renewsMs > 0 && now >= renewsMs)) return { remaining: max, renews: 0 };
+  return { remaining: Math.max(0, max - used), renews: toSeconds(renewsMs) };
+}
+
+export class MemoryQuota implements QuotaStore {
+  private readonly state: ExpiringMap<{ used: number; renews: number }>;
+  constructor(private readonly clock: Clock) {
+    this.state = new ExpiringMap(clock);
   }
 
   async consume(bucket: string, q: QuotaSpec): Promise<QuotaResult> {
     const now = this.clock.now();
-    const s = this.current(bucket, q, now);
+    let s = this.state.get(bucket);
+    if (!s) {
+      const renews = q.renewal > 0 ? now + q.renewal * 1000 : 0;
+      this.state.set(bucket, (s = { used: 0, renews }), renews > 0 ? renews : Infinity);
+    }
     const allowed = s.used < q.max;
     if (allowed) s.used++;
-    return { allowed, max: q.max, remaining: Math.max(0, q.max - s.used), renews: Math.ceil(s.renews / 1000) };
+    return { allowed, max: q.max, remaining: Math.max(0, q.max - s.used), renews: toSeconds(s.renews) };
   }
 
-  async read(bucket: string, q: QuotaSpec): Promise<{ remaining: number; renews: number }> {
+  async read(bucket: string, q: QuotaSpec): Promise<QuotaState> {
     const s = this.state.get(bucket);
-    const now = this.clock.now();
-    if (!s || (s.renews > 0 && now >= s.renews)) return { remaining: q.max, renews: 0 };
-    return { remaining: Math.max(0, q.max - s.used), renews: Math.ceil(s.renews / 1000) };
+    return view(q.max, s?.used, s?.renews ?? 0, this.clock.now());
   }
 
   async reset(bucket: string): Promise<void> {
@@ -57,10 +70,11 @@ export class MemoryQuota implements QuotaStore {
   }
 }
 
+/** KEYS: quota hash. ARGV: now ms, max, renewal ms. Returns {allowed, used, renews ms}. */
 const CONSUME = `
 local now = tonumber(ARGV[1]); local max = tonumber(ARGV[2]); local renewal = tonumber(ARGV[3])
 local s = redis.call('HMGET', KEYS[1], 'used', 'renews')
-local used = tonumber(s[1]); local renews = tonumber(s[2])
+local used = tonumber(s[1]); local renews = tonumber(s[2]) or 0
 if used == nil or (renews > 0 and now >= renews) then
   used = 0
   if renewal > 0 then renews = now + renewal else renews = 0 end
@@ -68,39 +82,30 @@ end
 local allowed = 0
 if used < max then used = used + 1; allowed = 1 end
 redis.call('HSET', KEYS[1], 'used', used, 'renews', renews)
-if renews > 0 then redis.call('PEXPIREAT', KEYS[1], renews + 1000) end
-return {allowed, used, renews}
+if renews > 0 then redis.call('PEXPIRE', KEYS[1], renews - now + 1000) else redis.call('PERSIST', KEYS[1]) end
+return {allowed, used, tostring(renews)}
 `;
 
-type QuotaClient = (Redis | Cluster) & { gwQuota(key: string, ...args: (string | number)[]): Promise<[number, number, number]> };
-
-export function quotaKey(bucket: string): string {
-  return `gw:{${bucket}}:quota`;
-}
-
 export class RedisQuota implements QuotaStore {
-  private readonly redis: QuotaClient;
+  private readonly run: ScriptRunner<[number, number, string]>;
   constructor(
-    redis: Redis | Cluster,
+    private readonly redis: StoreClient,
     private readonly clock: Clock,
   ) {
-    this.redis = redis as QuotaClient;
-    if (typeof this.redis.gwQuota !== 'function') redis.defineCommand('gwQuota', { numberOfKeys: 1, lua: CONSUME });
+    this.run = defineScript(redis, 'gwQuota', 1, CONSUME);
   }
 
   async consume(bucket: string, q: QuotaSpec): Promise<QuotaResult> {
-    const [allowed, used, renews] = await this.redis.gwQuota(quotaKey(bucket), this.clock.now(), q.max, Math.round(q.renewal * 1000));
-    return { allowed: allowed === 1, max: q.max, remaining: Math.max(0, q.max - used), renews: Math.ceil(renews / 1000) };
+    const [allowed, used, renews] = await this.run([storeKeys.quota(bucket)], [this.clock.now(), q.max, Math.round(q.renewal * 1000)]);
+    return { allowed: allowed === 1, max: q.max, remaining: Math.max(0, q.max - used), renews: toSeconds(Number(renews)) };
   }
 
-  async read(bucket: string, q: QuotaSpec): Promise<{ remaining: number; renews: number }> {
-    const [used, renews] = await this.redis.hmget(quotaKey(bucket), 'used', 'renews');
-    const now = this.clock.now();
-    if (used === null || (Number(renews) > 0 && now >= Number(renews))) return { remaining: q.max, renews: 0 };
-    return { remaining: Math.max(0, q.max - Number(used)), renews: Math.ceil(Number(renews) / 1000) };
+  async read(bucket: string, q: QuotaSpec): Promise<QuotaState> {
+    const [used, renews] = await this.redis.hmget(storeKeys.quota(bucket), 'used', 'renews');
+    return view(q.max, used === null ? undefined : Number(used), Number(renews ?? 0), this.clock.now());
   }
 
   async reset(bucket: string): Promise<void> {
-    await this.redis.del(quotaKey(bucket));
+    await this.redis.del(storeKeys.quota(bucket));
   }
 }

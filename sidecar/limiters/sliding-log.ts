@@ -1,65 +1,60 @@
 /**
  * Sliding window log (`enable_kv_rolling_limiter`): every request, blocked ones included, enters the
  * log; a request is admitted while the log holds fewer than `allowance` entries in the trailing window
- * (spike arrest: traffic resumes only after the rate stayed under the limit for a whole window).
- * Optional smoothing moves the allowance between threshold and rate (smoothing.ts).
- * Memory: exact in one process. Redis: one EVALSHA per check (atomic across gateways), or with
- * `enable_non_transactional_rate_limiter` one pipeline without a transaction (no smoothing there:
- * a smoothed limit always uses the script).
+ * (before adding it). Spike arrest follows: traffic resumes only after the rate stayed under the limit
+ * for a whole window. Optional smoothing moves the allowance between threshold and rate (smoothing.ts).
+ *   Memory: exact in one process.
+ *   Redis: one EVALSHA per check, atomic across gateways; with `enable_non_transactional_rate_limiter`
+ *   one pipeline without MULTI (ZREMRANGEBYSCORE, ZADD, ZCARD, PEXPIRE, ZRANGE). Counting after the add
+ *   means interleaved pipelines can only refuse too much, never admit too much. A smoothed limit always
+ *   uses the script (the allowance must move atomically with the count).
  */
-import type { Redis, Cluster } from 'ioredis';
 import type { Clock } from '../../lib/clock.js';
+import { ExpiringMap } from '../../lib/store/memory.js';
+import type { StoreClient } from '../../lib/store/redis.js';
+import { defineScript, type ScriptRunner } from '../../lib/store/scripts.js';
+import { storeKeys, uniqueMember } from '../../lib/store/keys.js';
 import type { LimitSpec } from '../config/types.js';
 import { initialState, smoothingActive, smoothingStep, type SmoothingState } from './smoothing.js';
-import { allowanceOf, result, type Limiter, type LimitResult, type SmoothingEvent } from './types.js';
+import { allowanceOf, result, type Limiter, type LimitResult, type SmoothingListener } from './types.js';
 
-export type SmoothingListener = (e: SmoothingEvent, allowance: number) => void;
-
-let seq = 0;
-const PROC = Math.random().toString(36).slice(2, 8);
-export function uniqueMember(now: number): string {
-  seq = (seq + 1) % 1e9;
-  return `${now}-${PROC}-${seq}`;
-}
-
-/** Redis keys of one bucket share a hash slot (hash tag), so scripts never hit CROSSSLOT. */
-export function redisKeys(bucket: string): { log: string; smooth: string; sentinel: string } {
-  return { log: `gw:{${bucket}}:log`, smooth: `gw:{${bucket}}:sm`, sentinel: `gw:{${bucket}}:sentinel` };
-}
+const windowMs = (per: number): number => Math.max(1, Math.round(per * 1000));
 
 export class MemorySlidingLog implements Limiter {
   readonly name = 'sliding_log';
-  private readonly logs = new Map<string, number[]>();
-  private readonly smooth = new Map<string, SmoothingState>();
+  private readonly logs: ExpiringMap<number[]>;
+  private readonly smooth: ExpiringMap<SmoothingState>;
 
   constructor(
     private readonly clock: Clock,
     private readonly onSmoothing: SmoothingListener = () => {},
     private readonly smoothingEnabled = true,
-  ) {}
-
-  async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
-    return this.checkSync(bucket, limit, true);
+  ) {
+    this.logs = new ExpiringMap(clock);
+    this.smooth = new ExpiringMap(clock);
   }
 
-  /** `record: false` counts without adding (the sentinel's read). */
-  checkSync(bucket: string, limit: LimitSpec, record: boolean): LimitResult {
+  async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
+    return this.checkSync(bucket, limit);
+  }
+
+  checkSync(bucket: string, limit: LimitSpec): LimitResult {
     const now = this.clock.now();
-    const win = limit.per * 1000;
-    let log = this.logs.get(bucket);
-    if (!log) this.logs.set(bucket, (log = []));
+    const win = windowMs(limit.per);
+    const log = this.logs.get(bucket) ?? [];
     let drop = 0;
     while (drop < log.length && log[drop]! <= now - win) drop++;
     if (drop) log.splice(0, drop);
     const count = log.length;
-    if (record) log.push(now);
+    log.push(now);
+    this.logs.set(bucket, log, now + win);
 
     let allowance = allowanceOf(limit.rate);
     if (this.smoothingEnabled && smoothingActive(limit.smoothing)) {
       const s = limit.smoothing;
       const st = this.smooth.get(bucket) ?? initialState(s, limit.rate);
       const step = smoothingStep(st, count + 1, s, limit.rate, now);
-      this.smooth.set(bucket, step.state);
+      this.smooth.set(bucket, step.state, now + Math.max(win, s.delay * 1000) * 10);
       if (step.event) {
         this.onSmoothing(
           { event: step.event, limiterKey: bucket, oldAllowance: st.allowance, newAllowance: step.state.allowance, time: new Date(now).toISOString() },
@@ -68,11 +63,12 @@ export class MemorySlidingLog implements Limiter {
       }
       allowance = allowanceOf(step.state.allowance);
     }
-    const n = record ? count + 1 : count;
+    const n = count + 1;
     const allowed = count < allowance;
-    const idx = n - allowance;
-    const next = idx >= 0 && log[idx] !== undefined ? log[idx]! + win : now;
-    return result(allowed, allowance, allowed ? allowance - n : 0, now, next);
+    // one more is admitted once the entry at index n - allowance has left the window
+    const edge = log[n - allowance];
+    const next = allowance === 0 ? now + win : n - allowance >= 0 && edge !== undefined ? edge + win : now;
+    return result(allowed, allowance, allowance - n, now, next);
   }
 
   async reset(bucket: string): Promise<void> {
@@ -81,6 +77,12 @@ export class MemorySlidingLog implements Limiter {
   }
 }
 
+/**
+ * KEYS: log, smoothing hash, sentinel. ARGV: now ms, window ms, rate, member, smoothing on ('1'/'0'),
+ * threshold, step, trigger, delay ms, sentinel on ('1'/'0').
+ * Returns {allowed, n (entries after the add), allowance, next admission ms, event (1 up, -1 down, 0), old allowance}.
+ * With the sentinel flag, a log reaching the allowance writes the sentinel (value = until ms) too.
+ */
 const SCRIPT = `
 local now = tonumber(ARGV[1]); local win = tonumber(ARGV[2]); local rate = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - win)
@@ -92,7 +94,7 @@ local ev = 0
 local old = rate
 if ARGV[5] == '1' then
   local thr = tonumber(ARGV[6]); local step = tonumber(ARGV[7]); local trig = tonumber(ARGV[8]); local delay = tonumber(ARGV[9])
-  local lower = math.min(thr, rate)
+  local lower = math.min(math.max(thr, 0), rate)
   local st = redis.call('HMGET', KEYS[2], 'a', 't')
   local a = tonumber(st[1]) or lower
   local t = tonumber(st[2]) or 0
@@ -113,55 +115,46 @@ local allowed = 0
 if count < whole then allowed = 1 end
 local n = count + 1
 local nextTs = now
-local idx = n - whole
-if idx >= 0 then
-  local e = redis.call('ZRANGE', KEYS[1], idx, idx, 'WITHSCORES')
+if whole == 0 then
+  nextTs = now + win
+elseif n - whole >= 0 then
+  local e = redis.call('ZRANGE', KEYS[1], n - whole, n - whole, 'WITHSCORES')
   if e[2] then nextTs = tonumber(e[2]) + win end
+end
+if ARGV[10] == '1' and n >= whole then
+  local until_ = tonumber(redis.call('GET', KEYS[3]) or '0')
+  if until_ <= now then redis.call('SET', KEYS[3], tostring(now + win), 'PX', win) end
 end
 return {allowed, n, tostring(allowance), tostring(nextTs), ev, tostring(old)}
 `;
 
-type ScriptClient = (Redis | Cluster) & {
-  gwSlidingLog(log: string, smooth: string, ...args: (string | number)[]): Promise<[number, number, string, string, number, string]>;
-};
+type ScriptReply = [number, number, string, string, number, string];
 
-export function defineSlidingLogScript(redis: Redis | Cluster): ScriptClient {
-  const c = redis as ScriptClient;
-  if (typeof c.gwSlidingLog !== 'function') redis.defineCommand('gwSlidingLog', { numberOfKeys: 2, lua: SCRIPT });
-  return c;
+export interface LogWrite {
+  allowed: boolean;
+  /** Entries in the window after this one was added. */
+  n: number;
+  allowance: number;
+  next: number;
 }
 
-export class RedisSlidingLog implements Limiter {
-  readonly name = 'sliding_log';
-  private readonly redis: ScriptClient;
-
+/** The script's client side, shared by the sliding log and the sentinel's background write. */
+export class RedisLogScript {
+  private readonly run: ScriptRunner<ScriptReply>;
   constructor(
-    redis: Redis | Cluster,
-    private readonly clock: Clock,
-    private readonly opts: { transactional: boolean; smoothingEnabled: boolean },
-    private readonly onSmoothing: SmoothingListener = () => {},
+    redis: StoreClient,
+    private readonly smoothingEnabled: boolean,
+    private readonly onSmoothing: SmoothingListener,
   ) {
-    this.redis = defineSlidingLogScript(redis);
+    this.run = defineScript<ScriptReply>(redis, 'gwSlidingLog', 3, SCRIPT);
   }
 
-  async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
-    const now = this.clock.now();
-    const win = Math.round(limit.per * 1000);
-    const k = redisKeys(bucket);
-    const smooth = this.opts.smoothingEnabled && smoothingActive(limit.smoothing) ? limit.smoothing : undefined;
-    if (!this.opts.transactional && !smooth) return this.pipelined(k.log, now, win, limit.rate);
-    const [allowed, n, allowanceStr, nextStr, ev, oldStr] = await this.redis.gwSlidingLog(
-      k.log,
-      k.smooth,
-      now,
-      win,
-      limit.rate,
-      uniqueMember(now),
-      smooth ? '1' : '0',
-      smooth?.threshold ?? 0,
-      smooth?.step ?? 0,
-      smooth?.trigger ?? 0,
-      (smooth?.delay ?? 0) * 1000,
+  async write(bucket: string, limit: LimitSpec, now: number, writeSentinel: boolean): Promise<LogWrite> {
+    const win = windowMs(limit.per);
+    const smooth = this.smoothingEnabled && smoothingActive(limit.smoothing) ? limit.smoothing : undefined;
+    const [allowed, n, allowanceStr, nextStr, ev, oldStr] = await this.run(
+      [storeKeys.log(bucket), storeKeys.smoothing(bucket), storeKeys.sentinel(bucket)],
+      [now, win, limit.rate, uniqueMember(now), smooth ? '1' : '0', smooth?.threshold ?? 0, smooth?.step ?? 0, smooth?.trigger ?? 0, Math.round((smooth?.delay ?? 0) * 1000), writeSentinel ? '1' : '0'],
     );
     const allowance = Number(allowanceStr);
     if (ev !== 0) {
@@ -170,32 +163,54 @@ export class RedisSlidingLog implements Limiter {
         allowance,
       );
     }
-    const whole = allowanceOf(allowance);
-    return result(allowed === 1, whole, allowed === 1 ? whole - n : 0, now, Number(nextStr));
+    return { allowed: allowed === 1, n, allowance: allowanceOf(allowance), next: Number(nextStr) };
+  }
+}
+
+export class RedisSlidingLog implements Limiter {
+  readonly name = 'sliding_log';
+  private readonly script: RedisLogScript;
+
+  constructor(
+    private readonly redis: StoreClient,
+    private readonly clock: Clock,
+    private readonly opts: { transactional: boolean; smoothingEnabled: boolean },
+    onSmoothing: SmoothingListener = () => {},
+  ) {
+    this.script = new RedisLogScript(redis, opts.smoothingEnabled, onSmoothing);
   }
 
-  private async pipelined(log: string, now: number, win: number, rate: number): Promise<LimitResult> {
-    const allowance = allowanceOf(rate);
+  async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
+    const now = this.clock.now();
+    const smoothed = this.opts.smoothingEnabled && smoothingActive(limit.smoothing);
+    if (!this.opts.transactional && !smoothed) return this.pipelined(bucket, limit, now);
+    const w = await this.script.write(bucket, limit, now, false);
+    return result(w.allowed, w.allowance, w.allowance - w.n, now, w.next);
+  }
+
+  /** Non-transactional: one pipeline, no MULTI. */
+  private async pipelined(bucket: string, limit: LimitSpec, now: number): Promise<LimitResult> {
+    const log = storeKeys.log(bucket);
+    const win = windowMs(limit.per);
+    const allowance = allowanceOf(limit.rate);
     const res = await this.redis
       .pipeline()
       .zremrangebyscore(log, '-inf', now - win)
-      .zcard(log)
       .zadd(log, now, uniqueMember(now))
+      .zcard(log)
       .pexpire(log, win)
       .zrange(log, String(-Math.max(allowance, 1)), String(-Math.max(allowance, 1)), 'WITHSCORES')
       .exec();
     if (!res) throw new Error('pipeline aborted');
     for (const [err] of res) if (err) throw err;
-    const count = Number(res[1]![1]);
-    const n = count + 1;
-    const allowed = count < allowance;
+    const n = Number(res[2]![1]);
+    const allowed = n <= allowance;
     const edge = res[4]![1] as string[];
-    const next = n >= allowance && edge[1] !== undefined ? Number(edge[1]) + win : now;
-    return result(allowed, allowance, allowed ? allowance - n : 0, now, next);
+    const next = allowance === 0 ? now + win : n >= allowance && edge[1] !== undefined ? Number(edge[1]) + win : now;
+    return result(allowed, allowance, allowance - n, now, next);
   }
 
   async reset(bucket: string): Promise<void> {
-    const k = redisKeys(bucket);
-    await this.redis.del(k.log, k.smooth);
+    await this.redis.del(storeKeys.log(bucket), storeKeys.smoothing(bucket));
   }
 }

@@ -21,6 +21,9 @@ export interface SmoothingEvent {
   time: string;
 }
 
+/** Receives smoothing events and the new allowance (for a gauge). */
+export type SmoothingListener = (e: SmoothingEvent, allowance: number) => void;
+
 export interface Limiter {
   readonly name: string;
   check(bucket: string, limit: LimitSpec): Promise<LimitResult>;

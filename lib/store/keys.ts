@@ -1,0 +1,33 @@
+/**
+ * Redis key layout of the limiters. Every key of one check shares the hash tag `{bucket}`, so a
+ * script or transaction touching several of them never hits CROSSSLOT on Redis Cluster.
+ *   gw:{<bucket>}:log        sorted set: sliding window log (score = ms, member = ms-proc-seq)
+ *   gw:{<bucket>}:sm         hash: smoothing state (a = allowance, t = ms of last event)
+ *   gw:{<bucket>}:sentinel   string: ms until which the sentinel refuses
+ *   gw:{<bucket>}:fw:<n>     counter of the fixed window n = floor(now / per)
+ *   gw:{<bucket>}:quota      hash: used, renews (ms, 0 = never)
+ *   gw:drl:{<group>}:peers   sorted set: DRL heartbeats (score = ms, member = peer id)
+ * Buckets are built by the engine: `a:<ns>/<api>[:e:<rule>]` (API scope), `k:<identity>[:a:<api>[:e:<METHOD path>]]`
+ * (key scope), `q:<identity>[:a:<api>]` (quota); identity is `h:<key hash>` or `p:<expanded pattern>`.
+ */
+function tag(bucket: string): string {
+  // '{' and '}' inside the bucket would move the hash tag; they never carry meaning, so replace them.
+  return `{${bucket.replace(/[{}]/g, '_')}}`;
+}
+
+export const storeKeys = {
+  log: (bucket: string) => `gw:${tag(bucket)}:log`,
+  smoothing: (bucket: string) => `gw:${tag(bucket)}:sm`,
+  sentinel: (bucket: string) => `gw:${tag(bucket)}:sentinel`,
+  fixedWindow: (bucket: string, window: number) => `gw:${tag(bucket)}:fw:${window}`,
+  quota: (bucket: string) => `gw:${tag(bucket)}:quota`,
+  peers: (group: string) => `gw:drl:${tag(group)}:peers`,
+};
+
+let seq = 0;
+const PROC = Math.random().toString(36).slice(2, 10);
+/** A log member unique across processes and calls, so equal timestamps never collapse into one entry. */
+export function uniqueMember(now: number): string {
+  seq = (seq + 1) % 1e12;
+  return `${now}-${PROC}-${seq}`;
+}

@@ -1,0 +1,87 @@
+/**
+ * The shared store's client: one ioredis client built from a URL.
+ *   redis://[user:pass@]host:port[/db]          a single server (rediss:// for TLS)
+ *   redis+sentinel://[:pass@]h1:p1,h2:p2/master[/db]   Redis Sentinel: the master named `master`
+ *   redis+cluster://[:pass@]h1:p1,h2:p2          Redis Cluster (startup nodes)
+ * Every limiter key of one check carries a `{...}` hash tag (keys.ts), so scripts and transactions
+ * stay in one slot on a cluster.
+ */
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+
+export type StoreClient = Redis | Cluster;
+
+export interface ParsedStoreUrl {
+  kind: 'single' | 'sentinel' | 'cluster';
+  url: string;
+  hosts: { host: string; port: number }[];
+  username?: string;
+  password?: string;
+  /** Sentinel: the master group name. */
+  master?: string;
+  db?: number;
+  tls: boolean;
+}
+
+function hostList(s: string, defaultPort: number): { host: string; port: number }[] {
+  return s.split(',').filter(Boolean).map((hp) => {
+    const m = /^\[?([^\]]+?)\]?(?::(\d+))?$/.exec(hp.trim());
+    if (!m) throw new Error(`bad host "${hp}" in store URL`);
+    return { host: m[1]!, port: m[2] ? Number(m[2]) : defaultPort };
+  });
+}
+
+export function parseStoreUrl(url: string): ParsedStoreUrl {
+  const m = /^([a-z+]+):\/\/(?:([^@/]*)@)?([^/?#]+)(\/[^?#]*)?/i.exec(url);
+  if (!m) throw new Error(`bad store URL "${url}": expected redis://, rediss://, redis+sentinel:// or redis+cluster://`);
+  const scheme = m[1]!.toLowerCase();
+  let username: string | undefined;
+  let password: string | undefined;
+  if (m[2]) {
+    const [u, ...p] = m[2].split(':');
+    username = u ? decodeURIComponent(u) : undefined;
+    password = p.length ? decodeURIComponent(p.join(':')) : undefined;
+  }
+  const segments = (m[4] ?? '').split('/').filter(Boolean);
+  const dbOf = (s: string | undefined): number | undefined => {
+    if (s === undefined) return undefined;
+    if (!/^\d+$/.test(s)) throw new Error(`bad database "${s}" in store URL`);
+    return Number(s);
+  };
+  switch (scheme) {
+    case 'redis':
+    case 'rediss':
+      return { kind: 'single', url, hosts: hostList(m[3]!, 6379), username, password, db: dbOf(segments[0]), tls: scheme === 'rediss' };
+    case 'redis+sentinel':
+    case 'rediss+sentinel':
+      if (!segments[0]) throw new Error(`store URL "${url}" names no master: redis+sentinel://host:port,.../mastername`);
+      return { kind: 'sentinel', url, hosts: hostList(m[3]!, 26379), username, password, master: decodeURIComponent(segments[0]), db: dbOf(segments[1]), tls: scheme.startsWith('rediss') };
+    case 'redis+cluster':
+    case 'rediss+cluster':
+      return { kind: 'cluster', url, hosts: hostList(m[3]!, 6379), username, password, tls: scheme.startsWith('rediss') };
+    default:
+      throw new Error(`bad store URL scheme "${scheme}": expected redis, rediss, redis+sentinel or redis+cluster`);
+  }
+}
+
+/**
+ * Builds the client. `options` are passed to every connection (for instance maxRetriesPerRequest,
+ * enableOfflineQueue: false so an unreachable store fails fast and kv_failure_mode applies).
+ */
+export function createStoreClient(url: string, options: RedisOptions = {}): StoreClient {
+  const p = parseStoreUrl(url);
+  const auth = { ...(p.username ? { username: p.username } : {}), ...(p.password ? { password: p.password } : {}) };
+  const tls = p.tls ? { tls: {} } : {};
+  if (p.kind === 'single') return new Redis(url, options);
+  if (p.kind === 'sentinel') {
+    return new Redis({
+      ...options,
+      ...auth,
+      ...tls,
+      sentinels: p.hosts,
+      name: p.master,
+      ...(p.password ? { sentinelPassword: p.password } : {}),
+      ...(p.db !== undefined ? { db: p.db } : {}),
+    });
+  }
+  return new Cluster(p.hosts, { redisOptions: { ...options, ...auth, ...tls }, enableOfflineQueue: options.enableOfflineQueue ?? true });
+}

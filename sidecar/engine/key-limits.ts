@@ -1,0 +1,57 @@
+/**
+ * Which key-level limit and which quota a request is counted against, and under which bucket names.
+ *   limit: per-endpoint (access_rights[api].endpoints) → per-API (access_rights[api].limit with rate
+ *     and per) → the key's global rate/per. A limit with rate and per both 0 is disabled and skipped.
+ *     Buckets: global `k:<id>` (shared by every API of the key), per-API `k:<id>:a:<api>`, per-endpoint
+ *     `k:<id>:a:<api>:e:<METHOD path>` (independent per key, API and endpoint).
+ *   quota: the per-API quota when access_rights[api].limit sets quota_max, else the key's; ≤ 0 = none.
+ * `<id>` is the limiter identity (rate-limit-key.ts).
+ */
+import type { LimitSpec } from '../config/types.js';
+import type { QuotaSpec } from '../limiters/quota.js';
+import type { EffectiveSession } from './effective-session.js';
+import { matchKeyEndpoint } from './endpoint-match.js';
+
+export interface KeyLimit {
+  bucket: string;
+  limit: LimitSpec;
+  scope: 'endpoint' | 'api' | 'global';
+}
+
+/** A rate limit is in force when rate and per are given and not both 0. */
+export function enabled(l: { rate?: number; per?: number } | null | undefined): l is { rate: number; per: number } {
+  return !!l && l.rate !== undefined && l.per !== undefined && !(l.rate === 0 && l.per === 0);
+}
+
+export function keyLimitFor(eff: EffectiveSession, identity: string, apiId: string, method: string, path: string): KeyLimit | undefined {
+  const def = eff.access_rights[apiId];
+  const ep = matchKeyEndpoint(def, method, path);
+  if (ep && enabled(ep.limit)) return { bucket: `k:${identity}:a:${apiId}:e:${ep.id}`, limit: ep.limit, scope: 'endpoint' };
+  const apiLimit = def?.limit;
+  if (enabled(apiLimit)) {
+    return { bucket: `k:${identity}:a:${apiId}`, limit: { rate: apiLimit.rate, per: apiLimit.per, smoothing: def?.limit?.smoothing }, scope: 'api' };
+  }
+  if (enabled(eff)) return { bucket: `k:${identity}`, limit: { rate: eff.rate, per: eff.per, smoothing: eff.smoothing }, scope: 'global' };
+  return undefined;
+}
+
+export type QuotaRef = { bucket: string; spec: QuotaSpec };
+
+/** The key's own (global) quota, when it has one. */
+export function keyQuota(eff: EffectiveSession, identity: string): QuotaRef | undefined {
+  if (eff.quota_max === undefined || eff.quota_max <= 0) return undefined;
+  return { bucket: `q:${identity}`, spec: { max: eff.quota_max, renewal: eff.quota_renewal_rate ?? 0 } };
+}
+
+export function quotaFor(eff: EffectiveSession, identity: string, apiId: string): QuotaRef | undefined {
+  const l = eff.access_rights[apiId]?.limit;
+  if (l?.quota_max !== undefined) {
+    return l.quota_max > 0 ? { bucket: `q:${identity}:a:${apiId}`, spec: { max: l.quota_max, renewal: l.quota_renewal_rate ?? 0 } } : undefined;
+  }
+  return keyQuota(eff, identity);
+}
+
+/** Every quota bucket a key may have (global and per-API), for a reset. */
+export function quotaBuckets(eff: EffectiveSession | undefined, identity: string): string[] {
+  return [`q:${identity}`, ...Object.keys(eff?.access_rights ?? {}).map((a) => `q:${identity}:a:${a}`)];
+}

@@ -1,0 +1,74 @@
+/**
+ * The sentinel variant's overshoot bound: admitted ≤ rate + the requests that arrive while one log
+ * write is in flight. Requests arrive in waves of k concurrent ones; each wave starts after the previous
+ * wave's background writes landed, so at most one wave overlaps the write that reaches the limit:
+ * admitted ≤ rate + k − 1, and after that wave nothing is admitted for `per`.
+ */
+import { ManualClock } from '../../../lib/clock.js';
+import { storeKeys } from '../../../lib/store/keys.js';
+import { RedisSentinel } from '../../../sidecar/limiters/sentinel.js';
+import { twoGateways, unreachable, type Gateways } from './gateways.js';
+
+const T0 = 1_700_000_040_000;
+
+describe('sentinel variant in Redis', () => {
+  let g: Gateways;
+  beforeAll(async () => {
+    g = await twoGateways();
+  });
+  afterAll(() => g.close());
+
+  test('sequential requests: exactly rate admitted, then refused for per (clock-based sentinel)', async () => {
+    const clock = new ManualClock(T0);
+    const s = new RedisSentinel(g.a, clock, { smoothingEnabled: true });
+    const limit = { rate: 3, per: 10 };
+    const rs = [];
+    for (let i = 0; i < 5; i++) {
+      rs.push((await s.check('seq', limit)).allowed);
+      await s.settled();
+    }
+    expect(rs).toEqual([true, true, true, false, false]);
+    expect(Number(await g.a.get(storeKeys.sentinel('seq')))).toBe(T0 + 10_000);
+    clock.set(T0 + 9_999);
+    expect((await s.check('seq', limit)).allowed).toBe(false);
+    clock.set(T0 + 10_000);
+    expect((await s.check('seq', limit)).allowed).toBe(true);
+  });
+
+  for (const k of [1, 10, 25]) {
+    test(`overshoot bound with two gateways, waves of ${k}: admitted ≤ rate + ${k} − 1, then none`, async () => {
+      const clock = new ManualClock(T0);
+      const a = new RedisSentinel(g.a, clock, { smoothingEnabled: true });
+      const b = new RedisSentinel(g.b, clock, { smoothingEnabled: true });
+      const limit = { rate: 50, per: 60 };
+      const bucket = `waves-${k}`;
+      const perWave: number[] = [];
+      for (let w = 0; w < Math.ceil(200 / k); w++) {
+        const rs = await Promise.all(Array.from({ length: k }, (_, i) => (i % 2 ? b : a).check(bucket, limit)));
+        perWave.push(rs.filter((r) => r.allowed).length);
+        await Promise.all([a.settled(), b.settled()]);
+      }
+      const admitted = perWave.reduce((x, y) => x + y, 0);
+      expect(admitted).toBeGreaterThanOrEqual(50);
+      expect(admitted).toBeLessThanOrEqual(50 + k - 1);
+      // once a wave has crossed the limit, every later wave is refused outright
+      const crossing = perWave.findIndex((_, i) => perWave.slice(0, i + 1).reduce((x, y) => x + y, 0) >= 50);
+      expect(perWave.slice(crossing + 1).every((n) => n === 0)).toBe(true);
+    });
+  }
+
+  test('a failed background write is counted, never thrown at the request', async () => {
+    const errors: Error[] = [];
+    const clock = new ManualClock(T0);
+    const good = new RedisSentinel(g.a, clock, { smoothingEnabled: true }, undefined, (e) => errors.push(e));
+    // make the log key the wrong type: the script errors in the background
+    await g.a.set(storeKeys.log('wrongtype'), 'x');
+    expect((await good.check('wrongtype', { rate: 5, per: 60 })).allowed).toBe(true);
+    await good.settled();
+    expect(errors).toHaveLength(1);
+    const dead = unreachable();
+    const s = new RedisSentinel(dead, clock, { smoothingEnabled: true });
+    await expect(s.check('x', { rate: 5, per: 60 })).rejects.toThrow(); // the read fails: kv_failure_mode decides (select.ts)
+    dead.disconnect();
+  });
+});

@@ -1,0 +1,79 @@
+import { ManualClock } from '../../../lib/clock.js';
+import { storeKeys } from '../../../lib/store/keys.js';
+import { RedisSlidingLog } from '../../../sidecar/limiters/sliding-log.js';
+import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
+import { burst, twoGateways, type Gateways } from './gateways.js';
+
+const T0 = 1_700_000_040_000;
+
+describe('sliding window log in Redis', () => {
+  let g: Gateways;
+  beforeAll(async () => {
+    g = await twoGateways();
+  });
+  afterAll(() => g.close());
+
+  for (const transactional of [true, false]) {
+    const variant = transactional ? 'script (EVALSHA)' : 'pipeline without MULTI';
+    test(`${variant}: 200 concurrent checks from two gateways for rate 50 → 50 admitted (never more)`, async () => {
+      const clock = new ManualClock(T0);
+      const opts = { transactional, smoothingEnabled: true };
+      const a = new RedisSlidingLog(g.a, clock, opts);
+      const b = new RedisSlidingLog(g.b, clock, opts);
+      const limit = { rate: 50, per: 60 };
+      const bucket = `conc-${transactional}`;
+      const admitted = await burst(200, () => a.check(bucket, limit), () => b.check(bucket, limit));
+      if (transactional) expect(admitted).toBe(50);
+      else {
+        // counting after the add: interleaved pipelines may refuse a little too much, never admit too much
+        expect(admitted).toBeLessThanOrEqual(50);
+        expect(admitted).toBeGreaterThanOrEqual(45);
+      }
+      // every request entered the log, refused ones included, each as its own member
+      expect(await g.a.zcard(storeKeys.log(bucket))).toBe(200);
+    });
+
+    test(`${variant}: spike arrest and reset, with the injected clock`, async () => {
+      const clock = new ManualClock(T0);
+      const l = new RedisSlidingLog(g.a, clock, { transactional, smoothingEnabled: true });
+      const limit = { rate: 2, per: 10 };
+      const bucket = `spike-${transactional}`;
+      expect((await l.check(bucket, limit)).allowed).toBe(true);
+      clock.advance(3_000);
+      expect((await l.check(bucket, limit)).remaining).toBe(0);
+      clock.advance(1_000);
+      const refused = await l.check(bucket, limit);
+      expect(refused.allowed).toBe(false);
+      expect(refused.reset).toBe((T0 + 13_000) / 1000);
+      clock.set(T0 + 12_999); // the T0+4s refusal is in the log: still two entries in the window
+      expect((await l.check(bucket, limit)).allowed).toBe(false);
+      clock.set(T0 + 30_000);
+      expect((await l.check(bucket, limit)).allowed).toBe(true);
+    });
+  }
+
+  test('the keys of one bucket share a hash tag', () => {
+    const tags = [storeKeys.log('k:h:x'), storeKeys.smoothing('k:h:x'), storeKeys.sentinel('k:h:x')].map((k) => /\{[^}]*\}/.exec(k)![0]);
+    expect(new Set(tags)).toEqual(new Set(['{k:h:x}']));
+    expect(storeKeys.log('odd{bucket}')).toBe('gw:{odd_bucket_}:log');
+  });
+
+  test('smoothing: the allowance is shared through the store by every gateway', async () => {
+    const clock = new ManualClock(T0);
+    const events: SmoothingEvent[] = [];
+    const opts = { transactional: true, smoothingEnabled: true };
+    const a = new RedisSlidingLog(g.a, clock, opts, (e) => events.push(e));
+    const b = new RedisSlidingLog(g.b, clock, opts, (e) => events.push(e));
+    const limit = { rate: 20, per: 60, smoothing: { enabled: true, threshold: 5, step: 5, trigger: 0.5, delay: 10 } };
+    // gateway A sees 3 requests: the third lifts the allowance 5 → 10
+    for (let i = 0; i < 3; i++) await a.check('sm', limit);
+    expect(events.map((e) => [e.event, e.oldAllowance, e.newAllowance])).toEqual([['RateLimitSmoothingUp', 5, 10]]);
+    // gateway B admits up to the shared 10, not its own threshold of 5
+    const onB = [];
+    for (let i = 0; i < 8; i++) onB.push(await b.check('sm', limit));
+    expect(onB.filter((r) => r.allowed).length).toBe(7);
+    expect(onB[7]!.limit).toBe(10);
+    expect(await g.a.hget(storeKeys.smoothing('sm'), 'a')).toBe('10');
+    expect(events).toHaveLength(1); // the hold-off is shared too
+  });
+});

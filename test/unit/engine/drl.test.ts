@@ -1,0 +1,82 @@
+import { ManualClock } from '../../../lib/clock.js';
+import { DrlLimiter } from '../../../sidecar/limiters/drl.js';
+import { createLimiters, usesDrl } from '../../../sidecar/limiters/select.js';
+import { options, T0 } from './fixtures.js';
+
+async function admitted(l: DrlLimiter, bucket: string, limit: { rate: number; per: number }, n: number): Promise<number> {
+  let ok = 0;
+  for (let i = 0; i < n; i++) if ((await l.check(bucket, limit)).allowed) ok++;
+  return ok;
+}
+
+describe('DRL token bucket', () => {
+  test('one gateway: capacity rate, refill rate per per', async () => {
+    const clock = new ManualClock(T0);
+    const drl = new DrlLimiter(clock, () => 1);
+    const limit = { rate: 10, per: 10 };
+    expect(await admitted(drl, 'b', limit, 15)).toBe(10);
+    const refused = await drl.check('b', limit);
+    expect(refused.allowed).toBe(false);
+    expect(refused.retryAfter).toBe(1);
+    clock.advance(1_000);
+    expect(await admitted(drl, 'b', limit, 3)).toBe(1);
+    clock.advance(10_000);
+    expect(await admitted(drl, 'b', limit, 15)).toBe(10);
+  });
+
+  test('the limit is split by the number of live gateways (100/min over 2 → 50 each)', async () => {
+    const clock = new ManualClock(T0);
+    const drl = new DrlLimiter(clock, () => 2);
+    expect(await admitted(drl, 'b', { rate: 100, per: 60 }, 200)).toBe(50);
+  });
+
+  test('every gateway admits at least one request per window', async () => {
+    const clock = new ManualClock(T0);
+    const drl = new DrlLimiter(clock, () => 4);
+    const limit = { rate: 2, per: 60 };
+    expect(await admitted(drl, 'b', limit, 5)).toBe(1);
+    clock.advance(30_000);
+    expect(await admitted(drl, 'b', limit, 5)).toBe(0);
+    clock.advance(30_000);
+    expect(await admitted(drl, 'b', limit, 5)).toBe(1);
+  });
+
+  test('a change of N changes the share at once', async () => {
+    const clock = new ManualClock(T0);
+    let n = 1;
+    const drl = new DrlLimiter(clock, () => n);
+    const limit = { rate: 30, per: 60 };
+    expect(await admitted(drl, 'b', limit, 10)).toBe(10); // 20 tokens left of 30
+    n = 3; // share 10: the bucket is capped at 10
+    expect(await admitted(drl, 'b', limit, 20)).toBe(10);
+  });
+});
+
+describe('drl_threshold switch', () => {
+  test('spec example: drl_threshold 2 with 5 gateways → DRL above 10 req/s', () => {
+    expect(usesDrl({ rate: 11, per: 1 }, 2, 5)).toBe(true);
+    expect(usesDrl({ rate: 10, per: 1 }, 2, 5)).toBe(false);
+    expect(usesDrl({ rate: 660, per: 60 }, 2, 5)).toBe(true);
+    expect(usesDrl({ rate: 600, per: 60 }, 2, 5)).toBe(false);
+  });
+
+  test('the limiter is chosen per limit and re-evaluated when N changes', () => {
+    let n = 5;
+    const l = createLimiters({ options: options({ drl_threshold: 2 }), clock: new ManualClock(T0), peers: () => n });
+    expect(l.algorithm).toBe('drl');
+    expect(l.forLimit({ rate: 10, per: 1 }).name).toBe('sliding_log');
+    expect(l.forLimit({ rate: 11, per: 1 }).name).toBe('drl');
+    n = 4; // 10 req/s > 2 × 4
+    expect(l.forLimit({ rate: 10, per: 1 }).name).toBe('drl');
+    n = 6; // 11 req/s ≤ 2 × 6
+    expect(l.forLimit({ rate: 11, per: 1 }).name).toBe('sliding_log');
+  });
+
+  test('an explicitly enabled store algorithm serves every limit', () => {
+    const clock = new ManualClock(T0);
+    const fast = { rate: 1000, per: 1 };
+    expect(createLimiters({ options: options({ enable_fixed_window_rate_limiter: true }), clock, peers: () => 1 }).forLimit(fast).name).toBe('fixed_window');
+    expect(createLimiters({ options: options({ enable_sentinel_rate_limiter: true }), clock, peers: () => 1 }).forLimit(fast).name).toBe('sentinel');
+    expect(createLimiters({ options: options({ enable_kv_rolling_limiter: true }), clock, peers: () => 1 }).forLimit(fast).name).toBe('sliding_log');
+  });
+});

@@ -1,0 +1,81 @@
+import { ManualClock } from '../../../lib/clock.js';
+import { MemoryQuota } from '../../../sidecar/limiters/quota.js';
+import { api, count, harness, session, T0 } from './fixtures.js';
+
+describe('quotas (memory)', () => {
+  test('exactly quota_max per renewal period; remaining and renews kept current', async () => {
+    const clock = new ManualClock(T0);
+    const q = new MemoryQuota(clock);
+    const spec = { max: 3, renewal: 3600 };
+    expect(await q.read('b', spec)).toEqual({ remaining: 3, renews: 0 });
+    const rs = [];
+    for (let i = 0; i < 5; i++) rs.push(await q.consume('b', spec));
+    expect(rs.map((r) => r.allowed)).toEqual([true, true, true, false, false]);
+    expect(rs.map((r) => r.remaining)).toEqual([2, 1, 0, 0, 0]);
+    expect(rs[0]!.renews).toBe(T0 / 1000 + 3600);
+    expect(await q.read('b', spec)).toEqual({ remaining: 0, renews: T0 / 1000 + 3600 });
+    clock.set(T0 + 3_599_999);
+    expect((await q.consume('b', spec)).allowed).toBe(false);
+    clock.set(T0 + 3_600_000);
+    const renewed = await q.consume('b', spec);
+    expect(renewed).toEqual({ allowed: true, max: 3, remaining: 2, renews: T0 / 1000 + 7200 });
+  });
+
+  test('quota_renewal_rate ≤ 0 never renews', async () => {
+    const clock = new ManualClock(T0);
+    const q = new MemoryQuota(clock);
+    const spec = { max: 2, renewal: 0 };
+    await q.consume('b', spec);
+    await q.consume('b', spec);
+    clock.advance(10 * 365 * 86_400_000);
+    const r = await q.consume('b', spec);
+    expect(r.allowed).toBe(false);
+    expect(r.renews).toBe(0);
+  });
+
+  test('reset puts the counter back to full', async () => {
+    const q = new MemoryQuota(new ManualClock(T0));
+    const spec = { max: 1, renewal: 60 };
+    await q.consume('b', spec);
+    expect((await q.consume('b', spec)).allowed).toBe(false);
+    await q.reset('b');
+    expect((await q.consume('b', spec)).allowed).toBe(true);
+  });
+});
+
+describe('quotas in the engine', () => {
+  const a = api('a');
+  const keyHash = '1'.repeat(64);
+
+  test('quota_max ≤ 0 is unlimited', async () => {
+    const h = harness();
+    for (const max of [0, -1]) {
+      const kinds = await h.fire(50, { api: a, method: 'GET', path: '/', keyHash: `${max}`, session: session({ quota_max: max, quota_renewal_rate: 60 }) });
+      expect(count(kinds, 'allow')).toBe(50);
+    }
+  });
+
+  test('over quota → quota_exceeded with Retry-After until renewal; readQuota and resetQuota', async () => {
+    const h = harness({ rate_limit_response_headers: 'quotas' });
+    const stored = session({ quota_max: 3, quota_renewal_rate: 100 });
+    const v = [];
+    for (let i = 0; i < 4; i++) v.push(await h.engine.check({ api: a, method: 'GET', path: '/', keyHash, session: stored }));
+    expect(v.map((x) => x.kind)).toEqual(['allow', 'allow', 'allow', 'quota_exceeded']);
+    expect(v[1]!.headers).toEqual({ limit: 3, remaining: 1, reset: T0 / 1000 + 100 });
+    const last = v[3]!;
+    expect(last.kind === 'quota_exceeded' && last.retryAfter).toBe(100);
+    expect(await h.engine.readQuota(keyHash, stored)).toEqual({ max: 3, remaining: 0, renews: T0 / 1000 + 100 });
+    await h.engine.resetQuota(keyHash, stored);
+    expect(await h.engine.readQuota(keyHash, stored)).toEqual({ max: 3, remaining: 3, renews: 0 });
+    expect((await h.engine.check({ api: a, method: 'GET', path: '/', keyHash, session: stored })).kind).toBe('allow');
+  });
+
+  test('a per-API quota in access_rights is independent of the key quota', async () => {
+    const h = harness();
+    const stored = session({ quota_max: 10, quota_renewal_rate: 60, access_rights: { a: { limit: { quota_max: 2, quota_renewal_rate: 60 } }, b: {} } });
+    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash, session: stored })).toEqual(['allow', 'allow', 'quota_exceeded']);
+    expect(count(await h.fire(5, { api: api('b'), method: 'GET', path: '/', keyHash, session: stored }), 'allow')).toBe(5);
+    expect(await h.engine.readQuota(keyHash, stored, 'a')).toMatchObject({ max: 2, remaining: 0 });
+    expect(await h.engine.readQuota(keyHash, stored)).toMatchObject({ max: 10, remaining: 5 });
+  });
+});

@@ -1,0 +1,103 @@
+import { ManualClock } from '../../../lib/clock.js';
+import { MemorySlidingLog } from '../../../sidecar/limiters/sliding-log.js';
+import { initialState, smoothingStep } from '../../../sidecar/limiters/smoothing.js';
+import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
+import { api, harness, session, T0 } from './fixtures.js';
+
+// threshold 5, step 5, trigger 0.5 (up above A − 2.5, down below A − 7.5), delay 10 s, rate 20
+const s = { enabled: true, threshold: 5, step: 5, trigger: 0.5, delay: 10 };
+
+describe('smoothing state machine', () => {
+  test('starts at threshold and moves up by step when R > A − step·trigger, capped at rate', () => {
+    let st = initialState(s, 20);
+    expect(st.allowance).toBe(5);
+    expect(smoothingStep(st, 2, s, 20, T0).event).toBeUndefined(); // 2 ≤ 2.5
+    const up = smoothingStep(st, 3, s, 20, T0);
+    expect(up.event).toBe('RateLimitSmoothingUp');
+    expect(up.state.allowance).toBe(10);
+    st = { allowance: 18, lastEvent: 0 };
+    expect(smoothingStep(st, 18, s, 20, T0).state.allowance).toBe(20);
+    expect(smoothingStep({ allowance: 20, lastEvent: 0 }, 50, s, 20, T0).event).toBeUndefined();
+  });
+
+  test('moves down by step when R < A − step·(1 + trigger), never below threshold', () => {
+    const down = smoothingStep({ allowance: 15, lastEvent: 0 }, 7, s, 20, T0);
+    expect(down.event).toBe('RateLimitSmoothingDown');
+    expect(down.state.allowance).toBe(10);
+    expect(smoothingStep({ allowance: 15, lastEvent: 0 }, 8, s, 20, T0).event).toBeUndefined(); // 8 ≥ 7.5: stays
+    expect(smoothingStep({ allowance: 9, lastEvent: 0 }, 1, s, 20, T0).state.allowance).toBe(5); // 9 − 5 = 4 is below threshold
+    expect(smoothingStep({ allowance: 5, lastEvent: 0 }, 0, s, 20, T0).event).toBeUndefined();
+  });
+
+  test('the hold-off delay must expire between events', () => {
+    const st = { allowance: 10, lastEvent: T0 };
+    expect(smoothingStep(st, 10, s, 20, T0 + 9_999).event).toBeUndefined();
+    expect(smoothingStep(st, 10, s, 20, T0 + 10_000).event).toBe('RateLimitSmoothingUp');
+    expect(smoothingStep(st, 0, s, 20, T0 + 9_999).event).toBeUndefined();
+    expect(smoothingStep(st, 0, s, 20, T0 + 10_000).event).toBe('RateLimitSmoothingDown');
+  });
+});
+
+describe('smoothing in the sliding log', () => {
+  test('R > A refuses; the allowance rises with the rate and falls back step by step to threshold', async () => {
+    const clock = new ManualClock(T0);
+    const events: SmoothingEvent[] = [];
+    const log = new MemorySlidingLog(clock, (e) => events.push(e));
+    const limit = { rate: 20, per: 60, smoothing: s };
+    const rs = [];
+    for (let i = 0; i < 12; i++) rs.push(await log.check('b', limit));
+    // the 3rd request lifts A from 5 to 10; the hold-off keeps it there: 10 admitted, then 429
+    expect(rs.filter((r) => r.allowed).length).toBe(10);
+    expect(rs[10]!.allowed).toBe(false);
+    expect(rs[10]!.limit).toBe(10);
+    expect(events).toEqual([{ event: 'RateLimitSmoothingUp', limiterKey: 'b', oldAllowance: 5, newAllowance: 10, time: new Date(T0).toISOString() }]);
+    clock.advance(10_000); // hold-off over: R = 13 > 7.5 → 15, so this request passes
+    const r = await log.check('b', limit);
+    expect(r.allowed).toBe(true);
+    expect(r.limit).toBe(15);
+    expect(events.map((e) => e.newAllowance)).toEqual([10, 15]);
+    // quiet: the window empties; each request after a hold-off steps the allowance down
+    clock.advance(61_000);
+    await log.check('b', limit); // R = 1 < 7.5 → 10
+    clock.advance(61_000);
+    await log.check('b', limit); // R = 1 < 2.5 → 5
+    clock.advance(61_000);
+    await log.check('b', limit); // at threshold: no event
+    expect(events.map((e) => [e.event, e.oldAllowance, e.newAllowance])).toEqual([
+      ['RateLimitSmoothingUp', 5, 10],
+      ['RateLimitSmoothingUp', 10, 15],
+      ['RateLimitSmoothingDown', 15, 10],
+      ['RateLimitSmoothingDown', 10, 5],
+    ]);
+  });
+
+  test('smoothing off (option or object) → the plain rate, no events', async () => {
+    const clock = new ManualClock(T0);
+    const events: SmoothingEvent[] = [];
+    const off = new MemorySlidingLog(clock, (e) => events.push(e), false);
+    let ok = 0;
+    for (let i = 0; i < 25; i++) if ((await off.check('b', { rate: 20, per: 60, smoothing: s })).allowed) ok++;
+    expect(ok).toBe(20);
+    const disabledObject = new MemorySlidingLog(clock, (e) => events.push(e));
+    ok = 0;
+    for (let i = 0; i < 25; i++) if ((await disabledObject.check('b', { rate: 20, per: 60, smoothing: { ...s, enabled: false } })).allowed) ok++;
+    expect(ok).toBe(20);
+    expect(events).toEqual([]);
+  });
+
+  test('through the engine: the event names the API and the limiter key, never the raw key', async () => {
+    const h = harness({ enable_kv_rolling_limiter: true });
+    const a = api('orders');
+    const keyHash = 'f'.repeat(64);
+    await h.fire(3, { api: a, method: 'GET', path: '/', keyHash, session: session({ rate: 20, per: 60, smoothing: s }) });
+    expect(h.events).toHaveLength(1);
+    expect(h.events[0]).toMatchObject({ event: 'RateLimitSmoothingUp', api_id: 'orders', limiterKey: `k:h:${keyHash}`, oldAllowance: 5, newAllowance: 10 });
+  });
+
+  test('the fixed window ignores smoothing', async () => {
+    const h = harness({ enable_fixed_window_rate_limiter: true });
+    const kinds = await h.fire(25, { api: api('a'), method: 'GET', path: '/', keyHash: 'e'.repeat(64), session: session({ rate: 20, per: 60, smoothing: s }) });
+    expect(kinds.filter((k) => k === 'allow').length).toBe(20);
+    expect(h.events).toEqual([]);
+  });
+});

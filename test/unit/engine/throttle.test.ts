@@ -1,0 +1,66 @@
+import { api, harness, session } from './fixtures.js';
+import type { Harness } from './fixtures.js';
+
+const KEY = 'c'.repeat(64);
+
+/** A sleep that moves the manual clock (no real waiting) and records the waits. */
+function clockSleep(get: () => Harness, waits: number[]) {
+  return async (ms: number) => {
+    waits.push(ms);
+    get().clock.advance(ms);
+  };
+}
+
+describe('throttling (SPEC §3.6)', () => {
+  test('a refused request is re-checked every throttle_interval, up to throttle_retry_limit times, then 429', async () => {
+    const waits: number[] = [];
+    const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
+    const key = session({ rate: 1, per: 10, throttle_interval: 2, throttle_retry_limit: 3 });
+    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: key };
+    expect((await h.engine.check(r)).kind).toBe('allow');
+    expect((await h.engine.check(r)).kind).toBe('key_limited');
+    expect(waits).toEqual([2000, 2000, 2000]);
+  });
+
+  test('success on a retry', async () => {
+    const waits: number[] = [];
+    const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
+    const key = session({ rate: 1, per: 3, throttle_interval: 3, throttle_retry_limit: 2 });
+    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: key };
+    expect((await h.engine.check(r)).kind).toBe('allow');
+    expect((await h.engine.check(r)).kind).toBe('allow');
+    expect(waits).toEqual([3000]);
+  });
+
+  test('without throttle_retry_limit the refusal is immediate', async () => {
+    const waits: number[] = [];
+    const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
+    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: session({ rate: 1, per: 3, throttle_interval: 3 }) };
+    await h.engine.check(r);
+    expect((await h.engine.check(r)).kind).toBe('key_limited');
+    expect(waits).toEqual([]);
+  });
+
+  test('waiting requests are bounded: over max_throttled_requests a request is refused at once', async () => {
+    const release: (() => void)[] = [];
+    const h = harness({ max_throttled_requests: 1 }, undefined, { sleep: () => new Promise<void>((res) => release.push(res)) });
+    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: session({ rate: 1, per: 60, throttle_interval: 1, throttle_retry_limit: 1 }) };
+    await h.engine.check(r);
+    const waiting = h.engine.check(r);
+    await new Promise((res) => setImmediate(res));
+    expect(release).toHaveLength(1);
+    expect((await h.engine.check(r)).kind).toBe('key_limited'); // no slot: answered without waiting
+    expect(release).toHaveLength(1);
+    release[0]!();
+    expect((await waiting).kind).toBe('key_limited');
+  });
+
+  test('the default sleep is a real timer', async () => {
+    const h = harness();
+    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: session({ rate: 1, per: 60, throttle_interval: 0.05, throttle_retry_limit: 2 }) };
+    await h.engine.check(r);
+    const t = Date.now();
+    expect((await h.engine.check(r)).kind).toBe('key_limited');
+    expect(Date.now() - t).toBeGreaterThanOrEqual(90);
+  });
+});
