@@ -2,8 +2,8 @@
  * `gw sidecar`: the reverse proxy in front of one pod's application. Config from the controller's
  * ConfigMap (watched), sessions and shared limiter state from Redis.
  */
-import { Redis } from 'ioredis';
 import { createLogger } from '../lib/logger.js';
+import { createStoreClient } from '../lib/store/redis.js';
 import { loadGatewayOptions } from '../lib/options.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { MemorySessionStore, type SessionStore } from '../lib/sessions.js';
@@ -38,7 +38,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   }
   const kc = loadKubeConfig(flags.kubeconfig);
   const metrics = new GatewayMetrics();
-  const redis = flags.redis ? new Redis(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
+  const redis = flags.redis ? createStoreClient(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
   redis?.on('error', () => metrics.storeErrors.inc());
   let sessions: SessionStore;
   if (redis) {

@@ -4,7 +4,7 @@
  * keep a small in-process cache whose entries also expire after `cacheMs` (1 s), so a missed
  * notification still takes effect within a second.
  */
-import type { Redis } from 'ioredis';
+import type { Redis, Cluster } from 'ioredis';
 import { z } from 'zod';
 import { KeySession } from '../crds/schemas/access-key.js';
 import type { Logger } from './logger.js';
@@ -18,23 +18,24 @@ const StoredSessionSchema = z.object({ namespace: z.string(), name: z.string().o
 export class RedisSessionStore implements SessionStore {
   private readonly cache = new Map<string, { value: StoredSession | undefined; at: number }>();
   private readonly listeners: ((keyHash: string) => void)[] = [];
-  private sub?: Redis;
+  private sub?: Redis | Cluster;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly logger: Logger,
     private readonly cacheMs = 1000,
   ) {}
 
   /** Subscribe to change notifications (readers only). */
   async subscribe(): Promise<void> {
-    this.sub = this.redis.duplicate({ enableOfflineQueue: true });
-    this.sub.on('message', (_ch: string, hash: string) => {
+    const sub = 'nodes' in this.redis ? this.redis.duplicate() : this.redis.duplicate({ enableOfflineQueue: true });
+    this.sub = sub;
+    sub.on('message', (_ch: string, hash: string) => {
       this.cache.delete(hash);
       for (const l of this.listeners) l(hash);
     });
-    this.sub.on('error', () => undefined);
-    await this.sub.subscribe(SESSION_CHANNEL);
+    sub.on('error', () => undefined);
+    await sub.subscribe(SESSION_CHANNEL);
   }
 
   async get(keyHash: string): Promise<StoredSession | undefined> {
