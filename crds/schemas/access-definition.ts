@@ -7,7 +7,7 @@ export const ApiLimit = z
     rate: Rate.optional(),
     per: PerSeconds.optional(),
     quota_max: z.number().int().optional().describe('Requests per quota period; 0 or less is unlimited.'),
-    quota_remaining: z.number().int().optional(),
+    quota_remaining: z.number().int().optional().describe('Requests left in the current quota period (kept current by the gateway).'),
     quota_renewal_rate: z.number().int().optional().describe('Quota period in seconds; 0 or less never renews.'),
     throttle_interval: z.number().min(0).optional().describe('Seconds to wait before re-checking a refused request.'),
     throttle_retry_limit: z.number().int().min(0).optional().describe('How many times a refused request is re-checked.'),
@@ -19,22 +19,30 @@ export const EndpointLimit = z
   .strictObject({
     path: z.string().min(1).describe('Endpoint path (literal, {name} wildcards or a regex).'),
     methods: z
-      .array(z.strictObject({ name: z.string().min(1).describe('HTTP method.'), limit: RateLimitPair }))
-      .min(1),
+      .array(z.strictObject({ name: z.string().min(1).describe('HTTP method.'), limit: RateLimitPair }).describe('A method and its limit.'))
+      .min(1)
+      .describe('Methods of the path, each with its own limit.'),
   })
   .describe('Per-endpoint limit: a rate limit for one path and its methods.');
 
 export const AccessDefinition = z
   .strictObject({
-    api_id: z.string().optional(),
-    api_name: z.string().optional(),
-    versions: StringList.optional(),
+    api_id: z.string().optional().describe('API id (default: the map key).'),
+    api_name: z.string().optional().describe('Name of the API, informational.'),
+    versions: StringList.optional().describe('API versions the key may use.'),
     allowed_urls: z
-      .array(z.strictObject({ url: z.string().min(1), methods: StringList }))
+      .array(
+        z
+          .strictObject({
+            url: z.string().min(1).describe('URL pattern (regex) relative to the listen path.'),
+            methods: StringList.describe('HTTP methods allowed on the URL.'),
+          })
+          .describe('An allowed URL and its methods.'),
+      )
       .optional()
       .describe('When non-empty, only these URL patterns and methods are allowed.'),
     limit: ApiLimit.nullable().optional(),
-    endpoints: z.array(EndpointLimit).optional(),
+    endpoints: z.array(EndpointLimit).optional().describe('Per-endpoint limits of this API.'),
   })
   .describe('Access definition of one API.');
 

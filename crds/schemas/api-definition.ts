@@ -18,61 +18,91 @@ export const ClassicEndpointRule = z
   })
   .describe('Per-endpoint API-level limit; rules are evaluated in array order.');
 
-const OasRateLimit = z.strictObject({
-  enabled: z.boolean().default(true),
-  rate: Rate,
-  per: DurationString,
-});
+const OasRateLimit = z
+  .strictObject({
+    enabled: z.boolean().default(true).describe('Turns the limit on for this scope.'),
+    rate: Rate,
+    per: DurationString.describe('Window length as a duration, for example 10s.'),
+  })
+  .describe('A rate limit of the OAS form: rate requests per duration.');
 
 /** The x-gw-api-gateway extension of an OAS API definition. */
 export const GwOasExtension = z
   .looseObject({
     info: z
       .looseObject({
-        id: z.string().optional(),
-        name: z.string().optional(),
-        state: z.looseObject({ active: z.boolean().default(true) }).optional(),
+        id: z.string().optional().describe('API id (default: spec.api_id, then metadata.name).'),
+        name: z.string().optional().describe('Human-readable name.'),
+        state: z
+          .looseObject({ active: z.boolean().default(true).describe('An inactive API answers 404.') })
+          .optional()
+          .describe('Lifecycle state of the API.'),
       })
-      .optional(),
+      .optional()
+      .describe('Identity and state of the API.'),
     server: z
       .looseObject({
-        listenPath: z.strictObject({
-          value: z.string().regex(/^\//, 'must start with /'),
-          strip: z.boolean().default(true),
-        }),
-        authentication: z.looseObject({ enabled: z.boolean().default(true) }).optional(),
+        listenPath: z
+          .strictObject({
+            value: z.string().regex(/^\//, 'must start with /').describe('Path prefix the API is served under.'),
+            strip: z.boolean().default(true).describe('Remove the listen path before proxying.'),
+          })
+          .describe('Where the API listens.'),
+        authentication: z
+          .looseObject({ enabled: z.boolean().default(true).describe('false makes the API keyless.') })
+          .optional()
+          .describe('Client authentication (auth token) of the API.'),
       })
       .describe('Where the API listens and how it authenticates.'),
     upstream: z
       .looseObject({
-        url: z.string().url().optional(),
-        rateLimit: OasRateLimit.optional(),
+        url: z.string().url().optional().describe('Upstream URL; a sidecar --upstream overrides it.'),
+        rateLimit: OasRateLimit.optional().describe('API-level limit aggregating every source.'),
       })
-      .optional(),
+      .optional()
+      .describe('The upstream and the API-level limit.'),
     middleware: z
       .looseObject({
         operations: z
-          .record(z.string(), z.looseObject({ rateLimit: OasRateLimit.optional() }))
+          .record(
+            z.string(),
+            z
+              .looseObject({ rateLimit: OasRateLimit.optional().describe('Per-endpoint limit of this operation.') })
+              .describe('Middleware of one operation.'),
+          )
           .optional()
           .describe('Per-operation middleware keyed by operationId.'),
       })
-      .optional(),
+      .optional()
+      .describe('Middleware: per-endpoint limits, evaluated in the order of the paths section.'),
   })
   .meta({ 'x-kubernetes-preserve-unknown-fields': true })
   .describe('gw extension of the OpenAPI document.');
 
 export const OasDocument = z
   .looseObject({
-    openapi: z.string().regex(/^3\.0\.\d+$/, 'must be an OpenAPI 3.0.x version such as 3.0.3'),
-    info: z.looseObject({ title: z.string().optional(), version: z.string().optional() }).optional(),
+    openapi: z.string().regex(/^3\.0\.\d+$/, 'must be an OpenAPI 3.0.x version such as 3.0.3').describe('OpenAPI version (3.0.x).'),
+    info: z
+      .looseObject({
+        title: z.string().optional().describe('Title of the API.'),
+        version: z.string().optional().describe('Version of the API document.'),
+      })
+      .optional()
+      .describe('OpenAPI info object.'),
     paths: z
       .record(z.string(), z.record(z.string(), z.unknown()))
       .default({})
-      .meta({ 'x-kubernetes-preserve-unknown-fields': true }),
+      .meta({ 'x-kubernetes-preserve-unknown-fields': true })
+      .describe('OpenAPI paths; operationIds name the per-endpoint middleware. {name} wildcards match everything.'),
     'x-gw-api-gateway': GwOasExtension,
+    'x-gw-streaming': StreamingSpec.optional().describe(
+      'Streaming pipelines of this API in the OAS form: the same shape as spec.streaming (docs/streams.md).',
+    ),
   })
   .meta({ 'x-kubernetes-preserve-unknown-fields': true })
   .describe('OpenAPI 3.0.x document with the x-gw-api-gateway extension.');
+
+const BOTH_STREAMING = 'streaming is given twice: use spec.streaming or spec.oas.x-gw-streaming, not both';
 
 export const ApiDefinitionSpec = z
   .strictObject({
@@ -81,7 +111,9 @@ export const ApiDefinitionSpec = z
     active: z.boolean().default(true).describe('An inactive API answers 404.'),
     use_keyless: z.boolean().default(false).describe('When true no key is needed and key-level limits do not apply.'),
     auth: z
-      .strictObject({ auth_header_name: z.string().min(1).default('Authorization') })
+      .strictObject({
+        auth_header_name: z.string().min(1).default('Authorization').describe('Header that carries the key (raw or Bearer).'),
+      })
       .optional()
       .describe('Where the access key is read from.'),
     proxy: z
@@ -90,12 +122,18 @@ export const ApiDefinitionSpec = z
         target_url: z.string().url().optional().describe('Upstream URL; a sidecar --upstream overrides it.'),
         strip_listen_path: z.boolean().default(true).describe('Remove the listen path before proxying.'),
       })
-      .optional(),
+      .optional()
+      .describe('Routing: listen path and upstream (classic form; required unless spec.oas is given).'),
     global_rate_limit: RateLimitPair.optional().describe('API-level limit aggregating every source.'),
     disable_rate_limit: z.boolean().default(false).describe('Turns the API-level limiter off (key limits stay on).'),
-    use_extended_paths: z.boolean().default(false),
+    use_extended_paths: z.boolean().default(false).describe('Turns on the per-endpoint limits of extended_paths.'),
     extended_paths: z
-      .strictObject({ rate_limit: z.array(ClassicEndpointRule).default([]) })
+      .strictObject({
+        rate_limit: z
+          .array(ClassicEndpointRule)
+          .default([])
+          .describe('Per-endpoint API-level limits, evaluated in array order; the first matching enabled rule applies.'),
+      })
       .optional()
       .describe('Per-endpoint API-level limits (used when use_extended_paths is true).'),
     oas: OasDocument.optional(),
@@ -107,11 +145,19 @@ export const ApiDefinitionSpec = z
         rule: 'has(self.oas) || (has(self.proxy) && has(self.proxy.listen_path))',
         message: 'proxy.listen_path is required unless spec.oas is given',
       },
+      {
+        // CEL escapes "-" in property names as __dash__.
+        rule: '!has(self.streaming) || !has(self.oas) || !has(self.oas.x__dash__gw__dash__streaming)',
+        message: BOTH_STREAMING,
+      },
     ],
   })
   .superRefine((spec, ctx) => {
     if (!spec.oas && !spec.proxy?.listen_path) {
       ctx.addIssue({ code: 'custom', path: ['proxy', 'listen_path'], message: 'proxy.listen_path is required unless spec.oas is given' });
+    }
+    if (spec.streaming && spec.oas?.['x-gw-streaming']) {
+      ctx.addIssue({ code: 'custom', path: ['streaming'], message: BOTH_STREAMING });
     }
   })
   .describe('An API served by the gateway.');

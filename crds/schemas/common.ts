@@ -33,7 +33,7 @@ export const FreeObject = z
   .record(z.string(), z.unknown())
   .meta({ 'x-kubernetes-preserve-unknown-fields': true });
 
-export const StringList = z.array(z.string());
+export const StringList = z.array(z.string()).describe('A list of strings.');
 
 export const SecretRef = z
   .strictObject({
@@ -42,19 +42,21 @@ export const SecretRef = z
   })
   .describe('Reference to a key of a Secret in the same namespace.');
 
-export const ReadyCondition = z.object({
-  type: z.string(),
-  status: z.enum(['True', 'False', 'Unknown']),
-  reason: z.string().optional(),
-  message: z.string().optional(),
-  lastTransitionTime: z.string().optional(),
-  observedGeneration: z.number().int().optional(),
-});
+export const ReadyCondition = z
+  .object({
+    type: z.string().describe('Condition type; gw writes Ready.'),
+    status: z.enum(['True', 'False', 'Unknown']).describe('True, False or Unknown.'),
+    reason: z.string().optional().describe('One-word CamelCase reason for the last transition.'),
+    message: z.string().optional().describe('Human-readable detail, e.g. what a reference is missing.'),
+    lastTransitionTime: z.string().optional().describe('When the status last changed (RFC 3339).'),
+    observedGeneration: z.number().int().optional().describe('metadata.generation the condition was computed from.'),
+  })
+  .describe('A status condition (Kubernetes conventions).');
 
 export const Status = z
   .object({
-    observedGeneration: z.number().int().optional(),
-    conditions: z.array(ReadyCondition).optional(),
+    observedGeneration: z.number().int().optional().describe('metadata.generation the controller last acted on.'),
+    conditions: z.array(ReadyCondition).optional().describe('Conditions; Ready tells whether the resource is in effect.'),
   })
   .meta({ 'x-kubernetes-preserve-unknown-fields': true })
   .describe('Observed state written by the controller.');

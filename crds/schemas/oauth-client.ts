@@ -2,21 +2,23 @@
 import { z } from 'zod';
 import { FreeObject, SecretRef } from './common.js';
 
-export const DcrRegistration = z.strictObject({
-  access_token: z.string().default(''),
-  client_uri: z.string().default(''),
-  provider: z.string().default(''),
-});
+export const DcrRegistration = z
+  .strictObject({
+    access_token: z.string().default('').describe('Access token of the dynamic client registration.'),
+    client_uri: z.string().default('').describe('Client URI of the registration.'),
+    provider: z.string().default('').describe('Identity provider of the registration.'),
+  })
+  .describe('Dynamic client registration data.');
 
 export const OAuthClientSpec = z
   .strictObject({
     api_id: z.string().min(1).describe('API the client belongs to.'),
-    client_id: z.string().min(1),
-    client_name: z.string().optional(),
-    description: z.string().optional(),
+    client_id: z.string().min(1).describe('OAuth client id.'),
+    client_name: z.string().optional().describe('Display name of the client.'),
+    description: z.string().optional().describe('Free-form description.'),
     policy_id: z.string().optional().describe('Policy (metadata.name) applied to tokens of this client.'),
-    redirect_uri: z.string().optional(),
-    meta_data: FreeObject.optional(),
+    redirect_uri: z.string().optional().describe('Redirect URI(s) registered for the client.'),
+    meta_data: FreeObject.optional().describe('Free-form metadata.'),
     secretRef: SecretRef.describe('Secret holding the client secret.'),
     dcr_registration: DcrRegistration.optional(),
   })
