@@ -26,6 +26,34 @@ describe('manifest loading', () => {
     expect(msg).toContain('apis.yaml');
     expect(msg).toContain('document 1');
     expect(msg).toContain('spec.global_rate_limit.rate');
+    expect(msg).toMatch(/spec\.global_rate_limit\.rate: Too small: expected number to be >=0/); // the rule
+  });
+
+  test('every error names file, document index, field path and rule; good documents around bad ones load', () => {
+    const doc = (name: string, spec: string) => `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: ${name}}\nspec: ${spec}`;
+    writeFileSync(
+      join(dir, 'mixed.yaml'),
+      [
+        doc('wrong-type', '{proxy: {listen_path: /w/}, global_rate_limit: {rate: ten, per: 1}}'),
+        doc('ok-1', '{proxy: {listen_path: /ok1/}}'),
+        doc('no-listen-path', '{global_rate_limit: {rate: 1, per: 1}}'),
+        doc('bad-enum', '{proxy: {listen_path: /e/}, streaming: {streams: {s: {input: {http_server: {}}, output: {http_client: {url: "http://x.test/", verb: FETCH}}}}}}'),
+        doc('ok-2', '{proxy: {listen_path: /ok2/}}'),
+      ].join('\n---\n'),
+    );
+    writeFileSync(join(dir, 'list.json'), JSON.stringify([
+      { apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name: 'neg' }, spec: { rate: 1, per: -1 } },
+      { apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name: 'ok-3' }, spec: {} },
+    ]));
+    const r = loadManifestDir(dir);
+    expect(r.resources.map((x) => x.resource.metadata.name).sort()).toEqual(['ok-1', 'ok-2', 'ok-3']);
+    const msgs = r.errors.map(formatLoadError);
+    expect(msgs).toEqual([
+      'list.json (document 0): spec.per: Too small: expected number to be >=0',
+      'mixed.yaml (document 0): spec.global_rate_limit.rate: Invalid input: expected number, received string',
+      'mixed.yaml (document 2): spec.proxy.listen_path: proxy.listen_path is required unless spec.oas is given',
+      expect.stringMatching(/^mixed\.yaml \(document 3\): spec\.streaming\.streams\.s\.output\.http_client\.verb: Invalid option: expected one of "GET"\|"POST"/),
+    ]);
   });
 
   test('JSON files, nested folders, unknown kinds and broken YAML', () => {
