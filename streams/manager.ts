@@ -58,7 +58,20 @@ export interface StreamManager {
   metrics(registry: Registry): void;
   /** Running streams (for status and tests). */
   list(): StreamInfo[];
+  /** The rate-limit resources in effect, with their resolved count and interval (defaults applied). */
+  limits(): LimitInfo[];
   stop(): Promise<void>;
+}
+
+export interface LimitInfo {
+  api_id: string;
+  label: string;
+  count: number;
+  intervalMs: number;
+  /** Accesses in flight or inside the window right now. */
+  used: number;
+  /** Callers waiting for their turn. */
+  waiting: number;
 }
 
 interface RunningStream {
@@ -230,6 +243,14 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
         for (const [stream, s] of state.streams) {
           out.push({ api_id, stream, input: s.pipeline.input.type, output: s.output, pending: s.pipeline.pending });
         }
+      }
+      return out;
+    },
+
+    limits() {
+      const out: LimitInfo[] = [];
+      for (const [api_id, state] of apis) {
+        for (const [label, l] of state.limiters) out.push({ api_id, label, ...l.limit, used: l.used(), waiting: l.waiting });
       }
       return out;
     },

@@ -1,40 +1,64 @@
 /**
  * The API server and the code validate with the same rules: a table of bad inputs is refused by both
- * the zod schemas and the real kube-apiserver (with the generated CRDs), and good inputs by neither.
- * Every example manifest applies and reads back.
+ * the zod schemas and the real kube-apiserver (with the generated CRDs), each naming the same field, and
+ * good inputs by neither. Every example manifest applies, reads back with exactly the spec zod makes of
+ * it (the API server's defaults are zod's defaults), and the CRDs give kubectl its status subresource,
+ * printer columns, short names and `kubectl explain` text.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
+import { Status } from '../../crds/schemas/common.js';
 import { validateDocument } from '../../lib/manifests.js';
 import { freshNamespace, kubectl } from '../helpers/kube.js';
 
 const api = (spec: unknown, name = 'a') => ({ apiVersion: 'gw.io/v1alpha1', kind: 'ApiDefinition', metadata: { name }, spec });
 const key = (spec: unknown, name = 'k') => ({ apiVersion: 'gw.io/v1alpha1', kind: 'AccessKey', metadata: { name }, spec });
 const pol = (spec: unknown, name = 'p') => ({ apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name }, spec });
+const client = (spec: unknown, name = 'c') => ({ apiVersion: 'gw.io/v1alpha1', kind: 'OAuthClient', metadata: { name }, spec });
+const oas = (ext: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  openapi: '3.0.3',
+  paths: {},
+  'x-gw-api-gateway': { server: { listenPath: { value: '/o/' } }, ...ext },
+  ...extra,
+});
+const stream = (output: Record<string, unknown>) => ({ streams: { s: { input: { http_server: {} }, output: { http_client: { url: 'http://hooks.example.com/', ...output } } } } });
 
 const HASH = 'a'.repeat(64);
-const bad: [string, Record<string, unknown>][] = [
-  ['wrong type: rate as a string', api({ proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 'ten', per: 1 } })],
-  ['negative rate', api({ proxy: { listen_path: '/a/' }, global_rate_limit: { rate: -1, per: 1 } })],
-  ['negative per', pol({ rate: 1, per: -5 })],
-  ['missing listen path', api({ global_rate_limit: { rate: 1, per: 1 } })],
-  ['listen path not starting with /', api({ proxy: { listen_path: 'a/' } })],
-  ['unknown field', api({ proxy: { listen_path: '/a/' }, rate_limitz: 1 })],
-  ['smoothing without threshold', key({ key_hash: HASH, smoothing: { enabled: true, step: 1 } })],
-  ['key_hash not hex', key({ key_hash: 'xyz' })],
-  ['neither secretRef nor key_hash', key({ rate: 1, per: 1 })],
-  ['both secretRef and key_hash', key({ key_hash: HASH, secretRef: { name: 's' } })],
-  ['OAS per not a duration', api({ oas: { openapi: '3.0.3', paths: {}, 'x-gw-api-gateway': { server: { listenPath: { value: '/o/' } }, upstream: { rateLimit: { enabled: true, rate: 1, per: 'ten' } } } } })],
-  ['OAS version 3.1', api({ oas: { openapi: '3.1.0', paths: {}, 'x-gw-api-gateway': { server: { listenPath: { value: '/o/' } } } } })],
-  ['throttle_retry_limit not an integer', key({ key_hash: HASH, throttle_retry_limit: 1.5 })],
-  ['tags not an array', key({ key_hash: HASH, tags: 'a,b' })],
+/** [case, document, what zod's message names, what the API server's message names] */
+const bad: [string, Record<string, unknown>, string, string][] = [
+  ['wrong type: rate as a string', api({ proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 'ten', per: 1 } }), 'spec.global_rate_limit.rate', 'spec.global_rate_limit.rate'],
+  ['negative rate', api({ proxy: { listen_path: '/a/' }, global_rate_limit: { rate: -1, per: 1 } }), 'spec.global_rate_limit.rate', 'spec.global_rate_limit.rate'],
+  ['negative per', pol({ rate: 1, per: -5 }), 'spec.per', 'spec.per'],
+  ['negative rate in an endpoint rule', api({ proxy: { listen_path: '/a/' }, extended_paths: { rate_limit: [{ path: '/x', method: 'GET', rate: -1, per: 1 }] } }), 'spec.extended_paths.rate_limit.0.rate', 'spec.extended_paths.rate_limit[0].rate'],
+  ['unknown enum: streaming verb FETCH', api({ proxy: { listen_path: '/a/' }, streaming: stream({ verb: 'FETCH' }) }), 'spec.streaming.streams.s.output.http_client.verb', 'spec.streaming.streams.s.output.http_client.verb'],
+  ['unknown enum: lower-case endpoint method', api({ proxy: { listen_path: '/a/' }, extended_paths: { rate_limit: [{ path: '/x', method: 'get', rate: 1, per: 1 }] } }), 'spec.extended_paths.rate_limit.0.method', 'spec.extended_paths.rate_limit[0].method'],
+  ['missing listen path', api({ global_rate_limit: { rate: 1, per: 1 } }), 'spec.proxy.listen_path', 'proxy.listen_path is required unless spec.oas is given'],
+  ['listen path not starting with /', api({ proxy: { listen_path: 'a/' } }), 'spec.proxy.listen_path', 'spec.proxy.listen_path'],
+  ['unknown field', api({ proxy: { listen_path: '/a/' }, rate_limitz: 1 }), 'rate_limitz', 'rate_limitz'],
+  ['smoothing without threshold', key({ key_hash: HASH, smoothing: { enabled: true, step: 1 } }), 'spec.smoothing.threshold', 'spec.smoothing.threshold'],
+  ['key_hash not hex', key({ key_hash: 'xyz' }), 'spec.key_hash', 'spec.key_hash'],
+  ['neither secretRef nor key_hash', key({ rate: 1, per: 1 }), 'exactly one of secretRef and key_hash', 'exactly one of secretRef and key_hash'],
+  ['both secretRef and key_hash', key({ key_hash: HASH, secretRef: { name: 's' } }), 'exactly one of secretRef and key_hash', 'exactly one of secretRef and key_hash'],
+  ['OAS per not a duration', api({ oas: oas({ upstream: { rateLimit: { enabled: true, rate: 1, per: 'ten' } } }) }), 'spec.oas.x-gw-api-gateway.upstream.rateLimit.per', 'spec.oas.x-gw-api-gateway.upstream.rateLimit.per'],
+  ['OAS version 3.1', api({ oas: { ...oas({}), openapi: '3.1.0' } }), 'spec.oas.openapi', 'spec.oas.openapi'],
+  ['OAS without a listen path', api({ oas: { openapi: '3.0.3', paths: {}, 'x-gw-api-gateway': { server: {} } } }), 'spec.oas.x-gw-api-gateway.server.listenPath', 'spec.oas.x-gw-api-gateway.server.listenPath'],
+  ['OAS x-gw-streaming with a negative count', api({ oas: oas({}, { 'x-gw-streaming': { rate_limit_resources: [{ label: 'x', local: { count: -1 } }] } }) }), 'spec.oas.x-gw-streaming.rate_limit_resources.0.local.count', 'spec.oas.x-gw-streaming.rate_limit_resources[0].local.count'],
+  ['streaming given in both forms', api({ oas: oas({}, { 'x-gw-streaming': {} }), streaming: {} }), 'streaming is given twice', 'streaming is given twice'],
+  ['throttle_retry_limit not an integer', key({ key_hash: HASH, throttle_retry_limit: 1.5 }), 'spec.throttle_retry_limit', 'spec.throttle_retry_limit'],
+  ['tags not an array', key({ key_hash: HASH, tags: 'a,b' }), 'spec.tags', 'spec.tags'],
+  ['OAuth client without secretRef', client({ api_id: 'a', client_id: 'c' }), 'spec.secretRef', 'spec.secretRef'],
 ];
 const good: [string, Record<string, unknown>][] = [
   ['classic API', api({ proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 0, per: 0 } })],
   ['OAS API', api({ oas: { openapi: '3.0.3', paths: { '/x': { get: { operationId: 'x' } } }, 'x-gw-api-gateway': { server: { listenPath: { value: '/o/' } }, middleware: { operations: { x: { rateLimit: { enabled: true, rate: 1, per: '10s' } } } } } } })],
+  ['OAS API with x-gw-streaming', api({ oas: oas({}, { 'x-gw-streaming': { rate_limit_resources: [{ label: 'x' }], streams: { s: { input: { http_server: {} }, output: { http_client: { url: 'http://h.example/', rate_limit: 'x', verb: 'PUT' } } } } } }) })],
   ['key with every kind of field', key({ key_hash: HASH, rate: 1, per: 1, meta_data: { a: 1 }, access_rights: { a: { api_id: 'a', limit: { rate: 1, per: 1 } } }, smoothing: { enabled: true, threshold: 1, step: 1 } })],
+  ['policy with per-endpoint limits', pol({ rate: 10, per: 1, access_rights: { a: { endpoints: [{ path: '/x', methods: [{ name: 'GET', limit: { rate: 1, per: 1 } }] }] } }, meta_data: { rate_limit_pattern: '$gw_meta.org' } })],
+  ['OAuth client', client({ api_id: 'a', client_id: 'c', secretRef: { name: 's' }, dcr_registration: { provider: 'p' } })],
 ];
+
+const dryRun = (ns: string, doc: unknown) => kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], stringify(doc));
 
 describe('zod and the real kube-apiserver agree', () => {
   let ns: string;
@@ -42,35 +66,103 @@ describe('zod and the real kube-apiserver agree', () => {
     ns = await freshNamespace('crd');
   });
 
-  test.each(bad)('both refuse: %s', async (_name, doc) => {
-    expect(validateDocument(doc).ok).toBe(false);
-    const r = await kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], stringify(doc));
+  test.each(bad)('both refuse: %s', async (_name, doc, zodNeedle, apiNeedle) => {
+    const v = validateDocument(doc);
+    expect(v.ok ? 'accepted by zod' : v.message).toContain(zodNeedle);
+    const r = await dryRun(ns, doc);
     expect(r.code).not.toBe(0);
-    expect(r.stderr.length).toBeGreaterThan(0);
+    expect(r.stderr).toContain(apiNeedle);
   });
 
   test.each(good)('both accept: %s', async (_name, doc) => {
     const v = validateDocument(doc);
     expect(v.ok ? 'ok' : v.message).toBe('ok');
-    const r = await kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], stringify(doc));
+    const r = await dryRun(ns, doc);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
   });
 
-  test('every example manifest applies to the API server and reads back', async () => {
+  test('every example manifest applies to the API server and reads back as zod parses it (same defaults)', async () => {
     const dir = 'examples';
-    for (const file of readdirSync(dir).filter((f) => /\.ya?ml$/.test(f))) {
+    const files = readdirSync(dir).filter((f) => /\.ya?ml$/.test(f));
+    expect(files.length).toBeGreaterThanOrEqual(5);
+    let gwResources = 0;
+    for (const file of files) {
       const docs = parseAllDocuments(readFileSync(join(dir, file), 'utf8')).map((d) => d.toJS() as { kind: string; metadata: { name: string } });
       const r = await kubectl(['apply', '-n', ns, '-f', join(dir, file)]);
       expect(`${file}: ${r.stderr}`).toBe(`${file}: `);
       for (const d of docs) {
         const got = await kubectl(['get', d.kind.toLowerCase(), d.metadata.name, '-n', ns, '-o', 'json']);
         expect(got.code).toBe(0);
-        expect((JSON.parse(got.stdout) as { metadata: { name: string } }).metadata.name).toBe(d.metadata.name);
+        const back = JSON.parse(got.stdout) as { kind: string; metadata: { name: string }; spec?: unknown; stringData?: unknown; data?: Record<string, string> };
+        expect(back.metadata.name).toBe(d.metadata.name);
+        const v = validateDocument(d);
+        if (!v.ok) throw new Error(`${file}: ${v.message}`);
+        if (v.resource.kind === 'Secret') {
+          for (const [k, val] of Object.entries(v.resource.stringData ?? {})) expect(Buffer.from(back.data?.[k] ?? '', 'base64').toString()).toBe(val);
+          continue;
+        }
+        gwResources++;
+        expect({ file, name: d.metadata.name, spec: back.spec }).toEqual({ file, name: d.metadata.name, spec: v.resource.spec });
       }
     }
+    expect(gwResources).toBeGreaterThanOrEqual(8);
     const list = await kubectl(['get', 'apidefinitions', '-n', ns]);
     expect(list.stdout).toMatch(/NAME\s+LISTEN\s+RATE\s+PER\s+READY/);
     expect(list.stdout).toMatch(/echo\s+\/echo\/\s+3\s+10/);
+  });
+
+  test('status subresource: observedGeneration and a Ready condition are written through /status and printed', async () => {
+    await kubectl(['apply', '-n', ns, '-f', '-'], stringify(api({ proxy: { listen_path: '/st/' }, global_rate_limit: { rate: 7, per: 2 } }, 'st')));
+    const status = {
+      observedGeneration: 1,
+      conditions: [{ type: 'Ready', status: 'True', reason: 'Compiled', message: 'serving', lastTransitionTime: '2026-01-01T00:00:00Z', observedGeneration: 1 }],
+    };
+    expect(Status.safeParse(status).success).toBe(true);
+    const p = await kubectl(['patch', 'apidefinition', 'st', '-n', ns, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
+    expect(p.stderr).toBe('');
+    const got = JSON.parse((await kubectl(['get', 'apidef', 'st', '-n', ns, '-o', 'json'])).stdout) as { status: unknown; metadata: { generation: number } };
+    expect(got.status).toEqual(status);
+    expect(got.metadata.generation).toBe(1);
+    const row = (await kubectl(['get', 'apidef', 'st', '-n', ns, '--no-headers'])).stdout;
+    expect(row).toMatch(/^st\s+\/st\/\s+7\s+2\s+True\s+/);
+
+    // status is a subresource: a write to the main resource does not change it
+    await kubectl(['patch', 'apidefinition', 'st', '-n', ns, '--type=merge', '-p', JSON.stringify({ status: { observedGeneration: 99 } })]);
+    const again = JSON.parse((await kubectl(['get', 'apidef', 'st', '-n', ns, '-o', 'json'])).stdout) as { status: { observedGeneration: number } };
+    expect(again.status.observedGeneration).toBe(1);
+
+    // an unknown condition status is refused by both
+    const badStatus = { conditions: [{ type: 'Ready', status: 'Maybe' }] };
+    expect(Status.safeParse(badStatus).success).toBe(false);
+    const refused = await kubectl(['patch', 'apidefinition', 'st', '-n', ns, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: badStatus })]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('status.conditions[0].status');
+  });
+
+  test('short names and the gw category list every kind', async () => {
+    await kubectl(['apply', '-n', ns, '-f', '-'], stringify(pol({ rate: 1, per: 1 }, 'short')));
+    for (const short of ['apidef', 'gwapi', 'gwpol', 'gwkey', 'gwclient']) {
+      const r = await kubectl(['get', short, '-n', ns]);
+      expect(`${short}: ${r.stderr}`).toBe(`${short}: `);
+    }
+    expect((await kubectl(['get', 'gwpol', 'short', '-n', ns, '--no-headers'])).stdout).toMatch(/^short\s+1\s+1\s+/);
+    const all = await kubectl(['get', 'gw', '-n', ns, '-o', 'name']);
+    expect(all.stdout).toContain('policy.gw.io/short');
+  });
+
+  test('kubectl explain shows the field descriptions', async () => {
+    let r = await kubectl(['explain', 'apidefinitions.spec.global_rate_limit']);
+    // the API server publishes the CRD's OpenAPI shortly after it is established
+    for (let i = 0; i < 50 && r.code !== 0; i++) {
+      await new Promise((res) => setTimeout(res, 200));
+      r = await kubectl(['explain', 'apidefinitions.spec.global_rate_limit']);
+    }
+    expect(r.stdout).toContain('API-level limit aggregating every source.');
+    expect(r.stdout).toContain('Maximum requests permitted per window.');
+    const s = await kubectl(['explain', 'accesskeys.spec.key_hash']);
+    expect(s.stdout).toContain('SHA-256 hex of the raw key');
+    const st = await kubectl(['explain', 'apidefinitions.status.conditions']);
+    expect(st.stdout).toContain('Ready tells whether the resource is in effect');
   });
 });
