@@ -31,7 +31,7 @@ lint: deps
 
 # Real test servers: redis-server (Debian package) and kube-apiserver + etcd (built from the Go module proxy).
 test-servers:
-	@command -v redis-server >/dev/null || { echo "installing redis-server"; (sudo -n true 2>/dev/null && sudo apt-get install -y redis-server || apt-get install -y redis-server) >/dev/null; }
+	bash test/servers/install-redis.sh
 	bash test/servers/build.sh
 
 test: build lint crds-check test-servers

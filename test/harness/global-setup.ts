@@ -4,7 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { startRedis, type RedisHandle } from './redis.js';
-import { applyCrds, startKube, type KubeHandle } from './kube.js';
+import { applyCrds, kubectlBin, startKube, type KubeHandle } from './kube.js';
 
 declare global {
   var __GW_REDIS__: RedisHandle | undefined;
@@ -24,5 +24,6 @@ export default async function globalSetup(): Promise<void> {
   process.env.GW_TEST_KUBE_TOKEN = kube.token;
   process.env.GW_TEST_KUBE_LIMITED_TOKEN = kube.limitedToken;
   process.env.GW_TEST_KUBECONFIG = kube.kubeconfigPath;
+  process.env.GW_TEST_KUBECTL = kubectlBin();
   console.log(`[gw-test] kube-apiserver ${kube.versions.kubeApiserver}, etcd ${kube.versions.etcd} on ${kube.server} (CRDs established)`);
 }

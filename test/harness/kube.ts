@@ -14,6 +14,16 @@ import { freePort } from './ports.js';
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The kubectl the tests use: GW_TEST_KUBECTL, else the one test/servers/build.sh built into the cache
+ * (on a machine without kubectl; same version as the apiserver), else kubectl from PATH.
+ */
+export function kubectlBin(cache = process.env.GW_TEST_CACHE ?? join(homedir(), '.cache', 'gw-test')): string {
+  if (process.env.GW_TEST_KUBECTL) return process.env.GW_TEST_KUBECTL;
+  const own = join(cache, 'bin', 'kubectl');
+  return existsSync(own) ? own : 'kubectl';
+}
+
 export interface KubeHandle {
   /** https://127.0.0.1:<port> (self-signed cert) */
   server: string;
@@ -171,7 +181,7 @@ current-context: gw-test
 
 /** `kubectl apply` every *.yaml in dir, then wait until each CRD applied is Established. */
 export async function applyCrds(handle: KubeHandle, dir: string): Promise<void> {
-  const kubectl = (...args: string[]) => run('kubectl', ['--kubeconfig', handle.kubeconfigPath, ...args]);
+  const kubectl = (...args: string[]) => run(kubectlBin(), ['--kubeconfig', handle.kubeconfigPath, ...args]);
   const files = readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
   if (files.length === 0) return;
   const { stdout } = await kubectl('apply', '-o', 'name', ...files.flatMap((f) => ['-f', join(dir, f)]));

@@ -9,7 +9,7 @@ export function kubeconfig(): string {
 
 export function kubectl(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const p = execFile('kubectl', ['--kubeconfig', kubeconfig(), ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
+    const p = execFile(process.env.GW_TEST_KUBECTL ?? 'kubectl', ['--kubeconfig', kubeconfig(), ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
     if (input !== undefined) p.stdin!.end(input);

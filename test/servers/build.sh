@@ -15,11 +15,25 @@ mkdir -p "$BIN" "$SRC"
 
 export GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local GOWORK=off
 
+need_go() { # the wrappers say `go 1.26` and GOTOOLCHAIN=local: the machine's Go must be >= 1.26
+  if ! command -v go >/dev/null 2>&1; then
+    echo "gw: building kube-apiserver/etcd for the tests needs the Go toolchain (>= 1.26) on PATH" >&2
+    exit 1
+  fi
+  local v major minor
+  v=$(go env GOVERSION); v=${v#go}; major=${v%%.*}; minor=${v#*.}; minor=${minor%%.*}
+  if [ "$major" -lt 1 ] || { [ "$major" -eq 1 ] && [ "$minor" -lt 26 ]; }; then
+    echo "gw: Go $v is too old to build kube-apiserver $K8S_VERSION / etcd $ETCD_VERSION (need >= 1.26)" >&2
+    exit 1
+  fi
+}
+
 fresh() { # fresh NAME VERSION: binary exists and its stamp matches
   [[ -x "$BIN/$1" && "$(cat "$BIN/.$1.version" 2>/dev/null)" == "$2" ]]
 }
 
-build_kube_apiserver() {
+# The wrapper module for k8s.io/kubernetes binaries; sets KDIR and KLDFLAGS.
+kube_wrapper() {
   local dir="$SRC/kubernetes-$K8S_VERSION" staging="v0.${K8S_VERSION#v1.}"
   mkdir -p "$dir"
   printf 'module gwtest/kube\n\ngo 1.25\n\nrequire k8s.io/kubernetes %s\n' "$K8S_VERSION" >"$dir/go.mod"
@@ -36,8 +50,21 @@ build_kube_apiserver() {
   local ld="-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
   ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   ld+=" -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
-  (cd "$dir" && go build -trimpath -ldflags "$ld" -o "$BIN/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
+  KDIR=$dir
+  KLDFLAGS=$ld
+}
+
+build_kube_apiserver() {
+  kube_wrapper
+  (cd "$KDIR" && go build -trimpath -ldflags "$KLDFLAGS" -o "$BIN/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
   echo "$K8S_VERSION" >"$BIN/.kube-apiserver.version"
+}
+
+# kubectl for the tests, only on a machine without one (the tests prefer this one when it exists).
+build_kubectl() {
+  kube_wrapper
+  (cd "$KDIR" && go build -trimpath -ldflags "$KLDFLAGS" -o "$BIN/kubectl" k8s.io/kubernetes/cmd/kubectl)
+  echo "$K8S_VERSION" >"$BIN/.kubectl.version"
 }
 
 build_etcd() {
@@ -49,8 +76,16 @@ build_etcd() {
   echo "$ETCD_VERSION" >"$BIN/.etcd.version"
 }
 
-fresh kube-apiserver "$K8S_VERSION" || build_kube_apiserver
-fresh etcd "$ETCD_VERSION" || build_etcd
+fresh kube-apiserver "$K8S_VERSION" || { need_go; build_kube_apiserver; }
+fresh etcd "$ETCD_VERSION" || { need_go; build_etcd; }
+if [[ -e "$BIN/kubectl" || "${GW_TEST_BUILD_KUBECTL:-}" == 1 ]] || ! command -v kubectl >/dev/null 2>&1; then
+  fresh kubectl "$K8S_VERSION" || { need_go; build_kubectl; }
+fi
 
 echo "kube-apiserver: $("$BIN/kube-apiserver" --version 2>&1)  ($BIN/kube-apiserver)"
 echo "etcd:           $("$BIN/etcd" --version 2>&1 | head -1)  ($BIN/etcd)"
+if [[ -x "$BIN/kubectl" ]]; then
+  echo "kubectl:        $("$BIN/kubectl" version --client 2>&1 | head -1)  ($BIN/kubectl)"
+else
+  echo "kubectl:        $(kubectl version --client 2>&1 | head -1)  ($(command -v kubectl))"
+fi
