@@ -11,6 +11,8 @@ export interface Hit {
   t: number;
   path: string;
   body: unknown;
+  method: string;
+  headers: IncomingMessage['headers'];
 }
 
 export interface Reply {
@@ -61,7 +63,7 @@ export async function receiver(reply: ReplyFn = () => ({ status: 200 }), port = 
       } catch {
         // keep the text
       }
-      const hit = { t, path: req.url ?? '', body };
+      const hit = { t, path: req.url ?? '', body, method: req.method ?? '', headers: req.headers };
       all.push(hit);
       const r = await reply(hit, all.length);
       if (r.status >= 200 && r.status < 300) hits.push(hit);

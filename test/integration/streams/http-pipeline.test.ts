@@ -195,6 +195,30 @@ describe('streams over HTTP', () => {
     expect(rx.hits.map((h) => (h.body as { seq: number }).seq)).toEqual([1, 2, 3]);
   });
 
+  test('http_client output sends its verb and headers; a non-JSON message goes as text/plain; 413 above max_body_bytes', async () => {
+    const rx = await recv();
+    const { gw } = await setup({
+      streams: {
+        s: {
+          input: { http_server: { max_body_bytes: 64 } },
+          output: { http_client: { url: `${rx.url}/put`, verb: 'PUT', headers: { 'x-api-key': 'k1', 'x-tenant': 't' } } },
+        },
+      },
+    });
+    expect((await gw.post('/ev/', { a: 1 })).status).toBe(202);
+    const text = await fetch(`${gw.url}/ev/`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'plain words' });
+    expect(text.status).toBe(202);
+    await text.text();
+    const big = await fetch(`${gw.url}/ev/`, { method: 'POST', body: 'x'.repeat(65) });
+    expect(big.status).toBe(413);
+    await big.text();
+    await rx.waitFor(2);
+    expect(rx.hits.map((h) => [h.method, h.path, h.headers['x-api-key'], h.headers['x-tenant'], h.headers['content-type'], h.body])).toEqual([
+      ['PUT', '/put', 'k1', 't', 'application/json', { a: 1 }],
+      ['PUT', '/put', 'k1', 't', 'text/plain; charset=utf-8', 'plain words'],
+    ]);
+  });
+
   test('tryHandle: only POST to a stream input path is taken; anything else is left to the proxy', async () => {
     const { gw, mgr } = await setup({ streams: { s: { input: { http_server: { path: '/in' } }, output: { drop: {} } } } });
     expect((await gw.post('/ev/in/', { a: 1 })).status).toBe(202);
