@@ -172,6 +172,21 @@ describe('streams over HTTP', () => {
     expect(text).toContain('gw_stream_output_seconds_count{api="events",stream="s"} 2');
   });
 
+  test('max_retries: after max_retries retries the message fails (counted) and the next one goes on', async () => {
+    const rx = await recv((hit) => ((hit.body as { seq: number }).seq === 0 ? { status: 503 } : { status: 200 }));
+    const { gw, mgr } = await setup({
+      streams: { s: { input: { http_server: {} }, output: { http_client: { url: `${rx.url}/x`, max_retries: 2, backoff: { initial_interval: '10ms', max_interval: '20ms' } } } } },
+    });
+    const reg = new Registry();
+    mgr.metrics(reg);
+    expect((await gw.post('/ev/', { seq: 0 })).status).toBe(202);
+    expect((await gw.post('/ev/', { seq: 1 })).status).toBe(202);
+    await rx.waitFor(1);
+    expect(rx.all.map((h) => (h.body as { seq: number }).seq)).toEqual([0, 0, 0, 1]); // 1 attempt + 2 retries
+    await until(async () => (await reg.getSingleMetricAsString('gw_stream_messages_failed_total')).includes('} 1'));
+    expect(await reg.getSingleMetricAsString('gw_stream_retries_total')).toContain('component="output.http_client"} 2');
+  });
+
   test('a saturated pipeline answers 503 with Retry-After; accepted messages are delivered', async () => {
     let release: () => void = () => undefined;
     const gate = new Promise<void>((r) => (release = r));
