@@ -217,6 +217,19 @@ export const StreamingSpec = z
       .meta({ maxProperties: 32 })
       .describe('Named streams.'),
   })
+  .meta({
+    // The unknown-label rule in the API server too (zod names the exact field; CEL cannot).
+    'x-kubernetes-validations': [
+      {
+        rule:
+          'self.streams.all(n, (!has(self.streams[n].output.http_client) || !has(self.streams[n].output.http_client.rate_limit) || ' +
+          'self.rate_limit_resources.exists(r, r.label == self.streams[n].output.http_client.rate_limit)) && ' +
+          '(!has(self.streams[n].pipeline) || self.streams[n].pipeline.processors.all(p, !has(p.http_client) || ' +
+          '!has(p.http_client.rate_limit) || self.rate_limit_resources.exists(r, r.label == p.http_client.rate_limit))))',
+        message: 'a rate_limit names a label that rate_limit_resources does not declare',
+      },
+    ],
+  })
   .superRefine((s, ctx) => {
     const labels = new Set<string>();
     s.rate_limit_resources.forEach((r, i) => {

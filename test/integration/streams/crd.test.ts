@@ -1,6 +1,6 @@
 /**
  * spec.streaming: the zod schema and the real kube-apiserver (generated CRD, CEL rules) agree on what
- * they refuse and accept. The unknown-label rule is zod-only (the controller refuses the resource).
+ * they refuse and accept, the unknown-label rule included (a CEL rule over streams and processors).
  */
 import { stringify } from 'yaml';
 import { validateDocument } from '../../../lib/manifests.js';
@@ -24,6 +24,12 @@ const bad: [string, unknown][] = [
   ['duplicate labels', { rate_limit_resources: [{ label: 'x' }, { label: 'x' }] }],
   ['max_in_flight 0', { streams: { s: { input: { http_server: {} }, output: { http_client: { url: 'http://a.example/', max_in_flight: 0 } } } } }],
   ['redis input without a stream', { streams: { s: { input: { redis_streams: { group: 'g' } }, output: { drop: {} } } } }],
+  ['unknown label in the output', { rate_limit_resources: res, streams: { s: { input: { http_server: {} }, output: { http_client: { url: 'http://a.example/', rate_limit: 'nope' } } } } }],
+  [
+    'unknown label in a processor',
+    { rate_limit_resources: res, streams: { s: { input: { http_server: {} }, pipeline: { processors: [{ mapping: {} }, { http_client: { url: 'http://a.example/', rate_limit: 'nope' } }] }, output: { drop: {} } } } },
+  ],
+  ['a label and no resources at all', { streams: { s: { input: { http_server: {} }, output: { http_client: { url: 'http://a.example/', rate_limit: 'x' } } } } }],
 ];
 const good: [string, unknown][] = [
   [
@@ -67,7 +73,7 @@ describe('spec.streaming: zod and the kube-apiserver agree', () => {
     expect(r.code).toBe(0);
   });
 
-  test('an unknown label is refused by zod with the field named', () => {
+  test('an unknown label is refused by zod with the exact field named (the API server names spec.streaming)', () => {
     const v = validateDocument(api({ rate_limit_resources: res, streams: { s: { input: { http_server: {} }, output: { http_client: { url: 'http://a.example/', rate_limit: 'nope' } } } } }));
     expect(v.ok).toBe(false);
     expect(v.ok ? '' : v.message).toContain('spec.streaming.streams.s.output.http_client.rate_limit');
