@@ -120,6 +120,38 @@ spec:
     expect(rx.hits.find((h) => h.path === '/oas')!.body).toEqual({ n: 1, via: 'oas' });
   }, 60_000);
 
+  test('the intake sits behind authentication and the API-level limit: 401 without a key, 429 over the API rate', async () => {
+    const rx = await recv();
+    const stream = `  streaming:
+    streams:
+      s:
+        input: {http_server: {path: /in}}
+        output: {http_client: {url: '${rx.url}/x'}}
+`;
+    const dir = dirWith({
+      'limited.yaml': `apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: limited}
+spec:
+  use_keyless: true
+  proxy: {listen_path: /limited/}
+  global_rate_limit: {rate: 2, per: 60}
+${stream}`,
+      'keyed.yaml': `apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: keyed}
+spec:
+  proxy: {listen_path: /keyed/}
+${stream}`,
+    });
+    const gw = await gwOn(dir);
+    expect([await post(gw, '/limited/in', 1), await post(gw, '/limited/in', 2), await post(gw, '/limited/in', 3)]).toEqual([202, 202, 429]);
+    expect(await post(gw, '/keyed/in', 1)).toBe(401);
+    await rx.waitFor(2);
+    await sleep(100);
+    expect(rx.hits.map((h) => h.body)).toEqual([1, 2]);
+  });
+
   describe('redis_streams', () => {
     let redis: Redis;
     beforeEach(async () => {
