@@ -198,7 +198,7 @@ describe('streams over HTTP', () => {
       streams: { s: { input: { http_server: { max_pending: 2 } }, output: { http_client: { url: `${rx.url}/x`, timeout: '10s' } } } },
     });
     const r1 = await gw.post('/ev/', { seq: 1 }); // taken by the output (in flight)
-    await sleep(20);
+    await until(() => rx.all.length === 1, 10_000, 'message 1 in flight at the receiver'); // not a fixed sleep: robust under load
     const r2 = await gw.post('/ev/', { seq: 2 });
     const r3 = await gw.post('/ev/', { seq: 3 });
     const r4 = await gw.post('/ev/', { seq: 4 });
