@@ -48,6 +48,10 @@ const bad: [string, Record<string, unknown>, string, string][] = [
   ['throttle_retry_limit not an integer', key({ key_hash: HASH, throttle_retry_limit: 1.5 }), 'spec.throttle_retry_limit', 'spec.throttle_retry_limit'],
   ['tags not an array', key({ key_hash: HASH, tags: 'a,b' }), 'spec.tags', 'spec.tags'],
   ['OAuth client without secretRef', client({ api_id: 'a', client_id: 'c' }), 'spec.secretRef', 'spec.secretRef'],
+  ['target_url not a URL', api({ proxy: { listen_path: '/a/', target_url: 'not a url' } }), 'spec.proxy.target_url', 'spec.proxy.target_url'],
+  ['date_created not a date-time', key({ key_hash: HASH, date_created: 'yesterday' }), 'spec.date_created', 'spec.date_created'],
+  ['api_id with a space', api({ proxy: { listen_path: '/a/' }, api_id: 'my api' }), 'spec.api_id', 'spec.api_id'],
+  ['name not a DNS-1123 name', api({ proxy: { listen_path: '/a/' } }, 'Bad_Name'), 'metadata.name', 'metadata.name'],
 ];
 const good: [string, Record<string, unknown>][] = [
   ['classic API', api({ proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 0, per: 0 } })],
