@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { request } from 'undici';
 import { freePort } from '../harness/ports.js';
 import { cleanup, tempDir } from '../helpers/standalone.js';
@@ -44,6 +44,7 @@ describe('README quick start (scripts/run.sh)', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
         ...process.env,
+        PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, // the node running the tests, as make puts it first
         GW_RUN_DIR: join(dir, 'run'),
         GW_DEMO_UPSTREAM_PORT: String(up),
         GW_LISTEN: `127.0.0.1:${gp}`,
@@ -134,7 +135,7 @@ describe('scripts/run.sh refuses a busy demo-upstream port', () => {
     try {
       const p = spawn('bash', ['scripts/run.sh'], {
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, GW_RUN_DIR: join(dir, 'run'), GW_DEMO_UPSTREAM_PORT: String(port), GW_LISTEN: `127.0.0.1:${await freePort()}`, GW_ADMIN_LISTEN: `127.0.0.1:${await freePort()}` },
+        env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, GW_RUN_DIR: join(dir, 'run'), GW_DEMO_UPSTREAM_PORT: String(port), GW_LISTEN: `127.0.0.1:${await freePort()}`, GW_ADMIN_LISTEN: `127.0.0.1:${await freePort()}` },
       });
       let err = '';
       p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
