@@ -18,6 +18,8 @@ export interface PrinterColumn {
   type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
   jsonPath: string;
   description?: string;
+  /** 0: always shown; 1: only with `kubectl get -o wide`. */
+  priority?: number;
 }
 
 export interface KindInfo<S extends z.ZodType = z.ZodType> {
@@ -51,6 +53,10 @@ export const KINDS = {
       { name: 'Per', type: 'number', jsonPath: '.spec.global_rate_limit.per' },
       ready,
       age,
+      // The OAS form keeps the same facts elsewhere (a printer column has no fallback): shown with -o wide.
+      { name: 'OAS-Listen', type: 'string', jsonPath: '.spec.oas.x-gw-api-gateway.server.listenPath.value', priority: 1 },
+      { name: 'OAS-Rate', type: 'number', jsonPath: '.spec.oas.x-gw-api-gateway.upstream.rateLimit.rate', priority: 1 },
+      { name: 'OAS-Per', type: 'string', jsonPath: '.spec.oas.x-gw-api-gateway.upstream.rateLimit.per', priority: 1 },
     ],
   },
   Policy: {

@@ -114,6 +114,10 @@ describe('zod and the real kube-apiserver agree', () => {
     const list = await kubectl(['get', 'apidefinitions', '-n', ns]);
     expect(list.stdout).toMatch(/NAME\s+LISTEN\s+RATE\s+PER\s+READY/);
     expect(list.stdout).toMatch(/echo\s+\/echo\/\s+3\s+10/);
+    // the OAS form's listen path and limit appear with -o wide
+    const wide = await kubectl(['get', 'apidefinitions', '-n', ns, '-o', 'wide']);
+    expect(wide.stdout).toMatch(/OAS-LISTEN\s+OAS-RATE\s+OAS-PER/);
+    expect(wide.stdout).toMatch(/catalog\s+.*\/catalog\/\s+50\s+10s/);
   });
 
   test('status subresource: observedGeneration and a Ready condition are written through /status and printed', async () => {
