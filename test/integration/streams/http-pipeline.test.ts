@@ -110,6 +110,25 @@ describe('streams over HTTP', () => {
     expect(sink.map((h) => h.body)).toEqual(Array.from({ length: 25 }, (_, i) => ({ seq: i, enriched: true })));
   });
 
+  test('http_client processor with result_field enriches the message; mapping runs before it', async () => {
+    const rx = await recv((hit) => (hit.path === '/lookup' ? { status: 200, body: { tier: 'gold', asked: hit.body } } : { status: 200 }));
+    const { gw } = await setup({
+      streams: {
+        s: {
+          input: { http_server: {} },
+          pipeline: { processors: [{ mapping: { move: { uid: 'user.id' } } }, { http_client: { url: `${rx.url}/lookup`, result_field: 'customer' } }] },
+          output: { http_client: { url: `${rx.url}/sink` } },
+        },
+      },
+    });
+    expect((await gw.post('/ev/', { uid: 'u1' })).status).toBe(202);
+    await rx.waitFor(2);
+    expect(rx.hits.map((h) => [h.path, h.body])).toEqual([
+      ['/lookup', { user: { id: 'u1' } }],
+      ['/sink', { user: { id: 'u1' }, customer: { tier: 'gold', asked: { user: { id: 'u1' } } } }],
+    ]);
+  });
+
   test('two stream managers (as in two gateway processes) do not share a local limit', async () => {
     const rx = await recv();
     const streaming = (tag: string) => ({
