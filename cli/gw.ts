@@ -4,6 +4,7 @@ import { Command, Option } from 'commander';
 import { runFacade, type FacadeFlags } from './facade.js';
 import { runSidecar, type SidecarFlags } from './sidecar.js';
 import { runStandalone } from './standalone.js';
+import { registerClientCommands } from './client/index.js';
 
 function fail(message: string): never {
   process.stderr.write(`gw: ${message}\n`);
@@ -68,5 +69,8 @@ program
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
   .addOption(env('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9091'))
   .action((opts: SidecarFlags) => runSidecar(opts).catch((e: unknown) => fail((e as Error).message)));
+
+// Clients of the facade for CI pipelines: gw keys|oauth|proxy (docs/facade.md, exit-code table).
+registerClientCommands(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => fail((e as Error).message));
