@@ -14,8 +14,11 @@ export interface ConnectionFlags {
 }
 
 export interface Connection {
-  /** Origin plus an optional base path, without a trailing slash. */
+  /** Origin plus an optional base path, without a trailing slash (for messages). */
   base: string;
+  origin: string;
+  /** Base path without a trailing slash ('' for the root). */
+  basePath: string;
   token: string | undefined;
   secret: string | undefined;
   timeoutMs: number;
@@ -45,8 +48,11 @@ export function resolveConnection(flags: ConnectionFlags): Connection {
   const t = Timeout.safeParse(flags.timeout ?? DEFAULT_TIMEOUT_S);
   if (!t.success) throw new ClientError(Exit.USAGE, '--timeout / GW_CLIENT_TIMEOUT: must be a number of seconds > 0 and ≤ 3600');
   const u = new URL(url.data);
+  const basePath = u.pathname.replace(/\/+$/, '');
   return {
-    base: `${u.origin}${u.pathname.replace(/\/+$/, '')}`,
+    base: `${u.origin}${basePath}`,
+    origin: u.origin,
+    basePath,
     token: flags.token || undefined,
     secret: flags.secret || undefined,
     timeoutMs: Math.round(t.data * 1000),

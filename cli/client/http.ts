@@ -1,5 +1,5 @@
 /** One request to the facade with undici; every failure becomes a ClientError with its exit code. */
-import { request } from 'undici';
+import { getGlobalDispatcher } from 'undici';
 import { z } from 'zod';
 import type { Connection } from './connection.js';
 import { ClientError, Exit, exitForStatus } from './exit-codes.js';
@@ -32,9 +32,12 @@ function credentialHeaders(conn: Connection, credential: Credential): Record<str
   return { 'x-gw-authorization': conn.secret };
 }
 
-/** Encodes one path segment (a key id may hold any character, "/" and ".." included). */
+/**
+ * Encodes one path segment: a key id may hold any character, "/" included; dots are encoded too so
+ * that "." and ".." reach the facade as a key id (which refuses them) instead of being resolved away.
+ */
 export function seg(value: string): string {
-  return encodeURIComponent(value);
+  return encodeURIComponent(value).replace(/\./g, '%2E');
 }
 
 export async function callFacade(conn: Connection, call: FacadeCall): Promise<unknown> {
@@ -44,17 +47,20 @@ export async function callFacade(conn: Connection, call: FacadeCall): Promise<un
     body = JSON.stringify(call.body);
     headers['content-type'] = 'application/json';
   }
-  const url = `${conn.base}${call.path}`;
   let status: number;
   let text: string;
   let retryAfter: string | string[] | undefined;
   try {
-    const r = await request(url, {
+    // Dispatcher.request sends `path` as given: a key id "%2E%2E" is not resolved away as a URL
+    // parser would. undici follows no redirect without an interceptor.
+    const r = await getGlobalDispatcher().request({
+      origin: conn.origin,
+      path: `${conn.basePath}${call.path}`,
       method: call.method,
       headers,
       body,
       signal: AbortSignal.timeout(conn.timeoutMs),
-    }); // undici follows no redirect without an interceptor
+    });
     status = r.statusCode;
     retryAfter = r.headers['retry-after'];
     text = await r.body.text();

@@ -76,9 +76,9 @@ export function proxyCommand(): Command {
       const conn = resolveConnection(flags);
       const body = buildProxyRequest(method, url, flags);
       const answer = await callFacade(conn, { method: 'POST', path: '/api/proxy', credential: 'bearer', body, proxy: true });
-      printJson(answer, flags);
       const a = ProxyAnswer.safeParse(answer);
       if (!a.success) throw new ClientError(Exit.UNAVAILABLE, 'facade answer has no status_code (is --url the facade?)');
+      printJson(answer, flags);
       return flags.fail && a.data.status_code >= 400 ? Exit.PROXIED_ERROR : Exit.OK;
     }),
   );
