@@ -20,7 +20,12 @@ const ErrorBody = z.object({ status: z.literal('error'), message: z.string() });
 
 /** One line, whatever the server put in the message. */
 export function oneLine(s: string): string {
-  return s.replace(/[\r\n\t]+/g, ' ').replace(/[\x00-\x1f\x7f]/g, '').slice(0, 2000);
+  let out = '';
+  for (const ch of s.replace(/[\r\n\t]+/g, ' ')) {
+    const c = ch.codePointAt(0)!;
+    if (c >= 0x20 && c !== 0x7f) out += ch;
+  }
+  return out.slice(0, 2000);
 }
 
 function credentialHeaders(conn: Connection, credential: Credential): Record<string, string> {
