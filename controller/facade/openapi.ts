@@ -189,7 +189,7 @@ export const facadeOpenApi: Json = {
       get: {
         operationId: 'listKeys',
         security: gwSecret,
-        responses: { 200: json(ref('KeyList'), 'SHA-256 hashes of every key'), 400: E[400], 401: E[401], 403: E[403], 429: E[429] },
+        responses: { 200: json(ref('KeyList'), 'SHA-256 hashes of every key'), 401: E[401], 403: E[403], 429: E[429] },
       },
     },
     '/gw/keys/{keyID}': {
