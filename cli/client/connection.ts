@@ -24,12 +24,20 @@ export interface Connection {
   timeoutMs: number;
 }
 
+const parsedUrl = (u: string): URL | undefined => {
+  try {
+    return new URL(u);
+  } catch {
+    return undefined;
+  }
+};
+
 const FacadeUrl = z
   .string()
   .trim()
   .pipe(z.url({ protocol: /^https?$/ }))
-  .refine((u) => !new URL(u).username && !new URL(u).password, 'must not contain credentials')
-  .refine((u) => !new URL(u).search && !new URL(u).hash, 'must not have a query or fragment');
+  .refine((u) => !parsedUrl(u)?.username && !parsedUrl(u)?.password, 'must not contain credentials')
+  .refine((u) => !parsedUrl(u)?.search && !parsedUrl(u)?.hash, 'must not have a query or fragment');
 
 const Timeout = z.coerce.number().positive().max(3600);
 

@@ -21,6 +21,11 @@ export const Exit = {
   GATEWAY_UNAVAILABLE: 7,
   /** `gw proxy --fail`: the proxied request itself got a status ≥ 400 (the answer is still printed). */
   PROXIED_ERROR: 8,
+  /**
+   * 504 on a write (cluster): the resource was written and exists, but the controller did not report it
+   * Ready in time. It takes effect once reconciled; repeating the same command is safe.
+   */
+  NOT_READY: 9,
 } as const;
 
 export type ExitCode = (typeof Exit)[keyof typeof Exit];
@@ -42,6 +47,7 @@ export function exitForStatus(status: number, proxy = false): ExitCode {
   if (status === 401 || status === 403) return Exit.AUTH;
   if (status === 429) return Exit.RATE_LIMITED;
   if (proxy && (status === 502 || status === 504)) return Exit.GATEWAY_UNAVAILABLE;
+  if (!proxy && status === 504) return Exit.NOT_READY;
   if (status >= 400 && status < 500) return Exit.REFUSED;
   return Exit.UNAVAILABLE;
 }

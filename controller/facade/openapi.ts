@@ -30,6 +30,10 @@ const E = {
   429: { ...err('Too many requests to the facade from this client'), headers: { 'Retry-After': { schema: { type: 'integer' } } } },
   502: err('The gateway could not be reached'),
   504: err('The gateway did not answer within proxy_timeout'),
+  notReady: err(
+    'Cluster only: the resource was written and exists, but the controller did not report it Ready within the timeout; ' +
+      'it takes effect once reconciled and repeating the request is safe',
+  ),
 } as const;
 
 const bearer = [{ bearer: [] }];
@@ -147,7 +151,7 @@ export const facadeOpenApi: Json = {
         requestBody: jsonBody(ref('OAuthClientRequest')),
         responses: {
           200: json(ref('OAuthClient'), 'Client created'),
-          400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 413: E[413], 415: E[415], 429: E[429],
+          400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 413: E[413], 415: E[415], 429: E[429], 504: E.notReady,
         },
       },
       get: {
@@ -202,7 +206,7 @@ export const facadeOpenApi: Json = {
         requestBody: jsonBody(ref('KeySession')),
         responses: {
           200: json(ref('KeyResult'), 'action added or modified'),
-          400: E[400], 401: E[401], 403: E[403], 409: E[409], 413: E[413], 415: E[415], 429: E[429],
+          400: E[400], 401: E[401], 403: E[403], 409: E[409], 413: E[413], 415: E[415], 429: E[429], 504: E.notReady,
         },
       },
       put: {
@@ -212,7 +216,7 @@ export const facadeOpenApi: Json = {
         requestBody: jsonBody(ref('KeySession')),
         responses: {
           200: json(ref('KeyResult'), 'action modified'),
-          400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 413: E[413], 415: E[415], 429: E[429],
+          400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 413: E[413], 415: E[415], 429: E[429], 504: E.notReady,
         },
       },
       get: {

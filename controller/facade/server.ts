@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { Agent } from 'undici';
 import type { Logger } from '../../lib/logger.js';
 import type { GatewayOptionsT } from '../../lib/options.js';
-import { ConflictError, type ResourceBackend } from './backend.js';
+import { ConflictError, NotReadyError, type ResourceBackend } from './backend.js';
 import { KeyedLock, type FacadeContext, type Route } from './context.js';
 import { HttpError, sendError, sendJson } from './http-util.js';
 import { facadeOpenApi } from './openapi.js';
@@ -154,6 +154,8 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
         sendError(res, e.status, e.message, e.headers);
       } else if (e instanceof ConflictError) {
         sendError(res, 409, e.message);
+      } else if (e instanceof NotReadyError) {
+        sendError(res, 504, e.message);
       } else {
         logger.error({ route, err: (e as Error).message }, 'facade request failed');
         sendError(res, 500, 'internal error');

@@ -334,6 +334,26 @@ describe('exit codes', () => {
     expectFailure(await gw(['proxy', `${sa.gateway}/shop/x`], { url: `${echo.url}` }), Exit.UNAVAILABLE, /no status_code/);
   });
 
+  test('9: a write stored but not Ready (cluster 504; emulated by a stub facade, since standalone applies at once)', async () => {
+    const stub = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(504, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ status: 'error', message: 'AccessKey default/key-1 was written and exists, but is not Ready after 10 s' }));
+      });
+    });
+    await new Promise<void>((r) => stub.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`;
+      expectFailure(await gw(['keys', 'create', 'k9'], { url }), Exit.NOT_READY, /HTTP 504: AccessKey .* not Ready/);
+      expectFailure(await gw(['oauth', 'create', 'shop'], { url }), Exit.NOT_READY, /HTTP 504/);
+      // on the proxy a 504 is the gateway's timeout, not readiness
+      expectFailure(await gw(['proxy', 'http://127.0.0.1:1/'], { url }), Exit.GATEWAY_UNAVAILABLE, /HTTP 504/);
+    } finally {
+      await new Promise((r) => stub.close(r));
+    }
+  });
+
   describe('6 and 7: a standalone with a tight facade limit and a dead gateway URL', () => {
     let sb: Standalone;
     let dirB: string;

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { request } from 'undici';
 import { DirSource } from '../../../controller/sources/dir-source.js';
 import { DirBackend } from '../../../controller/facade/backend-dir.js';
-import type { QuotaState } from '../../../controller/facade/backend.js';
+import type { QuotaState, ResourceBackend } from '../../../controller/facade/backend.js';
 import { facadeOpenApi } from '../../../controller/facade/openapi.js';
 import { createFacadeServer, type FacadeServerOptions } from '../../../controller/facade/server.js';
 import { GatewayOptions, type GatewayOptionsT } from '../../../lib/options.js';
@@ -63,7 +63,11 @@ spec: {rate: 100, per: 60}
 `;
 
 export async function startFacade(
-  extra: Partial<Omit<FacadeServerOptions, 'backend' | 'logger' | 'options'>> & { options?: Partial<GatewayOptionsT> } = {},
+  extra: Partial<Omit<FacadeServerOptions, 'backend' | 'logger' | 'options'>> & {
+    options?: Partial<GatewayOptionsT>;
+    /** Wraps the directory backend (e.g. to make writes fail like a cluster backend would). */
+    wrapBackend?: (b: DirBackend) => ResourceBackend;
+  } = {},
 ): Promise<Facade> {
   const dir = mkdtempSync(join(tmpdir(), 'gw-facade-'));
   writeFileSync(join(dir, 'api.yaml'), API_YAML);
@@ -88,8 +92,8 @@ export async function startFacade(
     },
   });
   const options = GatewayOptions.parse({ secret: SECRET, access_tokens: ['other-token', TOKEN], ...extra.options });
-  const { options: _o, ...rest } = extra;
-  const server = createFacadeServer({ backend, logger, options, gatewayOrigins: ['http://127.0.0.1:1'], ...rest });
+  const { options: _o, wrapBackend, ...rest } = extra;
+  const server = createFacadeServer({ backend: wrapBackend ? wrapBackend(backend) : backend, logger, options, gatewayOrigins: ['http://127.0.0.1:1'], ...rest });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const recorded: Recorded[] = [];

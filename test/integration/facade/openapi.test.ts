@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { NotReadyError, type ResourceBackend } from '../../../controller/facade/backend.js';
 import { facadeOpenApi } from '../../../controller/facade/openapi.js';
 import { freePort } from '../../harness/ports.js';
 import {
@@ -188,6 +189,33 @@ test('health probes: 200, and readyz 503 while not ready', async () => {
   const g = await startFacade({ ready: () => false });
   try {
     expect((await g.call('GET', '/readyz')).status).toBe(503);
+  } finally {
+    recorded.push(...g.recorded);
+    await g.close();
+  }
+});
+
+test('504 when a write is stored but not reported Ready (a backend like the cluster one whose controller lags)', async () => {
+  const g = await startFacade({
+    wrapBackend: (b) =>
+      Object.assign(Object.create(b) as ResourceBackend, {
+        putKey: async (...a: Parameters<ResourceBackend['putKey']>) => {
+          await b.putKey(...a);
+          throw new NotReadyError('AccessKey default/key-x was written and exists, but is not Ready after 10 s');
+        },
+        putClient: async (...a: Parameters<ResourceBackend['putClient']>) => {
+          await b.putClient(...a);
+          throw new NotReadyError('OAuthClient default/oauth-x was written and exists, but is not Ready after 10 s');
+        },
+      }),
+  });
+  try {
+    const k = await g.call('POST', '/gw/keys/slow-key', { body: { rate: 1, per: 1 } });
+    expect(k.status).toBe(504);
+    expect((k.body as { message: string }).message).toMatch(/written and exists, but is not Ready/);
+    expect((await g.call('GET', '/gw/keys/slow-key')).status).toBe(200); // it does exist
+    expect((await g.call('PUT', '/gw/keys/slow-key', { body: { rate: 2, per: 1 } })).status).toBe(504);
+    expect((await g.call('POST', '/api/apis/oauth/pets', { body: {} })).status).toBe(504);
   } finally {
     recorded.push(...g.recorded);
     await g.close();
