@@ -1,4 +1,4 @@
-/** The CLI client's pure parts: the status → exit-code table, connection settings, bodies, proxy requests. */
+/** The CLI client's pure parts (exit-code table, connection settings, bodies, proxy requests) and liveQuota. */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,12 @@ import { resolveConnection } from '../../../cli/client/connection.js';
 import { ClientError, Exit, exitForStatus } from '../../../cli/client/exit-codes.js';
 import { oneLine, seg } from '../../../cli/client/http.js';
 import { buildProxyRequest } from '../../../cli/client/proxy.js';
+import { liveQuota } from '../../../controller/facade/live-quota.js';
+import { ManualClock } from '../../../lib/clock.js';
+import { sha256hex } from '../../../lib/hash.js';
+import { GatewayOptions } from '../../../lib/options.js';
+import { MemorySessionStore } from '../../../lib/sessions.js';
+import { createEngine } from '../../../sidecar/engine/engine.js';
 
 const codeOf = (fn: () => unknown): number | undefined => {
   try {
@@ -77,4 +83,23 @@ test('path segments keep "/", "?", "#" and dots inside one segment; messages sta
   expect(seg('..')).toBe('%2E%2E');
   expect(seg('k.1')).toBe('k%2E1');
   expect(oneLine('a\r\nb\tc\u0000d\u001be')).toBe('a b cde');
+});
+
+describe('liveQuota (GET /gw/keys live values, standalone and gw facade --redis)', () => {
+  test('reads the quota the gateway engine counts; undefined for unknown keys and keys without a quota', async () => {
+    const clock = new ManualClock(1_700_000_000_000);
+    const engine = createEngine({ options: GatewayOptions.parse({}), clock, config: () => ({ hash: '', apis: [], policies: {} }) });
+    const sessions = new MemorySessionStore();
+    const h = sha256hex('quota-key');
+    const stored = { namespace: 'default', session: { quota_max: 5, quota_renewal_rate: 60 } };
+    await sessions.put(h, stored);
+    await sessions.put(sha256hex('no-quota'), { namespace: 'default', session: { rate: 1, per: 1 } });
+    const identity = engine.identityOf(h, stored) as string;
+    await engine.limiters.quota.consume(`q:${identity}`, { max: 5, renewal: 60 });
+    await engine.limiters.quota.consume(`q:${identity}`, { max: 5, renewal: 60 });
+    const live = liveQuota(sessions, engine);
+    expect(await live(h)).toEqual({ remaining: 3, renews: 1_700_000_060 });
+    expect(await live(sha256hex('nobody'))).toBeUndefined();
+    expect(await live(sha256hex('no-quota'))).toBeUndefined();
+  });
 });
