@@ -80,6 +80,9 @@ metadata: {name: gold}
 spec: {rate: 100, per: 60}
 `;
 
+/** Each test spawns the real binary several times (on a shared 2-core machine): a longer timeout. */
+const slow = (name: string, fn: () => Promise<void>): void => test(name, fn, 60_000);
+
 let echo: { server: Server; url: string };
 let dir: string;
 let sa: Standalone;
@@ -100,7 +103,7 @@ describe('gw keys', () => {
   const KEY = 'ci-key-0001';
   let generated = '';
 
-  test('create: exit 0, the facade answer {key, key_hash, action: added, status: ok} on stdout, nothing on stderr', async () => {
+  slow('create: exit 0, the facade answer {key, key_hash, action: added, status: ok} on stdout, nothing on stderr', async () => {
     const r = await gw(['keys', 'create', KEY, '--body', JSON.stringify({ rate: 2, per: 60, quota_max: 10, quota_renewal_rate: 3600 })]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(Exit.OK);
@@ -108,14 +111,14 @@ describe('gw keys', () => {
     expect(r.stdout.trim().split('\n')).toHaveLength(1); // one JSON document per line
   });
 
-  test('the key works at the gateway at once and hits its limit (rate 2 per 60 s)', async () => {
+  slow('the key works at the gateway at once and hits its limit (rate 2 per 60 s)', async () => {
     expect((await atGateway('/shop/a', 'wrong-key')).status).toBe(403);
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await atGateway('/shop/a', KEY)).status);
     expect(statuses).toEqual([200, 200, 429]);
   });
 
-  test('get: exit 0, the session with live quota_remaining and quota_renews', async () => {
+  slow('get: exit 0, the session with live quota_remaining and quota_renews', async () => {
     const r = await gw(['keys', 'get', KEY, '--pretty']);
     expect(r.code).toBe(Exit.OK);
     expect(r.stdout).toContain('\n  "'); // --pretty indents
@@ -126,7 +129,7 @@ describe('gw keys', () => {
     expect(s.quota_renews).toBeLessThanOrEqual(Date.now() / 1000 + 3601);
   });
 
-  test('create again with --suppress-reset keeps the live quota; without it the quota is reset', async () => {
+  slow('create again with --suppress-reset keeps the live quota; without it the quota is reset', async () => {
     const body = JSON.stringify({ rate: 50, per: 60, quota_max: 10, quota_renewal_rate: 3600 });
     const kept = await gw(['keys', 'create', KEY, '--suppress-reset', '--body', body]);
     expect(kept.json).toMatchObject({ action: 'modified' });
@@ -136,7 +139,7 @@ describe('gw keys', () => {
     expect(((await gw(['keys', 'get', KEY])).json as { quota_remaining: number }).quota_remaining).toBe(10);
   });
 
-  test('update (PUT) replaces the session; --body-file and stdin ("-") bodies', async () => {
+  slow('update (PUT) replaces the session; --body-file and stdin ("-") bodies', async () => {
     const file = join(dir, '..', `gw-cli-body-${process.pid}.json`);
     writeFileSync(file, JSON.stringify({ rate: 7, per: 7 }));
     try {
@@ -154,7 +157,7 @@ describe('gw keys', () => {
     expect((await gw(['keys', 'get', 'stdin-key'])).json).toEqual({ rate: 4, per: 1 });
   });
 
-  test('create without a key id generates a random 256-bit key that works at the gateway', async () => {
+  slow('create without a key id generates a random 256-bit key that works at the gateway', async () => {
     const r = await gw(['keys', 'create', '--body', '{"rate": 5, "per": 60}']);
     expect(r.code).toBe(Exit.OK);
     const a = r.json as { key: string; key_hash: string };
@@ -164,7 +167,7 @@ describe('gw keys', () => {
     expect((await atGateway('/shop/b', generated)).status).toBe(200);
   });
 
-  test('--hashed: import by hash; the raw key (never sent) works at the gateway; get/delete by hash', async () => {
+  slow('--hashed: import by hash; the raw key (never sent) works at the gateway; get/delete by hash', async () => {
     const raw = 'pipeline-secret-key-never-sent';
     const h = sha256hex(raw);
     const r = await gw(['keys', 'create', h, '--hashed', '--body', '{"rate": 5, "per": 60}']);
@@ -175,13 +178,13 @@ describe('gw keys', () => {
     expect((await gw(['keys', 'delete', h, '--hashed'])).json).toEqual({ key: h, key_hash: h, action: 'deleted', status: 'ok' });
   });
 
-  test('list: exit 0, the hashes of every key', async () => {
+  slow('list: exit 0, the hashes of every key', async () => {
     const r = await gw(['keys', 'list']);
     expect(r.code).toBe(Exit.OK);
     expect((r.json as { keys: string[] }).keys).toEqual(expect.arrayContaining([sha256hex(KEY), sha256hex(generated), sha256hex('stdin-key')]));
   });
 
-  test('delete: exit 0 {action: deleted}; the gateway refuses the key; get is exit 2', async () => {
+  slow('delete: exit 0 {action: deleted}; the gateway refuses the key; get is exit 2', async () => {
     const r = await gw(['keys', 'delete', generated]);
     expect(r.code).toBe(Exit.OK);
     expect(r.json).toEqual({ key: generated, key_hash: sha256hex(generated), action: 'deleted', status: 'ok' });
@@ -190,7 +193,7 @@ describe('gw keys', () => {
     expectFailure(await gw(['keys', 'delete', generated]), Exit.NOT_FOUND, /HTTP 404/);
   });
 
-  test('a key id with "/", ".." or "?" is one path segment, never a path (percent-encoded)', async () => {
+  slow('a key id with "/", ".." or "?" is one path segment, never a path (percent-encoded)', async () => {
     const odd = '../../x/../y?z=1#f';
     const r = await gw(['keys', 'create', odd, '--body', '{"rate": 1, "per": 1}']);
     expectFailure(r, Exit.REFUSED, /HTTP 400: keyID: /); // path traversal in a key id is refused by the facade
@@ -202,7 +205,7 @@ describe('gw keys', () => {
 });
 
 describe('gw oauth', () => {
-  test('create with a body: exit 0, the client object with the supplied fields and the secret', async () => {
+  slow('create with a body: exit 0, the client object with the supplied fields and the secret', async () => {
     const body = { client_id: 'ci-client', policy_id: 'gold', redirect_uri: 'https://ci.example/cb', meta_data: { team: 'ci' }, client_name: 'CI' };
     const r = await gw(['oauth', 'create', 'shop', '--body', JSON.stringify(body)]);
     expect(r.stderr).toBe('');
@@ -215,7 +218,7 @@ describe('gw oauth', () => {
     });
   });
 
-  test('create without a body generates client_id and secret; get returns the secret; list omits it; delete', async () => {
+  slow('create without a body generates client_id and secret; get returns the secret; list omits it; delete', async () => {
     const c = await gw(['oauth', 'create', 'shop']);
     expect(c.code).toBe(Exit.OK);
     const made = c.json as { client_id: string; secret: string };
@@ -230,7 +233,7 @@ describe('gw oauth', () => {
     expectFailure(await gw(['oauth', 'get', 'shop', made.client_id]), Exit.NOT_FOUND, /HTTP 404/);
   });
 
-  test('unknown API → exit 2; duplicate client_id → exit 4; missing policy → exit 4 naming the field', async () => {
+  slow('unknown API → exit 2; duplicate client_id → exit 4; missing policy → exit 4 naming the field', async () => {
     expectFailure(await gw(['oauth', 'create', 'nope']), Exit.NOT_FOUND, /API not found/);
     expectFailure(await gw(['oauth', 'create', 'shop', '--body', '{"client_id":"ci-client"}']), Exit.REFUSED, /HTTP 409/);
     expectFailure(await gw(['oauth', 'create', 'shop', '--body', '{"policy_id":"none"}']), Exit.REFUSED, /HTTP 400: policy_id: /);
@@ -243,7 +246,7 @@ describe('gw proxy', () => {
     expect((await gw(['keys', 'create', KEY, '--body', '{"rate": 2, "per": 60}'])).code).toBe(Exit.OK);
   });
 
-  test('exit 0 with {status_code, headers, body}: the gateway rate-limit headers and the parsed upstream JSON', async () => {
+  slow('exit 0 with {status_code, headers, body}: the gateway rate-limit headers and the parsed upstream JSON', async () => {
     const r = await gw(['proxy', 'POST', `${sa.gateway}/shop/orders?x=1`, '-H', `Authorization: ${KEY}`, '-H', 'X-Trace: 7', '--data', '{"n":1}']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(Exit.OK);
@@ -257,7 +260,7 @@ describe('gw proxy', () => {
     expect(a.body.headers.authorization).toBe(KEY); // the gateway credential is sent; the facade token never is
   });
 
-  test('the whole request as --body (one URL argument means GET); the limit reached is still exit 0, or 8 with --fail', async () => {
+  slow('the whole request as --body (one URL argument means GET); the limit reached is still exit 0, or 8 with --fail', async () => {
     const req = JSON.stringify({ url: `${sa.gateway}/shop/x`, headers: { authorization: KEY } });
     const ok = await gw(['proxy', '--body', req]);
     expect((ok.json as { status_code: number }).status_code).toBe(200);
@@ -272,7 +275,7 @@ describe('gw proxy', () => {
     expect((failing.json as { status_code: number }).status_code).toBe(429); // printed anyway
   });
 
-  test('hostile URLs and header injection: exit 4 with the facade message, nothing sent', async () => {
+  slow('hostile URLs and header injection: exit 4 with the facade message, nothing sent', async () => {
     const port = Number(new URL(sa.gateway).port);
     for (const url of [`${echo.url}/direct`, `http://127.0.0.1:${port + 1}/x`, `https://127.0.0.1:${port}/x`, `http://u:p@127.0.0.1:${port}/x`, 'file:///etc/passwd']) {
       expectFailure(await gw(['proxy', url]), Exit.REFUSED, /HTTP 400: url: /);
@@ -282,7 +285,7 @@ describe('gw proxy', () => {
 });
 
 describe('exit codes', () => {
-  test('1: usage and local input (bad JSON, non-object, unreadable file, missing argument, bad --url, unknown flag)', async () => {
+  slow('1: usage and local input (bad JSON, non-object, unreadable file, missing argument, bad --url, unknown flag)', async () => {
     expectFailure(await gw(['keys', 'create', 'k', '--body', '{"rate":']), Exit.USAGE, /--body: invalid JSON/);
     expectFailure(await gw(['keys', 'create', 'k', '--body', '[1]']), Exit.USAGE, /must be a JSON object/);
     expectFailure(await gw(['keys', 'create', 'k', '--body-file', '/nonexistent/x.json']), Exit.USAGE, /ENOENT/);
@@ -297,11 +300,11 @@ describe('exit codes', () => {
     expect((await gw(['proxy'])).code).toBe(Exit.USAGE);
   });
 
-  test('2: not found', async () => {
+  slow('2: not found', async () => {
     expectFailure(await gw(['keys', 'get', 'no-such-key']), Exit.NOT_FOUND, /HTTP 404/);
   });
 
-  test('3: credential missing or refused (env and flag; the flag wins)', async () => {
+  slow('3: credential missing or refused (env and flag; the flag wins)', async () => {
     expectFailure(await gw(['keys', 'list'], { env: { GW_SECRET: 'wrong' } }), Exit.AUTH, /HTTP 403/);
     expectFailure(await gw(['keys', 'list'], { env: { GW_SECRET: undefined } }), Exit.AUTH, /no secret: set GW_SECRET/);
     expectFailure(await gw(['oauth', 'list', 'shop'], { env: { GW_ACCESS_TOKEN: undefined } }), Exit.AUTH, /no access token/);
@@ -309,14 +312,14 @@ describe('exit codes', () => {
     expect((await gw(['keys', 'list', '--secret', SECRET], { env: { GW_SECRET: 'wrong' } })).code).toBe(Exit.OK);
   });
 
-  test('4: refused by the facade (schema, unknown field named)', async () => {
+  slow('4: refused by the facade (schema, unknown field named)', async () => {
     expectFailure(await gw(['keys', 'create', 'k4', '--body', '{"rate":"fast"}']), Exit.REFUSED, /HTTP 400: rate: /);
     expectFailure(await gw(['keys', 'create', 'k4', '--body', '{"bogus":1}']), Exit.REFUSED, /bogus/);
     expectFailure(await gw(['keys', 'update', 'never-created', '--body', '{}']), Exit.NOT_FOUND, /HTTP 404/);
     expect((await gw(['keys', 'get', 'k4'])).code).toBe(Exit.NOT_FOUND); // nothing created
   });
 
-  test('5: facade unreachable (closed port), timeout, or not a facade', async () => {
+  slow('5: facade unreachable (closed port), timeout, or not a facade', async () => {
     const closed = `http://127.0.0.1:${await freePort()}`;
     expectFailure(await gw(['keys', 'list'], { url: closed }), Exit.UNAVAILABLE, /unreachable \(ECONNREFUSED\)/);
     const hanging = createServer(() => {
@@ -334,7 +337,7 @@ describe('exit codes', () => {
     expectFailure(await gw(['proxy', `${sa.gateway}/shop/x`], { url: `${echo.url}` }), Exit.UNAVAILABLE, /no status_code/);
   });
 
-  test('9: a write stored but not Ready (cluster 504; emulated by a stub facade, since standalone applies at once)', async () => {
+  slow('9: a write stored but not Ready (cluster 504; emulated by a stub facade, since standalone applies at once)', async () => {
     const stub = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
@@ -372,11 +375,11 @@ describe('exit codes', () => {
       cleanup(dirB);
     });
 
-    test('7: the gateway behind the facade is unreachable (502)', async () => {
+    slow('7: the gateway behind the facade is unreachable (502)', async () => {
       expectFailure(await gw(['proxy', `${dead}/shop/x`], { url: sb.admin }), Exit.GATEWAY_UNAVAILABLE, /HTTP 502: gateway unreachable/);
     });
 
-    test('6: the facade rate-limits this client (429, Retry-After in the message)', async () => {
+    slow('6: the facade rate-limits this client (429, Retry-After in the message)', async () => {
       expect((await gw(['keys', 'list'], { url: sb.admin })).code).toBe(Exit.OK);
       expect((await gw(['keys', 'list'], { url: sb.admin })).code).toBe(Exit.OK);
       expectFailure(await gw(['keys', 'list'], { url: sb.admin }), Exit.RATE_LIMITED, /HTTP 429: .*\(retry after \d+ s\)/);
@@ -385,7 +388,7 @@ describe('exit codes', () => {
 });
 
 describe('restart of gw standalone', () => {
-  test('keys and OAuth clients made through the CLI survive; the key still works at the gateway', async () => {
+  slow('keys and OAuth clients made through the CLI survive; the key still works at the gateway', async () => {
     const before = await gw(['oauth', 'get', 'shop', 'ci-client']);
     expect(before.code).toBe(Exit.OK);
     expect(await sa.stop()).toBe(0);
