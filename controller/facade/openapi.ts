@@ -40,7 +40,15 @@ const bearer = [{ bearer: [] }];
 const gwSecret = [{ gwSecret: [] }];
 const apiIdParam = { name: 'apiId', in: 'path', required: true, schema: str, description: 'api_id of the API' };
 const clientIdParam = { name: 'clientId', in: 'path', required: true, schema: str };
-const keyIdParam = { name: 'keyID', in: 'path', required: true, schema: str, description: 'The key (or its SHA-256 hex with hashed=true)' };
+const keyIdParam = {
+  name: 'keyID',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', minLength: 1, maxLength: 1024 },
+  description:
+    'The key (or its SHA-256 hex with hashed=true), one percent-encoded path segment. Refused with 400: "." or ".." path ' +
+    'segments (also inside, e.g. "a/../b") and control characters',
+};
 const hashedParam = { name: 'hashed', in: 'query', required: false, schema: { type: 'string', enum: ['true', 'false'] }, description: 'keyID already is the SHA-256 hex of the key' };
 const suppressResetParam = { name: 'suppress_reset', in: 'query', required: false, schema: { type: 'string', enum: ['1'] }, description: 'Keep the live quota instead of resetting it' };
 const jsonBody = (schema: Json): Json => ({ required: true, content: { 'application/json': { schema } } });
