@@ -8,6 +8,12 @@ import { loadGatewayOptions } from '../lib/options.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { onShutdown } from './shutdown.js';
+import { liveQuota } from '../controller/facade/live-quota.js';
+import { systemClock } from '../lib/clock.js';
+import { RedisSessionStore } from '../lib/sessions-redis.js';
+import { createStoreClient } from '../lib/store/redis.js';
+import { KubeConfigSource } from '../sidecar/config/kube-source.js';
+import { createEngine } from '../sidecar/engine/engine.js';
 
 export interface FacadeFlags {
   kubeconfig?: string;
@@ -23,7 +29,17 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   if (!options.secret) throw new Error('secret: required (config file `secret` or env GW_SECRET)');
   if (!options.access_tokens?.length) throw new Error('access_tokens: required (config file `access_tokens` or env GW_ACCESS_TOKENS)');
   const kc = loadKubeConfig(flags.kubeconfig);
-  const backend = new KubeBackend({ kc, namespace: flags.namespace, logger });
+  // Live quota values (GET /gw/keys/{keyID}) need the shared store, where the controller writes the
+  // sessions and the gateways count, and the namespace's compiled config (policies): read-only.
+  const redis = flags.redis ? createStoreClient(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
+  redis?.on('error', (e: Error) => logger.warn({ err: e.message }, 'redis error (live quota values unavailable)'));
+  const sessions = redis ? new RedisSessionStore(redis, logger) : undefined;
+  const config = redis ? new KubeConfigSource(kc, flags.namespace, logger) : undefined;
+  if (config) await config.start();
+  if (!redis) logger.warn('no --redis: GET /gw/keys/{keyID} answers the stored quota fields, not the live ones');
+  const engine = redis && config ? createEngine({ options, clock: systemClock, config: () => config.current(), redis }) : undefined;
+  const quota = sessions && engine ? liveQuota(sessions, engine) : undefined;
+  const backend = new KubeBackend({ kc, namespace: flags.namespace, logger, ...(quota ? { quota } : {}) });
   const facade = createFacadeServer({ backend, options, gatewayOrigins: options.gateway_urls ?? [], logger, namespace: flags.namespace });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -36,5 +52,8 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
     ready = false;
     await drain(server);
     facade.close();
+    config?.stop();
+    await sessions?.close();
+    redis?.disconnect();
   });
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 /** The gw CLI: one binary, four subcommands (SPEC.md §1). Flags win over GW_* environment variables. */
 import { Command, Option } from 'commander';
-import { runFacade, type FacadeFlags } from './facade.js';
-import { runSidecar, type SidecarFlags } from './sidecar.js';
-import { runStandalone } from './standalone.js';
+// Server subcommands are imported when they run, so the client commands (gw keys|oauth|proxy) start
+// without loading the gateway, the Kubernetes client and Redis.
+import type { FacadeFlags } from './facade.js';
+import type { SidecarFlags } from './sidecar.js';
+import { registerClientCommands } from './client/index.js';
 
 function fail(message: string): never {
   process.stderr.write(`gw: ${message}\n`);
@@ -33,7 +35,7 @@ program
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'shared store URL (default: in memory)'))
   .action((opts: { resources: string; listen: string; adminListen: string; config?: string; redis?: string }) =>
-    runStandalone(opts).catch((e: unknown) => fail((e as Error).message)),
+    import('./standalone.js').then((m) => m.runStandalone(opts)).catch((e: unknown) => fail((e as Error).message)),
   );
 
 program
@@ -54,7 +56,7 @@ program
   .addOption(env('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8081'))
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL (live quota values)'))
-  .action((opts: FacadeFlags) => runFacade(opts).catch((e: unknown) => fail((e as Error).message)));
+  .action((opts: FacadeFlags) => import('./facade.js').then((m) => m.runFacade(opts)).catch((e: unknown) => fail((e as Error).message)));
 
 program
   .command('sidecar')
@@ -67,6 +69,9 @@ program
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
   .addOption(env('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9091'))
-  .action((opts: SidecarFlags) => runSidecar(opts).catch((e: unknown) => fail((e as Error).message)));
+  .action((opts: SidecarFlags) => import('./sidecar.js').then((m) => m.runSidecar(opts)).catch((e: unknown) => fail((e as Error).message)));
+
+// Clients of the facade for CI pipelines: gw keys|oauth|proxy (docs/facade.md, exit-code table).
+registerClientCommands(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => fail((e as Error).message));

@@ -16,6 +16,7 @@ import { StandaloneState } from '../controller/standalone/state.js';
 import { DirBackend } from '../controller/facade/backend-dir.js';
 import { createFacadeServer } from '../controller/facade/server.js';
 import type { ResourceBackend } from '../controller/facade/backend.js';
+import { liveQuota } from '../controller/facade/live-quota.js';
 import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime, type GatewayRuntime } from '../sidecar/runtime.js';
 import { onShutdown } from './shutdown.js';
@@ -74,10 +75,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   const dirBackend = new DirBackend({
     dir: flags.resources,
     snapshot: () => source.current(),
-    quota: async (hash) => {
-      const s = await sessions.get(hash);
-      return s ? engine.readQuota(hash, s) : undefined;
-    },
+    quota: liveQuota(sessions, engine),
     onWrite: () => state.apply(source.reload()),
   });
   // Adding a key through the facade resets its quota unless suppress_reset=1 (SPEC.md §3.5).

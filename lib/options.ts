@@ -24,6 +24,8 @@ export const GatewayOptions = z.strictObject({
   upstream_timeout: z.number().positive().default(30),
   /** Timeout of POST /api/proxy in seconds. */
   proxy_timeout: z.number().positive().default(30),
+  /** Per-client-IP limit of the management facade itself (429 + Retry-After past it); default 100 per 1 s. */
+  facade_rate_limit: z.strictObject({ rate: z.number().int().min(1), per: z.number().positive() }).optional(),
 });
 export type GatewayOptionsT = z.infer<typeof GatewayOptions>;
 

@@ -5,7 +5,8 @@
  * kept in a Secret (secretRef) is not visible to the facade in a cluster.
  */
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import type { z } from 'zod';
+import { z } from 'zod';
+import { Status } from '../../crds/schemas/common.js';
 import {
   AccessKeyResource,
   API_VERSION,
@@ -21,6 +22,7 @@ import {
   apiIdOf,
   ConflictError,
   keyResourceName,
+  NotReadyError,
   MANAGED_BY_LABEL,
   SUPPRESS_RESET_ANNOTATION,
   type ApiRef,
@@ -35,12 +37,17 @@ export interface KubeBackendOptions {
   /** Only this namespace is read (APIs, keys, clients); undefined = all namespaces. */
   namespace?: string;
   quota?: (keyHash: string) => Promise<QuotaState | undefined>;
-  /** How long a write waits for the controller (default 10 s); the answer is sent anyway afterwards. */
+  /** How long a write waits for the controller to report it Ready (default 10 s); then NotReadyError (504). */
   readyTimeoutMs?: number;
   logger?: Logger;
 }
 
 type Plural = 'apidefinitions' | 'policies' | 'accesskeys' | 'oauthclients';
+
+const KIND_OF: Record<Plural, string> = { apidefinitions: 'ApiDefinition', policies: 'Policy', accesskeys: 'AccessKey', oauthclients: 'OAuthClient' };
+
+/** The part of a written resource the wait reads. */
+const ReconcileState = z.object({ status: Status.optional() });
 
 const code = (e: unknown): number | undefined => (e as { code?: number }).code;
 
@@ -93,14 +100,31 @@ export class KubeBackend implements ResourceBackend {
     await this.waitReconciled(plural, namespace, name, written.metadata?.generation ?? 1);
   }
 
+  /**
+   * Ready = the controller observed this generation (status.observedGeneration ≥ generation) and its
+   * Ready condition, when it sets one, is not "False". Past readyTimeoutMs: NotReadyError (→ 504).
+   */
   private async waitReconciled(plural: Plural, namespace: string, name: string, generation: number): Promise<void> {
-    const deadline = Date.now() + (this.opts.readyTimeoutMs ?? 10_000);
-    while (Date.now() < deadline) {
-      const r = (await this.get(plural, namespace, name)) as { status?: { observedGeneration?: number } } | undefined;
-      if (!r || (r.status?.observedGeneration ?? 0) >= generation) return;
+    const timeoutMs = this.opts.readyTimeoutMs ?? 10_000;
+    const deadline = Date.now() + timeoutMs;
+    let why = 'the controller has not reconciled it yet';
+    for (;;) {
+      const obj = await this.get(plural, namespace, name);
+      if (obj === undefined) return; // deleted meanwhile: nothing left to wait for
+      const r = ReconcileState.safeParse(obj);
+      const st = r.success ? r.data.status : undefined; // a status the schema does not know counts as not reconciled
+      const ready = st?.conditions?.find((c) => c.type === 'Ready');
+      if ((st?.observedGeneration ?? 0) >= generation) {
+        if (ready?.status !== 'False') return;
+        why = `the controller reports Ready=False${ready.reason ? ` (${ready.reason})` : ''}${ready.message ? `: ${ready.message}` : ''}`;
+      }
+      if (Date.now() >= deadline) break;
       await new Promise((res) => setTimeout(res, 200));
     }
-    this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}` }, 'controller did not reconcile in time; answering anyway');
+    this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}`, why }, 'controller did not report the resource Ready in time');
+    throw new NotReadyError(
+      `${KIND_OF[plural]} ${namespace}/${name} was written and exists, but is not Ready after ${timeoutMs / 1000} s: ${why}; it takes effect once reconciled (repeating the request is safe)`,
+    );
   }
 
   async getApi(namespace: string | undefined, apiId: string): Promise<ApiRef | undefined> {

@@ -71,6 +71,13 @@ export interface ResourceBackend {
 /** A write the backend refuses because the resource is owned elsewhere (e.g. a hand-written manifest). → 409 */
 export class ConflictError extends Error {}
 
+/**
+ * A write that was stored but that the controller did not report Ready in time (cluster). → 504, with a
+ * message that says so: the resource exists and takes effect once reconciled; a retry of the same
+ * write is safe (it is idempotent).
+ */
+export class NotReadyError extends Error {}
+
 export const SUPPRESS_RESET_ANNOTATION = 'gw.io/suppress-reset';
 export const MANAGED_BY_LABEL = { 'app.kubernetes.io/managed-by': 'gw-facade' } as const;
 

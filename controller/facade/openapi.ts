@@ -30,13 +30,25 @@ const E = {
   429: { ...err('Too many requests to the facade from this client'), headers: { 'Retry-After': { schema: { type: 'integer' } } } },
   502: err('The gateway could not be reached'),
   504: err('The gateway did not answer within proxy_timeout'),
+  notReady: err(
+    'Cluster only: the resource was written and exists, but the controller did not report it Ready within the timeout; ' +
+      'it takes effect once reconciled and repeating the request is safe',
+  ),
 } as const;
 
 const bearer = [{ bearer: [] }];
 const gwSecret = [{ gwSecret: [] }];
 const apiIdParam = { name: 'apiId', in: 'path', required: true, schema: str, description: 'api_id of the API' };
 const clientIdParam = { name: 'clientId', in: 'path', required: true, schema: str };
-const keyIdParam = { name: 'keyID', in: 'path', required: true, schema: str, description: 'The key (or its SHA-256 hex with hashed=true)' };
+const keyIdParam = {
+  name: 'keyID',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', minLength: 1, maxLength: 1024 },
+  description:
+    'The key (or its SHA-256 hex with hashed=true), one percent-encoded path segment. Refused with 400: "." or ".." path ' +
+    'segments (also inside, e.g. "a/../b") and control characters',
+};
 const hashedParam = { name: 'hashed', in: 'query', required: false, schema: { type: 'string', enum: ['true', 'false'] }, description: 'keyID already is the SHA-256 hex of the key' };
 const suppressResetParam = { name: 'suppress_reset', in: 'query', required: false, schema: { type: 'string', enum: ['1'] }, description: 'Keep the live quota instead of resetting it' };
 const jsonBody = (schema: Json): Json => ({ required: true, content: { 'application/json': { schema } } });
@@ -147,7 +159,7 @@ export const facadeOpenApi: Json = {
         requestBody: jsonBody(ref('OAuthClientRequest')),
         responses: {
           200: json(ref('OAuthClient'), 'Client created'),
-          400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 413: E[413], 415: E[415], 429: E[429],
+          400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 413: E[413], 415: E[415], 429: E[429], 504: E.notReady,
         },
       },
       get: {
@@ -189,7 +201,7 @@ export const facadeOpenApi: Json = {
       get: {
         operationId: 'listKeys',
         security: gwSecret,
-        responses: { 200: json(ref('KeyList'), 'SHA-256 hashes of every key'), 400: E[400], 401: E[401], 403: E[403], 429: E[429] },
+        responses: { 200: json(ref('KeyList'), 'SHA-256 hashes of every key'), 401: E[401], 403: E[403], 429: E[429] },
       },
     },
     '/gw/keys/{keyID}': {
@@ -202,7 +214,7 @@ export const facadeOpenApi: Json = {
         requestBody: jsonBody(ref('KeySession')),
         responses: {
           200: json(ref('KeyResult'), 'action added or modified'),
-          400: E[400], 401: E[401], 403: E[403], 409: E[409], 413: E[413], 415: E[415], 429: E[429],
+          400: E[400], 401: E[401], 403: E[403], 409: E[409], 413: E[413], 415: E[415], 429: E[429], 504: E.notReady,
         },
       },
       put: {
@@ -212,7 +224,7 @@ export const facadeOpenApi: Json = {
         requestBody: jsonBody(ref('KeySession')),
         responses: {
           200: json(ref('KeyResult'), 'action modified'),
-          400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 413: E[413], 415: E[415], 429: E[429],
+          400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 413: E[413], 415: E[415], 429: E[429], 504: E.notReady,
         },
       },
       get: {

@@ -1,8 +1,14 @@
 /**
- * The facade's own rate limit, per client IP: an exact sliding window over admitted requests (a ring
- * of the last `rate` admission times per client). In memory, per facade process: the management API
- * needs protection from floods and credential guessing, not a cluster-wide allowance.
+ * The facade's own rate limit, per client IP, on the project's own limiter: the sliding window log of
+ * the gateway (sidecar/limiters/sliding-log.ts, memory variant), so the management API has the same
+ * semantics as a gateway limit with `enable_kv_rolling_limiter`: exact over the trailing window, and
+ * spike arrest (refused requests enter the log too, so a client that keeps hammering stays refused
+ * until it slows down). In memory, per facade process: the management API needs protection from
+ * floods and credential guessing, not a cluster-wide allowance. Configured by `facade_rate_limit`.
  */
+import { systemClock, type Clock } from '../../lib/clock.js';
+import { MemorySlidingLog } from '../../sidecar/limiters/sliding-log.js';
+
 export interface FacadeRateLimit {
   /** Requests admitted per window. */
   rate: number;
@@ -12,49 +18,20 @@ export interface FacadeRateLimit {
 
 export const DEFAULT_FACADE_RATE_LIMIT: FacadeRateLimit = { rate: 100, per: 1 };
 
-interface Ring {
-  times: number[];
-  next: number;
-  last: number;
-}
-
-export class SlidingWindowLimiter {
-  private readonly rings = new Map<string, Ring>();
-  private readonly windowMs: number;
-  private lastSweep = 0;
+export class FacadeLimiter {
+  private readonly log: MemorySlidingLog;
 
   constructor(
     private readonly limit: FacadeRateLimit,
-    private readonly now: () => number = Date.now,
+    clock: Clock = systemClock,
   ) {
-    this.windowMs = limit.per * 1000;
+    // Smoothing off: a management API has no smoothing object, and no events are wanted.
+    this.log = new MemorySlidingLog(clock, () => {}, false);
   }
 
-  /** undefined when admitted, else seconds until one more request would be admitted. */
+  /** undefined when admitted, else whole seconds (≥ 1) until one more request would be admitted. */
   take(client: string): number | undefined {
-    const t = this.now();
-    this.sweep(t);
-    let ring = this.rings.get(client);
-    if (!ring) {
-      ring = { times: [], next: 0, last: t };
-      this.rings.set(client, ring);
-    }
-    ring.last = t;
-    if (ring.times.length < this.limit.rate) {
-      ring.times.push(t);
-      return undefined;
-    }
-    const oldest = ring.times[ring.next]!;
-    if (t - oldest < this.windowMs) return (oldest + this.windowMs - t) / 1000;
-    ring.times[ring.next] = t;
-    ring.next = (ring.next + 1) % this.limit.rate;
-    return undefined;
-  }
-
-  /** Forget clients idle for a whole window (bounded memory). */
-  private sweep(t: number): void {
-    if (t - this.lastSweep < Math.max(this.windowMs, 1000)) return;
-    this.lastSweep = t;
-    for (const [k, r] of this.rings) if (t - r.last >= this.windowMs) this.rings.delete(k);
+    const r = this.log.checkSync(`facade:${client}`, { rate: this.limit.rate, per: this.limit.per });
+    return r.allowed ? undefined : r.retryAfter;
   }
 }

@@ -28,6 +28,10 @@ function suppressResetParam(query: URLSearchParams): boolean {
 /** keyID → { hash, echo }: the hash is sha256hex(keyID), or keyID itself when hashed=true. */
 function keyHashOf(keyID: string, hashed: boolean): string {
   if (keyID.length > MAX_KEY_ID) throw new HttpError(400, `keyID: longer than ${MAX_KEY_ID} characters`);
+  // Never a file name (keys are stored by hash), but a key that looks like a path is refused outright:
+  // dot segments (path traversal) and control characters (header/log injection) are no key material.
+  if ([...keyID].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f)) throw new HttpError(400, 'keyID: must not contain control characters');
+  if (/(^|[/\\])\.\.?($|[/\\])/.test(keyID)) throw new HttpError(400, 'keyID: must not contain "." or ".." path segments');
   if (!hashed) return sha256hex(keyID);
   if (!/^[0-9a-fA-F]{64}$/.test(keyID)) throw new HttpError(400, 'keyID: with hashed=true it must be a SHA-256 hex digest (64 hex digits)');
   return keyID.toLowerCase();

@@ -26,7 +26,12 @@ export const ProxyBody = z.strictObject({
     .string()
     .transform((m) => m.toUpperCase())
     .refine((m) => METHODS.has(m), `must be one of ${[...METHODS].join(', ')}`),
-  url: z.string().min(1).max(8192),
+  url: z
+    .string()
+    .min(1)
+    .max(8192)
+    // A URL parser silently drops CR/LF/TAB; refuse them instead of guessing what was meant.
+    .refine((u) => ![...u].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f), 'must not contain control characters'),
   headers: z.record(z.string().regex(HEADER_NAME, 'must be a valid header name'), HeaderValue).optional(),
   body: z.unknown().optional(),
 });

@@ -7,11 +7,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { Agent } from 'undici';
 import type { Logger } from '../../lib/logger.js';
 import type { GatewayOptionsT } from '../../lib/options.js';
-import { ConflictError, type ResourceBackend } from './backend.js';
+import { ConflictError, NotReadyError, type ResourceBackend } from './backend.js';
 import { KeyedLock, type FacadeContext, type Route } from './context.js';
 import { HttpError, sendError, sendJson } from './http-util.js';
 import { facadeOpenApi } from './openapi.js';
-import { DEFAULT_FACADE_RATE_LIMIT, SlidingWindowLimiter, type FacadeRateLimit } from './rate-limit.js';
+import { DEFAULT_FACADE_RATE_LIMIT, FacadeLimiter, type FacadeRateLimit } from './rate-limit.js';
 import { keyRoutes } from './routes-keys.js';
 import { oauthRoutes } from './routes-oauth.js';
 import { normalizeOrigin, proxyRoutes } from './routes-proxy.js';
@@ -27,7 +27,7 @@ export interface FacadeServerOptions {
   logger: Logger;
   /** Namespace of facade-imported AccessKeys (default "default") and, when set, the only one APIs are looked up in. */
   namespace?: string;
-  /** Per-client-IP limit of the facade itself; false turns it off. Default 100 requests per 1 s. */
+  /** Per-client-IP limit of the facade itself; false turns it off. Default: options.facade_rate_limit (100 per 1 s). */
   rateLimit?: FacadeRateLimit | false;
   /** GET /readyz answers 503 while this returns false. */
   ready?: () => boolean;
@@ -79,9 +79,9 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
     logger,
     locks: new KeyedLock(),
   };
-  const rl = opts.rateLimit === undefined ? DEFAULT_FACADE_RATE_LIMIT : opts.rateLimit;
+  const rl = opts.rateLimit === undefined ? (options.facade_rate_limit ?? DEFAULT_FACADE_RATE_LIMIT) : opts.rateLimit;
   if (rl && (!(rl.rate >= 1) || !(rl.per > 0))) throw new Error('facade rate limit: rate must be ≥ 1 and per > 0');
-  const limiter = rl ? new SlidingWindowLimiter(rl) : undefined;
+  const limiter = rl ? new FacadeLimiter(rl) : undefined;
   if (!options.access_tokens?.length) logger.warn('no access_tokens configured: every /api/... request is refused with 403');
   if (!options.secret) logger.warn('no secret configured: every /gw/... request is refused with 403');
 
@@ -90,7 +90,10 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<string> => {
     const url = new URL(req.url ?? '/', 'http://facade.invalid');
-    let path = url.pathname;
+    // The raw path, not url.pathname: a URL parser resolves "." / ".." and "%2E%2E" segments, which
+    // would turn GET /gw/keys/%2E%2E into GET /gw/keys. Raw, such a key id reaches its route and is refused.
+    const raw = req.url ?? '/';
+    let path = raw.startsWith('/') ? raw.split(/[?#]/, 1)[0]! : url.pathname;
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
     const method = req.method ?? 'GET';
 
@@ -107,7 +110,7 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
 
     const retry = limiter?.take(req.socket.remoteAddress ?? 'unknown');
     if (retry !== undefined) {
-      throw new HttpError(429, 'too many requests to the management API', { 'retry-after': String(Math.max(1, Math.ceil(retry))) });
+      throw new HttpError(429, 'too many requests to the management API', { 'retry-after': String(retry) });
     }
 
     for (const r of routes) {
@@ -151,6 +154,8 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
         sendError(res, e.status, e.message, e.headers);
       } else if (e instanceof ConflictError) {
         sendError(res, 409, e.message);
+      } else if (e instanceof NotReadyError) {
+        sendError(res, 504, e.message);
       } else {
         logger.error({ route, err: (e as Error).message }, 'facade request failed');
         sendError(res, 500, 'internal error');

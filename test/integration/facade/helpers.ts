@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { request } from 'undici';
 import { DirSource } from '../../../controller/sources/dir-source.js';
 import { DirBackend } from '../../../controller/facade/backend-dir.js';
-import type { QuotaState } from '../../../controller/facade/backend.js';
+import type { QuotaState, ResourceBackend } from '../../../controller/facade/backend.js';
 import { facadeOpenApi } from '../../../controller/facade/openapi.js';
 import { createFacadeServer, type FacadeServerOptions } from '../../../controller/facade/server.js';
 import { GatewayOptions, type GatewayOptionsT } from '../../../lib/options.js';
@@ -22,6 +22,9 @@ export interface Recorded {
   path: string;
   status: number;
   body: unknown;
+  /** The request body sent (parsed), when JSON. */
+  request?: unknown;
+  retryAfter?: string;
 }
 
 export interface Facade {
@@ -60,7 +63,11 @@ spec: {rate: 100, per: 60}
 `;
 
 export async function startFacade(
-  extra: Partial<Omit<FacadeServerOptions, 'backend' | 'logger' | 'options'>> & { options?: Partial<GatewayOptionsT> } = {},
+  extra: Partial<Omit<FacadeServerOptions, 'backend' | 'logger' | 'options'>> & {
+    options?: Partial<GatewayOptionsT>;
+    /** Wraps the directory backend (e.g. to make writes fail like a cluster backend would). */
+    wrapBackend?: (b: DirBackend) => ResourceBackend;
+  } = {},
 ): Promise<Facade> {
   const dir = mkdtempSync(join(tmpdir(), 'gw-facade-'));
   writeFileSync(join(dir, 'api.yaml'), API_YAML);
@@ -85,8 +92,8 @@ export async function startFacade(
     },
   });
   const options = GatewayOptions.parse({ secret: SECRET, access_tokens: ['other-token', TOKEN], ...extra.options });
-  const { options: _o, ...rest } = extra;
-  const server = createFacadeServer({ backend, logger, options, gatewayOrigins: ['http://127.0.0.1:1'], ...rest });
+  const { options: _o, wrapBackend, ...rest } = extra;
+  const server = createFacadeServer({ backend: wrapBackend ? wrapBackend(backend) : backend, logger, options, gatewayOrigins: ['http://127.0.0.1:1'], ...rest });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const recorded: Recorded[] = [];
@@ -119,7 +126,11 @@ export async function startFacade(
       } catch {
         // not JSON
       }
-      recorded.push({ method, path: path.split('?')[0]!, status: r.statusCode, body: parsed });
+      const rec: Recorded = { method, path: path.split('?')[0]!, status: r.statusCode, body: parsed };
+      if (init.body !== undefined) rec.request = typeof init.body === 'string' ? tryJson(init.body) : init.body;
+      const ra = r.headers['retry-after'];
+      if (typeof ra === 'string') rec.retryAfter = ra;
+      recorded.push(rec);
       return { status: r.statusCode, headers: r.headers, body: parsed, text };
     },
     async close() {
@@ -130,6 +141,14 @@ export async function startFacade(
     },
   };
   return f;
+}
+
+function tryJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 // ---- OpenAPI conformance (status documented; top-level fields documented and required ones present) ----
@@ -151,25 +170,95 @@ function templateFor(path: string): string | undefined {
   return undefined;
 }
 
-function checkObject(schema: Json, body: unknown, where: string): string[] {
+const TYPE_OF: Record<string, (v: unknown) => boolean> = {
+  string: (v) => typeof v === 'string',
+  number: (v) => typeof v === 'number' && Number.isFinite(v),
+  integer: (v) => typeof v === 'number' && Number.isInteger(v),
+  boolean: (v) => typeof v === 'boolean',
+  null: (v) => v === null,
+  array: (v) => Array.isArray(v),
+  object: (v) => typeof v === 'object' && v !== null && !Array.isArray(v),
+};
+
+/**
+ * A JSON Schema (2020-12) check of the keywords the facade's document uses: $ref, type, const, enum,
+ * anyOf, properties, required, additionalProperties, propertyNames, items, minItems, minLength,
+ * maxLength, pattern, minimum, maximum. Annotations (format, default, description) are not checked.
+ * Returns the problems (empty = valid); an unknown keyword is a problem too, so the check cannot
+ * silently pass a schema it does not understand.
+ */
+export function validateSchema(schema: Json, value: unknown, where = '$'): string[] {
   const s = resolve(schema);
   const problems: string[] = [];
-  if (s.type === 'array') {
-    if (!Array.isArray(body)) return [`${where}: expected an array`];
-    body.forEach((item, i) => problems.push(...checkObject(s.items as Json, item, `${where}[${i}]`)));
-    return problems;
+  const known = new Set([
+    '$ref', 'type', 'const', 'enum', 'anyOf', 'properties', 'required', 'additionalProperties', 'propertyNames', 'items',
+    'minItems', 'minLength', 'maxLength', 'pattern', 'minimum', 'maximum', 'format', 'default', 'description',
+    'x-kubernetes-preserve-unknown-fields',
+  ]);
+  for (const k of Object.keys(s)) if (!known.has(k)) problems.push(`${where}: schema keyword ${k} not understood by the check`);
+  if (s.type !== undefined) {
+    const types = (Array.isArray(s.type) ? s.type : [s.type]) as string[];
+    if (!types.some((t) => TYPE_OF[t]?.(value))) return [...problems, `${where}: expected ${types.join(' or ')}, got ${JSON.stringify(value)?.slice(0, 60)}`];
   }
-  if (s.type !== 'object') return [];
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return [`${where}: expected an object`];
-  const props = (s.properties ?? {}) as Json;
-  if (s.additionalProperties === false) {
-    for (const k of Object.keys(body)) if (!(k in props)) problems.push(`${where}: undocumented field ${k}`);
+  if ('const' in s && JSON.stringify(s.const) !== JSON.stringify(value)) problems.push(`${where}: expected ${JSON.stringify(s.const)}`);
+  if (Array.isArray(s.enum) && !s.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) problems.push(`${where}: not one of ${JSON.stringify(s.enum)}`);
+  if (Array.isArray(s.anyOf) && !(s.anyOf as Json[]).some((alt) => validateSchema(alt, value, where).length === 0)) {
+    problems.push(`${where}: matches none of anyOf`);
   }
-  for (const k of (s.required ?? []) as string[]) if (!(k in body)) problems.push(`${where}: missing required field ${k}`);
+  if (typeof value === 'string') {
+    if (typeof s.minLength === 'number' && [...value].length < s.minLength) problems.push(`${where}: shorter than ${s.minLength}`);
+    if (typeof s.maxLength === 'number' && [...value].length > s.maxLength) problems.push(`${where}: longer than ${s.maxLength}`);
+    if (typeof s.pattern === 'string' && !new RegExp(s.pattern, 'u').test(value)) problems.push(`${where}: does not match ${s.pattern}`);
+  }
+  if (typeof value === 'number') {
+    if (typeof s.minimum === 'number' && value < s.minimum) problems.push(`${where}: below ${s.minimum}`);
+    if (typeof s.maximum === 'number' && value > s.maximum) problems.push(`${where}: above ${s.maximum}`);
+  }
+  if (Array.isArray(value)) {
+    if (typeof s.minItems === 'number' && value.length < s.minItems) problems.push(`${where}: fewer than ${s.minItems} items`);
+    if (s.items) value.forEach((item, i) => problems.push(...validateSchema(s.items as Json, item, `${where}[${i}]`)));
+  }
+  if (TYPE_OF.object!(value)) {
+    const obj = value as Record<string, unknown>;
+    const props = (s.properties ?? {}) as Record<string, Json>;
+    for (const k of (s.required ?? []) as string[]) if (!(k in obj)) problems.push(`${where}: missing required field ${k}`);
+    for (const [k, v] of Object.entries(obj)) {
+      if (s.propertyNames) problems.push(...validateSchema(s.propertyNames as Json, k, `${where} (name ${k})`));
+      if (k in props) problems.push(...validateSchema(props[k]!, v, `${where}.${k}`));
+      else if (s.additionalProperties === false) problems.push(`${where}: undocumented field ${k}`);
+      else if (typeof s.additionalProperties === 'object') problems.push(...validateSchema(s.additionalProperties as Json, v, `${where}.${k}`));
+    }
+  }
   return problems;
 }
 
-/** Problems of the recorded responses against the OpenAPI document (405 and unknown paths are documented globally). */
+/** "METHOD template status" of every response the document lists. */
+export function documentedResponses(): string[] {
+  const out: string[] = [];
+  for (const [t, item] of Object.entries(facadeOpenApi.paths as Record<string, Json>)) {
+    for (const [m, op] of Object.entries(item)) {
+      if (m === 'parameters') continue;
+      for (const status of Object.keys((op as Json).responses as Json)) out.push(`${m.toUpperCase()} ${t} ${status}`);
+    }
+  }
+  return out.sort();
+}
+
+/** "METHOD template status" of the recorded responses. */
+export function observedResponses(recorded: Recorded[]): string[] {
+  const out = new Set<string>();
+  for (const r of recorded) {
+    const t = templateFor(r.path);
+    if (t) out.add(`${r.method} ${t} ${r.status}`);
+  }
+  return [...out].sort();
+}
+
+/**
+ * Problems of the recorded responses against the OpenAPI document (405 and unknown paths are documented
+ * globally): the status is documented for the operation, the body validates (deeply) against its schema
+ * with no undocumented field, a 429 carries Retry-After.
+ */
 export function conformance(recorded: Recorded[]): { problems: string[]; checked: number } {
   const problems: string[] = [];
   let checked = 0;
@@ -189,7 +278,25 @@ export function conformance(recorded: Recorded[]): { problems: string[]; checked
     }
     checked++;
     const schema = ((resp.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | undefined;
-    if (schema) problems.push(...checkObject(schema, r.body, where));
+    if (schema) problems.push(...validateSchema(schema, r.body, where));
+    else problems.push(`${where}: no JSON schema documented`);
+    if (r.status === 429 && !r.retryAfter) problems.push(`${where}: Retry-After missing`);
+  }
+  return { problems, checked };
+}
+
+/** Request bodies the facade accepted (2xx) must validate against the documented request schema. */
+export function requestConformance(recorded: Recorded[]): { problems: string[]; checked: number } {
+  const problems: string[] = [];
+  let checked = 0;
+  for (const r of recorded) {
+    if (r.status < 200 || r.status > 299 || r.request === undefined) continue;
+    const t = templateFor(r.path);
+    const op = t ? (((facadeOpenApi.paths as Json)[t] as Json)[r.method.toLowerCase()] as Json | undefined) : undefined;
+    const schema = (((op?.requestBody as Json | undefined)?.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | undefined;
+    if (!schema) continue;
+    checked++;
+    problems.push(...validateSchema(schema, r.request, `${r.method} ${t} request`));
   }
   return { problems, checked };
 }

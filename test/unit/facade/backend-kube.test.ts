@@ -6,15 +6,17 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeBackend } from '../../../controller/facade/backend-kube.js';
-import { clientResourceName, ConflictError, keyResourceName } from '../../../controller/facade/backend.js';
+import { clientResourceName, ConflictError, keyResourceName, NotReadyError } from '../../../controller/facade/backend.js';
 import { AccessKeyResource } from '../../../crds/kinds.js';
 import { sha256hex } from '../../../lib/hash.js';
 
-type Obj = { metadata: { name: string; namespace?: string; generation?: number; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; status?: { observedGeneration?: number }; [k: string]: unknown };
+type Obj = { metadata: { name: string; namespace?: string; generation?: number; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; status?: { observedGeneration?: number; conditions?: unknown[] }; [k: string]: unknown };
 
 const store = new Map<string, Obj>(); // key: kind-plural/ns/name
 let rv = 1;
 let reconcileMs = 50;
+/** The Ready condition the fake controller writes with observedGeneration (none when undefined). */
+let readyCondition: { type: string; status: string; reason?: string; message?: string } | undefined;
 const requests: string[] = [];
 
 function startFakeApiServer(): Promise<Server> {
@@ -56,7 +58,7 @@ function startFakeApiServer(): Promise<Server> {
         const g = obj.metadata.generation;
         setTimeout(() => {
           const now = store.get(key);
-          if (now && now.metadata.generation === g) now.status = { observedGeneration: g };
+          if (now && now.metadata.generation === g) now.status = { observedGeneration: g, ...(readyCondition ? { conditions: [readyCondition] } : {}) };
         }, reconcileMs).unref();
       }
       send(req.method === 'POST' ? 201 : 200, obj);
@@ -111,14 +113,38 @@ test('keys: create waits for the controller, replace keeps the resource, annotat
   expect(await backend.deleteKey(h)).toBe(false);
 });
 
-test('a write answers after readyTimeoutMs when the controller never reconciles', async () => {
+test('a write the controller never reconciles fails after readyTimeoutMs with NotReadyError; the resource exists', async () => {
   reconcileMs = 60_000;
   const h = sha256hex('slow');
   const t0 = Date.now();
-  await backend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: {}, suppressReset: false });
+  const err = await backend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: {}, suppressReset: false }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(NotReadyError);
+  expect((err as Error).message).toMatch(/^AccessKey team\/key-[0-9a-f]{16} was written and exists, but is not Ready after 1 s: the controller has not reconciled it yet/);
   expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+  expect(await backend.getKey(h)).toMatchObject({ namespace: 'team', spec: {} });
   reconcileMs = 50;
   await backend.deleteKey(h);
+});
+
+test('Ready=False for the written generation is not ready: NotReadyError carries the controller reason', async () => {
+  readyCondition = { type: 'Ready', status: 'False', reason: 'PolicyMissing', message: 'policy gold not found' };
+  const h = sha256hex('refused');
+  try {
+    const err = await backend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: {}, suppressReset: false }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NotReadyError);
+    expect((err as Error).message).toContain('Ready=False (PolicyMissing): policy gold not found');
+  } finally {
+    readyCondition = undefined;
+    await backend.deleteKey(h);
+  }
+  // Ready=True (or no condition) with the generation observed is ready
+  readyCondition = { type: 'Ready', status: 'True' };
+  try {
+    await backend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: {}, suppressReset: false });
+  } finally {
+    readyCondition = undefined;
+    await backend.deleteKey(h);
+  }
 });
 
 test('clients: Secret + OAuthClient; list/get with the secret; delete takes the Secret; foreign Secret → conflict', async () => {

@@ -7,7 +7,8 @@ import { AccessKeyResource, OAuthClientResource, SecretResource } from '../../..
 import { DirBackend } from '../../../controller/facade/backend-dir.js';
 import { apiIdOf, clientResourceName, ConflictError, keyResourceName } from '../../../controller/facade/backend.js';
 import { facadeOpenApi } from '../../../controller/facade/openapi.js';
-import { SlidingWindowLimiter } from '../../../controller/facade/rate-limit.js';
+import { FacadeLimiter } from '../../../controller/facade/rate-limit.js';
+import { ManualClock } from '../../../lib/clock.js';
 import { normalizeSession } from '../../../controller/facade/routes-keys.js';
 import { checkProxyUrl, normalizeOrigin } from '../../../controller/facade/routes-proxy.js';
 import { allowedOrigins } from '../../../controller/facade/server.js';
@@ -16,25 +17,27 @@ import { emptySnapshot, toSnapshot } from '../../../controller/sources/snapshot.
 import { loadManifestDir } from '../../../lib/manifests.js';
 import { sha256hex } from '../../../lib/hash.js';
 
-describe('SlidingWindowLimiter', () => {
+describe('FacadeLimiter (the gateway sliding window log)', () => {
   test('admits exactly rate per trailing window, per client; tells when the next one fits', () => {
-    let now = 10_000;
-    const l = new SlidingWindowLimiter({ rate: 3, per: 1 }, () => now);
+    const clock = new ManualClock(10_000);
+    const l = new FacadeLimiter({ rate: 3, per: 1 }, clock);
     expect([l.take('a'), l.take('a'), l.take('a')]).toEqual([undefined, undefined, undefined]);
-    now += 400;
-    expect(l.take('a')).toBeCloseTo(0.6, 5);
-    expect(l.take('b')).toBeUndefined();
-    now += 600; // the three admissions at 10_000 left the window (it is half-open)
-    expect([l.take('a'), l.take('a'), l.take('a')]).toEqual([undefined, undefined, undefined]);
-    expect(l.take('a')).toBeCloseTo(1, 5);
+    clock.advance(400);
+    expect(l.take('a')).toBe(1); // 0.6 s until the first admission leaves the window, in whole seconds
+    expect(l.take('b')).toBeUndefined(); // per client
+    clock.advance(600); // the three admissions at 10_000 left the window; the refusal at 10_400 did not
+    expect([l.take('a'), l.take('a')]).toEqual([undefined, undefined]);
+    expect(l.take('a')).toBe(1);
   });
-  test('idle clients are forgotten (bounded memory) and start afresh', () => {
-    let now = 0;
-    const l = new SlidingWindowLimiter({ rate: 1, per: 1 }, () => now);
-    expect(l.take('x')).toBeUndefined();
-    expect(l.take('x')).toBeGreaterThan(0);
-    now += 5000;
-    expect(l.take('y')).toBeUndefined();
+  test('spike arrest: a client that keeps sending while refused stays refused', () => {
+    const clock = new ManualClock(0);
+    const l = new FacadeLimiter({ rate: 2, per: 1 }, clock);
+    expect([l.take('x'), l.take('x')]).toEqual([undefined, undefined]);
+    for (let i = 0; i < 30; i++) {
+      clock.advance(100); // 10 per second against 2 per second, for 3 s
+      expect(l.take('x')).toBeGreaterThanOrEqual(1);
+    }
+    clock.advance(1000); // a whole quiet window
     expect(l.take('x')).toBeUndefined();
   });
 });

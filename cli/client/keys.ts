@@ -1,0 +1,95 @@
+/** `gw keys create|update|get|delete|list`: /gw/keys of the facade (X-Gw-Authorization). */
+import { randomBytes } from 'node:crypto';
+import { Command } from 'commander';
+import { readBody, type BodyFlags } from './body.js';
+import { addConnectionOptions, resolveConnection, type ConnectionFlags } from './connection.js';
+import { ClientError, Exit, type ExitCode } from './exit-codes.js';
+import { callFacade, seg } from './http.js';
+import { clientAction, printJson, type OutputFlags } from './run.js';
+
+type KeyFlags = ConnectionFlags & BodyFlags & OutputFlags & { hashed?: boolean; suppressReset?: boolean };
+
+function query(flags: KeyFlags, write: boolean): string {
+  const q = new URLSearchParams();
+  if (write && flags.suppressReset) q.set('suppress_reset', '1');
+  if (flags.hashed) q.set('hashed', 'true');
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+/** A new random key: 32 bytes (256 bits), base64url. */
+export function generateKey(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+function common(cmd: Command, opts: { body?: boolean; write?: boolean; hashed?: boolean }): Command {
+  if (opts.body) {
+    cmd
+      .option('--body <json>', 'the session as JSON (SPEC key table); "-" reads stdin')
+      .option('--body-file <file>', 'read the session from a file; "-" reads stdin');
+  }
+  if (opts.write) cmd.option('--suppress-reset', 'keep the live quota (suppress_reset=1)');
+  if (opts.hashed) cmd.option('--hashed', 'the key id already is the SHA-256 hex of the key (hashed=true)');
+  cmd.option('--pretty', 'indent the JSON output');
+  return addConnectionOptions(cmd, { secret: true });
+}
+
+async function write(method: 'POST' | 'PUT', keyID: string, flags: KeyFlags): Promise<ExitCode> {
+  const conn = resolveConnection(flags);
+  const body = readBody(flags, {});
+  printJson(await callFacade(conn, { method, path: `/gw/keys/${seg(keyID)}${query(flags, true)}`, credential: 'secret', body }), flags);
+  return Exit.OK;
+}
+
+export function keysCommand(): Command {
+  const keys = new Command('keys').description('Create, read and delete access keys through the facade (/gw/keys)');
+
+  common(
+    keys
+      .command('create')
+      .description('Create or import a key (POST /gw/keys/{keyID}); a random 256-bit key when KEY_ID is omitted. Prints {key, key_hash, action, status}')
+      .argument('[keyID]', 'the key (or its hash with --hashed)'),
+    { body: true, write: true, hashed: true },
+  ).action(
+    clientAction(async (keyID: string | undefined, flags: KeyFlags) => {
+      if (keyID === undefined && flags.hashed) return usage('--hashed needs a KEY_ID (the hash)');
+      return write('POST', keyID ?? generateKey(), flags);
+    }),
+  );
+
+  common(
+    keys.command('update').description('Replace the session of an existing key (PUT /gw/keys/{keyID})').argument('<keyID>'),
+    { body: true, write: true, hashed: true },
+  ).action(clientAction(async (keyID: string, flags: KeyFlags) => write('PUT', keyID, flags)));
+
+  common(keys.command('get').description('The session, with live quota_remaining/quota_renews (GET /gw/keys/{keyID})').argument('<keyID>'), {
+    hashed: true,
+  }).action(
+    clientAction(async (keyID: string, flags: KeyFlags) => {
+      const conn = resolveConnection(flags);
+      printJson(await callFacade(conn, { method: 'GET', path: `/gw/keys/${seg(keyID)}${query(flags, false)}`, credential: 'secret' }), flags);
+      return Exit.OK;
+    }),
+  );
+
+  common(keys.command('delete').description('Delete a key (DELETE /gw/keys/{keyID})').argument('<keyID>'), { hashed: true }).action(
+    clientAction(async (keyID: string, flags: KeyFlags) => {
+      const conn = resolveConnection(flags);
+      printJson(await callFacade(conn, { method: 'DELETE', path: `/gw/keys/${seg(keyID)}${query(flags, false)}`, credential: 'secret' }), flags);
+      return Exit.OK;
+    }),
+  );
+
+  common(keys.command('list').description('SHA-256 hashes of every key (GET /gw/keys)'), {}).action(
+    clientAction(async (flags: KeyFlags) => {
+      const conn = resolveConnection(flags);
+      printJson(await callFacade(conn, { method: 'GET', path: '/gw/keys', credential: 'secret' }), flags);
+      return Exit.OK;
+    }),
+  );
+  return keys;
+}
+
+function usage(message: string): never {
+  throw new ClientError(Exit.USAGE, message);
+}
