@@ -28,7 +28,8 @@ export function review(body: unknown, inject: InjectOptions, logger?: Logger): {
   const parsed = AdmissionReviewSchema.safeParse(body);
   if (!parsed.success) return { status: 400, body: { error: `bad AdmissionReview: ${describeZodError(parsed.error)}` } };
   const req = parsed.data.request;
-  if (req.kind.kind !== 'Pod' || req.kind.group !== '' || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) {
+  // Only creation: a running pod's containers are immutable, so an UPDATE is never patched.
+  if (req.kind.kind !== 'Pod' || req.kind.group !== '' || req.operation !== 'CREATE') {
     return { status: 200, body: admissionResponse(req.uid, undefined, []) };
   }
   const pod = PodSchema.safeParse(req.object);

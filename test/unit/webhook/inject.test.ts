@@ -111,8 +111,10 @@ describe('review (AdmissionReview in, AdmissionReview out)', () => {
     expect(patch).toContainEqual(expect.objectContaining({ op: 'add', path: '/spec/containers/-' }));
   });
 
-  test('unannotated pod and other kinds → allowed, no patch', () => {
-    for (const body of [envelope(pod(undefined)), envelope({ metadata: {} }, 'ConfigMap')]) {
+  test('unannotated pod, other kinds and UPDATEs → allowed, no patch', () => {
+    const update = envelope(pod({ [ANN.inject]: 'true' }));
+    update.request.operation = 'UPDATE';
+    for (const body of [envelope(pod(undefined)), envelope({ metadata: {} }, 'ConfigMap'), update]) {
       const r = review(body, o);
       expect(r.body).toEqual({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'u-1', allowed: true } });
     }
