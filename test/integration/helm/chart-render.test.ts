@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { GatewayOptions } from '../../../lib/options.js';
-import { helm, kubeconform, writeApiServerSchemas, writeCrdSchemas } from '../../helpers/chart-tools.js';
+import { helm, kubeconform, run, writeApiServerSchemas, writeCrdSchemas } from '../../helpers/chart-tools.js';
+import { defaultInjectOptions, sidecarContainer } from '../../../controller/webhook/inject.js';
 
 const CHART = resolve('helm/gw');
 const NONDEFAULT = resolve('test/integration/helm/fixtures/values-nondefault.yaml');
@@ -170,6 +171,44 @@ describe('what the chart renders', () => {
     expect(mwc2.metadata.annotations['cert-manager.io/inject-ca-from']).toBe('gw-system/gw-webhook');
     expect(mwc2.webhooks[0]!.clientConfig.caBundle).toBeUndefined();
   });
+});
+
+describe('the chart and the CLI agree', () => {
+  const help = new Map<string, string>();
+  async function helpOf(sub: string): Promise<string> {
+    if (!help.has(sub)) {
+      const r = await run(process.execPath, ['dist/cli/gw.js', sub, '--help']);
+      if (r.code !== 0) throw new Error(`gw ${sub} --help: ${r.stderr}`);
+      help.set(sub, r.stdout);
+    }
+    return help.get(sub)!;
+  }
+
+  test('every subcommand, flag and GW_* variable the rendered containers use exists in `gw <sub> --help`, and so do the injected sidecar\'s', async () => {
+    const checked: string[] = [];
+    for (const extra of [[], ['-f', NONDEFAULT]]) {
+      for (const d of docs(await template(extra)).filter((x) => x.kind === 'Deployment')) {
+        const c = (d as unknown as { spec: { template: { spec: { containers: { image: string; args?: string[]; env?: { name: string }[] }[] } } } }).spec.template.spec.containers[0]!;
+        if (!c.args || c.image.startsWith('redis:')) continue;
+        const [sub, ...flags] = c.args;
+        const text = await helpOf(sub!);
+        for (const f of flags) {
+          const flag = f.split('=')[0]!;
+          expect([d.metadata.name, flag, text.includes(`${flag} `) || text.includes(`${flag}\n`)]).toEqual([d.metadata.name, flag, true]);
+          checked.push(`${sub} ${flag}`);
+        }
+        // Env read by commander shows as "(env: NAME)"; GW_SECRET/GW_ACCESS_TOKENS/GW_REDIS_PASSWORD are read elsewhere.
+        for (const e of (c.env ?? []).map((x) => x.name).filter((n) => n.startsWith('GW_') && !['GW_SECRET', 'GW_ACCESS_TOKENS', 'GW_REDIS_PASSWORD'].includes(n))) {
+          expect([sub, e, text.includes(`env: ${e}`)]).toEqual([sub, e, true]);
+        }
+      }
+    }
+    const sidecar = sidecarContainer(defaultInjectOptions, { upstreamPort: 8080, listenPort: 15080, metricsPort: 15090, group: 'g', portName: 'http' }) as { args: string[]; env: { name: string }[] };
+    const text = await helpOf('sidecar');
+    for (const flag of sidecar.args.filter((a) => a.startsWith('--'))) expect([flag, text.includes(flag)]).toEqual([flag, true]);
+    for (const e of sidecar.env.map((x) => x.name)) expect([e, text.includes(`env: ${e}`)]).toEqual([e, true]);
+    expect(checked).toEqual(expect.arrayContaining(['controller --leader-elect', 'controller --metrics-listen', 'facade --config', 'webhook --tls-cert', 'webhook --sidecar-config-map']));
+  }, 60_000);
 });
 
 describe('values.schema.json refuses bad values', () => {

@@ -46,12 +46,20 @@ async function createPod(ns: string, manifest: string): Promise<{ code: number; 
 
 const INJECT = { 'gw.io/inject': 'true' };
 
+/** The chart's webhook container args, with the listen address and certificate paths of this test. */
+function localArgs(chartArgs: string[]): string[] {
+  const swap: Record<string, string> = { '--listen': '127.0.0.1:0', '--tls-cert': join(dir, 'tls.crt'), '--tls-key': join(dir, 'tls.key') };
+  return chartArgs.map((a) => {
+    const [flag] = a.split('=', 1);
+    return flag && swap[flag] ? `${flag}=${swap[flag]}` : a;
+  });
+}
+
+let chartArgs: string[] = [];
+
 function startWebhook(): Promise<number> {
   return new Promise((resolvePort, reject) => {
-    const p = spawn(process.execPath, [
-      'dist/cli/gw.js', 'webhook', '--listen', '127.0.0.1:0',
-      '--tls-cert', join(dir, 'tls.crt'), '--tls-key', join(dir, 'tls.key'), '--image', 'registry.example/gw:e2e',
-    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, ['dist/cli/gw.js', ...localArgs(chartArgs)], { stdio: ['ignore', 'pipe', 'pipe'] });
     webhook = p;
     let out = '';
     let err = '';
@@ -94,16 +102,21 @@ beforeAll(async () => {
   // SAN for the loopback IP the API server dials.
   writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n');
   await ssl(['x509', '-req', '-in', 'tls.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'tls.crt', '-days', '1', '-extfile', 'ext.cnf']);
+  // The chart's webhook: its Deployment's args run here, its MutatingWebhookConfiguration is registered
+  // with the clientConfig swapped for the loopback URL + test CA.
+  const r = await helm(['template', 'gw', CHART, '--namespace', 'gw-system', '--show-only', 'templates/webhook.yaml', '--set-string', `webhook.namespaceSelector.matchLabels.gw\\.io/injection-e2e=${process.pid}`]);
+  if (r.code !== 0) throw new Error(r.stderr);
+  type Rendered = { kind: string; metadata: { name: string }; webhooks: { clientConfig: unknown }[]; spec: { template: { spec: { containers: { args: string[] }[] } } } };
+  const rendered = parseAllDocuments(r.stdout).map((d) => d.toJS() as Rendered).filter(Boolean);
+  chartArgs = rendered.find((d) => d.kind === 'Deployment')!.spec.template.spec.containers[0]!.args;
+  expect(chartArgs[0]).toBe('webhook');
   port = await startWebhook();
 
   inj = await freshNamespace('gwh-inj');
   unrelated = await freshNamespace('gwh-unrel');
   await ok(['label', 'namespace', inj, `gw.io/injection=enabled`, `${LABEL}=${process.pid}`]);
 
-  // The chart's MutatingWebhookConfiguration, clientConfig swapped for the loopback URL + test CA.
-  const r = await helm(['template', 'gw', CHART, '--namespace', 'gw-system', '--show-only', 'templates/webhook.yaml', '--set-string', `webhook.namespaceSelector.matchLabels.gw\\.io/injection-e2e=${process.pid}`]);
-  if (r.code !== 0) throw new Error(r.stderr);
-  const mwc = parseAllDocuments(r.stdout).map((d) => d.toJS() as { kind: string; metadata: { name: string }; webhooks: { clientConfig: unknown }[] }).find((d) => d?.kind === 'MutatingWebhookConfiguration');
+  const mwc = rendered.find((d) => d.kind === 'MutatingWebhookConfiguration');
   if (!mwc) throw new Error('no MutatingWebhookConfiguration rendered');
   mwc.metadata.name = MWC;
   mwc.webhooks[0]!.clientConfig = { url: `https://127.0.0.1:${port}/mutate`, caBundle: readFileSync(join(dir, 'ca.crt')).toString('base64') };
@@ -134,6 +147,7 @@ describe('mutating admission webhook on the real API server', () => {
     expect(names).toEqual(['app', 'gw-sidecar']);
     const [appC, side] = pod!.spec.containers;
     expect(appC!.ports).toEqual([expect.objectContaining({ name: 'gw-upstream', containerPort: 8080 })]);
+    expect((side as Container & { image: string }).image).toBe('gw:0.1.0'); // the chart's image, via --image
     expect(side!.args).toEqual(['sidecar', '--upstream', 'http://127.0.0.1:8080', '--listen', '0.0.0.0:15080', '--metrics-listen', '0.0.0.0:15090', '--group', 'orders']);
     expect(side!.ports).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'http', containerPort: 15080 })]));
     expect(pod!.metadata.annotations?.['gw.io/status']).toBe('injected');
