@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { GatewayOptions } from '../../../lib/options.js';
+import { CONFIG_MAP_NAME } from '../../../sidecar/config/schema.js';
 import { helm, kubeconform, run, writeApiServerSchemas, writeCrdSchemas } from '../../helpers/chart-tools.js';
 import { defaultInjectOptions, sidecarContainer } from '../../../controller/webhook/inject.js';
 
@@ -128,6 +129,14 @@ describe('what the chart renders', () => {
     expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
     expect(d.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001 });
     expect(find(all, 'PodDisruptionBudget', 'gw-controller')).toMatchObject({ spec: { minAvailable: 1 } });
+  });
+
+  test("no ConfigMap of the chart takes the name the controller writes its compiled config to (gw-config), even for release `gw`", async () => {
+    for (const extra of [[], ['-f', NONDEFAULT]]) {
+      const cms = docs(await template(extra)).filter((d) => d.kind === 'ConfigMap').map((d) => d.metadata.name);
+      expect(cms.length).toBeGreaterThan(0);
+      expect(cms).not.toContain(CONFIG_MAP_NAME);
+    }
   });
 
   test('Redis: external URL by default, password from the Secret (kubelet expands $(GW_REDIS_PASSWORD))', async () => {
