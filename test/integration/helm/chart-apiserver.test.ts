@@ -208,6 +208,16 @@ describe('helm install + helm upgrade on the real API server', () => {
       const third = await snapshot();
       expect(Buffer.from(third.creds.access_tokens!, 'base64').toString()).toBe('explicit-token-0123456789');
       expect(third.creds.secret).toBe(first.creds.secret);
+      // uninstall keeps the credentials Secret (resource-policy keep); a reinstall adopts and keeps it.
+      expect((await helm(['uninstall', 'gwrel', '--namespace', ns, '--kubeconfig', kubeconfig()])).code).toBe(0);
+      expect((await kubectl(['-n', ns, 'get', 'secret', 'gwrel-webhook-tls'])).code).not.toBe(0);
+      const kept = JSON.parse(await ok(['-n', ns, 'get', 'secret', 'gwrel-credentials', '-o', 'jsonpath={.data}'])) as Record<string, string>;
+      expect(kept.secret).toBe(first.creds.secret);
+      const re = await helm(['install', ...common], { timeoutMs: 90_000 });
+      expect(re.stderr).toBe('');
+      expect(re.code).toBe(0);
+      const fourth = await snapshot();
+      expect(fourth.creds.secret).toBe(first.creds.secret);
     } finally {
       await helm(['uninstall', 'gwrel', '--namespace', ns, '--kubeconfig', kubeconfig()]);
       await kubectl(['delete', 'namespace', ns, '--wait=false']);
