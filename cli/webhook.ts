@@ -1,0 +1,92 @@
+/** `gw webhook`: the mutating admission webhook that injects `gw sidecar` into annotated pods. */
+import { z } from 'zod';
+import { createLogger } from '../lib/logger.js';
+import { drain, listen } from '../lib/serve.js';
+import { createWebhookServer } from '../controller/webhook/server.js';
+import { defaultInjectOptions, type InjectOptions } from '../controller/webhook/inject.js';
+import { onShutdown } from './shutdown.js';
+
+export interface WebhookFlags {
+  listen: string;
+  tlsCert: string;
+  tlsKey: string;
+  image: string;
+  imagePullPolicy: string;
+  sidecarListenPort: string;
+  sidecarMetricsPort: string;
+  redisSecret: string;
+  sidecarConfigMap?: string;
+  sidecarCpuRequest: string;
+  sidecarMemoryRequest: string;
+  sidecarCpuLimit?: string;
+  sidecarMemoryLimit: string;
+  runAsUser: string;
+}
+
+const portNum = (flag: string) =>
+  z.string().regex(/^\d+$/, `${flag}: not a number`).transform(Number).pipe(z.number().int().min(1, `${flag}: out of range`).max(65535, `${flag}: out of range`));
+const quantity = (flag: string) => z.string().regex(/^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, `${flag}: not a Kubernetes quantity`);
+
+/** Flags → InjectOptions, or a one-line error naming the flag. */
+export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
+  const schema = z.object({
+    image: z.string().min(1, '--image: empty'),
+    imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never'], { message: '--image-pull-policy: Always, IfNotPresent or Never' }),
+    listenPort: portNum('--sidecar-listen-port'),
+    metricsPort: portNum('--sidecar-metrics-port'),
+    redisSecretName: z.string(),
+    configMapName: z.string().min(1).optional(),
+    cpuRequest: quantity('--sidecar-cpu-request'),
+    memoryRequest: quantity('--sidecar-memory-request'),
+    cpuLimit: quantity('--sidecar-cpu-limit').optional(),
+    memoryLimit: quantity('--sidecar-memory-limit'),
+    runAsUser: z.string().regex(/^\d+$/, '--run-as-user: not a number').transform(Number),
+  });
+  const r = schema.safeParse({
+    image: f.image,
+    imagePullPolicy: f.imagePullPolicy,
+    listenPort: f.sidecarListenPort,
+    metricsPort: f.sidecarMetricsPort,
+    redisSecretName: f.redisSecret,
+    configMapName: f.sidecarConfigMap,
+    cpuRequest: f.sidecarCpuRequest,
+    memoryRequest: f.sidecarMemoryRequest,
+    cpuLimit: f.sidecarCpuLimit,
+    memoryLimit: f.sidecarMemoryLimit,
+    runAsUser: f.runAsUser,
+  });
+  if (!r.success) throw new Error(r.error.issues[0]?.message ?? 'bad flags');
+  const v = r.data;
+  if (v.listenPort === v.metricsPort) throw new Error('--sidecar-listen-port and --sidecar-metrics-port must differ');
+  return {
+    ...defaultInjectOptions,
+    image: v.image,
+    imagePullPolicy: v.imagePullPolicy,
+    listenPort: v.listenPort,
+    metricsPort: v.metricsPort,
+    redisSecretName: v.redisSecretName || undefined,
+    configMapName: v.configMapName,
+    resources: {
+      requests: { cpu: v.cpuRequest, memory: v.memoryRequest },
+      limits: v.cpuLimit ? { cpu: v.cpuLimit, memory: v.memoryLimit } : { memory: v.memoryLimit },
+    },
+    runAsUser: v.runAsUser,
+  };
+}
+
+export async function runWebhook(flags: WebhookFlags): Promise<void> {
+  const logger = createLogger('webhook');
+  const inject = injectOptionsFromFlags(flags);
+  let webhook: ReturnType<typeof createWebhookServer>;
+  try {
+    webhook = createWebhookServer({ certFile: flags.tlsCert, keyFile: flags.tlsKey, inject, logger, reloadMs: 30_000 });
+  } catch (e) {
+    throw new Error(`--tls-cert/--tls-key: cannot load: ${(e as Error).message}`, { cause: e });
+  }
+  const addr = await listen(webhook.server, flags.listen, '--listen');
+  logger.info({ listen: addr, image: inject.image }, 'gw webhook ready');
+  onShutdown(logger, async () => {
+    webhook.close();
+    await drain(webhook.server);
+  });
+}

@@ -1,0 +1,201 @@
+/**
+ * Sidecar injection as a pure function: Pod in, JSON patch out (docs/helm.md, "Sidecar injection").
+ *
+ * Port rewiring, the named-port convention: Services should target the app's port by name
+ * (`targetPort: http`). The webhook renames the app's port `http` → `gw-upstream` (the app keeps
+ * listening where it always did) and gives the name `http` to the sidecar's listen port, so the Service
+ * sends traffic to the sidecar, which forwards to 127.0.0.1:<app port>. Without such a port the pod
+ * names its app port with `gw.io/upstream-port`; the sidecar then listens on `gw.io/listen-port`
+ * (default 15080) and the Service must target that port.
+ *
+ * Idempotent: a pod that already has the `gw-sidecar` container is left alone, so a second admission
+ * (reinvocation, a re-created pod spec) never adds a second sidecar. A pod the webhook cannot inject
+ * (no usable port, port clash) is admitted unchanged with a warning: injection never blocks a pod.
+ */
+import type { JsonPatchOp, Pod, PodContainer } from './admission.js';
+
+export const SIDECAR_NAME = 'gw-sidecar';
+export const ANN = {
+  inject: 'gw.io/inject',
+  upstreamPort: 'gw.io/upstream-port',
+  portName: 'gw.io/port-name',
+  listenPort: 'gw.io/listen-port',
+  metricsPort: 'gw.io/metrics-port',
+  group: 'gw.io/group',
+  status: 'gw.io/status',
+} as const;
+export const UPSTREAM_PORT_NAME = 'gw-upstream';
+const DEFAULT_PORT_NAME = 'http';
+
+export interface InjectOptions {
+  image: string;
+  imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
+  listenPort: number;
+  metricsPort: number;
+  /** Secret in the pod's namespace whose key `url` is the Redis URL (optional: absent → no Redis). */
+  redisSecretName?: string;
+  /** ConfigMap in the pod's namespace mounted as the sidecar's --config file, when set (optional). */
+  configMapName?: string;
+  resources: {
+    requests: { cpu: string; memory: string };
+    limits: { cpu?: string; memory: string };
+  };
+  runAsUser: number;
+}
+
+export const defaultInjectOptions: InjectOptions = {
+  image: 'gw:0.1.0',
+  imagePullPolicy: 'IfNotPresent',
+  listenPort: 15080,
+  metricsPort: 15090,
+  redisSecretName: 'gw-redis',
+  resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+  runAsUser: 10001,
+};
+
+export interface InjectResult {
+  /** JSON patch (RFC 6902) to apply; empty when the pod is left unchanged. */
+  patch: JsonPatchOp[];
+  /** Why the pod was (or was not) changed, for the log line. */
+  outcome: 'injected' | 'not-requested' | 'already-injected' | 'refused';
+  warnings: string[];
+}
+
+const escape = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+function port(value: string | undefined, what: string): number | string | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value.trim())) return `${what}: ${JSON.stringify(value)} is not a port number`;
+  const n = Number(value.trim());
+  if (n < 1 || n > 65535) return `${what}: ${n} is out of range 1..65535`;
+  return n;
+}
+
+function usedPorts(containers: PodContainer[]): Set<number> {
+  return new Set(containers.flatMap((c) => (c.ports ?? []).map((p) => p.containerPort)));
+}
+
+export function sidecarContainer(o: InjectOptions, a: { upstreamPort: number; listenPort: number; metricsPort: number; group: string; portName: string }): Record<string, unknown> {
+  const env: Record<string, unknown>[] = [
+    { name: 'GW_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+  ];
+  if (o.redisSecretName) env.push({ name: 'GW_REDIS', valueFrom: { secretKeyRef: { name: o.redisSecretName, key: 'url', optional: true } } });
+  const args = [
+    'sidecar',
+    '--upstream', `http://127.0.0.1:${a.upstreamPort}`,
+    '--listen', `0.0.0.0:${a.listenPort}`,
+    '--metrics-listen', `0.0.0.0:${a.metricsPort}`,
+    '--group', a.group,
+  ];
+  const c: Record<string, unknown> = {
+    name: SIDECAR_NAME,
+    image: o.image,
+    imagePullPolicy: o.imagePullPolicy,
+    args,
+    env,
+    ports: [
+      { name: a.portName, containerPort: a.listenPort, protocol: 'TCP' },
+      { name: 'gw-metrics', containerPort: a.metricsPort, protocol: 'TCP' },
+    ],
+    readinessProbe: { httpGet: { path: '/readyz', port: a.metricsPort }, periodSeconds: 5, failureThreshold: 3 },
+    livenessProbe: { httpGet: { path: '/healthz', port: a.metricsPort }, periodSeconds: 10, failureThreshold: 3 },
+    resources: { requests: { ...o.resources.requests }, limits: { ...o.resources.limits } },
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: o.runAsUser,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+  };
+  if (o.configMapName) {
+    args.push('--config', '/etc/gw/config.yaml');
+    c.volumeMounts = [{ name: 'gw-sidecar-config', mountPath: '/etc/gw', readOnly: true }];
+  }
+  return c;
+}
+
+/** Decide and build the patch for one Pod. `namespace` is the admission request's namespace. */
+export function injectSidecar(pod: Pod, o: InjectOptions): InjectResult {
+  const ann = pod.metadata?.annotations ?? {};
+  const labels = pod.metadata?.labels ?? {};
+  const containers = pod.spec.containers;
+  const none = (outcome: InjectResult['outcome'], warnings: string[] = []): InjectResult => ({ patch: [], outcome, warnings });
+
+  if ((ann[ANN.inject] ?? '').toLowerCase() !== 'true') return none('not-requested');
+  if (containers.some((c) => c.name === SIDECAR_NAME)) return none('already-injected');
+  const refuse = (why: string): InjectResult => none('refused', [`gw sidecar not injected: ${why}`]);
+
+  const portName = ann[ANN.portName] ?? DEFAULT_PORT_NAME;
+  let named: { ci: number; pi: number; port: number } | undefined;
+  containers.forEach((c, ci) =>
+    (c.ports ?? []).forEach((p, pi) => {
+      if (!named && p.name === portName) named = { ci, pi, port: p.containerPort };
+    }),
+  );
+  const explicit = port(ann[ANN.upstreamPort], ANN.upstreamPort);
+  if (typeof explicit === 'string') return refuse(explicit);
+  const upstreamPort = explicit ?? named?.port;
+  if (upstreamPort === undefined) {
+    return refuse(`no container port named "${portName}" and no ${ANN.upstreamPort} annotation: the sidecar does not know where the app listens`);
+  }
+  const listenPort = port(ann[ANN.listenPort], ANN.listenPort) ?? o.listenPort;
+  const metricsPort = port(ann[ANN.metricsPort], ANN.metricsPort) ?? o.metricsPort;
+  if (typeof listenPort === 'string') return refuse(listenPort);
+  if (typeof metricsPort === 'string') return refuse(metricsPort);
+  const used = usedPorts(containers);
+  for (const [what, p] of [['listen port', listenPort], ['metrics port', metricsPort]] as const) {
+    if (p === upstreamPort || used.has(p)) return refuse(`the sidecar's ${what} ${p} is already used in this pod (set ${what === 'listen port' ? ANN.listenPort : ANN.metricsPort})`);
+  }
+  if (listenPort === metricsPort) return refuse(`listen port and metrics port are both ${listenPort}`);
+  const rewire = named !== undefined && named.port === upstreamPort;
+  if (rewire && containers.some((c) => (c.ports ?? []).some((p) => p.name === UPSTREAM_PORT_NAME))) {
+    return refuse(`a container port is already named "${UPSTREAM_PORT_NAME}"`);
+  }
+
+  const group = ann[ANN.group] ?? labels['app.kubernetes.io/name'] ?? labels.app ?? 'default';
+  const sidecar = sidecarContainer(o, { upstreamPort, listenPort, metricsPort, group, portName: rewire ? portName : 'gw-proxy' });
+  const patch: JsonPatchOp[] = [];
+  if (rewire && named) patch.push({ op: 'replace', path: `/spec/containers/${named.ci}/ports/${named.pi}/name`, value: UPSTREAM_PORT_NAME });
+  patch.push({ op: 'add', path: '/spec/containers/-', value: sidecar });
+  if (o.configMapName) {
+    const volume = { name: 'gw-sidecar-config', configMap: { name: o.configMapName, optional: true } };
+    const hasVolumes = Array.isArray((pod.spec as Record<string, unknown>).volumes);
+    patch.push(hasVolumes ? { op: 'add', path: '/spec/volumes/-', value: volume } : { op: 'add', path: '/spec/volumes', value: [volume] });
+  }
+  patch.push({ op: 'add', path: `/metadata/annotations/${escape(ANN.status)}`, value: 'injected' });
+  const warnings: string[] = [];
+  if (!rewire) warnings.push(`gw sidecar listens on port ${listenPort} (named "gw-proxy"): point the Service's targetPort at it`);
+  if (pod.spec.automountServiceAccountToken === false) {
+    warnings.push('automountServiceAccountToken is false: the gw sidecar cannot read its ConfigMap');
+  }
+  return { patch, outcome: 'injected', warnings };
+}
+
+/** Applies the subset of RFC 6902 that injectSidecar emits (add, replace; `-` appends). */
+export function applyPatch<T>(doc: T, patch: JsonPatchOp[]): T {
+  const out = structuredClone(doc) as unknown;
+  for (const op of patch) {
+    const parts = op.path.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const last = parts.pop();
+    if (last === undefined) throw new Error(`bad patch path ${op.path}`);
+    let cur = out as Record<string, unknown> | unknown[];
+    for (const p of parts) {
+      const next = Array.isArray(cur) ? cur[Number(p)] : cur[p];
+      if (typeof next !== 'object' || next === null) throw new Error(`patch path ${op.path}: ${p} is missing`);
+      cur = next as Record<string, unknown> | unknown[];
+    }
+    if (Array.isArray(cur)) {
+      if (last === '-' && op.op === 'add') cur.push(op.value);
+      else if (op.op === 'add') cur.splice(Number(last), 0, op.value);
+      else if (op.op === 'replace') cur[Number(last)] = op.value;
+      else cur.splice(Number(last), 1);
+    } else if (op.op === 'remove') {
+      delete cur[last];
+    } else {
+      cur[last] = op.value;
+    }
+  }
+  return out as T;
+}

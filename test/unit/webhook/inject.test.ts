@@ -1,0 +1,156 @@
+import { describe, expect, test } from '@jest/globals';
+import { ANN, SIDECAR_NAME, UPSTREAM_PORT_NAME, applyPatch, defaultInjectOptions, injectSidecar } from '../../../controller/webhook/inject.js';
+import { PodSchema, type Pod } from '../../../controller/webhook/admission.js';
+import { review } from '../../../controller/webhook/server.js';
+import { injectOptionsFromFlags, type WebhookFlags } from '../../../cli/webhook.js';
+
+type Obj = Record<string, unknown>;
+const o = { ...defaultInjectOptions, image: 'registry.example/gw:1.2.3' };
+
+function pod(annotations: Record<string, string> | undefined, ports: Obj[] = [{ name: 'http', containerPort: 8080 }], labels?: Record<string, string>): Pod {
+  return PodSchema.parse({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'app', annotations, labels },
+    spec: { containers: [{ name: 'app', image: 'app:1', ports }], restartPolicy: 'Always' },
+  });
+}
+const containers = (p: Pod): Obj[] => p.spec.containers as unknown as Obj[];
+const sidecarOf = (p: Pod): Obj => {
+  const s = containers(p).filter((c) => c.name === SIDECAR_NAME);
+  expect(s).toHaveLength(1);
+  return s[0]!;
+};
+
+describe('injectSidecar', () => {
+  test('a pod without the annotation is untouched', () => {
+    expect(injectSidecar(pod(undefined), o)).toEqual({ patch: [], outcome: 'not-requested', warnings: [] });
+    expect(injectSidecar(pod({ [ANN.inject]: 'false' }), o).patch).toEqual([]);
+  });
+
+  test('named-port convention: the app port is renamed, the sidecar takes the name and proxies to the app port', () => {
+    const before = pod({ [ANN.inject]: 'true' }, [{ name: 'http', containerPort: 8080 }], { 'app.kubernetes.io/name': 'orders' });
+    const r = injectSidecar(before, o);
+    expect(r.outcome).toBe('injected');
+    expect(r.warnings).toEqual([]);
+    const after = applyPatch(before, r.patch);
+    expect(containers(after)).toHaveLength(2);
+    expect(containers(after)[0]!.ports).toEqual([{ name: UPSTREAM_PORT_NAME, containerPort: 8080 }]);
+    const s = sidecarOf(after);
+    expect(s.image).toBe('registry.example/gw:1.2.3');
+    expect(s.args).toEqual(['sidecar', '--upstream', 'http://127.0.0.1:8080', '--listen', '0.0.0.0:15080', '--metrics-listen', '0.0.0.0:15090', '--group', 'orders']);
+    expect(s.ports).toEqual([
+      { name: 'http', containerPort: 15080, protocol: 'TCP' },
+      { name: 'gw-metrics', containerPort: 15090, protocol: 'TCP' },
+    ]);
+    expect(s.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 15090 } });
+    expect(s.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 15090 } });
+    expect(s.resources).toEqual({ requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } });
+    expect(s.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    expect(s.env).toEqual([
+      { name: 'GW_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+      { name: 'GW_REDIS', valueFrom: { secretKeyRef: { name: 'gw-redis', key: 'url', optional: true } } },
+    ]);
+    expect(after.metadata?.annotations?.[ANN.status]).toBe('injected');
+    // unknown fields survive
+    expect((after.spec as Obj).restartPolicy).toBe('Always');
+  });
+
+  test('idempotent: a second admission of the injected pod adds nothing', () => {
+    const before = pod({ [ANN.inject]: 'true' });
+    const once = applyPatch(before, injectSidecar(before, o).patch);
+    const again = injectSidecar(once, o);
+    expect(again.outcome).toBe('already-injected');
+    expect(again.patch).toEqual([]);
+  });
+
+  test('explicit gw.io/upstream-port without a named port: sidecar port gw-proxy and a warning', () => {
+    const before = pod({ [ANN.inject]: 'true', [ANN.upstreamPort]: '3000', [ANN.listenPort]: '8080', [ANN.group]: 'g1' }, [{ containerPort: 3000 }]);
+    const r = injectSidecar(before, o);
+    expect(r.outcome).toBe('injected');
+    expect(r.warnings.join()).toMatch(/targetPort/);
+    const s = sidecarOf(applyPatch(before, r.patch));
+    expect(s.args).toEqual(expect.arrayContaining(['http://127.0.0.1:3000', '0.0.0.0:8080', 'g1']));
+    expect((s.ports as Obj[])[0]).toEqual({ name: 'gw-proxy', containerPort: 8080, protocol: 'TCP' });
+  });
+
+  test.each([
+    ['no port at all', { [ANN.inject]: 'true' }, [] as Obj[], /no container port named "http"/],
+    ['bad upstream port', { [ANN.inject]: 'true', [ANN.upstreamPort]: 'eighty' }, [{ name: 'http', containerPort: 80 }], /not a port number/],
+    ['out of range', { [ANN.inject]: 'true', [ANN.upstreamPort]: '70000' }, [{ containerPort: 80 }], /out of range/],
+    ['listen port clash', { [ANN.inject]: 'true' }, [{ name: 'http', containerPort: 8080 }, { name: 'x', containerPort: 15080 }], /listen port 15080 is already used/],
+    ['metrics port = app port', { [ANN.inject]: 'true', [ANN.metricsPort]: '8080' }, [{ name: 'http', containerPort: 8080 }], /metrics port 8080/],
+  ])('refused (pod admitted unchanged, with a warning): %s', (_n, ann, ports, msg) => {
+    const r = injectSidecar(pod(ann, ports), o);
+    expect(r.outcome).toBe('refused');
+    expect(r.patch).toEqual([]);
+    expect(r.warnings.join()).toMatch(msg);
+  });
+
+  test('optional --config ConfigMap is mounted read-only', () => {
+    const before = pod({ [ANN.inject]: 'true' });
+    const after = applyPatch(before, injectSidecar(before, { ...o, configMapName: 'gw-sidecar-config' }).patch);
+    expect((after.spec as Obj).volumes).toEqual([{ name: 'gw-sidecar-config', configMap: { name: 'gw-sidecar-config', optional: true } }]);
+    expect(sidecarOf(after).args).toEqual(expect.arrayContaining(['--config', '/etc/gw/config.yaml']));
+  });
+});
+
+describe('review (AdmissionReview in, AdmissionReview out)', () => {
+  const envelope = (object: unknown, kind = 'Pod') => ({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: { uid: 'u-1', kind: { group: '', version: 'v1', kind }, namespace: 'ns', operation: 'CREATE', object },
+  });
+
+  test('annotated pod → allowed with a base64 JSON patch, uid echoed', () => {
+    const r = review(envelope(pod({ [ANN.inject]: 'true' })), o);
+    expect(r.status).toBe(200);
+    if (!('response' in r.body)) throw new Error('no response');
+    expect(r.body.response).toMatchObject({ uid: 'u-1', allowed: true, patchType: 'JSONPatch' });
+    const patch = JSON.parse(Buffer.from(r.body.response.patch!, 'base64').toString()) as unknown[];
+    expect(patch).toContainEqual(expect.objectContaining({ op: 'add', path: '/spec/containers/-' }));
+  });
+
+  test('unannotated pod, other kinds and UPDATEs → allowed, no patch', () => {
+    const update = envelope(pod({ [ANN.inject]: 'true' }));
+    update.request.operation = 'UPDATE';
+    for (const body of [envelope(pod(undefined)), envelope({ metadata: {} }, 'ConfigMap'), update]) {
+      const r = review(body, o);
+      expect(r.body).toEqual({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'u-1', allowed: true } });
+    }
+  });
+
+  test('a pod the webhook cannot parse is still allowed, with a warning', () => {
+    const r = review(envelope({ spec: { containers: [] } }), o);
+    if (!('response' in r.body)) throw new Error('no response');
+    expect(r.body.response.allowed).toBe(true);
+    expect(r.body.response.patch).toBeUndefined();
+    expect(r.body.response.warnings?.join()).toMatch(/spec\.containers/);
+  });
+
+  test('a malformed AdmissionReview → 400 naming the field', () => {
+    expect(review({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { kind: {} } }, o)).toMatchObject({ status: 400, body: { error: expect.stringMatching(/request\.uid/) } });
+    expect(review({ kind: 'AdmissionReview' }, o).status).toBe(400);
+  });
+});
+
+describe('gw webhook flags', () => {
+  const flags: WebhookFlags = {
+    listen: '0.0.0.0:8443', tlsCert: 'c', tlsKey: 'k', image: 'gw:1', imagePullPolicy: 'IfNotPresent',
+    sidecarListenPort: '15080', sidecarMetricsPort: '15090', redisSecret: 'gw-redis',
+    sidecarCpuRequest: '50m', sidecarMemoryRequest: '64Mi', sidecarMemoryLimit: '256Mi', runAsUser: '10001',
+  };
+  test('defaults map to the inject options', () => {
+    expect(injectOptionsFromFlags(flags)).toMatchObject({ image: 'gw:1', listenPort: 15080, metricsPort: 15090, redisSecretName: 'gw-redis', runAsUser: 10001 });
+    expect(injectOptionsFromFlags({ ...flags, redisSecret: '' }).redisSecretName).toBeUndefined();
+  });
+  test.each([
+    [{ sidecarListenPort: 'x' }, /--sidecar-listen-port: not a number/],
+    [{ sidecarMetricsPort: '0' }, /--sidecar-metrics-port: out of range/],
+    [{ imagePullPolicy: 'Sometimes' }, /--image-pull-policy/],
+    [{ sidecarMemoryLimit: 'lots' }, /--sidecar-memory-limit: not a Kubernetes quantity/],
+    [{ sidecarMetricsPort: '15080' }, /must differ/],
+  ])('bad flag %p → one-line error', (bad, msg) => {
+    expect(() => injectOptionsFromFlags({ ...flags, ...bad })).toThrow(msg);
+  });
+});
