@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** The gw CLI: one binary, four subcommands (SPEC.md §1). Flags win over GW_* environment variables. */
 import { Command, Option } from 'commander';
+import { runController, type ControllerFlags } from './controller.js';
 import { runFacade, type FacadeFlags } from './facade.js';
 import { runSidecar, type SidecarFlags } from './sidecar.js';
 import { runStandalone } from './standalone.js';
@@ -8,10 +9,6 @@ import { runStandalone } from './standalone.js';
 function fail(message: string): never {
   process.stderr.write(`gw: ${message}\n`);
   process.exit(1);
-}
-
-function notYet(name: string) {
-  return (): void => fail(`${name}: not implemented yet`);
 }
 
 const env = (flag: string, envName: string, description: string, def?: string): Option => {
@@ -44,7 +41,13 @@ program
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
   .addOption(new Option('--leader-elect', 'enable leader election').env('GW_LEADER_ELECT'))
   .addOption(env('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9090'))
-  .action(notYet('controller'));
+  .addOption(env('--resync-period <seconds>', 'GW_RESYNC_PERIOD', 'full resync period', '60').hideHelp())
+  .addOption(env('--lease-duration <seconds>', 'GW_LEASE_DURATION', 'leader election lease duration', '15').hideHelp())
+  .addOption(env('--lease-namespace <ns>', 'GW_LEASE_NAMESPACE', 'namespace of the Lease (default: --namespace or default)').hideHelp())
+  .addOption(env('--identity <id>', 'GW_IDENTITY', 'leader election identity (default: hostname + random)').hideHelp())
+  .addOption(env('--concurrency <n>', 'GW_CONCURRENCY', 'reconciles running at once', '16').hideHelp())
+  .addOption(env('--store-check-period <seconds>', 'GW_STORE_CHECK_PERIOD', 'how often the Redis marker key is checked', '5').hideHelp())
+  .action((opts: ControllerFlags) => runController(opts).catch((e: unknown) => fail((e as Error).message)));
 
 program
   .command('facade')

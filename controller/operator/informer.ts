@@ -1,0 +1,241 @@
+/**
+ * Informer: list (paged) + watch of one resource, with a local cache and change callbacks. It wraps
+ * @kubernetes/client-node's Watch in its own loop, because a watch simply ends (on errors, timeouts,
+ * and with 410 Gone when its resourceVersion is too old): an ended watch resumes from the last seen
+ * resourceVersion (bookmarks keep it fresh), 410 relists, any error relists after an exponential
+ * backoff. A relist diffs against the cache, so deletions missed while disconnected are delivered.
+ * Objects are only checked for the envelope (metadata) here; each reconciler validates the kind.
+ */
+import { Watch, type KubeConfig } from '@kubernetes/client-node';
+import { z } from 'zod';
+import type { Logger } from '../../lib/logger.js';
+import { backoffDelay } from './work-queue.js';
+import { codeOf, resourcePath, type KubeApi } from './kube-api.js';
+
+export const ObjectMetaEnvelope = z.looseObject({
+  name: z.string(),
+  namespace: z.string().optional(),
+  uid: z.string().optional(),
+  resourceVersion: z.string().optional(),
+  generation: z.number().int().optional(),
+  deletionTimestamp: z.string().optional(),
+  finalizers: z.array(z.string()).optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+});
+export const KubeObjectSchema = z.looseObject({ metadata: ObjectMetaEnvelope });
+export type KubeObject = z.infer<typeof KubeObjectSchema>;
+
+const ListSchema = z.object({
+  metadata: z.looseObject({ resourceVersion: z.string().optional(), continue: z.string().optional() }),
+  items: z.array(z.unknown()).nullable().optional(),
+});
+
+export interface ResourceRef {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+}
+
+export type ChangeType = 'add' | 'update' | 'delete';
+
+export interface InformerOptions {
+  kc: KubeConfig;
+  api: KubeApi;
+  resource: ResourceRef;
+  namespace?: string;
+  fieldSelector?: string;
+  labelSelector?: string;
+  logger: Logger;
+  onChange: (type: ChangeType, obj: KubeObject, old?: KubeObject) => void;
+  pageSize?: number;
+}
+
+export const objectKey = (o: { metadata: { namespace?: string; name: string } }): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+
+class Gone extends Error {}
+
+/** resourceVersions are opaque, but etcd's are integers: compare them as such when they are. */
+function newer(a: string | undefined, b: string | undefined): boolean {
+  if (!a || !b || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return true;
+  return BigInt(a) > BigInt(b);
+}
+
+export class Informer {
+  private readonly cache = new Map<string, KubeObject>();
+  private resourceVersion = '';
+  private stopped = false;
+  private synced = false;
+  private abort?: AbortController;
+  private failures = 0;
+  private wake?: () => void;
+  private readonly syncedWaiters: (() => void)[] = [];
+
+  constructor(private readonly o: InformerOptions) {}
+
+  get kind(): string {
+    return this.o.resource.kind;
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  whenSynced(): Promise<void> {
+    return this.synced ? Promise.resolve() : new Promise((r) => this.syncedWaiters.push(r));
+  }
+
+  get(namespace: string, name: string): KubeObject | undefined {
+    return this.cache.get(`${namespace}/${name}`);
+  }
+
+  list(namespace?: string): KubeObject[] {
+    const all = [...this.cache.values()];
+    return namespace === undefined ? all : all.filter((o) => o.metadata.namespace === namespace);
+  }
+
+  /**
+   * Write-through: the API server's answer to our own write, so the next reconcile (which may run
+   * before the watch delivers it) does not see a stale object and write again. Older versions lose.
+   */
+  remember(raw: unknown): void {
+    const r = KubeObjectSchema.safeParse(raw);
+    if (!r.success) return;
+    const k = objectKey(r.data);
+    const cur = this.cache.get(k);
+    if (cur && !newer(r.data.metadata.resourceVersion, cur.metadata.resourceVersion)) return;
+    this.cache.set(k, r.data);
+  }
+
+  size(): number {
+    return this.cache.size;
+  }
+
+  start(): void {
+    void this.run();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort?.abort();
+    this.wake?.();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.relist();
+        this.failures = 0;
+        await this.watchUntilGone();
+      } catch (e) {
+        if (this.stopped) return;
+        if (e instanceof Gone) {
+          this.o.logger.info({ kind: this.kind }, 'watch expired (410 Gone); relisting');
+          continue;
+        }
+        this.failures++;
+        const ms = backoffDelay(this.failures, 500, 30_000);
+        this.o.logger.warn({ kind: this.kind, err: (e as Error).message, retryInMs: ms }, 'list/watch failed; retrying');
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, ms);
+          this.wake = () => {
+            clearTimeout(t);
+            r();
+          };
+        });
+      }
+    }
+  }
+
+  private async relist(): Promise<void> {
+    const path = resourcePath(this.o.resource, this.o.namespace);
+    const seen = new Map<string, KubeObject>();
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      const page = ListSchema.parse(
+        await this.o.api.get(path, { limit: this.o.pageSize ?? 500, continue: cont, fieldSelector: this.o.fieldSelector, labelSelector: this.o.labelSelector }),
+      );
+      for (const item of page.items ?? []) {
+        const r = KubeObjectSchema.safeParse(item);
+        if (!r.success) continue;
+        if (!r.data.metadata.namespace && this.o.namespace) r.data.metadata.namespace = this.o.namespace;
+        seen.set(objectKey(r.data), r.data);
+      }
+      cont = page.metadata.continue || undefined;
+      rv = page.metadata.resourceVersion ?? rv;
+    } while (cont && !this.stopped);
+    for (const [k, obj] of seen) {
+      const old = this.cache.get(k);
+      this.cache.set(k, obj);
+      if (!old) this.o.onChange('add', obj);
+      else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.o.onChange('update', obj, old);
+    }
+    for (const [k, old] of [...this.cache]) {
+      if (!seen.has(k)) {
+        this.cache.delete(k);
+        this.o.onChange('delete', old);
+      }
+    }
+    this.resourceVersion = rv;
+    if (!this.synced) {
+      this.synced = true;
+      for (const w of this.syncedWaiters.splice(0)) w();
+    }
+  }
+
+  /** Watches (resuming after each normal end) until 410 Gone or an error. */
+  private async watchUntilGone(): Promise<void> {
+    while (!this.stopped) await this.watchOnce();
+  }
+
+  private watchOnce(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let gone = false;
+      const query: Record<string, string | number | boolean> = { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 240 };
+      if (this.o.fieldSelector) query.fieldSelector = this.o.fieldSelector;
+      if (this.o.labelSelector) query.labelSelector = this.o.labelSelector;
+      const watch = new Watch(this.o.kc);
+      watch
+        .watch(
+          resourcePath(this.o.resource, this.o.namespace),
+          query,
+          (type: string, raw: unknown) => {
+            if (type === 'ERROR') {
+              const code = (raw as { code?: number } | undefined)?.code;
+              if (code === 410) gone = true;
+              this.abort?.abort();
+              return;
+            }
+            const r = KubeObjectSchema.safeParse(raw);
+            if (!r.success) return;
+            const obj = r.data;
+            if (obj.metadata.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
+            if (type === 'BOOKMARK') return;
+            if (!obj.metadata.namespace && this.o.namespace) obj.metadata.namespace = this.o.namespace;
+            const k = objectKey(obj);
+            const old = this.cache.get(k);
+            if (type === 'DELETED') {
+              this.cache.delete(k);
+              this.o.onChange('delete', old ?? obj);
+            } else {
+              this.cache.set(k, obj);
+              this.o.onChange(old ? 'update' : 'add', obj, old);
+            }
+          },
+          (err: unknown) => {
+            if (gone || codeOf(err) === 410) return reject(new Gone('410'));
+            const name = (err as { name?: string } | null)?.name;
+            if (!err || this.stopped || name === 'TimeoutError' || name === 'AbortError') return resolve();
+            reject(err instanceof Error ? err : new Error(String(err)));
+          },
+        )
+        .then((ac) => {
+          this.abort = ac;
+          if (this.stopped) ac.abort();
+        })
+        .catch(reject);
+    });
+  }
+}
