@@ -56,6 +56,13 @@ export const objectKey = (o: { metadata: { namespace?: string; name: string } })
 
 class Gone extends Error {}
 
+/** managedFields are often the largest part of an object and nothing here reads them: dropped before caching. */
+function slim(raw: unknown): unknown {
+  const m = (raw as { metadata?: { managedFields?: unknown } } | null)?.metadata;
+  if (m && typeof m === 'object' && 'managedFields' in m) delete m.managedFields;
+  return raw;
+}
+
 /** resourceVersions are opaque, but etcd's are integers: compare them as such when they are. */
 function newer(a: string | undefined, b: string | undefined): boolean {
   if (!a || !b || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return true;
@@ -64,6 +71,7 @@ function newer(a: string | undefined, b: string | undefined): boolean {
 
 export class Informer {
   private readonly cache = new Map<string, KubeObject>();
+  private readonly byNs = new Map<string, Map<string, KubeObject>>();
   private resourceVersion = '';
   private stopped = false;
   private synced = false;
@@ -91,8 +99,24 @@ export class Informer {
   }
 
   list(namespace?: string): KubeObject[] {
-    const all = [...this.cache.values()];
-    return namespace === undefined ? all : all.filter((o) => o.metadata.namespace === namespace);
+    if (namespace === undefined) return [...this.cache.values()];
+    return [...(this.byNs.get(namespace)?.values() ?? [])];
+  }
+
+  private put(k: string, obj: KubeObject): void {
+    this.cache.set(k, obj);
+    const ns = obj.metadata.namespace ?? '';
+    let m = this.byNs.get(ns);
+    if (!m) this.byNs.set(ns, (m = new Map()));
+    m.set(obj.metadata.name, obj);
+  }
+
+  private drop(k: string, obj: KubeObject): void {
+    this.cache.delete(k);
+    const ns = obj.metadata.namespace ?? '';
+    const m = this.byNs.get(ns);
+    m?.delete(obj.metadata.name);
+    if (m?.size === 0) this.byNs.delete(ns);
   }
 
   /**
@@ -100,12 +124,12 @@ export class Informer {
    * before the watch delivers it) does not see a stale object and write again. Older versions lose.
    */
   remember(raw: unknown): void {
-    const r = KubeObjectSchema.safeParse(raw);
+    const r = KubeObjectSchema.safeParse(slim(raw));
     if (!r.success) return;
     const k = objectKey(r.data);
     const cur = this.cache.get(k);
     if (cur && !newer(r.data.metadata.resourceVersion, cur.metadata.resourceVersion)) return;
-    this.cache.set(k, r.data);
+    this.put(k, r.data);
   }
 
   size(): number {
@@ -158,7 +182,7 @@ export class Informer {
         await this.o.api.get(path, { limit: this.o.pageSize ?? 500, continue: cont, fieldSelector: this.o.fieldSelector, labelSelector: this.o.labelSelector }),
       );
       for (const item of page.items ?? []) {
-        const r = KubeObjectSchema.safeParse(item);
+        const r = KubeObjectSchema.safeParse(slim(item));
         if (!r.success) continue;
         if (!r.data.metadata.namespace && this.o.namespace) r.data.metadata.namespace = this.o.namespace;
         seen.set(objectKey(r.data), r.data);
@@ -168,13 +192,13 @@ export class Informer {
     } while (cont && !this.stopped);
     for (const [k, obj] of seen) {
       const old = this.cache.get(k);
-      this.cache.set(k, obj);
+      this.put(k, obj);
       if (!old) this.o.onChange('add', obj);
       else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.o.onChange('update', obj, old);
     }
     for (const [k, old] of [...this.cache]) {
       if (!seen.has(k)) {
-        this.cache.delete(k);
+        this.drop(k, old);
         this.o.onChange('delete', old);
       }
     }
@@ -208,7 +232,7 @@ export class Informer {
               this.abort?.abort();
               return;
             }
-            const r = KubeObjectSchema.safeParse(raw);
+            const r = KubeObjectSchema.safeParse(slim(raw));
             if (!r.success) return;
             const obj = r.data;
             if (obj.metadata.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
@@ -217,10 +241,10 @@ export class Informer {
             const k = objectKey(obj);
             const old = this.cache.get(k);
             if (type === 'DELETED') {
-              this.cache.delete(k);
+              this.drop(k, old ?? obj);
               this.o.onChange('delete', old ?? obj);
             } else {
-              this.cache.set(k, obj);
+              this.put(k, obj);
               this.o.onChange(old ? 'update' : 'add', obj, old);
             }
           },

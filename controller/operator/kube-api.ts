@@ -35,19 +35,34 @@ export function createKubeApi(kc: KubeConfig, timeoutMs = 30_000): KubeApi {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('kubeconfig has no current cluster');
   const base = cluster.server.replace(/\/$/, '');
+  // client-node builds a new undici Agent on every applySecurityAuthentication (no cache), so every
+  // request would open (and keep) a TLS connection of its own: authenticate once a minute (tokens
+  // may rotate), keep the first dispatcher and reuse it.
+  let dispatcher: ReturnType<RequestContext['getDispatcher']>;
+  let haveDispatcher = false;
+  let auth: { headers: Record<string, string>; at: number } | undefined;
+  async function authHeaders(url: string): Promise<Record<string, string>> {
+    if (auth && Date.now() - auth.at < 60_000) return auth.headers;
+    const ctx = new RequestContext(url, HttpMethod.GET);
+    await kc.applySecurityAuthentication(ctx);
+    if (!haveDispatcher) {
+      dispatcher = ctx.getDispatcher();
+      haveDispatcher = true;
+    }
+    auth = { headers: { ...(ctx.getHeaders() as Record<string, string>) }, at: Date.now() };
+    return auth.headers;
+  }
   async function call(method: HttpMethod, path: string, body?: unknown, contentType = 'application/json', query?: Record<string, string | number | undefined>): Promise<unknown> {
     const url = new URL(base + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
-    const ctx = new RequestContext(url.toString(), method);
-    await kc.applySecurityAuthentication(ctx);
-    const headers = ctx.getHeaders() as Record<string, string>;
+    const headers = { ...(await authHeaders(url.toString())) };
     headers['accept'] = 'application/json';
     if (body !== undefined) headers['content-type'] = contentType;
     const res = await fetch(url, {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
-      dispatcher: ctx.getDispatcher(),
+      dispatcher,
       signal: AbortSignal.timeout(timeoutMs),
     });
     const text = await res.text();
@@ -73,7 +88,8 @@ export function createKubeApi(kc: KubeConfig, timeoutMs = 30_000): KubeApi {
   };
 }
 
-export const codeOf = (e: unknown): number | undefined => (e instanceof KubeApiError ? e.code : (e as { statusCode?: number; code?: number }).statusCode);
+export const codeOf = (e: unknown): number | undefined =>
+  e instanceof KubeApiError ? e.code : e && typeof e === 'object' ? (e as { statusCode?: number }).statusCode : undefined;
 
 /** REST path of a collection (namespace undefined = all namespaces) or of one object. */
 export function resourcePath(r: { group: string; version: string; plural: string }, namespace?: string, name?: string, sub?: string): string {

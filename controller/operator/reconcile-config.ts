@@ -22,18 +22,12 @@ export const CONFIG_LIMIT_BYTES = 1_000_000;
 /** How many key names a Policy's status lists (keyCount has the total). */
 export const POLICY_STATUS_KEYS = 50;
 
-const KeyPolicies = z.looseObject({
-  metadata: z.looseObject({ name: z.string() }),
-  spec: z.looseObject({ apply_policies: z.array(z.string()).nullish(), apply_policy_id: z.string().nullish() }).optional(),
-});
-
-/** Policy names an AccessKey applies (raw object: status needs it even for keys not yet valid). */
+/** Policy names an AccessKey applies (raw cached object: status needs it even for keys not yet valid). */
 export function policiesOf(raw: unknown): string[] {
-  const r = KeyPolicies.safeParse(raw);
-  if (!r.success) return [];
-  const s = r.data.spec;
-  const list = s?.apply_policies?.length ? s.apply_policies : s?.apply_policy_id ? [s.apply_policy_id] : [];
-  return [...new Set(list)];
+  const spec = (raw as { spec?: { apply_policies?: unknown; apply_policy_id?: unknown } } | null)?.spec;
+  if (!spec || typeof spec !== 'object') return [];
+  const list = Array.isArray(spec.apply_policies) && spec.apply_policies.length ? spec.apply_policies : typeof spec.apply_policy_id === 'string' && spec.apply_policy_id ? [spec.apply_policy_id] : [];
+  return [...new Set(list.filter((x): x is string => typeof x === 'string'))];
 }
 
 const ConfigMapData = z.looseObject({
@@ -98,7 +92,7 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
   // Statuses.
   const apiIds = new Set(config.apis.map((a) => a.api_id));
   const keysByPolicy = new Map<string, string[]>();
-  for (const k of inf.keys.list(ns)) {
+  for (const k of policies.length ? inf.keys.list(ns) : []) {
     for (const p of policiesOf(k)) {
       const l = keysByPolicy.get(p) ?? [];
       l.push(k.metadata.name);

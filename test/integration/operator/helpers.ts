@@ -33,11 +33,11 @@ export async function eventually<T>(fn: () => Promise<T | undefined | false>, ms
   }
 }
 
-export async function startController(ns: string, extra: string[] = [], opts: { waitReady?: boolean; redis?: string } = {}): Promise<Controller> {
+export async function startController(ns: string, extra: string[] = [], opts: { waitReady?: boolean; redis?: string; env?: Record<string, string> } = {}): Promise<Controller> {
   const port = await freePort();
   const metricsUrl = `http://127.0.0.1:${port}`;
   const args = [CLI, 'controller', '--kubeconfig', kubeconfig(), '--namespace', ns, '--redis', opts.redis ?? redisUrl(), '--metrics-listen', `127.0.0.1:${port}`, ...extra];
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GW_LOG_LEVEL: process.env.GW_TEST_CONTROLLER_LOG ?? 'info' } });
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GW_LOG_LEVEL: process.env.GW_TEST_CONTROLLER_LOG ?? 'info', ...(opts.env ?? {}) } });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
