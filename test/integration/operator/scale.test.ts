@@ -49,6 +49,7 @@ describe(`gw controller at scale (${N} AccessKeys)`, () => {
   test('every key reaches Redis within the bound; peak RSS under 300 MB', async () => {
     const api = createKubeApi(loadKubeConfig(kubeconfig()));
     const path = resourcePath(REFS.AccessKey, ns);
+    const idleRss = ctl.peakRss();
     const t0 = Date.now();
     let next = 0;
     const createAll = Promise.all(
@@ -67,7 +68,9 @@ describe(`gw controller at scale (${N} AccessKeys)`, () => {
     const rss = ctl.peakRss();
     const heap = await ctl.metric('gw_controller_nodejs_heap_size_used_bytes');
     const external = await ctl.metric('gw_controller_nodejs_external_memory_bytes');
-    console.log(`[operator] scale: heap used ${(heap / 1048576).toFixed(0)} MB, external ${(external / 1048576).toFixed(0)} MB`);
+    const heapTotal = await ctl.metric('gw_controller_nodejs_heap_size_total_bytes');
+    const mb = (n: number): string => `${(n / 1048576).toFixed(0)} MB`;
+    console.log(`[operator] scale: RSS before the keys ${mb(idleRss)}; heap used ${mb(heap)} of ${mb(heapTotal)}, external ${mb(external)}`);
     console.log(
       `[operator] scale: ${N} AccessKeys created in ${createdMs} ms; all ${N} sessions in Redis after ${allInRedisMs} ms; controller peak RSS ${(rss / 1024 / 1024).toFixed(0)} MB`,
     );
