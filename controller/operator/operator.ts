@@ -120,14 +120,11 @@ export class Operator {
     for (const inf of Object.values(this.informers)) inf.start();
     if (this.o.redis) {
       this.o.redis.on('ready', () => {
-        if (this.redisSeenReady) {
-          this.o.logger.info('Redis reconnected: full resync');
-          this.fullResync('redis');
-        }
+        this.o.logger.info(this.redisSeenReady ? 'Redis reconnected: full resync' : 'Redis connected');
         this.redisSeenReady = true;
+        this.fullResync('redis');
       });
-      if (this.o.redis.status === 'ready') this.redisSeenReady = true;
-      await this.smoothing?.start();
+      void this.smoothing?.start(); // subscribes whenever Redis is reachable; never blocks start-up
     }
     await Promise.all(Object.values(this.informers).map((i: Informer) => i.whenSynced()));
     this.synced = true;

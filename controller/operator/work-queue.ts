@@ -64,6 +64,7 @@ export class WorkQueue {
   /** Stops taking keys; queued keys stay (a later start() processes them). */
   stop(): void {
     this.running = false;
+    this.pump();
   }
 
   /** Forget everything queued or scheduled (e.g. when leadership is lost). */
@@ -107,10 +108,14 @@ export class WorkQueue {
     return this.failures.get(key) ?? 0;
   }
 
-  /** Resolves when nothing is queued or running (delayed retries excluded). */
+  /** Resolves when nothing is running and (while started) nothing is queued; delayed retries excluded. */
   idle(): Promise<void> {
-    if (this.depth() === 0 && this.active === 0) return Promise.resolve();
+    if (this.isIdle()) return Promise.resolve();
     return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  private isIdle(): boolean {
+    return this.active === 0 && (this.depth() === 0 || !this.running);
   }
 
   private take(): string | undefined {
@@ -130,7 +135,7 @@ export class WorkQueue {
       this.active++;
       void this.run(key);
     }
-    if (this.depth() === 0 && this.active === 0 && this.idleWaiters.length) {
+    if (this.isIdle() && this.idleWaiters.length) {
       const w = this.idleWaiters;
       this.idleWaiters = [];
       for (const r of w) r();

@@ -120,3 +120,25 @@ describe('operator work queue', () => {
     expect(seen).toEqual(['c']);
   });
 });
+
+describe('operator work queue: shutdown', () => {
+  test('idle() after stop() waits for running keys only, not for queued ones', async () => {
+    const timers = new FakeTimers();
+    const g = gatedHandler();
+    const q = new WorkQueue({ handler: g.handler, concurrency: 1, timers });
+    q.start();
+    q.add('a');
+    q.add('b');
+    await flush();
+    q.stop();
+    let idle = false;
+    void q.idle().then(() => (idle = true));
+    await flush();
+    expect(idle).toBe(false); // 'a' still runs
+    g.runs[0]!.done();
+    await flush();
+    expect(idle).toBe(true);
+    expect(g.runs).toHaveLength(1); // 'b' stays queued
+    expect(q.depth()).toBe(1);
+  });
+});
