@@ -6,7 +6,7 @@
  * --lease-namespace, --identity, --concurrency, --store-check-period.
  */
 import { createLogger } from '../lib/logger.js';
-import { loadKubeConfig } from '../lib/kube/client.js';
+import { loadKubeConnection } from '../controller/operator/kube-conn.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { createStoreClient } from '../lib/store/redis.js';
@@ -35,7 +35,7 @@ function seconds(value: string, flag: string, min = 0.1): number {
 
 export async function runController(flags: ControllerFlags): Promise<void> {
   const logger = createLogger('controller');
-  const kc = loadKubeConfig(flags.kubeconfig);
+  const conn = await loadKubeConnection(flags.kubeconfig);
   const resyncMs = seconds(flags.resyncPeriod, '--resync-period');
   const leaseDurationMs = seconds(flags.leaseDuration, '--lease-duration', 1);
   const storeCheckMs = seconds(flags.storeCheckPeriod, '--store-check-period');
@@ -47,7 +47,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   if (!redis) logger.warn('no --redis: AccessKeys and OAuthClients stay Ready=False StoreUnavailable');
 
   const operator = new Operator({
-    kc,
+    conn,
     logger,
     namespace: flags.namespace || undefined,
     redis,

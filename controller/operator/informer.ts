@@ -1,12 +1,13 @@
 /**
- * Informer: list (paged) + watch of one resource, with a local cache and change callbacks. It wraps
- * @kubernetes/client-node's Watch in its own loop, because a watch simply ends (on errors, timeouts,
- * and with 410 Gone when its resourceVersion is too old): an ended watch resumes from the last seen
+ * Informer: list (paged) + watch of one resource, with a local cache and change callbacks. A watch
+ * simply ends (on errors, timeouts, and with 410 Gone when its resourceVersion is too old), which is
+ * why client-node's informer needs a restart loop around it; this one is that loop around a plain watch
+ * stream (kube-api.ts; client-node's generated code would cost the controller ~85 MB of RSS): an ended
+ * watch resumes from the last seen
  * resourceVersion (bookmarks keep it fresh), 410 relists, any error relists after an exponential
  * backoff. A relist diffs against the cache, so deletions missed while disconnected are delivered.
  * Objects are only checked for the envelope (metadata) here; each reconciler validates the kind.
  */
-import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import type { Logger } from '../../lib/logger.js';
 import { backoffDelay } from './work-queue.js';
@@ -26,6 +27,8 @@ export const ObjectMetaEnvelope = z.looseObject({
 export const KubeObjectSchema = z.looseObject({ metadata: ObjectMetaEnvelope });
 export type KubeObject = z.infer<typeof KubeObjectSchema>;
 
+const WatchEvent = z.object({ type: z.string(), object: z.unknown() });
+
 const ListSchema = z.object({
   metadata: z.looseObject({ resourceVersion: z.string().optional(), continue: z.string().optional() }),
   items: z.array(z.unknown()).nullable().optional(),
@@ -41,7 +44,6 @@ export interface ResourceRef {
 export type ChangeType = 'add' | 'update' | 'delete';
 
 export interface InformerOptions {
-  kc: KubeConfig;
   api: KubeApi;
   resource: ResourceRef;
   namespace?: string;
@@ -211,55 +213,56 @@ export class Informer {
 
   /** Watches (resuming after each normal end) until 410 Gone or an error. */
   private async watchUntilGone(): Promise<void> {
-    while (!this.stopped) await this.watchOnce();
+    while (!this.stopped) {
+      const started = Date.now();
+      await this.watchOnce();
+      // a watch the server ends at once, over and over, must not spin
+      if (Date.now() - started < 1000 && !this.stopped) await new Promise((r) => setTimeout(r, 1000));
+    }
   }
 
-  private watchOnce(): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      let gone = false;
-      const query: Record<string, string | number | boolean> = { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 240 };
-      if (this.o.fieldSelector) query.fieldSelector = this.o.fieldSelector;
-      if (this.o.labelSelector) query.labelSelector = this.o.labelSelector;
-      const watch = new Watch(this.o.kc);
-      watch
-        .watch(
-          resourcePath(this.o.resource, this.o.namespace),
-          query,
-          (type: string, raw: unknown) => {
-            if (type === 'ERROR') {
-              const code = (raw as { code?: number } | undefined)?.code;
-              if (code === 410) gone = true;
-              this.abort?.abort();
-              return;
-            }
-            const r = KubeObjectSchema.safeParse(slim(raw));
-            if (!r.success) return;
-            const obj = r.data;
-            if (obj.metadata.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
-            if (type === 'BOOKMARK') return;
-            if (!obj.metadata.namespace && this.o.namespace) obj.metadata.namespace = this.o.namespace;
-            const k = objectKey(obj);
-            const old = this.cache.get(k);
-            if (type === 'DELETED') {
-              this.drop(k, old ?? obj);
-              this.o.onChange('delete', old ?? obj);
-            } else {
-              this.put(k, obj);
-              this.o.onChange(old ? 'update' : 'add', obj, old);
-            }
-          },
-          (err: unknown) => {
-            if (gone || codeOf(err) === 410) return reject(new Gone('410'));
-            const name = (err as { name?: string } | null)?.name;
-            if (!err || this.stopped || name === 'TimeoutError' || name === 'AbortError') return resolve();
-            reject(err instanceof Error ? err : new Error(String(err)));
-          },
-        )
-        .then((ac) => {
-          this.abort = ac;
-          if (this.stopped) ac.abort();
-        })
-        .catch(reject);
-    });
+  private async watchOnce(): Promise<void> {
+    const query: Record<string, string | number | boolean> = { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 240 };
+    if (this.o.fieldSelector) query.fieldSelector = this.o.fieldSelector;
+    if (this.o.labelSelector) query.labelSelector = this.o.labelSelector;
+    const ac = new AbortController();
+    this.abort = ac;
+    if (this.stopped) return;
+    let gone = false;
+    try {
+      await this.o.api.watch(resourcePath(this.o.resource, this.o.namespace), query, (ev) => {
+        const e = WatchEvent.safeParse(ev);
+        if (!e.success) return;
+        if (e.data.type === 'ERROR') {
+          if ((e.data.object as { code?: number } | undefined)?.code === 410) gone = true;
+          ac.abort();
+          return;
+        }
+        this.apply(e.data.type, e.data.object);
+      }, ac.signal);
+    } catch (err) {
+      if (gone || codeOf(err) === 410) throw new Gone('410');
+      if (this.stopped || ac.signal.aborted) return;
+      throw err;
+    }
+    if (gone) throw new Gone('410');
+  }
+
+  private apply(type: string, raw: unknown): void {
+    const r = KubeObjectSchema.safeParse(slim(raw));
+    if (!r.success) return;
+    const obj = r.data;
+    if (obj.metadata.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
+    if (type === 'BOOKMARK') return;
+    if (!obj.metadata.namespace && this.o.namespace) obj.metadata.namespace = this.o.namespace;
+    const k = objectKey(obj);
+    const old = this.cache.get(k);
+    if (type === 'DELETED') {
+      this.drop(k, old ?? obj);
+      this.o.onChange('delete', old ?? obj);
+    } else if (type === 'ADDED' || type === 'MODIFIED') {
+      this.put(k, obj);
+      this.o.onChange(old ? 'update' : 'add', obj, old);
+    }
   }
 }

@@ -1,10 +1,10 @@
 /**
- * A thin JSON client over the API server, authenticated exactly like @kubernetes/client-node's own
- * calls (RequestContext + its undici dispatcher, keep-alive). The generated clients hide the patch
- * content type and pagination; the operator needs both, so it speaks the REST paths directly.
+ * A thin JSON client over the API server (kube-conn.ts gives the server, auth headers and one
+ * keep-alive connection pool): plain REST paths, because the operator needs merge/JSON patches,
+ * paging and watch streams, and none of client-node's generated code.
  */
-import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
-import { fetch } from 'undici';
+import { request } from 'undici';
+import type { KubeConnection } from './kube-conn.js';
 
 export class KubeApiError extends Error {
   constructor(
@@ -22,69 +22,88 @@ const CONTENT_TYPE: Record<PatchType, string> = {
   json: 'application/json-patch+json',
 };
 
+export type Query = Record<string, string | number | boolean | undefined>;
+
 export interface KubeApi {
-  get(path: string, query?: Record<string, string | number | undefined>): Promise<unknown>;
+  get(path: string, query?: Query): Promise<unknown>;
   post(path: string, body: unknown): Promise<unknown>;
   put(path: string, body: unknown): Promise<unknown>;
   patch(path: string, body: unknown, type: PatchType): Promise<unknown>;
   delete(path: string): Promise<unknown>;
+  /** A watch: one parsed JSON event per line, until the server ends it or `signal` aborts. */
+  watch(path: string, query: Query, onEvent: (event: unknown) => void, signal: AbortSignal): Promise<void>;
   server(): string;
 }
 
-export function createKubeApi(kc: KubeConfig, timeoutMs = 30_000): KubeApi {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('kubeconfig has no current cluster');
-  const base = cluster.server.replace(/\/$/, '');
-  // client-node builds a new undici Agent on every applySecurityAuthentication (no cache), so every
-  // request would open (and keep) a TLS connection of its own: authenticate once a minute (tokens
-  // may rotate), keep the first dispatcher and reuse it.
-  let dispatcher: ReturnType<RequestContext['getDispatcher']>;
-  let haveDispatcher = false;
-  let auth: { headers: Record<string, string>; at: number } | undefined;
-  async function authHeaders(url: string): Promise<Record<string, string>> {
-    if (auth && Date.now() - auth.at < 60_000) return auth.headers;
-    const ctx = new RequestContext(url, HttpMethod.GET);
-    await kc.applySecurityAuthentication(ctx);
-    if (!haveDispatcher) {
-      dispatcher = ctx.getDispatcher();
-      haveDispatcher = true;
-    }
-    auth = { headers: { ...(ctx.getHeaders() as Record<string, string>) }, at: Date.now() };
-    return auth.headers;
+function url(base: string, path: string, query?: Query): string {
+  const u = new URL(base + path);
+  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== '') u.searchParams.set(k, String(v));
+  return u.toString();
+}
+
+async function fail(method: string, path: string, status: number, text: string): Promise<never> {
+  let st: { message?: string; reason?: string } | undefined;
+  try {
+    st = JSON.parse(text) as typeof st;
+  } catch {
+    st = undefined;
   }
-  async function call(method: HttpMethod, path: string, body?: unknown, contentType = 'application/json', query?: Record<string, string | number | undefined>): Promise<unknown> {
-    const url = new URL(base + path);
-    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
-    const headers = { ...(await authHeaders(url.toString())) };
-    headers['accept'] = 'application/json';
+  throw new KubeApiError(`${method} ${path}: ${status} ${st?.message ?? text.slice(0, 200)}`, status, st?.reason);
+}
+
+export function createKubeApi(conn: KubeConnection, timeoutMs = 30_000): KubeApi {
+  async function call(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, contentType = 'application/json', query?: Query): Promise<unknown> {
+    const headers: Record<string, string> = { ...(await conn.headers()), accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = contentType;
-    const res = await fetch(url, {
+    const res = await request(url(conn.server, path, query), {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
-      dispatcher,
-      signal: AbortSignal.timeout(timeoutMs),
+      dispatcher: conn.dispatcher,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
     });
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    if (res.status >= 300) {
-      const st = parsed as { message?: string; reason?: string } | undefined;
-      throw new KubeApiError(`${method} ${path}: ${res.status} ${st?.message ?? text.slice(0, 200)}`, res.status, st?.reason);
-    }
-    return parsed;
+    const text = await res.body.text();
+    if (res.statusCode >= 300) return fail(method, path, res.statusCode, text);
+    return text ? (JSON.parse(text) as unknown) : undefined;
   }
   return {
-    get: (path, query) => call(HttpMethod.GET, path, undefined, undefined, query),
-    post: (path, body) => call(HttpMethod.POST, path, body),
-    put: (path, body) => call(HttpMethod.PUT, path, body),
-    patch: (path, body, type) => call(HttpMethod.PATCH, path, body, CONTENT_TYPE[type]),
-    delete: (path) => call(HttpMethod.DELETE, path),
-    server: () => base,
+    get: (path, query) => call('GET', path, undefined, undefined, query),
+    post: (path, body) => call('POST', path, body),
+    put: (path, body) => call('PUT', path, body),
+    patch: (path, body, type) => call('PATCH', path, body, CONTENT_TYPE[type]),
+    delete: (path) => call('DELETE', path),
+    server: () => conn.server,
+    async watch(path, query, onEvent, signal) {
+      const headers = { ...(await conn.headers()), accept: 'application/json' };
+      const res = await request(url(conn.server, path, { ...query, watch: true }), {
+        method: 'GET',
+        headers,
+        dispatcher: conn.dispatcher,
+        signal,
+        headersTimeout: timeoutMs,
+        bodyTimeout: 5 * 60_000, // the server ends a watch after timeoutSeconds; silence beyond that is a dead connection
+      });
+      if (res.statusCode >= 300) return fail('WATCH', path, res.statusCode, await res.body.text());
+      let buf = '';
+      res.body.setEncoding('utf8');
+      for await (const chunk of res.body as AsyncIterable<string>) {
+        buf += chunk;
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl).trim();
+          buf = buf.slice(nl + 1);
+          if (!line) continue;
+          let event: unknown;
+          try {
+            event = JSON.parse(line);
+          } catch {
+            continue;
+          }
+          onEvent(event);
+        }
+      }
+    },
   };
 }
 

@@ -7,7 +7,6 @@
  * replica), so Redis drift is repaired within seconds and any other drift within one resync period.
  */
 import { randomUUID } from 'node:crypto';
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../../lib/logger.js';
 import { RedisSessionStore } from '../../lib/sessions-redis.js';
 import type { StoreClient } from '../../lib/store/redis.js';
@@ -16,6 +15,7 @@ import { REFS, type Informers, type OperatorContext } from './context.js';
 import { EventRecorder } from './events.js';
 import { Informer, type ChangeType, type KubeObject, type ResourceRef } from './informer.js';
 import { createKubeApi, type KubeApi } from './kube-api.js';
+import type { KubeConnection } from './kube-conn.js';
 import { kubeLeaseClient, LeaderElector } from './leader-election.js';
 import { OperatorMetrics } from './metrics.js';
 import { reconcileClient } from './reconcile-client.js';
@@ -29,7 +29,7 @@ import { SecretIndex } from './secret-index.js';
 export const STORE_MARKER_KEY = 'gw:controller:marker';
 
 export interface OperatorOptions {
-  kc: KubeConfig;
+  conn: KubeConnection;
   logger: Logger;
   namespace?: string;
   redis?: StoreClient;
@@ -62,9 +62,9 @@ export class Operator {
   constructor(private readonly o: OperatorOptions) {
     this.metrics = o.metrics ?? new OperatorMetrics();
     this.identity = o.identity ?? `${process.env.HOSTNAME ?? 'gw-controller'}-${randomUUID().slice(0, 8)}`;
-    this.api = createKubeApi(o.kc);
+    this.api = createKubeApi(o.conn);
     const mk = (resource: ResourceRef, extra: { fieldSelector?: string } = {}): Informer =>
-      new Informer({ kc: o.kc, api: this.api, resource, namespace: o.namespace, logger: o.logger, onChange: (t, obj, old) => this.onChange(resource.kind, t, obj, old), ...extra });
+      new Informer({ api: this.api, resource, namespace: o.namespace, logger: o.logger, onChange: (t, obj, old) => this.onChange(resource.kind, t, obj, old), ...extra });
     this.informers = {
       apis: mk(REFS.ApiDefinition),
       policies: mk(REFS.Policy),

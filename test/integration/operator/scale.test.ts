@@ -5,7 +5,7 @@
  */
 import { jest } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { loadKubeConfig } from '../../../lib/kube/client.js';
+import { loadKubeConnection } from '../../../controller/operator/kube-conn.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { createKubeApi, resourcePath } from '../../../controller/operator/kube-api.js';
 import { REFS } from '../../../controller/operator/context.js';
@@ -47,7 +47,7 @@ describe(`gw controller at scale (${N} AccessKeys)`, () => {
   };
 
   test('every key reaches Redis within the bound; peak RSS under 300 MB', async () => {
-    const api = createKubeApi(loadKubeConfig(kubeconfig()));
+    const api = createKubeApi(await loadKubeConnection(kubeconfig()));
     const path = resourcePath(REFS.AccessKey, ns);
     const idleRss = ctl.peakRss();
     const t0 = Date.now();
