@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 /** The gw CLI: one binary, four subcommands (SPEC.md §1). Flags win over GW_* environment variables. */
 import { Command, Option } from 'commander';
-import { runController, type ControllerFlags } from './controller.js';
-import { runFacade, type FacadeFlags } from './facade.js';
-import { runSidecar, type SidecarFlags } from './sidecar.js';
-import { runStandalone } from './standalone.js';
+// Subcommands load on demand: each process carries only its own dependencies (the controller, for
+// one, never loads @kubernetes/client-node's generated API code).
+import type { ControllerFlags } from './controller.js';
+import type { FacadeFlags } from './facade.js';
+import type { SidecarFlags } from './sidecar.js';
 
 function fail(message: string): never {
   process.stderr.write(`gw: ${message}\n`);
@@ -30,7 +31,7 @@ program
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'shared store URL (default: in memory)'))
   .action((opts: { resources: string; listen: string; adminListen: string; config?: string; redis?: string }) =>
-    runStandalone(opts).catch((e: unknown) => fail((e as Error).message)),
+    import('./standalone.js').then((m) => m.runStandalone(opts)).catch((e: unknown) => fail((e as Error).message)),
   );
 
 program
@@ -47,7 +48,7 @@ program
   .addOption(env('--identity <id>', 'GW_IDENTITY', 'leader election identity (default: hostname + random)').hideHelp())
   .addOption(env('--concurrency <n>', 'GW_CONCURRENCY', 'reconciles running at once', '16').hideHelp())
   .addOption(env('--store-check-period <seconds>', 'GW_STORE_CHECK_PERIOD', 'how often the Redis marker key is checked', '5').hideHelp())
-  .action((opts: ControllerFlags) => runController(opts).catch((e: unknown) => fail((e as Error).message)));
+  .action((opts: ControllerFlags) => import('./controller.js').then((m) => m.runController(opts)).catch((e: unknown) => fail((e as Error).message)));
 
 program
   .command('facade')
@@ -57,7 +58,7 @@ program
   .addOption(env('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8081'))
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL (live quota values)'))
-  .action((opts: FacadeFlags) => runFacade(opts).catch((e: unknown) => fail((e as Error).message)));
+  .action((opts: FacadeFlags) => import('./facade.js').then((m) => m.runFacade(opts)).catch((e: unknown) => fail((e as Error).message)));
 
 program
   .command('sidecar')
@@ -70,6 +71,6 @@ program
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
   .addOption(env('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9091'))
-  .action((opts: SidecarFlags) => runSidecar(opts).catch((e: unknown) => fail((e as Error).message)));
+  .action((opts: SidecarFlags) => import('./sidecar.js').then((m) => m.runSidecar(opts)).catch((e: unknown) => fail((e as Error).message)));
 
 program.parseAsync(process.argv).catch((e: unknown) => fail((e as Error).message));

@@ -8,6 +8,8 @@ import { Redis } from 'ioredis';
 import { sha256hex } from '../../../lib/hash.js';
 import { SESSION_PREFIX } from '../../../lib/sessions-redis.js';
 import { storeKeys } from '../../../lib/store/keys.js';
+import { SMOOTHING_CHANNEL } from '../../../lib/events.js';
+import { request } from 'undici';
 import { readClientRecord, clientRecordKey, verifyClientSecret } from '../../../controller/operator/reconcile-client.js';
 import { freshNamespace, kubectl } from '../../helpers/kube.js';
 import { freshRedis } from '../../helpers/redis.js';
@@ -199,5 +201,32 @@ describe('gw controller: reconciling the four kinds', () => {
     const r = await kubectl(['patch', '-n', ns, 'configmap', 'gw-config', '--type', 'merge', '-p', JSON.stringify({ data: { 'config.json': JSON.stringify(edited) } })]);
     expect(r.code).toBe(0);
     await eventually(async () => JSON.stringify((await configMap())?.config) === JSON.stringify(before.config), 8_000, 'ConfigMap restored');
+  });
+
+  test('a smoothing event published by a sidecar becomes a Normal Event on the AccessKey', async () => {
+    const hk = sha256hex('smooth-key');
+    await apply(ns, accessKey('ks', { key_hash: hk, rate: 10, per: 1 }));
+    await waitReady(ns, 'accesskey', 'ks', 'True', 'Reconciled');
+    const payload = { event: 'RateLimitSmoothingUp', api_id: 'pets', limiter_key: `k:h:${hk}`, old_allowance: 5, new_allowance: 7, time: new Date().toISOString(), namespace: ns };
+    await redis.publish(SMOOTHING_CHANNEL, JSON.stringify(payload));
+    const ev = await eventually(async () => {
+      const r = await kubectl(['get', 'events', '-n', ns, '--field-selector', 'involvedObject.name=ks', '-o', 'json']);
+      return (JSON.parse(r.stdout) as { items: { reason: string; type: string; message: string }[] }).items.find((e) => e.reason === 'RateLimitSmoothingUp');
+    }, 10_000, 'smoothing Event');
+    expect(ev.type).toBe('Normal');
+    expect(ev.message).toContain('5 → 7');
+    expect(await ctl.metric('gw_controller_smoothing_events_total', { event: 'RateLimitSmoothingUp' })).toBe(1);
+  });
+
+  test('metrics and health: reconciles by kind and result, latency, queue depth, leader', async () => {
+    expect(await ctl.metric('gw_controller_reconciles_total', { kind: 'AccessKey', result: 'success' })).toBeGreaterThan(0);
+    expect(await ctl.metric('gw_controller_reconciles_total', { kind: 'Config', result: 'success' })).toBeGreaterThan(0);
+    expect(await ctl.metric('gw_controller_reconcile_duration_seconds_count', { kind: 'OAuthClient' })).toBeGreaterThan(0);
+    expect(await ctl.metric('gw_controller_leader')).toBe(1); // no --leader-elect: always leads
+    const text = await (await request(`${ctl.metricsUrl}/metrics`)).body.text();
+    expect(text).toMatch(/^gw_controller_queue_depth \d+$/m);
+    const h = await request(`${ctl.metricsUrl}/healthz`);
+    expect(h.statusCode).toBe(200);
+    await h.body.dump();
   });
 });
