@@ -46,7 +46,7 @@ program
   .addOption(env('--lease-duration <seconds>', 'GW_LEASE_DURATION', 'leader election lease duration', '15').hideHelp())
   .addOption(env('--lease-namespace <ns>', 'GW_LEASE_NAMESPACE', 'namespace of the Lease (default: --namespace or default)').hideHelp())
   .addOption(env('--identity <id>', 'GW_IDENTITY', 'leader election identity (default: hostname + random)').hideHelp())
-  .addOption(env('--concurrency <n>', 'GW_CONCURRENCY', 'reconciles running at once', '16').hideHelp())
+  .addOption(env('--concurrency <n>', 'GW_CONCURRENCY', 'reconciles running at once', '32').hideHelp())
   .addOption(env('--store-check-period <seconds>', 'GW_STORE_CHECK_PERIOD', 'how often the Redis marker key is checked', '5').hideHelp())
   .action((opts: ControllerFlags) => import('./controller.js').then((m) => m.runController(opts)).catch((e: unknown) => fail((e as Error).message)));
 

@@ -58,11 +58,19 @@ export const objectKey = (o: { metadata: { namespace?: string; name: string } })
 
 class Gone extends Error {}
 
-/** managedFields are often the largest part of an object and nothing here reads them: dropped before caching. */
-function slim(raw: unknown): unknown {
-  const m = (raw as { metadata?: { managedFields?: unknown } } | null)?.metadata;
-  if (m && typeof m === 'object' && 'managedFields' in m) delete m.managedFields;
-  return raw;
+/**
+ * The envelope of an object from the API server: metadata validated (zod), the rest kept as received
+ * (each reconciler validates its kind), without copying spec and status. managedFields are often the
+ * largest part of an object and nothing here reads them: dropped before caching.
+ */
+export function envelope(raw: unknown): KubeObject | undefined {
+  if (!raw || typeof raw !== 'object') return undefined;
+  const o = raw as { metadata?: { managedFields?: unknown } };
+  if (o.metadata && typeof o.metadata === 'object') delete o.metadata.managedFields;
+  const m = ObjectMetaEnvelope.safeParse(o.metadata);
+  if (!m.success) return undefined;
+  (o as { metadata: unknown }).metadata = m.data;
+  return o as KubeObject;
 }
 
 /** resourceVersions are opaque, but etcd's are integers: compare them as such when they are. */
@@ -126,12 +134,12 @@ export class Informer {
    * before the watch delivers it) does not see a stale object and write again. Older versions lose.
    */
   remember(raw: unknown): void {
-    const r = KubeObjectSchema.safeParse(slim(raw));
-    if (!r.success) return;
-    const k = objectKey(r.data);
+    const obj = envelope(raw);
+    if (!obj) return;
+    const k = objectKey(obj);
     const cur = this.cache.get(k);
-    if (cur && !newer(r.data.metadata.resourceVersion, cur.metadata.resourceVersion)) return;
-    this.put(k, r.data);
+    if (cur && !newer(obj.metadata.resourceVersion, cur.metadata.resourceVersion)) return;
+    this.put(k, obj);
   }
 
   size(): number {
@@ -184,10 +192,10 @@ export class Informer {
         await this.o.api.get(path, { limit: this.o.pageSize ?? 500, continue: cont, fieldSelector: this.o.fieldSelector, labelSelector: this.o.labelSelector }),
       );
       for (const item of page.items ?? []) {
-        const r = KubeObjectSchema.safeParse(slim(item));
-        if (!r.success) continue;
-        if (!r.data.metadata.namespace && this.o.namespace) r.data.metadata.namespace = this.o.namespace;
-        seen.set(objectKey(r.data), r.data);
+        const obj = envelope(item);
+        if (!obj) continue;
+        if (!obj.metadata.namespace && this.o.namespace) obj.metadata.namespace = this.o.namespace;
+        seen.set(objectKey(obj), obj);
       }
       cont = page.metadata.continue || undefined;
       rv = page.metadata.resourceVersion ?? rv;
@@ -249,9 +257,8 @@ export class Informer {
   }
 
   private apply(type: string, raw: unknown): void {
-    const r = KubeObjectSchema.safeParse(slim(raw));
-    if (!r.success) return;
-    const obj = r.data;
+    const obj = envelope(raw);
+    if (!obj) return;
     if (obj.metadata.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
     if (type === 'BOOKMARK') return;
     if (!obj.metadata.namespace && this.o.namespace) obj.metadata.namespace = this.o.namespace;

@@ -87,7 +87,7 @@ export class Operator {
       keyOwners: new Map(),
     };
     this.queue = new WorkQueue({
-      concurrency: o.concurrency ?? 16,
+      concurrency: o.concurrency ?? 32,
       handler: (k) => this.reconcile(k),
       onError: (key, err, attempt, retryInMs) => {
         const log = err instanceof StoreUnavailable || attempt < 3 ? o.logger.warn.bind(o.logger) : o.logger.error.bind(o.logger);

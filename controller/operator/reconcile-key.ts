@@ -64,11 +64,18 @@ export async function deleteSessionAndCounters(ctx: OperatorContext, hash: strin
   }
 }
 
+const quotas = new WeakMap<object, RedisQuota>();
+function quotaOf(redis: NonNullable<OperatorContext['redis']>): RedisQuota {
+  let q = quotas.get(redis);
+  if (!q) quotas.set(redis, (q = new RedisQuota(redis, systemClock)));
+  return q;
+}
+
 async function resetQuota(ctx: OperatorContext, hash: string, stored: StoredSession): Promise<void> {
   const config = ctx.configs.get(stored.namespace) ?? compileNamespace(ctx, stored.namespace);
   const eff = effectiveSession(stored, config);
   const identity = eff instanceof Error ? `h:${hash}` : limiterIdentity(hash, eff.rate_limit_pattern, eff.meta_data);
-  const quota = new RedisQuota(ctx.redis!, systemClock);
+  const quota = quotaOf(ctx.redis!);
   for (const b of quotaBuckets(eff instanceof Error ? undefined : eff, identity)) await storeCall(quota.reset(b));
   ctx.metrics.writes.inc({ target: 'quota_reset' });
 }

@@ -28,7 +28,7 @@ describe(`gw controller at scale (${N} AccessKeys)`, () => {
   beforeAll(async () => {
     ns = await freshNamespace('scale');
     redis = await freshRedis();
-    ctl = await startController(ns, ['--concurrency', '32'], { env: process.env.GW_TEST_CONTROLLER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.GW_TEST_CONTROLLER_NODE_OPTIONS } : {} });
+    ctl = await startController(ns, [], { env: process.env.GW_TEST_CONTROLLER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.GW_TEST_CONTROLLER_NODE_OPTIONS } : {} });
   });
   afterAll(async () => {
     await ctl?.stop('SIGKILL');
