@@ -229,4 +229,11 @@ describe('gw controller: reconciling the four kinds', () => {
     expect(h.statusCode).toBe(200);
     await h.body.dump();
   });
+
+  test('SIGTERM: the controller drains and exits 0', async () => {
+    await ctl.stop('SIGTERM');
+    expect(ctl.proc.signalCode).toBeNull();
+    expect(ctl.proc.exitCode).toBe(0);
+    expect(ctl.output()).toContain('shutting down');
+  });
 });
