@@ -266,7 +266,7 @@ export class Informer {
     const old = this.cache.get(k);
     if (type === 'DELETED') {
       this.drop(k, old ?? obj);
-      this.o.onChange('delete', old ?? obj);
+      this.o.onChange('delete', obj, old); // the object's final state
     } else if (type === 'ADDED' || type === 'MODIFIED') {
       this.put(k, obj);
       this.o.onChange(old ? 'update' : 'add', obj, old);
