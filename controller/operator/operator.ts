@@ -128,6 +128,12 @@ export class Operator {
     }
     await Promise.all(Object.values(this.informers).map((i: Informer) => i.whenSynced()));
     this.synced = true;
+    // Key ownership survives restarts in status.keyHash: seed the index before any reconcile, so a
+    // duplicate key stays refused and a deletion never removes a session another AccessKey owns.
+    for (const k of this.informers.keys.list()) {
+      const h = (k as { status?: { keyHash?: unknown } }).status?.keyHash;
+      if (typeof h === 'string' && !k.metadata.deletionTimestamp && !this.ctx.keyOwners.has(h)) this.ctx.keyOwners.set(h, `${k.metadata.namespace}/${k.metadata.name}`);
+    }
     this.o.logger.info(
       { apis: this.informers.apis.size(), policies: this.informers.policies.size(), keys: this.informers.keys.size(), clients: this.informers.clients.size() },
       'caches synced',

@@ -171,7 +171,10 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
     }
     ctx.keyOwners.set(hash, resKey);
     if (previous !== hash) {
-      if (previous) await deleteSessionAndCounters(ctx, previous);
+      if (previous) {
+        await deleteSessionAndCounters(ctx, previous);
+        if (ctx.keyOwners.get(previous) === resKey) ctx.keyOwners.delete(previous);
+      }
       if (key.metadata.annotations?.[SUPPRESS_RESET_ANNOTATION] !== 'true') await resetQuota(ctx, hash, stored);
     }
   } catch (e) {

@@ -230,6 +230,26 @@ describe('gw controller: reconciling the four kinds', () => {
     await h.body.dump();
   });
 
+  test('two AccessKeys with one key: the second is refused; deleting it leaves the session of the first', async () => {
+    const hd = sha256hex('dup-key');
+    await apply(ns, accessKey('dup-a', { key_hash: hd, rate: 3, per: 1 }));
+    await waitReady(ns, 'accesskey', 'dup-a', 'True', 'Reconciled');
+    await apply(ns, accessKey('dup-b', { key_hash: hd, rate: 9, per: 1 }));
+    expect((await waitReady(ns, 'accesskey', 'dup-b', 'False', 'InvalidSpec')).message).toContain('dup-a');
+    expect((await session(hd))?.name).toBe('dup-a');
+    await kubectl(['delete', '-n', ns, 'accesskey', 'dup-b', '--wait=false']);
+    await eventually(async () => (await getJson(ns, 'accesskey', 'dup-b')) === undefined, 10_000, 'dup-b gone');
+    expect((await session(hd))?.session.rate).toBe(3);
+  });
+
+  test('after a restart the owner of a key is remembered (status.keyHash): a new duplicate is still refused', async () => {
+    await ctl.stop('SIGTERM');
+    ctl = await startController(ns, ['--resync-period', '3', '--store-check-period', '1']);
+    await apply(ns, accessKey('dup-c', { key_hash: sha256hex('dup-key'), rate: 5, per: 1 }));
+    expect((await waitReady(ns, 'accesskey', 'dup-c', 'False', 'InvalidSpec')).message).toContain('dup-a');
+    expect((await session(sha256hex('dup-key')))?.name).toBe('dup-a');
+  });
+
   test('SIGTERM: the controller drains and exits 0', async () => {
     await ctl.stop('SIGTERM');
     expect(ctl.proc.signalCode).toBeNull();
