@@ -1,20 +1,17 @@
 #!/usr/bin/env node
 /** The gw CLI: one binary, four subcommands (SPEC.md §1). Flags win over GW_* environment variables. */
 import { Command, Option } from 'commander';
-// Server subcommands are imported when they run, so the client commands (gw keys|oauth|proxy) start
-// without loading the gateway, the Kubernetes client and Redis.
+// Subcommands load on demand: each process carries only its own dependencies (the controller, for
+// one, never loads @kubernetes/client-node's generated API code).
+import type { ControllerFlags } from './controller.js';
 import type { FacadeFlags } from './facade.js';
 import type { SidecarFlags } from './sidecar.js';
-import { registerClientCommands } from './client/index.js';
 import type { WebhookFlags } from './webhook.js';
+import { registerClientCommands } from './client/index.js';
 
 function fail(message: string): never {
   process.stderr.write(`gw: ${message}\n`);
   process.exit(1);
-}
-
-function notYet(name: string) {
-  return (): void => fail(`${name}: not implemented yet`);
 }
 
 const env = (flag: string, envName: string, description: string, def?: string): Option => {
@@ -47,7 +44,13 @@ program
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
   .addOption(new Option('--leader-elect', 'enable leader election').env('GW_LEADER_ELECT'))
   .addOption(env('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9090'))
-  .action(notYet('controller'));
+  .addOption(env('--resync-period <seconds>', 'GW_RESYNC_PERIOD', 'full resync period', '60').hideHelp())
+  .addOption(env('--lease-duration <seconds>', 'GW_LEASE_DURATION', 'leader election lease duration', '15').hideHelp())
+  .addOption(env('--lease-namespace <ns>', 'GW_LEASE_NAMESPACE', 'namespace of the leader-election Lease (default: $POD_NAMESPACE, else --namespace, else default)'))
+  .addOption(env('--identity <id>', 'GW_IDENTITY', 'leader election identity (default: hostname + random)').hideHelp())
+  .addOption(env('--concurrency <n>', 'GW_CONCURRENCY', 'reconciles running at once', '32').hideHelp())
+  .addOption(env('--store-check-period <seconds>', 'GW_STORE_CHECK_PERIOD', 'how often the Redis marker key is checked', '5').hideHelp())
+  .action((opts: ControllerFlags) => import('./controller.js').then((m) => m.runController(opts)).catch((e: unknown) => fail((e as Error).message)));
 
 program
   .command('facade')

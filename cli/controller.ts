@@ -1,0 +1,64 @@
+/**
+ * `gw controller`: runs the operator (cli/controller-main.ts) in a worker thread whose young
+ * generation is capped. Reconciling thousands of objects allocates fast, and V8 then grows the young
+ * generation to 64 MB and more; the cap (`resourceLimits.maxYoungGenerationSizeMb`, 8 MB) is what keeps
+ * the controller's RSS in budget, and Node cannot change it after start-up any other way. The main
+ * thread only forwards SIGTERM/SIGINT (graceful drain in the worker) and exits with the worker's code.
+ * GW_CONTROLLER_THREAD=off runs everything in the main thread.
+ */
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+
+export interface ControllerFlags {
+  kubeconfig?: string;
+  namespace?: string;
+  redis?: string;
+  leaderElect?: boolean | string;
+  metricsListen: string;
+  resyncPeriod: string;
+  leaseDuration: string;
+  leaseNamespace?: string;
+  identity?: string;
+  concurrency: string;
+  storeCheckPeriod: string;
+}
+
+const WORKER_TAG = 'gw-controller';
+
+export async function runController(flags: ControllerFlags): Promise<void> {
+  if (process.env.GW_CONTROLLER_THREAD === 'off') {
+    const { runControllerProcess } = await import('./controller-main.js');
+    return runControllerProcess(flags);
+  }
+  const worker = new Worker(new URL(import.meta.url), {
+    workerData: { tag: WORKER_TAG, flags },
+    resourceLimits: { maxYoungGenerationSizeMb: 8 },
+  });
+  const stop = (): void => worker.postMessage('shutdown');
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  await new Promise<void>((resolve, reject) => {
+    worker.once('error', reject);
+    worker.once('exit', (code) => {
+      process.exitCode = code;
+      resolve();
+      process.exit(code);
+    });
+  });
+}
+
+// Inside the worker: run the operator; the main thread's 'shutdown' message starts the drain.
+const data = workerData as { tag?: string; flags?: ControllerFlags } | null;
+if (!isMainThread && data?.tag === WORKER_TAG && data.flags) {
+  const { runControllerProcess } = await import('./controller-main.js');
+  await runControllerProcess(data.flags, (drainAll) => {
+    let started = false;
+    parentPort!.on('message', (m: unknown) => {
+      if (m !== 'shutdown' || started) return;
+      started = true;
+      drainAll().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+  });
+}

@@ -1,0 +1,45 @@
+/** The controller's Prometheus metrics (its own registry; served at --metrics-listen /metrics). */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class OperatorMetrics {
+  readonly registry = new Registry();
+  readonly reconciles = new Counter({
+    name: 'gw_controller_reconciles_total',
+    help: 'Reconciles by kind and result (success, error, invalid, not_ready)',
+    labelNames: ['kind', 'result'] as const,
+    registers: [this.registry],
+  });
+  readonly latency = new Histogram({
+    name: 'gw_controller_reconcile_duration_seconds',
+    help: 'Reconcile latency by kind',
+    labelNames: ['kind'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  /** Set by the operator: the queue's current depth. */
+  depth: () => number = () => 0;
+  readonly queueDepth: Gauge = new Gauge({
+    name: 'gw_controller_queue_depth',
+    help: 'Keys waiting in the work queue',
+    registers: [this.registry],
+    collect: (): void => this.queueDepth.set(this.depth()),
+  });
+  readonly leader = new Gauge({ name: 'gw_controller_leader', help: '1 while this controller is the leader (or leader election is off)', registers: [this.registry] });
+  readonly writes = new Counter({
+    name: 'gw_controller_writes_total',
+    help: 'Writes by target: session, session_delete, client, client_delete, quota_reset, configmap, status, finalizer, secret, event',
+    labelNames: ['target'] as const,
+    registers: [this.registry],
+  });
+  readonly resyncs = new Counter({ name: 'gw_controller_resyncs_total', help: 'Full resyncs by cause (periodic, redis, leader)', labelNames: ['cause'] as const, registers: [this.registry] });
+  readonly smoothingEvents = new Counter({
+    name: 'gw_controller_smoothing_events_total',
+    help: 'Smoothing events received from sidecars, by event',
+    labelNames: ['event'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'gw_controller_' });
+  }
+}

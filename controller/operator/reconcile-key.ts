@@ -1,0 +1,214 @@
+/**
+ * AccessKey → session in Redis by key hash (lib/sessions-redis.ts: `gw:session:<hash>`, each write
+ * published on `gw:sessions` so sidecar caches drop it at once).
+ *   key material: spec.key_hash as is, or the Secret of spec.secretRef (hashed here). A secretRef to a
+ *     Secret that does not exist gets a new Secret with a random 192-bit key, owned by the AccessKey.
+ *     A Secret without the named key → SecretNotFound.
+ *   policies stay references (apply_policies); the sidecar resolves them from the compiled config, so
+ *     a policy change reaches every key with the next ConfigMap swap. A missing policy → PolicyNotFound
+ *     (the session is still written; the sidecar refuses the key until the policy exists), an
+ *     access_rights entry naming a missing API → ApiNotFound.
+ *   quota: reset when the session is written for the first time for this AccessKey (status.keyHash
+ *     was not this hash), unless annotated gw.io/suppress-reset: "true".
+ *   finalizer gw.io/session-cleanup: a deleted AccessKey's session and its counters (every limiter and
+ *     quota key of its hash identity) leave Redis before the finalizer is removed.
+ * status.keyHash records the hash whose session this AccessKey owns (needed to clean up after a key
+ * change or a deleted Secret); hashes are what Redis holds, never raw keys.
+ */
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { AccessKeyResource, ApiDefinitionResource, PolicyResource, SecretResource, secretValue, type AccessKey } from '../../crds/kinds.js';
+import { sha256hex } from '../../lib/hash.js';
+import { systemClock } from '../../lib/clock.js';
+import { SESSION_PREFIX } from '../../lib/sessions-redis.js';
+import type { StoredSession } from '../../lib/sessions.js';
+import { RedisQuota } from '../../sidecar/limiters/quota.js';
+import { effectiveSession } from '../../sidecar/engine/effective-session.js';
+import { quotaBuckets } from '../../sidecar/engine/key-limits.js';
+import { limiterIdentity } from '../../sidecar/engine/rate-limit-key.js';
+import { apiIdOf, SUPPRESS_RESET_ANNOTATION } from '../facade/backend.js';
+import { sessionOf } from '../compile/key-sessions.js';
+import { compileNamespace } from './reconcile-config.js';
+import { ensureFinalizer, firstIssue, MANAGED_BY, REFS, removeFinalizer, report, type OperatorContext } from './context.js';
+import type { KubeObject } from './informer.js';
+import { codeOf, resourcePath } from './kube-api.js';
+import { notReady, ok, type Outcome } from './status.js';
+
+export const KEY_FINALIZER = 'gw.io/session-cleanup';
+
+const KeyStatus = z.looseObject({ status: z.looseObject({ keyHash: z.string().regex(/^[0-9a-f]{64}$/).optional() }).optional() });
+const ownedHash = (raw: KubeObject): string | undefined => KeyStatus.safeParse(raw).data?.status?.keyHash;
+
+export class StoreUnavailable extends Error {}
+
+async function storeCall<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (e) {
+    throw new StoreUnavailable((e as Error).message);
+  }
+}
+
+/** Deletes the session and every limiter/quota counter of the hash identity (`k:h:<hash>…`, `q:h:<hash>…`). */
+export async function deleteSessionAndCounters(ctx: OperatorContext, hash: string): Promise<void> {
+  const redis = ctx.redis!;
+  await storeCall(ctx.sessions!.delete(hash));
+  ctx.metrics.writes.inc({ target: 'session_delete' });
+  for (const prefix of [`gw:{k:h:${hash}`, `gw:{q:h:${hash}`]) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await storeCall(redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000));
+      cursor = next;
+      if (keys.length) await storeCall(redis.del(...keys));
+    } while (cursor !== '0');
+  }
+}
+
+const quotas = new WeakMap<object, RedisQuota>();
+function quotaOf(redis: NonNullable<OperatorContext['redis']>): RedisQuota {
+  let q = quotas.get(redis);
+  if (!q) quotas.set(redis, (q = new RedisQuota(redis, systemClock)));
+  return q;
+}
+
+async function resetQuota(ctx: OperatorContext, hash: string, stored: StoredSession): Promise<void> {
+  const config = ctx.configs.get(stored.namespace) ?? compileNamespace(ctx, stored.namespace);
+  const eff = effectiveSession(stored, config);
+  const identity = eff instanceof Error ? `h:${hash}` : limiterIdentity(hash, eff.rate_limit_pattern, eff.meta_data);
+  const quota = quotaOf(ctx.redis!);
+  for (const b of quotaBuckets(eff instanceof Error ? undefined : eff, identity)) await storeCall(quota.reset(b));
+  ctx.metrics.writes.inc({ target: 'quota_reset' });
+}
+
+/** The key material: a hash, or the reason there is none yet. Creates the Secret when it does not exist. */
+async function keyHashOf(ctx: OperatorContext, key: AccessKey, raw: KubeObject): Promise<{ hash: string } | { outcome: Outcome }> {
+  if (key.spec.key_hash) return { hash: key.spec.key_hash };
+  const ref = key.spec.secretRef!;
+  const ns = key.metadata.namespace;
+  const cached = ctx.informers.secrets.get(ns, ref.name);
+  if (!cached) {
+    const value = randomBytes(24).toString('base64url');
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'Opaque',
+      metadata: {
+        name: ref.name,
+        namespace: ns,
+        labels: { ...MANAGED_BY },
+        ownerReferences: raw.metadata.uid ? [{ apiVersion: (raw as { apiVersion?: string }).apiVersion ?? 'gw.io/v1alpha1', kind: 'AccessKey', name: key.metadata.name, uid: raw.metadata.uid }] : [],
+      },
+      data: { [ref.key]: Buffer.from(value, 'utf8').toString('base64') },
+    };
+    try {
+      const written = await ctx.api.post(resourcePath(REFS.Secret, ns), body);
+      ctx.metrics.writes.inc({ target: 'secret' });
+      ctx.informers.secrets.remember(written);
+      ctx.logger.info({ accessKey: `${ns}/${key.metadata.name}`, secret: `${ns}/${ref.name}` }, 'generated a random key into a new Secret');
+      return { hash: sha256hex(value) };
+    } catch (e) {
+      if (codeOf(e) !== 409) throw e;
+      // Created meanwhile (by someone else): read it.
+      ctx.informers.secrets.remember(await ctx.api.get(resourcePath(REFS.Secret, ns, ref.name)));
+    }
+  }
+  const s = SecretResource.safeParse({ apiVersion: 'v1', kind: 'Secret', ...ctx.informers.secrets.get(ns, ref.name) });
+  const value = s.success ? secretValue(s.data, ref.key) : undefined;
+  if (!value) return { outcome: notReady('SecretNotFound', `Secret ${ns}/${ref.name} has no key ${JSON.stringify(ref.key)}`) };
+  return { hash: sha256hex(value) };
+}
+
+export async function reconcileKey(ctx: OperatorContext, ns: string, name: string): Promise<void> {
+  const inf = ctx.informers.keys;
+  let raw = inf.get(ns, name);
+  if (!raw) return;
+  const resKey = `${ns}/${name}`;
+
+  if (raw.metadata.deletionTimestamp) {
+    if (!raw.metadata.finalizers?.includes(KEY_FINALIZER)) return;
+    if (!ctx.redis) throw new StoreUnavailable('no --redis: cannot clean up the session');
+    const hashes = new Set<string>();
+    const owned = ownedHash(raw);
+    if (owned) hashes.add(owned);
+    const parsed = AccessKeyResource.safeParse(raw);
+    if (parsed.success && parsed.data.spec.key_hash) hashes.add(parsed.data.spec.key_hash);
+    for (const h of hashes) {
+      const owner = ctx.keyOwners.get(h);
+      if (owner && owner !== resKey && inf.get(...(owner.split('/') as [string, string]))) continue; // another key owns it now
+      await deleteSessionAndCounters(ctx, h);
+      ctx.keyOwners.delete(h);
+    }
+    await removeFinalizer(ctx, REFS.AccessKey, inf, raw, KEY_FINALIZER);
+    ctx.logger.info({ accessKey: resKey }, 'session removed; finalizer released');
+    return;
+  }
+
+  raw = await ensureFinalizer(ctx, REFS.AccessKey, inf, raw, KEY_FINALIZER);
+  const parsed = AccessKeyResource.safeParse(raw);
+  if (!parsed.success) return report(ctx, REFS.AccessKey, inf, raw, notReady('InvalidSpec', firstIssue(parsed.error)));
+  const key = parsed.data;
+
+  const material = await keyHashOf(ctx, key, raw);
+  if ('outcome' in material) return report(ctx, REFS.AccessKey, inf, raw, material.outcome);
+  const hash = material.hash;
+  const owner = ctx.keyOwners.get(hash);
+  if (owner && owner !== resKey) {
+    const other = inf.get(...(owner.split('/') as [string, string]));
+    if (other && !other.metadata.deletionTimestamp) {
+      return report(ctx, REFS.AccessKey, inf, raw, notReady('InvalidSpec', `the same key is already used by AccessKey ${owner}`));
+    }
+  }
+  if (!ctx.redis || !ctx.sessions) return report(ctx, REFS.AccessKey, inf, raw, notReady('StoreUnavailable', 'the controller runs without --redis'));
+
+  const stored = sessionOf(key);
+  const previous = ownedHash(raw);
+  try {
+    const json = JSON.stringify(stored);
+    const current = await storeCall(ctx.redis.get(SESSION_PREFIX + hash));
+    if (current !== json) {
+      await storeCall(ctx.sessions.put(hash, stored));
+      ctx.metrics.writes.inc({ target: 'session' });
+    }
+    ctx.keyOwners.set(hash, resKey);
+    if (previous !== hash) {
+      if (previous) {
+        await deleteSessionAndCounters(ctx, previous);
+        if (ctx.keyOwners.get(previous) === resKey) ctx.keyOwners.delete(previous);
+      }
+      if (key.metadata.annotations?.[SUPPRESS_RESET_ANNOTATION] !== 'true') await resetQuota(ctx, hash, stored);
+    }
+  } catch (e) {
+    if (!(e instanceof StoreUnavailable)) throw e;
+    await report(ctx, REFS.AccessKey, inf, raw, notReady('StoreUnavailable', `Redis: ${e.message}`, previous ? { keyHash: previous } : undefined));
+    throw e;
+  }
+
+  // References: reported, the session stays (the sidecar resolves policies and fails closed).
+  const extra = { keyHash: hash };
+  const names = stored.session.apply_policies ?? [];
+  const missingPolicies = names.filter((p) => !validPolicy(ctx, ns, p));
+  if (missingPolicies.length) {
+    return report(ctx, REFS.AccessKey, inf, raw, notReady('PolicyNotFound', `policy not found in namespace ${ns}: ${missingPolicies.join(', ')}`, extra));
+  }
+  const apiIds = apiIdsIn(ctx, ns);
+  const missingApis = Object.keys(stored.session.access_rights ?? {}).filter((a) => !apiIds.has(a));
+  if (missingApis.length) {
+    return report(ctx, REFS.AccessKey, inf, raw, notReady('ApiNotFound', `access_rights name API(s) not found in namespace ${ns}: ${missingApis.join(', ')}`, extra));
+  }
+  await report(ctx, REFS.AccessKey, inf, raw, ok('session stored', extra));
+}
+
+function validPolicy(ctx: OperatorContext, ns: string, name: string): boolean {
+  const raw = ctx.informers.policies.get(ns, name);
+  return raw !== undefined && PolicyResource.safeParse(raw).success;
+}
+
+/** api_ids of the valid ApiDefinitions of a namespace, read from the cache (not the last compile, which may lag). */
+export function apiIdsIn(ctx: OperatorContext, ns: string): Set<string> {
+  const ids = new Set<string>();
+  for (const raw of ctx.informers.apis.list(ns)) {
+    const r = ApiDefinitionResource.safeParse(raw);
+    if (r.success) ids.add(apiIdOf(r.data));
+  }
+  return ids;
+}

@@ -1,0 +1,83 @@
+/**
+ * Smoothing events from sidecars (Redis pub/sub channel gw:events:smoothing, lib/events.ts) → a
+ * Kubernetes Event on the resource that configured the limit: the ApiDefinition for API-scope buckets
+ * (`a:<ns>/<api_id>…`), the AccessKey owning the key hash for key buckets (`k:h:<hash>…`), the Policy
+ * with a rate_limit_pattern for custom-key buckets (`k:p:…`). Every controller subscribes; only the
+ * leader records. Payloads are validated; bad ones are dropped.
+ */
+import type { Redis, Cluster } from 'ioredis';
+import { SMOOTHING_CHANNEL, SmoothingEventPayload } from '../../lib/events.js';
+import type { Logger } from '../../lib/logger.js';
+import { REFS, type OperatorContext } from './context.js';
+import type { KubeObject, ResourceRef } from './informer.js';
+
+export class SmoothingEvents {
+  private sub?: Redis | Cluster;
+
+  constructor(
+    private readonly redis: Redis | Cluster,
+    private readonly ctx: OperatorContext,
+    private readonly isLeader: () => boolean,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    const sub = 'nodes' in this.redis ? this.redis.duplicate() : this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+    this.sub = sub;
+    sub.on('error', () => undefined);
+    sub.on('message', (_ch: string, text: string) => void this.onMessage(text));
+    await sub.subscribe(SMOOTHING_CHANNEL).catch((e: unknown) => this.logger.warn({ err: (e as Error).message }, 'smoothing events unavailable'));
+  }
+
+  async stop(): Promise<void> {
+    await this.sub?.quit().catch(() => undefined);
+  }
+
+  /** The resource an event belongs to, or undefined. */
+  target(limiterKey: string, ns: string): { ref: ResourceRef; obj: KubeObject } | undefined {
+    const inf = this.ctx.informers;
+    const api = /^a:([^/]+)\/([^:]+)/.exec(limiterKey);
+    if (api) {
+      const obj = inf.apis.list(api[1]).find((o) => {
+        const s = (o as { spec?: { api_id?: string; oas?: { 'x-gw-api-gateway'?: { info?: { id?: string } } } } }).spec;
+        return (s?.oas?.['x-gw-api-gateway']?.info?.id ?? s?.api_id ?? o.metadata.name) === api[2];
+      });
+      return obj && { ref: REFS.ApiDefinition, obj };
+    }
+    const key = /^k:h:([0-9a-f]{64})/.exec(limiterKey);
+    if (key) {
+      const owner = this.ctx.keyOwners.get(key[1]!);
+      if (!owner) return undefined;
+      const [kns, name] = owner.split('/') as [string, string];
+      const obj = inf.keys.get(kns, name);
+      return obj && { ref: REFS.AccessKey, obj };
+    }
+    if (limiterKey.startsWith('k:p:')) {
+      const obj = inf.policies.list(ns).find((o) => typeof (o as { spec?: { meta_data?: { rate_limit_pattern?: unknown } } }).spec?.meta_data?.rate_limit_pattern === 'string');
+      return obj && { ref: REFS.Policy, obj };
+    }
+    return undefined;
+  }
+
+  private async onMessage(text: string): Promise<void> {
+    let payload;
+    try {
+      payload = SmoothingEventPayload.safeParse(JSON.parse(text));
+    } catch {
+      return;
+    }
+    if (!payload.success) return;
+    const e = payload.data;
+    this.ctx.metrics.smoothingEvents.inc({ event: e.event });
+    if (!this.isLeader()) return;
+    const t = this.target(e.limiter_key, e.namespace);
+    if (!t) return;
+    await this.ctx.events.record(
+      t.ref,
+      t.obj,
+      'Normal',
+      e.event,
+      `api_id=${e.api_id} limiter_key=${e.limiter_key} allowance ${e.old_allowance} → ${e.new_allowance} at ${e.time}`,
+    );
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Redis outages, with a redis-server of the test's own: while Redis is down an AccessKey says
+ * Ready=False StoreUnavailable; when Redis comes back (empty, as after a restart without persistence)
+ * the controller resyncs at once, well before its resync period (10 min here).
+ */
+import { jest } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { sha256hex } from '../../../lib/hash.js';
+import { SESSION_PREFIX } from '../../../lib/sessions-redis.js';
+import { startRedis, type RedisHandle } from '../../harness/redis.js';
+import { freePort } from '../../harness/ports.js';
+import { freshNamespace } from '../../helpers/kube.js';
+import { accessKey, apply, eventually, startController, waitReady, type Controller } from './helpers.js';
+
+jest.setTimeout(60_000);
+
+describe('gw controller: Redis outages', () => {
+  let ns: string;
+  let port: number;
+  let server: RedisHandle | undefined;
+  let ctl: Controller;
+
+  beforeAll(async () => {
+    ns = await freshNamespace('outage');
+    port = await freePort();
+  });
+  afterAll(async () => {
+    await ctl?.stop();
+    await server?.stop();
+  });
+
+  test('Redis down → StoreUnavailable; Redis back (empty) → sessions written at once, Ready again', async () => {
+    ctl = await startController(ns, ['--resync-period', '600'], { redis: `redis://127.0.0.1:${port}`, waitReady: false });
+    await apply(ns, accessKey('k', { key_hash: sha256hex('outage-key'), rate: 1, per: 1 }));
+    const r = await waitReady(ns, 'accesskey', 'k', 'False', 'StoreUnavailable', 15_000);
+    expect(r.message).toMatch(/Redis/);
+
+    server = await startRedis(port);
+    const client = new Redis(server.url);
+    try {
+      await eventually(async () => (await client.exists(SESSION_PREFIX + sha256hex('outage-key'))) === 1, 10_000, 'session after Redis came up');
+      await waitReady(ns, 'accesskey', 'k', 'True', 'Reconciled');
+
+      // a restart loses everything (no persistence): the reconnect resyncs at once
+      await server.stop();
+      server = await startRedis(port);
+      const t0 = Date.now();
+      await eventually(async () => (await client.exists(SESSION_PREFIX + sha256hex('outage-key'))) === 1, 10_000, 'session after the restart');
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      expect(ctl.output()).toContain('Redis reconnected: full resync');
+    } finally {
+      client.disconnect();
+    }
+  });
+});
