@@ -25,6 +25,7 @@ crds: build
 # Fails when the committed CRD YAML differs from what the schemas generate.
 crds-check: build
 	node dist/crds/generate.js --check crds
+	@for f in crds/*.yaml; do cmp -s "$$f" "helm/gw/crds/$${f#crds/}" || { echo "helm/gw/crds/$${f#crds/} is stale: run make crds"; exit 1; }; done
 
 lint: deps
 	npx eslint .
