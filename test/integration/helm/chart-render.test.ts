@@ -121,7 +121,7 @@ describe('what the chart renders', () => {
     const d = find(all, 'Deployment', 'gw-controller') as Doc & { spec: { replicas: number; template: { spec: { securityContext: Record<string, unknown>; containers: Record<string, unknown>[] } } } };
     expect(d.spec.replicas).toBe(2);
     const c = d.spec.template.spec.containers[0]!;
-    expect(c.args).toEqual(['controller', '--leader-elect', '--metrics-listen=0.0.0.0:9090']);
+    expect(c.args).toEqual(['controller', '--leader-elect', '--lease-namespace=gw-system', '--metrics-listen=0.0.0.0:9090']);
     expect(c.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'metrics' } });
     expect(c.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'metrics' } });
     expect(c.ports).toEqual([{ name: 'metrics', containerPort: 9090, protocol: 'TCP' }]);
