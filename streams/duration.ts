@@ -1,19 +1,5 @@
-/** "10s" / "500ms" / "1m" / "1h" → milliseconds (the DurationString of the schemas). */
-export function durationMs(d: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(d);
-  if (!m) throw new Error(`invalid duration ${JSON.stringify(d)}`);
-  const n = Number(m[1]);
-  switch (m[2]) {
-    case 'ms':
-      return n;
-    case 'm':
-      return n * 60_000;
-    case 'h':
-      return n * 3_600_000;
-    default:
-      return n * 1000;
-  }
-}
+/** Timing helpers of the stream components; duration strings are parsed by lib/duration.ts. */
+export { durationMs } from '../lib/duration.js';
 
 /** Resolves after `ms`, rejects with the signal's reason when it aborts first. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {

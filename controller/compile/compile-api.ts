@@ -1,7 +1,7 @@
 /** ApiDefinition (classic or OAS form) → CompiledApi. Throws with a field-named message on a bad definition. */
 import type { ApiDefinition } from '../../crds/kinds.js';
 import type { CompiledApi, EndpointRule, LimitSpec } from '../../sidecar/config/types.js';
-import { durationSeconds } from './duration.js';
+import { durationSeconds } from '../../lib/duration.js';
 import { endpointPattern } from './path-pattern.js';
 
 const OAS_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
