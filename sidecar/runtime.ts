@@ -61,6 +61,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     config: d.config,
     redis: d.redis,
     peers: () => peers.count(),
+    storeDeadlineMs: d.options.kv_deadline_ms,
     onSmoothingEvent: (e) => {
       metrics.smoothingEvents.inc({ api: e.api_id, event: e.event });
       logger.info({ event: e.event, api_id: e.api_id, limiter_key: e.limiterKey, old_allowance: e.oldAllowance, new_allowance: e.newAllowance, time: e.time }, e.event);

@@ -44,7 +44,7 @@ export interface EngineDeps {
   onStoreError?: (e: Error) => void;
   /** Throttling's wait; a timer by default. */
   sleep?: Sleep;
-  /** Deadline of one store call on the request path (ms, default 50); over it kv_failure_mode decides. */
+  /** Deadline of one store call on the request path (ms; default options.kv_deadline_ms = 50); over it kv_failure_mode decides. */
   storeDeadlineMs?: number;
   /**
    * A limit configures smoothing but the limiter that counts it cannot smooth (fixed window, or the DRL
@@ -84,7 +84,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     redis,
     peers: d.peers ?? (() => 1),
     onStoreError: d.onStoreError,
-    storeDeadlineMs: d.storeDeadlineMs,
+    storeDeadlineMs: d.storeDeadlineMs ?? o.kv_deadline_ms,
     onSmoothing: (e, allowance) => {
       const api_id = bucketApi.get(e.limiterKey) ?? '';
       d.onSmoothingEvent?.({ ...e, api_id });
