@@ -1,9 +1,19 @@
 /** Proxy mechanics: streamed bodies both ways, hop-by-hop headers, client aborts cancel the upstream. */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { createServer, request as httpRequest, type Server, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
+
+const HUNDRED_MB = 100 * 1024 * 1024;
+
+/** VmRSS / VmHWM (peak) of a process, in bytes. */
+function memoryOf(pid: number): { rss: number; peak: number } {
+  const st = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(st)![1]) * 1024;
+  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+}
 
 describe('gateway proxy mechanics', () => {
   let up: Server;
@@ -15,6 +25,21 @@ describe('gateway proxy mechanics', () => {
   beforeAll(async () => {
     up = createServer((req, res) => {
       lastHeaders = req.headers;
+      if (req.url === '/big100') {
+        // 100 MiB streamed in chunks, at the pace the gateway reads it
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        let sent = 0;
+        const chunk = Buffer.alloc(64 * 1024, 99);
+        const pump = (): void => {
+          while (sent < HUNDRED_MB) {
+            sent += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', pump);
+          }
+          res.end();
+        };
+        pump();
+        return;
+      }
       if (req.url === '/big') {
         // 8 MiB streamed in chunks
         res.writeHead(200, { 'content-type': 'application/octet-stream', connection: 'x-secret-hop', 'x-secret-hop': '1' });
@@ -63,6 +88,27 @@ describe('gateway proxy mechanics', () => {
     expect(total).toBe(8 * 1024 * 1024);
     expect(d.headers['x-secret-hop']).toBeUndefined(); // named in Connection: hop-by-hop
   });
+
+  test('a 100 MB upload and a 100 MB download stream through with bounded memory', async () => {
+    const pid = gw.proc.pid!;
+    // warm the path first so the baseline includes the code and pools every request needs
+    await (await request(`${gw.gateway}/s/upload`, { method: 'POST', body: Buffer.alloc(1024 * 1024) })).body.text();
+    const before = memoryOf(pid);
+    async function* body(): AsyncGenerator<Buffer> {
+      const chunk = Buffer.alloc(64 * 1024, 101);
+      for (let sent = 0; sent < HUNDRED_MB; sent += chunk.length) yield chunk;
+    }
+    const up = await request(`${gw.gateway}/s/upload`, { method: 'POST', body: Readable.from(body()), headers: { 'content-length': String(HUNDRED_MB) } });
+    expect(JSON.parse(await up.body.text())).toEqual({ received: HUNDRED_MB });
+    const down = await request(`${gw.gateway}/s/big100`);
+    let total = 0;
+    for await (const c of down.body) total += (c as Buffer).length;
+    expect(total).toBe(HUNDRED_MB);
+    const after = memoryOf(pid);
+    // buffering either body would add ≥ 100 MB; streaming adds only what the GC has not yet
+    // collected of the 64 KiB chunks in flight (measured: ~30–55 MB, independent of the body size)
+    expect(after.peak - before.rss).toBeLessThan(80 * 1024 * 1024);
+  }, 60_000);
 
   test('X-Forwarded-* are set and hop-by-hop request headers are dropped', async () => {
     // node:http, because undici refuses custom Connection tokens
