@@ -57,9 +57,9 @@ export async function writeConfigMap(ns: string, text: string): Promise<void> {
   if (r.code !== 0) throw new Error(r.stderr);
 }
 
-export async function startSidecar(o: { ns: string; upstream: string; redis?: string; group?: string; options?: string }): Promise<Sidecar> {
+export async function startSidecar(o: { ns: string; upstream: string; redis?: string; group?: string; options?: string; kubeconfig?: string }): Promise<Sidecar> {
   const [gp, mp] = [await freePort(), await freePort()];
-  const args = [CLI, 'sidecar', '--upstream', o.upstream, '--kubeconfig', kubeconfig(), '--namespace', o.ns, '--listen', `127.0.0.1:${gp}`, '--metrics-listen', `127.0.0.1:${mp}`];
+  const args = [CLI, 'sidecar', '--upstream', o.upstream, '--kubeconfig', o.kubeconfig ?? kubeconfig(), '--namespace', o.ns, '--listen', `127.0.0.1:${gp}`, '--metrics-listen', `127.0.0.1:${mp}`];
   if (o.redis) args.push('--redis', o.redis);
   if (o.group) args.push('--group', o.group);
   if (o.options) {

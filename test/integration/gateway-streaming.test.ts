@@ -1,6 +1,7 @@
 /** Proxy mechanics: streamed bodies both ways, hop-by-hop headers, client aborts cancel the upstream. */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
+import { connect } from 'node:net';
 import { createServer, request as httpRequest, type Server, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -21,10 +22,12 @@ describe('gateway proxy mechanics', () => {
   let dir: string;
   let lastHeaders: IncomingMessage['headers'] = {};
   let aborted = 0;
+  let lastUrl = '';
 
   beforeAll(async () => {
     up = createServer((req, res) => {
       lastHeaders = req.headers;
+      lastUrl = req.url ?? '';
       if (req.url === '/big100') {
         // 100 MiB streamed in chunks, at the pace the gateway reads it
         res.writeHead(200, { 'content-type': 'application/octet-stream' });
@@ -67,7 +70,7 @@ describe('gateway proxy mechanics', () => {
     dir = tempDir();
     writeFileSync(
       join(dir, 'a.yaml'),
-      `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: s}\nspec:\n  use_keyless: true\n  proxy: {listen_path: /s/, target_url: 'http://127.0.0.1:${(up.address() as { port: number }).port}'}\n`,
+      `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: s}\nspec:\n  use_keyless: true\n  proxy: {listen_path: /s/, target_url: 'http://127.0.0.1:${(up.address() as { port: number }).port}'}\n---\napiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: deep}\nspec:\n  use_keyless: true\n  proxy: {listen_path: /s/deep/, strip_listen_path: false, target_url: 'http://127.0.0.1:${(up.address() as { port: number }).port}/base'}\n`,
     );
     gw = await startStandalone(dir);
   });
@@ -109,6 +112,34 @@ describe('gateway proxy mechanics', () => {
     // collected of the 64 KiB chunks in flight (measured: ~30–55 MB, independent of the body size)
     expect(after.peak - before.rss).toBeLessThan(80 * 1024 * 1024);
   }, 60_000);
+
+  test('longest listen path wins; strip_listen_path true and false; the target path is a prefix; the query is kept', async () => {
+    await (await request(`${gw.gateway}/s/a/b?x=1`)).body.dump();
+    expect(lastUrl).toBe('/a/b?x=1'); // /s/ stripped
+    await (await request(`${gw.gateway}/s/deep/c?y=2`)).body.dump();
+    expect(lastUrl).toBe('/base/s/deep/c?y=2'); // the longer /s/deep/ wins, not stripped, under the target's /base
+  });
+
+  test('HTTP/1.1 keep-alive towards clients: several requests over one connection', async () => {
+    const text = await new Promise<string>((resolve, reject) => {
+      const sock = connect(Number(new URL(gw.gateway).port), '127.0.0.1');
+      let buf = '';
+      sock.on('data', (d: Buffer) => {
+        buf += d.toString();
+        if ((buf.match(/HTTP\/1\.1 200/g) ?? []).length === 3 && buf.trimEnd().endsWith('}')) {
+          sock.destroy();
+          resolve(buf);
+        }
+      });
+      sock.on('error', reject);
+      sock.on('close', () => resolve(buf));
+      const one = 'GET /s/k HTTP/1.1\r\nHost: gw\r\n\r\n';
+      sock.write(one);
+      setTimeout(() => sock.write(one + one), 100); // the same socket, after the first answer
+    });
+    expect((text.match(/HTTP\/1\.1 200/g) ?? []).length).toBe(3);
+    expect(text.toLowerCase()).not.toContain('connection: close');
+  });
 
   test('X-Forwarded-* are set and hop-by-hop request headers are dropped', async () => {
     // node:http, because undici refuses custom Connection tokens

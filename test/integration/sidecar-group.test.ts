@@ -7,18 +7,24 @@
  *   /readyz follows the store (503 while Redis is down, 200 when back), the metrics of issue 4 part 6
  *   are exported, no raw key in labels or logs, SIGTERM drains an in-flight request and exits 0.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { connect, createServer as createNetServer, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { request } from 'undici';
 import { pino } from 'pino';
 import { Redis } from 'ioredis';
 import { sha256hex } from '../../lib/hash.js';
+import { SMOOTHING_CHANNEL } from '../../lib/events.js';
 import { RedisSessionStore } from '../../lib/sessions-redis.js';
 import { startNode, stopNode, type Node } from '../harness/redis-cluster.js';
-import { freshNamespace } from '../helpers/kube.js';
+import { freshNamespace, kubeconfig } from '../helpers/kube.js';
+import { tempDir } from '../helpers/standalone.js';
 import { freshRedis, redisUrl } from '../helpers/redis.js';
 import { configOf, eventually, metricsText, startSidecar, status, writeConfigMap, type Sidecar } from '../helpers/sidecar.js';
 
 const RAW_KEY = 'raw-key-never-logged-0123456789';
+const SMOOTH_KEY = 'smooth-key-never-logged-987654';
 
 function apis(dRate: number): { name: string; path: string; rate: number; per: number; keyless?: boolean }[] {
   return [
@@ -35,6 +41,8 @@ async function admitted(s: Sidecar, path: string, n: number, headers: Record<str
   for (let i = 0; i < n; i++) if ((await status(`${s.gw}${path}`, headers)) === 200) ok++;
   return ok;
 }
+
+const count = (xs: number[], x: number): number => xs.filter((y) => y === x).length;
 
 const gauge = (text: string, name: string): number | undefined => {
   const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
@@ -152,7 +160,9 @@ describe('gw sidecar: readiness, metrics, drain', () => {
     upstream = `http://127.0.0.1:${(up.address() as { port: number }).port}`;
     await writeConfigMap(ns, configOf(ns, apis(100000)));
     const store = new Redis({ port: node.port, host: '127.0.0.1' });
-    await new RedisSessionStore(store, pino({ level: 'silent' })).put(sha256hex(RAW_KEY), { namespace: ns, session: { rate: 1000, per: 1, quota_max: 2, quota_renewal_rate: 3600 } });
+    const sessions = new RedisSessionStore(store, pino({ level: 'silent' }));
+    await sessions.put(sha256hex(RAW_KEY), { namespace: ns, session: { rate: 1000, per: 1, quota_max: 2, quota_renewal_rate: 3600 } });
+    await sessions.put(sha256hex(SMOOTH_KEY), { namespace: ns, session: { rate: 20, per: 60, smoothing: { enabled: true, threshold: 5, step: 5, trigger: 0.5, delay: 10 } } });
     store.disconnect();
     s = await startSidecar({ ns, upstream, redis: `redis://127.0.0.1:${node.port}`, group: 'ops' });
   }, 60_000);
@@ -183,6 +193,28 @@ describe('gw sidecar: readiness, metrics, drain', () => {
     expect(s.out()).not.toContain(RAW_KEY);
   });
 
+  test('smoothing events: a JSON log line, the metrics, and a message published for the controller (no raw key)', async () => {
+    const sub = new Redis({ port: node.port, host: '127.0.0.1' });
+    const got: string[] = [];
+    sub.on('message', (_c: string, m: string) => got.push(m));
+    await sub.subscribe(SMOOTHING_CHANNEL);
+    // 20 per 60 is under drl_threshold: the sliding log in Redis counts it, so it smooths (A 5 → 10 on the 3rd)
+    const codes = [];
+    for (let i = 0; i < 12; i++) codes.push(await status(`${s.gw}/k/x`, { authorization: SMOOTH_KEY }));
+    expect(count(codes, 200)).toBe(10);
+    await eventually(async () => got.length === 1, 3000, 'published smoothing event');
+    const ev = JSON.parse(got[0]!) as Record<string, unknown>;
+    expect(ev).toMatchObject({ event: 'RateLimitSmoothingUp', api_id: 'k', limiter_key: `k:h:${sha256hex(SMOOTH_KEY)}`, old_allowance: 5, new_allowance: 10, namespace: ns });
+    expect(typeof ev.time).toBe('string');
+    const line = s.out().split('\n').find((l) => l.includes('"RateLimitSmoothingUp"'));
+    expect(JSON.parse(line!)).toMatchObject({ event: 'RateLimitSmoothingUp', api_id: 'k', old_allowance: 5, new_allowance: 10 });
+    const text = await metricsText(s);
+    expect(text).toMatch(/^gw_smoothing_events_total\{api="k",event="RateLimitSmoothingUp"\} 1$/m);
+    expect(text).toMatch(/^gw_smoothing_allowance\{api="k"\} 10$/m);
+    expect(s.out()).not.toContain(SMOOTH_KEY);
+    sub.disconnect();
+  });
+
   test('/readyz: 503 while the store is down, 200 when it is back; requests keep flowing (kv_failure_mode open)', async () => {
     expect(await status(`${s.ops}/readyz`)).toBe(200);
     await stopNode(node, true);
@@ -203,4 +235,50 @@ describe('gw sidecar: readiness, metrics, drain', () => {
     expect(await r.body.text()).toBe('{"ok":true}');
     expect(await exit).toBe(0);
   }, 30_000);
+});
+
+describe('gw sidecar while the API server is unreachable', () => {
+  test('keeps serving the last good config, then picks up the change made meanwhile', async () => {
+    const ns = await freshNamespace('sidecar-cut');
+    const up = createServer((_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+    await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+    const upstream = `http://127.0.0.1:${(up.address() as { port: number }).port}`;
+    await writeConfigMap(ns, configOf(ns, apis(100000)));
+    // a TCP relay between the sidecar and the API server, which the test cuts and restores
+    const kc = readFileSync(kubeconfig(), 'utf8');
+    const api = new URL(/server: (\S+)/.exec(kc)![1]!);
+    const sockets = new Set<Socket>();
+    const relay = createNetServer((c) => {
+      const u = connect(Number(api.port), api.hostname);
+      sockets.add(c).add(u);
+      c.pipe(u).pipe(c);
+      for (const x of [c, u]) x.on('error', () => {}).on('close', () => sockets.delete(x));
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    const port = (relay.address() as { port: number }).port;
+    const cut = async (): Promise<void> => {
+      const closed = new Promise((r) => relay.close(r));
+      for (const x of sockets) x.destroy();
+      await closed;
+    };
+    const file = join(tempDir('gw-kc-'), 'kubeconfig');
+    writeFileSync(file, kc.replace(/server: \S+/, `server: https://127.0.0.1:${port}`));
+    const s = await startSidecar({ ns, upstream, kubeconfig: file });
+    try {
+      expect(await status(`${s.gw}/b/x`)).toBe(200);
+      await cut();
+      await new Promise((r) => setTimeout(r, 1000));
+      await writeConfigMap(ns, configOf(ns, [...apis(100000), { name: 'e', path: '/e/', rate: 100, per: 60 }]));
+      expect(await status(`${s.gw}/b/x`)).toBe(200); // last good config
+      expect(await status(`${s.gw}/e/x`)).toBe(404); // the change cannot reach it yet
+      expect(await status(`${s.ops}/readyz`)).toBe(200);
+      expect(s.out()).toMatch(/config watch ended; restarting|cannot read config from the API server|config watch failed/);
+      await new Promise<void>((r) => relay.listen(port, '127.0.0.1', r));
+      await eventually(async () => (await status(`${s.gw}/e/x`)) === 200, 20_000, 'change picked up after reconnecting');
+    } finally {
+      await s.stop();
+      await cut().catch(() => undefined);
+      up.close();
+    }
+  }, 60_000);
 });
