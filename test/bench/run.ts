@@ -16,7 +16,7 @@
  * Needs wrk and nginx (Debian: apt-get install wrk nginx-light), taskset and redis-server.
  */
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -31,6 +31,8 @@ const PROXY_CPU = process.env.GW_BENCH_PROXY_CPU ?? '0';
 const LOAD_CPU = process.env.GW_BENCH_LOAD_CPU ?? '1';
 const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 300);
 const KEY = 'bench-key-0123456789abcdef';
+const ROUNDS = Number(process.env.GW_BENCH_ROUNDS ?? 2);
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim() || 100);
 const CLI = resolve('dist/cli/gw.js');
 const started = Date.now();
 
@@ -87,14 +89,50 @@ async function waitFor(what: string, cond: () => Promise<boolean> | boolean, ms 
   }
 }
 
+/** VmRSS in MB of a process and its direct children (nginx's worker). */
 function rssMb(pid: number | undefined): number {
   if (!pid) return NaN;
+  const rss = (p: string): number => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0) / 1024;
   try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : NaN;
+    let total = rss(String(pid));
+    for (const d of readdirSync('/proc')) {
+      if (!/^\d+$/.test(d)) continue;
+      try {
+        const st = readFileSync(`/proc/${d}/stat`, 'utf8');
+        if (Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]) === pid) total += rss(d);
+      } catch {
+        // the process ended
+      }
+    }
+    return total;
   } catch {
     return NaN;
   }
+}
+
+/** utime + stime in seconds of a process and its direct children (nginx's worker). */
+function cpuSeconds(pid: number | undefined): number {
+  if (!pid) return NaN;
+  const ticks = (stat: string): number => {
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(f[11]) + Number(f[12]);
+  };
+  let total = 0;
+  try {
+    total += ticks(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    for (const d of readdirSync('/proc')) {
+      if (!/^\d+$/.test(d)) continue;
+      try {
+        const st = readFileSync(`/proc/${d}/stat`, 'utf8');
+        if (Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]) === pid) total += ticks(st);
+      } catch {
+        // the process ended
+      }
+    }
+  } catch {
+    return NaN;
+  }
+  return total / CLK_TCK;
 }
 
 function nginxConf(dir: string, name: string, server: string, http = ''): string {
@@ -122,6 +160,7 @@ http {
 
 interface Wrk {
   rps: number;
+  requests: number;
   p50: number;
   p99: number;
   non2xx: number;
@@ -141,6 +180,7 @@ async function wrk(url: string, seconds: number, auth?: string): Promise<Wrk> {
   };
   return {
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? NaN),
+    requests: Number(/(\d+) requests in/.exec(stdout)?.[1] ?? NaN),
     p50: lat('50'),
     p99: lat('99'),
     non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0),
@@ -168,27 +208,44 @@ interface Target {
   path: string;
   auth?: string;
   pid?: number;
+  rssIdle?: number;
 }
 
 interface Row {
   t: Target;
+  /** best of the rounds (highest req/s) */
   w: Wrk;
+  /** CPU µs the proxy process spent per request (lowest of the rounds: the least disturbed) */
+  cpuUs: number;
+  /** every round's req/s */
+  rounds: number[];
+  /** best of the rounds (lowest p50) */
   f: Fixed;
   rssIdle?: number;
   rssLoad?: number;
 }
 
-async function measure(t: Target): Promise<Row> {
-  const rssIdle = t.pid ? rssMb(t.pid) : undefined;
-  await wrk(t.origin + t.path, 1, t.auth); // warm-up (JIT, pools, caches)
-  let rssLoad = 0;
+async function measureRound(t: Target, row: Row | undefined, warm: boolean): Promise<Row> {
+  if (warm) await wrk(t.origin + t.path, 1, t.auth); // warm-up (JIT, pools, caches)
+  let rssLoad = row?.rssLoad ?? 0;
   const sampler = setInterval(() => (rssLoad = Math.max(rssLoad, rssMb(t.pid))), 200);
+  const c0 = cpuSeconds(t.pid);
   const w = await wrk(t.origin + t.path, SECONDS, t.auth);
+  const cpuUs = ((cpuSeconds(t.pid) - c0) * 1e6) / w.requests;
   clearInterval(sampler);
   const f = await fixedRate(t.origin, t.path, t.auth);
-  const row: Row = { t, w, f, rssIdle, rssLoad: t.pid ? rssLoad : undefined };
-  console.log(`  measured ${t.name}: ${w.rps.toFixed(0)} req/s, wrk p50 ${w.p50} ms, fixed-rate p50 ${f.p50.toFixed(3)} ms p99 ${f.p99.toFixed(3)} ms, non-2xx ${w.non2xx + f.errors}`);
-  return row;
+  console.log(`  ${t.name}: ${w.rps.toFixed(0)} req/s, ${Number.isFinite(cpuUs) ? `${cpuUs.toFixed(1)} CPU µs/req, ` : ''}at ${RATE}/s p50 ${f.p50.toFixed(3)} ms p99 ${f.p99.toFixed(3)} ms, errors ${w.non2xx + w.errors + f.errors}`);
+  const rounds = [...(row?.rounds ?? []), w.rps];
+  const better = !row || w.rps > row.w.rps;
+  return {
+    t,
+    w: better ? w : row.w,
+    cpuUs: row && Number.isFinite(row.cpuUs) ? Math.min(row.cpuUs, cpuUs) : cpuUs,
+    rounds,
+    f: !row || f.p50 < row.f.p50 ? f : row.f,
+    rssIdle: t.rssIdle ?? row?.rssIdle ?? (t.pid ? rssMb(t.pid) : undefined),
+    rssLoad: t.pid ? rssLoad : undefined,
+  };
 }
 
 async function startGw(name: string, upstream: string, opts: { redis?: string; config?: string }): Promise<Target> {
@@ -224,7 +281,7 @@ spec: {secretRef: {name: bench, key: key}, rate: 1000000000, per: 1, quota_max: 
   const origin = /gateway (http:\/\/[^\s]+)/.exec(c.out())![1]!;
   await waitFor(`${name} answering 200`, async () => (await fetch(`${origin}/api/x`, { headers: { authorization: KEY } })).status === 200, 5_000, c.out);
   await new Promise((r) => setTimeout(r, 1000)); // idle
-  return { name, origin, path: '/api/x', auth: KEY, pid: c.pid };
+  return { name, origin, path: '/api/x', auth: KEY, pid: c.pid, rssIdle: rssMb(c.pid) };
 }
 
 const fmt = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
@@ -272,18 +329,22 @@ async function main(): Promise<void> {
   const bare = pinned(PROXY_CPU, process.execPath, [resolve('dist/test/bench/bare-proxy.js'), String(barePort), upstream]);
   await waitFor('bare proxy', () => bare.out().includes('ready'), 10_000, bare.out);
 
-  const rows: Record<string, Row> = {};
-  rows.direct = await measure({ name: 'direct upstream (nginx)', origin: upstream, path: '/x' });
-  rows.nginx = await measure({ name: 'nginx proxy + limit_req', origin: `http://127.0.0.1:${nginxPort}`, path: '/x' });
-  await stopChild(ngx);
-  rows.bare = await measure({ name: 'bare node:http + undici', origin: `http://127.0.0.1:${barePort}`, path: '/x', pid: bare.pid });
-  await stopChild(bare);
   const gwDrl = await startGw('gw key auth + DRL', upstream, {});
-  rows.drl = await measure(gwDrl);
-  await stopChild(children.find((c) => c.pid === gwDrl.pid)!);
   const gwLog = await startGw('gw key auth + Redis sliding log', upstream, { redis: redisUrl, config: 'enable_kv_rolling_limiter: true\n' });
-  rows.log = await measure(gwLog);
-  await stopChild(children.find((c) => c.pid === gwLog.pid)!);
+  const targets: Record<string, Target> = {
+    direct: { name: 'direct upstream (nginx)', origin: upstream, path: '/x' },
+    nginx: { name: 'nginx proxy + limit_req', origin: `http://127.0.0.1:${nginxPort}`, path: '/x', pid: ngx.pid },
+    bare: { name: 'bare node:http + undici', origin: `http://127.0.0.1:${barePort}`, path: '/x', pid: bare.pid },
+    drl: gwDrl,
+    log: gwLog,
+  };
+  // rounds: every target once per round, interleaved, so a burst of outside load hits them alike;
+  // the best round of each is reported
+  const rows: Record<string, Row> = {};
+  for (let r = 0; r < ROUNDS; r++) {
+    console.log(`round ${r + 1}/${ROUNDS}`);
+    for (const [k, t] of Object.entries(targets)) rows[k] = await measureRound(t, rows[k], r === 0);
+  }
 
   // ---- report
   const d = rows.direct!;
@@ -305,16 +366,17 @@ async function main(): Promise<void> {
   p(`| bytes per active 100/60 sliding-log bucket | in process ${fmt(e.memory_log_bucket_bytes)} B; in Redis ${fmt(e.redis_log_bucket_bytes)} B (MEMORY USAGE ${e.redis_log_bucket_memory_usage} B) | DRL bucket ${fmt(e.drl_bucket_bytes)} B | – | report |`);
   p('');
   p(`## issue 4 — proxies (proxy on CPU ${PROXY_CPU}; wrk -t1 -c${CONNS} ${SECONDS} s on CPU ${LOAD_CPU})`);
-  p(`| proxy | req/s | × bare node | × nginx | × direct | wrk p50 / p99 ms | at ${RATE}/s: p50 / p99 ms | added over direct p50 / p99 ms | RSS idle / load MB | errors |`);
-  p(`|---|---|---|---|---|---|---|---|---|---|`);
+  p(`| proxy | req/s (best of ${ROUNDS}; all rounds) | × bare node | × nginx | × direct | CPU µs/req (× bare) | wrk p50 / p99 ms | at ${RATE}/s: p50 / p99 ms | added over direct p50 / p99 ms | RSS idle / load MB | errors |`);
+  p(`|---|---|---|---|---|---|---|---|---|---|---|`);
   for (const r of Object.values(rows)) {
     p(
-      `| ${r.t.name} | ${fmt(r.w.rps)} | ${fmt(r.w.rps / b.w.rps, 2)} | ${fmt(r.w.rps / n.w.rps, 2)} | ${fmt(r.w.rps / d.w.rps, 2)} | ${fmt(r.w.p50, 2)} / ${fmt(r.w.p99, 2)} | ${fmt(r.f.p50, 3)} / ${fmt(r.f.p99, 3)} | ${r === d ? '–' : `${fmt(r.f.p50 - d.f.p50, 3)} / ${fmt(r.f.p99 - d.f.p99, 3)}`} | ${r.rssIdle !== undefined ? `${fmt(r.rssIdle)} / ${fmt(r.rssLoad ?? NaN)}` : '–'} | ${r.w.non2xx + r.w.errors + r.f.errors} |`,
+      `| ${r.t.name} | ${fmt(r.w.rps)} (${r.rounds.map((x) => fmt(x)).join(', ')}) | ${fmt(r.w.rps / b.w.rps, 2)} | ${fmt(r.w.rps / n.w.rps, 2)} | ${fmt(r.w.rps / d.w.rps, 2)} | ${Number.isFinite(r.cpuUs) ? `${fmt(r.cpuUs, 1)} (${fmt(r.cpuUs / b.cpuUs, 2)})` : '–'} | ${fmt(r.w.p50, 2)} / ${fmt(r.w.p99, 2)} | ${fmt(r.f.p50, 3)} / ${fmt(r.f.p99, 3)} | ${r === d ? '–' : `${fmt(r.f.p50 - d.f.p50, 3)} / ${fmt(r.f.p99 - d.f.p99, 3)}`} | ${r.rssIdle !== undefined ? `${fmt(r.rssIdle)} / ${fmt(r.rssLoad ?? NaN)}` : '–'} | ${r.w.non2xx + r.w.errors + r.f.errors} |`,
     );
   }
   const drl = rows.drl!;
   const log = rows.log!;
   p('');
+  p(`CPU cost per request (less sensitive to other load on the machine): gw DRL ${fmt(drl.cpuUs, 1)} µs = ${fmt(b.cpuUs / drl.cpuUs, 2)}× bare's capacity, ${fmt(n.cpuUs / drl.cpuUs, 2)}× nginx's; gw Redis log ${fmt(log.cpuUs, 1)} µs = ${fmt(b.cpuUs / log.cpuUs, 2)}× bare's capacity`);
   p(`targets: gw DRL ≥ 0.9× bare: ${fmt(drl.w.rps / b.w.rps, 2)} ${mark(drl.w.rps >= 0.9 * b.w.rps)}; gw DRL ≥ 0.4× nginx: ${fmt(drl.w.rps / n.w.rps, 2)} ${mark(drl.w.rps >= 0.4 * n.w.rps)}; gw Redis log ≥ 0.6× bare: ${fmt(log.w.rps / b.w.rps, 2)} ${mark(log.w.rps >= 0.6 * b.w.rps)}`);
   for (const r of [drl, log]) {
     const a50 = r.f.p50 - d.f.p50;
@@ -323,6 +385,7 @@ async function main(): Promise<void> {
   }
   p(`run time ${fmt((Date.now() - started) / 1000)} s; load average now ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
   console.log(lines.join('\n'));
+  await Promise.all(children.map(stopChild));
   writeFileSync(resolve('dist/bench-last.json'), JSON.stringify({ at: new Date().toISOString(), engine: e, rows }, null, 2));
 }
 
