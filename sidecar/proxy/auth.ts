@@ -56,6 +56,11 @@ function urlMatches(url: string, path: string): boolean {
   return re.test(path);
 }
 
+function isEmpty(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
+}
+
 /** Access rights check on the effective (policy-merged) access rights. */
 export function accessAllowed(
   rights: Record<string, AccessDefinitionT> | null | undefined,
@@ -63,7 +68,7 @@ export function accessAllowed(
   method: string,
   relPath: string,
 ): boolean {
-  if (!rights || Object.keys(rights).length === 0) return true;
+  if (!rights || isEmpty(rights)) return true;
   const def = rights[api.api_id];
   if (!def) return false;
   const urls = def.allowed_urls ?? [];

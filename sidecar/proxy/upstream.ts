@@ -3,6 +3,7 @@
  * Hop-by-hop headers are dropped, X-Forwarded-* added, upstream X-RateLimit-* replaced by ours.
  */
 import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
+import { EventEmitter } from 'node:events';
 import { Pool, errors } from 'undici';
 import { ERRORS, sendJson } from './respond.js';
 
@@ -93,9 +94,11 @@ export async function forward(
   res: ServerResponse,
   extraHeaders: Record<string, string>,
 ): Promise<number> {
-  const ac = new AbortController();
+  // undici takes an EventEmitter as the abort signal: far cheaper per request than an AbortController
+  // (an EventTarget); it must not carry an `aborted` property (undici would treat it as a native signal)
+  const clientGone = new EventEmitter();
   const onClose = (): void => {
-    if (!res.writableFinished) ac.abort();
+    if (!res.writableFinished) clientGone.emit('abort');
   };
   res.once('close', onClose);
   const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
@@ -107,7 +110,7 @@ export async function forward(
         method: (req.method ?? 'GET') as 'GET',
         headers: requestHeaders(req),
         body: hasBody ? req : null,
-        signal: ac.signal,
+        signal: clientGone,
       },
       ({ statusCode, headers }) => {
         status = statusCode;
