@@ -24,6 +24,12 @@ export const storeKeys = {
   peers: (group: string) => `gw:drl:${tag(group)}:peers`,
 };
 
+/** The three keys of one sliding-log / sentinel check, with the hash tag computed once. */
+export function bucketKeys(bucket: string): { log: string; smoothing: string; sentinel: string } {
+  const t = `gw:${tag(bucket)}:`;
+  return { log: `${t}log`, smoothing: `${t}sm`, sentinel: `${t}sentinel` };
+}
+
 let seq = 0;
 const PROC = Math.random().toString(36).slice(2, 10);
 /** A log member unique across processes and calls, so equal timestamps never collapse into one entry. */
