@@ -115,11 +115,11 @@ describe('store deadline', () => {
     expect(errors).toHaveLength(3); // API limit, key limit, quota: each one deadline
     expect(errors.every((e) => e instanceof StoreDeadlineError)).toBe(true);
     expect(openMs).toBeGreaterThanOrEqual(3 * 45);
-    expect(openMs).toBeLessThan(3 * 50 + 400); // three sequential deadlines, not a hang
+    expect(openMs).toBeLessThan(3 * 50 + 1000); // three sequential deadlines, not a hang (slack for a loaded machine)
     t = performance.now();
     const b = await closed.check({ api: api('d'), method: 'GET', path: '/', keyHash: 'k', session });
     expect(b.kind).toBe('api_limited');
-    expect(performance.now() - t).toBeLessThan(50 + 300);
+    expect(performance.now() - t).toBeLessThan(50 + 1000);
     client.disconnect();
   });
 });
