@@ -47,8 +47,9 @@ async function main(): Promise<void> {
 
   const api: CompiledApi = { namespace: 'b', name: 'b', api_id: 'b', active: true, keyless: false, authHeader: 'authorization', listenPath: '/b/', strip: true, endpointRules: [], apiLimit: { rate: 1e12, per: 1 } };
   const engine = createEngine({ options: GatewayOptions.parse({}), clock, config: () => ({ hash: '', apis: [], policies: {} }), peers: () => 1 });
-  const session = { namespace: 'b', session: { rate: 1e12, per: 1, quota_max: -1 } };
-  out.engine_ns = await timeLoop(N / 2, (i) => engine.check({ api, method: 'GET', path: '/x', keyHash: `h${i & 1023}`, session }));
+  // 1,024 keys, each with its own session object (as the session stores return them)
+  const keys = Array.from({ length: 1024 }, (_, k) => ({ keyHash: `h${k}`, session: { namespace: 'b', session: { rate: 1e12, per: 1, quota_max: -1 } } }));
+  out.engine_ns = await timeLoop(N / 2, (i) => engine.check({ api, method: 'GET', path: '/x', ...keys[i & 1023]! }));
 
   // in-process memory per bucket: 10,000 buckets with a full 100/60 log
   const B = 10_000;
