@@ -41,7 +41,7 @@ export class MemorySlidingLog implements Limiter {
   checkSync(bucket: string, limit: LimitSpec): LimitResult {
     const now = this.clock.now();
     const win = windowMs(limit.per);
-    const log = this.logs.get(bucket) ?? [];
+    const log = this.logs.get(bucket, now) ?? [];
     let drop = 0;
     while (drop < log.length && log[drop]! <= now - win) drop++;
     if (drop) log.splice(0, drop);
@@ -52,7 +52,7 @@ export class MemorySlidingLog implements Limiter {
     let allowance = allowanceOf(limit.rate);
     if (this.smoothingEnabled && smoothingActive(limit.smoothing)) {
       const s = limit.smoothing;
-      const st = this.smooth.get(bucket) ?? initialState(s, limit.rate);
+      const st = this.smooth.get(bucket, now) ?? initialState(s, limit.rate);
       const step = smoothingStep(st, count + 1, s, limit.rate, now);
       this.smooth.set(bucket, step.state, now + Math.max(win, s.delay * 1000) * 10);
       if (step.event) {
