@@ -228,7 +228,7 @@ interface Row {
 }
 
 async function measureRound(t: Target, row: Row | undefined, warm: boolean): Promise<Row> {
-  if (warm) await wrk(t.origin + t.path, 1, t.auth); // warm-up (JIT, pools, caches)
+  if (warm) await wrk(t.origin + t.path, 3, t.auth); // warm-up (JIT, pools, caches; gw reaches its pace after a few seconds)
   let rssLoad = row?.rssLoad ?? 0;
   const sampler = setInterval(() => (rssLoad = Math.max(rssLoad, rssMb(t.pid))), 200);
   const c0 = cpuSeconds(t.pid);
