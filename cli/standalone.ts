@@ -57,6 +57,8 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   source.start();
 
   let ready = false;
+  // /readyz (SPEC §1): config loaded and, with --redis, the store reachable
+  const isReady = (): boolean => ready && (!redis || redis.status === 'ready');
   const runtime = await createGatewayRuntime({
     options,
     config: () => state.current(),
@@ -65,7 +67,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     redisUrl: flags.redis,
     metrics,
     logger,
-    ready: () => ready,
+    ready: isReady,
   });
   holder.runtime = runtime;
   const engine = runtime.engine;
@@ -91,7 +93,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
 
   const gwAddr = await listen(runtime.server, flags.listen, '--listen');
   const facade = createFacadeServer({ backend, options, gatewayOrigins: [`http://${gwAddr}`], logger, ready: () => ready });
-  const admin = createOpsServer(metrics.registry, () => ready, (req, res) => facade.emit('request', req, res));
+  const admin = createOpsServer(metrics.registry, isReady, (req, res) => facade.emit('request', req, res));
   const adminAddr = await listen(admin, flags.adminListen, '--admin-listen');
   ready = true;
   process.stdout.write(`gw standalone ready: gateway http://${gwAddr} admin http://${adminAddr}\n`);

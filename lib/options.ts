@@ -18,6 +18,8 @@ export const GatewayOptions = z.strictObject({
   rate_limit_response_headers: z.enum(['rate_limits', 'quotas']).default('rate_limits'),
   hash_keys: z.boolean().default(true),
   kv_failure_mode: z.enum(['open', 'closed']).default('open'),
+  /** Deadline in ms of one shared-store call on the request path; over it kv_failure_mode decides. */
+  kv_deadline_ms: z.number().positive().default(50),
   /** Upper bound of requests waiting in throttling at once (SPEC §3.6). */
   max_throttled_requests: z.number().int().min(0).default(1000),
   /** Seconds the gateway waits for an upstream's response headers (and between body chunks): 504 after. */

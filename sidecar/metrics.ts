@@ -12,6 +12,7 @@ export class GatewayMetrics {
   readonly drlPeers = new Gauge({ name: 'gw_drl_peers', help: 'Live gateways in the DRL group', registers: [this.registry] });
   readonly smoothingAllowance = new Gauge({ name: 'gw_smoothing_allowance', help: 'Current smoothing allowance', labelNames: ['api'], registers: [this.registry] });
   readonly smoothingEvents = new Counter({ name: 'gw_smoothing_events_total', help: 'Smoothing events', labelNames: ['api', 'event'], registers: [this.registry] });
+  readonly smoothingRefused = new Counter({ name: 'gw_smoothing_refused_total', help: 'Limits whose smoothing the active limiter cannot apply (reported once per bucket)', labelNames: ['api'], registers: [this.registry] });
   readonly configErrors = new Counter({ name: 'gw_config_errors_total', help: 'Resources or configs refused', registers: [this.registry] });
   readonly configLoaded = new Gauge({ name: 'gw_config_apis', help: 'APIs in the active config', registers: [this.registry] });
 

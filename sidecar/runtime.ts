@@ -61,10 +61,15 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     config: d.config,
     redis: d.redis,
     peers: () => peers.count(),
+    storeDeadlineMs: d.options.kv_deadline_ms,
     onSmoothingEvent: (e) => {
       metrics.smoothingEvents.inc({ api: e.api_id, event: e.event });
       logger.info({ event: e.event, api_id: e.api_id, limiter_key: e.limiterKey, old_allowance: e.oldAllowance, new_allowance: e.newAllowance, time: e.time }, e.event);
       d.onSmoothingEvent?.(e);
+    },
+    onSmoothingUnsupported: (e) => {
+      metrics.smoothingRefused.inc({ api: e.api_id });
+      logger.warn({ api_id: e.api_id, limiter_key: e.limiterKey, algorithm: e.algorithm }, e.reason);
     },
     onSmoothingAllowance: (api, allowance) => metrics.smoothingAllowance.set({ api }, allowance),
     onStoreError: (e) => {

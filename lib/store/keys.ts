@@ -1,7 +1,7 @@
 /**
  * Redis key layout of the limiters. Every key of one check shares the hash tag `{bucket}`, so a
  * script or transaction touching several of them never hits CROSSSLOT on Redis Cluster.
- *   gw:{<bucket>}:log        sorted set: sliding window log (score = ms, member = ms-proc-seq)
+ *   gw:{<bucket>}:log        sorted set: sliding window log (score = ms, member = ms.proc.seq in base 36)
  *   gw:{<bucket>}:sm         hash: smoothing state (a = allowance, t = ms of last event)
  *   gw:{<bucket>}:sentinel   string: ms until which the sentinel refuses
  *   gw:{<bucket>}:fw:<n>     counter of the fixed window n = floor(now / per)
@@ -24,10 +24,18 @@ export const storeKeys = {
   peers: (group: string) => `gw:drl:${tag(group)}:peers`,
 };
 
+/** The three keys of one sliding-log / sentinel check, with the hash tag computed once. */
+export function bucketKeys(bucket: string): { log: string; smoothing: string; sentinel: string } {
+  const t = `gw:${tag(bucket)}:`;
+  return { log: `${t}log`, smoothing: `${t}sm`, sentinel: `${t}sentinel` };
+}
+
 let seq = 0;
-const PROC = Math.random().toString(36).slice(2, 10);
+// 8 base-36 characters of process identity (~2.8e12 values)
+const PROC = Math.floor(Math.random() * 36 ** 8).toString(36).padStart(8, '0');
 /** A log member unique across processes and calls, so equal timestamps never collapse into one entry. */
 export function uniqueMember(now: number): string {
   seq = (seq + 1) % 1e12;
-  return `${now}-${PROC}-${seq}`;
+  // base 36 keeps log entries short in Redis (each member is stored once per entry): ~20 bytes
+  return `${now.toString(36)}.${PROC}.${seq.toString(36)}`;
 }

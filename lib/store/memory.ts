@@ -14,10 +14,11 @@ export class ExpiringMap<V> {
     private readonly sweepEvery = 10_000,
   ) {}
 
-  get(key: string): V | undefined {
+  /** `now`: the caller's clock reading, when it has one (saves a clock read on the hot path). */
+  get(key: string, now?: number): V | undefined {
     const e = this.map.get(key);
     if (!e) return undefined;
-    if (e.expires <= this.clock.now()) {
+    if (e.expires <= (now ?? this.clock.now())) {
       this.map.delete(key);
       return undefined;
     }

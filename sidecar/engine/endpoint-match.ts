@@ -24,7 +24,12 @@ function methodMatches(rule: string, method: string): boolean {
 
 /** The first matching API-level rule, in evaluation order. */
 export function matchApiRule(api: CompiledApi, method: string, path: string): EndpointRule | undefined {
-  return api.endpointRules.find((r) => methodMatches(r.method, method) && regex(r.pattern).test(path));
+  const rules = api.endpointRules;
+  for (let i = 0; i < rules.length; i++) {
+    const r = rules[i]!;
+    if (methodMatches(r.method, method) && regex(r.pattern).test(path)) return r;
+  }
+  return undefined;
 }
 
 /** The key-level per-endpoint limit for this request, if its access definition has one. */
@@ -33,7 +38,9 @@ export function matchKeyEndpoint(
   method: string,
   path: string,
 ): { id: string; limit: { rate: number; per: number } } | undefined {
-  for (const ep of def?.endpoints ?? []) {
+  const eps = def?.endpoints;
+  if (!eps || eps.length === 0) return undefined;
+  for (const ep of eps) {
     let source: string;
     try {
       source = endpointPattern(ep.path);

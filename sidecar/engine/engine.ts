@@ -14,7 +14,8 @@ import type { StoredSession } from '../../lib/sessions.js';
 import type { StoreClient } from '../../lib/store/redis.js';
 import type { CompiledConfig, LimitSpec } from '../config/types.js';
 import type { PeerCount } from '../limiters/drl.js';
-import { asError } from '../limiters/failure-mode.js';
+import { asError, withDeadline } from '../limiters/failure-mode.js';
+import { smoothingActive } from '../limiters/smoothing.js';
 import type { QuotaResult, QuotaSpec, QuotaState } from '../limiters/quota.js';
 import { createLimiters, type Limiters } from '../limiters/select.js';
 import type { LimitResult, SmoothingEvent } from '../limiters/types.js';
@@ -43,6 +44,22 @@ export interface EngineDeps {
   onStoreError?: (e: Error) => void;
   /** Throttling's wait; a timer by default. */
   sleep?: Sleep;
+  /** Deadline of one store call on the request path (ms; default options.kv_deadline_ms = 50); over it kv_failure_mode decides. */
+  storeDeadlineMs?: number;
+  /**
+   * A limit configures smoothing but the limiter that counts it cannot smooth (fixed window, or the DRL
+   * for a limit above drl_threshold): the smoothing is refused (the plain rate applies) and reported
+   * here once per bucket, so the operator sees it in the logs and metrics.
+   */
+  onSmoothingUnsupported?: (e: SmoothingUnsupported) => void;
+}
+
+export interface SmoothingUnsupported {
+  api_id: string;
+  /** The limiter bucket (never a raw key). */
+  limiterKey: string;
+  algorithm: string;
+  reason: string;
 }
 
 export interface GatewayEngine extends Engine {
@@ -67,6 +84,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     redis,
     peers: d.peers ?? (() => 1),
     onStoreError: d.onStoreError,
+    storeDeadlineMs: d.storeDeadlineMs ?? o.kv_deadline_ms,
     onSmoothing: (e, allowance) => {
       const api_id = bucketApi.get(e.limiterKey) ?? '';
       d.onSmoothingEvent?.({ ...e, api_id });
@@ -76,17 +94,31 @@ export function createEngine(d: EngineDeps): GatewayEngine {
   const throttle = new Throttle(o.max_throttled_requests, d.sleep);
   const rateHeaders = o.rate_limit_response_headers === 'rate_limits';
 
+  const smoothingOn = o.enable_rate_limit_smoothing;
+  const reportedUnsupported = new Set<string>();
   const check = (bucket: string, limit: LimitSpec, apiId: string): Promise<LimitResult> => {
-    if (limit.smoothing) {
-      if (bucketApi.size > 100_000) bucketApi.clear();
-      bucketApi.set(bucket, apiId);
+    const limiter = limiters.forLimit(limit);
+    if (limit.smoothing && smoothingOn && smoothingActive(limit.smoothing)) {
+      if (limiters.canSmooth(limiter)) {
+        if (bucketApi.size > 100_000) bucketApi.clear();
+        bucketApi.set(bucket, apiId);
+      } else if (!reportedUnsupported.has(bucket)) {
+        if (reportedUnsupported.size > 10_000) reportedUnsupported.clear();
+        reportedUnsupported.add(bucket);
+        d.onSmoothingUnsupported?.({
+          api_id: apiId,
+          limiterKey: bucket,
+          algorithm: limiter.name,
+          reason: `smoothing refused: the ${limiter.name} limiter cannot smooth (only the sliding window log and the sentinel variant can); the plain rate applies`,
+        });
+      }
     }
-    return limiters.forLimit(limit).check(bucket, limit);
+    return limiter.check(bucket, limit);
   };
 
   async function consumeQuota(bucket: string, spec: QuotaSpec): Promise<QuotaResult> {
     try {
-      return await limiters.quota.consume(bucket, spec);
+      return await withDeadline(limiters.quota.consume(bucket, spec), limiters.storeDeadlineMs);
     } catch (e) {
       d.onStoreError?.(asError(e));
       return { allowed: o.kv_failure_mode === 'open', max: spec.max, remaining: 0, renews: 0 };

@@ -39,7 +39,7 @@ export class DrlLimiter implements Limiter {
     const capacity = this.share(limit);
     const perMs = Math.max(1, limit.per * 1000);
     const refill = capacity / perMs; // tokens per ms
-    const b = this.buckets.get(bucketKey) ?? { tokens: capacity, at: now };
+    const b = this.buckets.get(bucketKey, now) ?? { tokens: capacity, at: now };
     b.tokens = Math.min(capacity, b.tokens + (now - b.at) * refill);
     b.at = now;
     const allowed = b.tokens >= 1;

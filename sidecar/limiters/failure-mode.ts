@@ -1,12 +1,33 @@
 /**
- * kv_failure_mode around a store-backed limiter: when the store errors, `open` admits (and reports
- * the error), `closed` refuses with Retry-After 1.
+ * kv_failure_mode around a store-backed limiter: when the store errors or misses its deadline
+ * (default 50 ms), `open` admits (and reports the error), `closed` refuses with Retry-After 1.
+ * The request path never sees the exception.
  */
 import type { Clock } from '../../lib/clock.js';
 import type { LimitSpec } from '../config/types.js';
 import { allowanceOf, result, type Limiter, type LimitResult } from './types.js';
 
 export type FailureMode = 'open' | 'closed';
+
+/** Default deadline of one store call on the request path (issue 3 part 8). */
+export const DEFAULT_STORE_DEADLINE_MS = 50;
+
+export class StoreDeadlineError extends Error {
+  constructor(ms: number) {
+    super(`shared store did not answer within ${ms} ms`);
+    this.name = 'StoreDeadlineError';
+  }
+}
+
+/** `p`, or a StoreDeadlineError after `ms` (0 or Infinity = no deadline). A late answer is dropped. */
+export function withDeadline<T>(p: Promise<T>, ms: number): Promise<T> {
+  if (!(ms > 0) || ms === Infinity) return p;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreDeadlineError(ms)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
 
 export const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
@@ -17,13 +38,14 @@ export class WithFailureMode implements Limiter {
     private readonly mode: FailureMode,
     private readonly clock: Clock,
     private readonly onError: (e: Error) => void,
+    private readonly deadlineMs = DEFAULT_STORE_DEADLINE_MS,
   ) {
     this.name = inner.name;
   }
 
   async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
     try {
-      return await this.inner.check(bucket, limit);
+      return await withDeadline(this.inner.check(bucket, limit), this.deadlineMs);
     } catch (e) {
       this.onError(asError(e));
       const now = this.clock.now();
@@ -34,7 +56,7 @@ export class WithFailureMode implements Limiter {
 
   async reset(bucket: string): Promise<void> {
     try {
-      await this.inner.reset?.(bucket);
+      await withDeadline(this.inner.reset?.(bucket) ?? Promise.resolve(), this.deadlineMs);
     } catch (e) {
       this.onError(asError(e));
     }

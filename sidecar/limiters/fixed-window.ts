@@ -32,7 +32,7 @@ export class MemoryFixedWindow implements Limiter {
   async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
     const now = this.clock.now();
     const w = fixedWindow(now, limit.per);
-    let c = this.counters.get(bucket);
+    let c = this.counters.get(bucket, now);
     if (!c || c.id !== w.id) this.counters.set(bucket, (c = { id: w.id, count: 0 }), w.end);
     c.count++;
     return verdict(c.count, limit, now, w.end);

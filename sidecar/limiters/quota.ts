@@ -50,7 +50,7 @@ export class MemoryQuota implements QuotaStore {
 
   async consume(bucket: string, q: QuotaSpec): Promise<QuotaResult> {
     const now = this.clock.now();
-    let s = this.state.get(bucket);
+    let s = this.state.get(bucket, now);
     if (!s) {
       const renews = q.renewal > 0 ? now + q.renewal * 1000 : 0;
       this.state.set(bucket, (s = { used: 0, renews }), renews > 0 ? renews : Infinity);

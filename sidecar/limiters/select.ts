@@ -9,7 +9,7 @@ import { selectedAlgorithm, type Algorithm, type GatewayOptionsT } from '../../l
 import type { StoreClient } from '../../lib/store/redis.js';
 import type { LimitSpec } from '../config/types.js';
 import { DrlLimiter, type PeerCount } from './drl.js';
-import { WithFailureMode } from './failure-mode.js';
+import { DEFAULT_STORE_DEADLINE_MS, WithFailureMode } from './failure-mode.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './fixed-window.js';
 import { MemoryQuota, RedisQuota, type QuotaStore } from './quota.js';
 import { MemorySentinel, RedisSentinel } from './sentinel.js';
@@ -25,6 +25,8 @@ export interface LimiterDeps {
   peers: PeerCount;
   onSmoothing?: SmoothingListener;
   onStoreError?: (e: Error) => void;
+  /** Deadline of one store call on the request path (ms, default 50). */
+  storeDeadlineMs?: number;
 }
 
 export interface Limiters {
@@ -36,6 +38,10 @@ export interface Limiters {
   readonly store: Limiter;
   readonly drl: DrlLimiter;
   readonly quota: QuotaStore;
+  /** The store's deadline (ms) for calls on the request path. */
+  readonly storeDeadlineMs: number;
+  /** Whether a limit's smoothing can take effect with the limiter that counts it now. */
+  canSmooth(limiter: Limiter): boolean;
   /** Resolves when background store writes (sentinel log) have finished. */
   settled(): Promise<void>;
 }
@@ -64,7 +70,7 @@ export function createLimiters(d: LimiterDeps): Limiters {
       ? new RedisSlidingLog(d.redis, d.clock, { transactional: !o.enable_non_transactional_rate_limiter, smoothingEnabled: smoothing }, d.onSmoothing)
       : new MemorySlidingLog(d.clock, d.onSmoothing, smoothing);
   }
-  const store = d.redis ? new WithFailureMode(inner, o.kv_failure_mode, d.clock, onError) : inner;
+  const store = d.redis ? new WithFailureMode(inner, o.kv_failure_mode, d.clock, onError, d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS) : inner;
   const quota: QuotaStore = d.redis ? new RedisQuota(d.redis, d.clock) : new MemoryQuota(d.clock);
 
   return {
@@ -72,6 +78,8 @@ export function createLimiters(d: LimiterDeps): Limiters {
     store,
     drl,
     quota,
+    storeDeadlineMs: d.redis ? (d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS) : 0,
+    canSmooth: (limiter) => limiter !== drl && algorithm !== 'fixed_window',
     forLimit(limit: LimitSpec): Limiter {
       if (algorithm !== 'drl') return store;
       return usesDrl(limit, o.drl_threshold, d.peers()) ? drl : store;

@@ -35,7 +35,7 @@ export class MemorySentinel implements Limiter {
 
   async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
     const now = this.clock.now();
-    const until = this.sentinels.get(bucket);
+    const until = this.sentinels.get(bucket, now);
     if (until !== undefined) return result(false, allowanceOf(limit.rate), 0, now, until);
     const r = this.log.checkSync(bucket, limit);
     const win = limit.per * 1000;

@@ -13,7 +13,7 @@ import type { Clock } from '../../lib/clock.js';
 import { ExpiringMap } from '../../lib/store/memory.js';
 import type { StoreClient } from '../../lib/store/redis.js';
 import { defineScript, type ScriptRunner } from '../../lib/store/scripts.js';
-import { storeKeys, uniqueMember } from '../../lib/store/keys.js';
+import { bucketKeys, storeKeys, uniqueMember } from '../../lib/store/keys.js';
 import type { LimitSpec } from '../config/types.js';
 import { initialState, smoothingActive, smoothingStep, type SmoothingState } from './smoothing.js';
 import { allowanceOf, result, type Limiter, type LimitResult, type SmoothingListener } from './types.js';
@@ -41,7 +41,7 @@ export class MemorySlidingLog implements Limiter {
   checkSync(bucket: string, limit: LimitSpec): LimitResult {
     const now = this.clock.now();
     const win = windowMs(limit.per);
-    const log = this.logs.get(bucket) ?? [];
+    const log = this.logs.get(bucket, now) ?? [];
     let drop = 0;
     while (drop < log.length && log[drop]! <= now - win) drop++;
     if (drop) log.splice(0, drop);
@@ -52,7 +52,7 @@ export class MemorySlidingLog implements Limiter {
     let allowance = allowanceOf(limit.rate);
     if (this.smoothingEnabled && smoothingActive(limit.smoothing)) {
       const s = limit.smoothing;
-      const st = this.smooth.get(bucket) ?? initialState(s, limit.rate);
+      const st = this.smooth.get(bucket, now) ?? initialState(s, limit.rate);
       const step = smoothingStep(st, count + 1, s, limit.rate, now);
       this.smooth.set(bucket, step.state, now + Math.max(win, s.delay * 1000) * 10);
       if (step.event) {
@@ -78,8 +78,8 @@ export class MemorySlidingLog implements Limiter {
 }
 
 /**
- * KEYS: log, smoothing hash, sentinel. ARGV: now ms, window ms, rate, member, smoothing on ('1'/'0'),
- * threshold, step, trigger, delay ms, sentinel on ('1'/'0').
+ * KEYS: log, smoothing hash, sentinel. ARGV: now ms, window ms, rate, member, sentinel on ('1'/'0'),
+ * and only for a smoothed limit: threshold, step, trigger, delay ms (fewer arguments on the hot path).
  * Returns {allowed, n (entries after the add), allowance, next admission ms, event (1 up, -1 down, 0), old allowance}.
  * With the sentinel flag, a log reaching the allowance writes the sentinel (value = until ms) too.
  */
@@ -92,7 +92,7 @@ redis.call('PEXPIRE', KEYS[1], win)
 local allowance = rate
 local ev = 0
 local old = rate
-if ARGV[5] == '1' then
+if #ARGV >= 9 then
   local thr = tonumber(ARGV[6]); local step = tonumber(ARGV[7]); local trig = tonumber(ARGV[8]); local delay = tonumber(ARGV[9])
   local lower = math.min(math.max(thr, 0), rate)
   local st = redis.call('HMGET', KEYS[2], 'a', 't')
@@ -121,7 +121,7 @@ elseif n - whole >= 0 then
   local e = redis.call('ZRANGE', KEYS[1], n - whole, n - whole, 'WITHSCORES')
   if e[2] then nextTs = tonumber(e[2]) + win end
 end
-if ARGV[10] == '1' and n >= whole then
+if ARGV[5] == '1' and n >= whole then
   local until_ = tonumber(redis.call('GET', KEYS[3]) or '0')
   if until_ <= now then redis.call('SET', KEYS[3], tostring(now + win), 'PX', win) end
 end
@@ -152,10 +152,10 @@ export class RedisLogScript {
   async write(bucket: string, limit: LimitSpec, now: number, writeSentinel: boolean): Promise<LogWrite> {
     const win = windowMs(limit.per);
     const smooth = this.smoothingEnabled && smoothingActive(limit.smoothing) ? limit.smoothing : undefined;
-    const [allowed, n, allowanceStr, nextStr, ev, oldStr] = await this.run(
-      [storeKeys.log(bucket), storeKeys.smoothing(bucket), storeKeys.sentinel(bucket)],
-      [now, win, limit.rate, uniqueMember(now), smooth ? '1' : '0', smooth?.threshold ?? 0, smooth?.step ?? 0, smooth?.trigger ?? 0, Math.round((smooth?.delay ?? 0) * 1000), writeSentinel ? '1' : '0'],
-    );
+    const k = bucketKeys(bucket);
+    const args: (string | number)[] = [now, win, limit.rate, uniqueMember(now), writeSentinel ? '1' : '0'];
+    if (smooth) args.push(smooth.threshold, smooth.step, smooth.trigger, Math.round(smooth.delay * 1000));
+    const [allowed, n, allowanceStr, nextStr, ev, oldStr] = await this.run([k.log, k.smoothing, k.sentinel], args);
     const allowance = Number(allowanceStr);
     if (ev !== 0) {
       this.onSmoothing(

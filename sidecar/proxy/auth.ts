@@ -17,8 +17,29 @@ export function extractKey(headers: IncomingHttpHeaders, headerName: string): st
   const raw = headers[headerName];
   const v = (Array.isArray(raw) ? raw[0] : raw)?.trim();
   if (!v) return undefined;
-  const m = /^bearer\s+(.+)$/i.exec(v);
-  return m ? m[1]!.trim() : v;
+  // "Bearer <key>" (any case); checked without a regex on the hot path
+  if (v.length > 7 && (v.charCodeAt(6) === 32 || v.charCodeAt(6) === 9) && v.slice(0, 6).toLowerCase() === 'bearer') {
+    const k = v.slice(7).trim();
+    return k || undefined;
+  }
+  return v;
+}
+
+/**
+ * SHA-256 of recently seen keys, so a busy key is hashed once rather than on every request. Bounded:
+ * cleared when it reaches HASH_CACHE_MAX entries. Holds raw keys in process memory only (never logged,
+ * never stored), like the request that carried them.
+ */
+const HASH_CACHE_MAX = 10_000;
+const hashCache = new Map<string, string>();
+export function keyHashOf(key: string): string {
+  let h = hashCache.get(key);
+  if (h === undefined) {
+    h = sha256hex(key);
+    if (hashCache.size >= HASH_CACHE_MAX) hashCache.clear();
+    hashCache.set(key, h);
+  }
+  return h;
 }
 
 const patternCache = new Map<string, RegExp>();
@@ -35,6 +56,11 @@ function urlMatches(url: string, path: string): boolean {
   return re.test(path);
 }
 
+function isEmpty(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
+}
+
 /** Access rights check on the effective (policy-merged) access rights. */
 export function accessAllowed(
   rights: Record<string, AccessDefinitionT> | null | undefined,
@@ -42,7 +68,7 @@ export function accessAllowed(
   method: string,
   relPath: string,
 ): boolean {
-  if (!rights || Object.keys(rights).length === 0) return true;
+  if (!rights || isEmpty(rights)) return true;
   const def = rights[api.api_id];
   if (!def) return false;
   const urls = def.allowed_urls ?? [];
@@ -58,7 +84,7 @@ export async function authenticate(
 ): Promise<AuthResult> {
   const key = extractKey(headers, api.authHeader);
   if (!key) return { ok: false, status: 401 };
-  const keyHash = sha256hex(key);
+  const keyHash = keyHashOf(key);
   const session = await lookup(keyHash);
   if (!session) return { ok: false, status: 403 };
   const s = session.session;

@@ -43,9 +43,45 @@ function refusal(v: Exclude<Verdict, { kind: 'allow' }>): { status: number; erro
   }
 }
 
+/** Parsed upstream targets (origin and base path), so a URL is not parsed on every request. */
+const targets = new Map<string, { origin: string; basePath: string }>();
+function targetOf(url: string): { origin: string; basePath: string } {
+  let t = targets.get(url);
+  if (!t) {
+    const u = new URL(url);
+    t = { origin: u.origin, basePath: u.pathname.replace(/\/$/, '') };
+    if (targets.size > 1000) targets.clear();
+    targets.set(url, t);
+  }
+  return t;
+}
+
+const STATUS_CLASS = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
+
 export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingMessage, res: ServerResponse): Promise<void>; upstreams: Upstreams } {
   const upstreams = new Upstreams({ timeoutMs: deps.upstreamTimeoutMs ?? 30_000 });
   const { metrics } = deps;
+  // labelled metric children per api (and status class), resolved once instead of on every request
+  const requestCounters = new Map<string, { inc(): void }>();
+  const upstreamHistograms = new Map<string, { observe(v: number): void }>();
+  const countRequest = (apiId: string, status: number): void => {
+    const code = STATUS_CLASS[Math.floor(status / 100)] ?? `${Math.floor(status / 100)}xx`;
+    const k = `${apiId}\u0000${code}`;
+    let c = requestCounters.get(k);
+    if (!c) {
+      if (requestCounters.size > 10_000) requestCounters.clear();
+      requestCounters.set(k, (c = metrics.requests.labels({ api: apiId, code })));
+    }
+    c.inc();
+  };
+  const observeUpstream = (apiId: string, seconds: number): void => {
+    let h = upstreamHistograms.get(apiId);
+    if (!h) {
+      if (upstreamHistograms.size > 10_000) upstreamHistograms.clear();
+      upstreamHistograms.set(apiId, (h = metrics.upstream.labels({ api: apiId })));
+    }
+    h.observe(seconds);
+  };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = req.url ?? '/';
@@ -59,9 +95,7 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
     if (!r || !r.api.active) return sendJson(res, 404, { error: ERRORS.notFound });
     const { api, relPath } = r;
     const method = (req.method ?? 'GET').toUpperCase();
-    const done = (status: number): void => {
-      metrics.requests.inc({ api: api.api_id, code: `${Math.floor(status / 100)}xx` });
-    };
+    const done = (status: number): void => countRequest(api.api_id, status);
 
     let keyHash: string | undefined;
     let session: StoredSession | undefined;
@@ -109,12 +143,11 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
       done(502);
       return sendJson(res, 502, { error: 'No upstream configured for this API' });
     }
-    const t = new URL(target);
-    const basePath = t.pathname.replace(/\/$/, '');
+    const { origin, basePath } = targetOf(target);
     const forwardPath = (api.strip ? basePath + relPath : basePath + path) + (q === -1 ? '' : url.slice(q));
     const u0 = performance.now();
-    const status = await forward(upstreams, t.origin, forwardPath || '/', req, res, rateLimitHeaders(verdict.headers));
-    metrics.upstream.observe({ api: api.api_id }, (performance.now() - u0) / 1000);
+    const status = await forward(upstreams, origin, forwardPath || '/', req, res, rateLimitHeaders(verdict.headers));
+    observeUpstream(api.api_id, (performance.now() - u0) / 1000);
     done(status);
   }
 

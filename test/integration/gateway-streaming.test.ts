@@ -1,9 +1,20 @@
 /** Proxy mechanics: streamed bodies both ways, hop-by-hop headers, client aborts cancel the upstream. */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
+import { connect } from 'node:net';
 import { createServer, request as httpRequest, type Server, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
+
+const HUNDRED_MB = 100 * 1024 * 1024;
+
+/** VmRSS / VmHWM (peak) of a process, in bytes. */
+function memoryOf(pid: number): { rss: number; peak: number } {
+  const st = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(st)![1]) * 1024;
+  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+}
 
 describe('gateway proxy mechanics', () => {
   let up: Server;
@@ -11,10 +22,27 @@ describe('gateway proxy mechanics', () => {
   let dir: string;
   let lastHeaders: IncomingMessage['headers'] = {};
   let aborted = 0;
+  let lastUrl = '';
 
   beforeAll(async () => {
     up = createServer((req, res) => {
       lastHeaders = req.headers;
+      lastUrl = req.url ?? '';
+      if (req.url === '/big100') {
+        // 100 MiB streamed in chunks, at the pace the gateway reads it
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        let sent = 0;
+        const chunk = Buffer.alloc(64 * 1024, 99);
+        const pump = (): void => {
+          while (sent < HUNDRED_MB) {
+            sent += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', pump);
+          }
+          res.end();
+        };
+        pump();
+        return;
+      }
       if (req.url === '/big') {
         // 8 MiB streamed in chunks
         res.writeHead(200, { 'content-type': 'application/octet-stream', connection: 'x-secret-hop', 'x-secret-hop': '1' });
@@ -42,7 +70,7 @@ describe('gateway proxy mechanics', () => {
     dir = tempDir();
     writeFileSync(
       join(dir, 'a.yaml'),
-      `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: s}\nspec:\n  use_keyless: true\n  proxy: {listen_path: /s/, target_url: 'http://127.0.0.1:${(up.address() as { port: number }).port}'}\n`,
+      `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: s}\nspec:\n  use_keyless: true\n  proxy: {listen_path: /s/, target_url: 'http://127.0.0.1:${(up.address() as { port: number }).port}'}\n---\napiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: deep}\nspec:\n  use_keyless: true\n  proxy: {listen_path: /s/deep/, strip_listen_path: false, target_url: 'http://127.0.0.1:${(up.address() as { port: number }).port}/base'}\n`,
     );
     gw = await startStandalone(dir);
   });
@@ -62,6 +90,55 @@ describe('gateway proxy mechanics', () => {
     for await (const c of d.body) total += (c as Buffer).length;
     expect(total).toBe(8 * 1024 * 1024);
     expect(d.headers['x-secret-hop']).toBeUndefined(); // named in Connection: hop-by-hop
+  });
+
+  test('a 100 MB upload and a 100 MB download stream through with bounded memory', async () => {
+    const pid = gw.proc.pid!;
+    // warm the path first so the baseline includes the code and pools every request needs
+    await (await request(`${gw.gateway}/s/upload`, { method: 'POST', body: Buffer.alloc(1024 * 1024) })).body.text();
+    const before = memoryOf(pid);
+    async function* body(): AsyncGenerator<Buffer> {
+      const chunk = Buffer.alloc(64 * 1024, 101);
+      for (let sent = 0; sent < HUNDRED_MB; sent += chunk.length) yield chunk;
+    }
+    const up = await request(`${gw.gateway}/s/upload`, { method: 'POST', body: Readable.from(body()), headers: { 'content-length': String(HUNDRED_MB) } });
+    expect(JSON.parse(await up.body.text())).toEqual({ received: HUNDRED_MB });
+    const down = await request(`${gw.gateway}/s/big100`);
+    let total = 0;
+    for await (const c of down.body) total += (c as Buffer).length;
+    expect(total).toBe(HUNDRED_MB);
+    const after = memoryOf(pid);
+    // buffering either body would add ≥ 100 MB; streaming adds only what the GC has not yet
+    // collected of the 64 KiB chunks in flight (measured: ~30–55 MB, independent of the body size)
+    expect(after.peak - before.rss).toBeLessThan(80 * 1024 * 1024);
+  }, 60_000);
+
+  test('longest listen path wins; strip_listen_path true and false; the target path is a prefix; the query is kept', async () => {
+    await (await request(`${gw.gateway}/s/a/b?x=1`)).body.dump();
+    expect(lastUrl).toBe('/a/b?x=1'); // /s/ stripped
+    await (await request(`${gw.gateway}/s/deep/c?y=2`)).body.dump();
+    expect(lastUrl).toBe('/base/s/deep/c?y=2'); // the longer /s/deep/ wins, not stripped, under the target's /base
+  });
+
+  test('HTTP/1.1 keep-alive towards clients: several requests over one connection', async () => {
+    const text = await new Promise<string>((resolve, reject) => {
+      const sock = connect(Number(new URL(gw.gateway).port), '127.0.0.1');
+      let buf = '';
+      sock.on('data', (d: Buffer) => {
+        buf += d.toString();
+        if ((buf.match(/HTTP\/1\.1 200/g) ?? []).length === 3 && buf.trimEnd().endsWith('}')) {
+          sock.destroy();
+          resolve(buf);
+        }
+      });
+      sock.on('error', reject);
+      sock.on('close', () => resolve(buf));
+      const one = 'GET /s/k HTTP/1.1\r\nHost: gw\r\n\r\n';
+      sock.write(one);
+      setTimeout(() => sock.write(one + one), 100); // the same socket, after the first answer
+    });
+    expect((text.match(/HTTP\/1\.1 200/g) ?? []).length).toBe(3);
+    expect(text.toLowerCase()).not.toContain('connection: close');
   });
 
   test('X-Forwarded-* are set and hop-by-hop request headers are dropped', async () => {

@@ -20,8 +20,8 @@ describe('two engines sharing Redis', () => {
     clock = new ManualClock(T0);
     events = [];
     const options = GatewayOptions.parse({ enable_kv_rolling_limiter: true });
-    e1 = createEngine({ options, clock, config: () => cfg, redis: g.a, onSmoothingEvent: (e) => events.push(e) });
-    e2 = createEngine({ options, clock, config: () => cfg, store: g.b, onSmoothingEvent: (e) => events.push(e) });
+    e1 = createEngine({ options, clock, config: () => cfg, redis: g.a, storeDeadlineMs: 5_000, onSmoothingEvent: (e) => events.push(e) });
+    e2 = createEngine({ options, clock, config: () => cfg, store: g.b, storeDeadlineMs: 5_000, onSmoothingEvent: (e) => events.push(e) });
   });
   afterAll(() => g.close());
 

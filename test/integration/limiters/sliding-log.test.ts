@@ -3,6 +3,7 @@ import { storeKeys } from '../../../lib/store/keys.js';
 import { RedisSlidingLog } from '../../../sidecar/limiters/sliding-log.js';
 import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
 import { burst, twoGateways, type Gateways } from './gateways.js';
+import { CURVE_EVENTS, CURVE_LIMIT, driveCurve } from '../../unit/engine/fixtures.js';
 
 const T0 = 1_700_000_040_000;
 
@@ -75,5 +76,18 @@ describe('sliding window log in Redis', () => {
     expect(onB[7]!.limit).toBe(10);
     expect(await g.a.hget(storeKeys.smoothing('sm'), 'a')).toBe('10');
     expect(events).toHaveLength(1); // the hold-off is shared too
+  });
+
+  test('smoothing: the scripted request-rate curve gives the same steps, events and hold-offs in the Lua script, across two gateways', async () => {
+    const clock = new ManualClock(T0);
+    const events: SmoothingEvent[] = [];
+    const opts = { transactional: true, smoothingEnabled: true };
+    const a = new RedisSlidingLog(g.a, clock, opts, (e) => events.push(e));
+    const b = new RedisSlidingLog(g.b, clock, opts, (e) => events.push(e));
+    let i = 0;
+    const got = await driveCurve(() => (i++ % 2 ? b : a).check('curve', CURVE_LIMIT), clock, events);
+    expect(got.events).toEqual(CURVE_EVENTS);
+    expect(Math.max(...got.allowance)).toBe(16);
+    expect(got.allowance.at(-1)).toBe(4);
   });
 });

@@ -1,7 +1,8 @@
 /**
- * Redis Cluster and Redis Sentinel through their URLs, on real servers started here: a one-node
- * cluster (every slot on one node; Redis still refuses multi-key commands across slots, so CROSSSLOT
- * would show) and a sentinel watching the run's redis-server.
+ * Redis Cluster and Redis Sentinel through their URLs, on real servers started here: a 3-master
+ * cluster (redis-server --cluster-enabled yes ×3 + redis-cli --cluster create; Redis refuses multi-key
+ * commands across slots, so CROSSSLOT would show) and a sentinel watching the run's redis-server.
+ * The exactness tests with three engines run against the same kind of cluster (exactness.test.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { createStoreClient, type StoreClient } from '../../../lib/store/redis.js
 import { createEngine } from '../../../sidecar/engine/engine.js';
 import type { CompiledApi } from '../../../sidecar/config/types.js';
 import { freePort } from '../../harness/ports.js';
+import { startRedisCluster, type RedisClusterHandle } from '../../harness/redis-cluster.js';
 
 const T0 = 1_700_000_040_000;
 const api: CompiledApi = { namespace: 'default', name: 'a', api_id: 'a', active: true, keyless: false, authHeader: 'authorization', listenPath: '/a/', strip: true, endpointRules: [{ method: '*', pattern: '^/?x$', rate: 2, per: 60, id: '* x' }], apiLimit: { rate: 100, per: 60 } };
@@ -42,7 +44,7 @@ async function stop(s: { proc: ChildProcess; dir: string }): Promise<void> {
 
 /** Every algorithm through one engine: API scope, key scope (smoothed) and quota. */
 async function exercise(client: StoreClient, algo: Record<string, boolean>): Promise<string[]> {
-  const engine = createEngine({ options: GatewayOptions.parse({ ...algo, kv_failure_mode: 'closed' }), clock: new ManualClock(T0), config: () => ({ hash: '', apis: [], policies: {} }), redis: client, onStoreError: (e) => { throw e; } });
+  const engine = createEngine({ options: GatewayOptions.parse({ ...algo, kv_failure_mode: 'closed' }), clock: new ManualClock(T0), config: () => ({ hash: '', apis: [], policies: {} }), redis: client, storeDeadlineMs: 5_000, onStoreError: (e) => { throw e; } });
   const a = { ...api, namespace: Object.keys(algo).join('+') }; // buckets of their own per algorithm
   const kinds: string[] = [];
   for (let i = 0; i < 4; i++) kinds.push((await engine.check({ api: a, method: 'GET', path: '/y', keyHash: `k-${Object.keys(algo).join()}`, session })).kind);
@@ -55,19 +57,22 @@ async function exercise(client: StoreClient, algo: Record<string, boolean>): Pro
 const EXPECTED = ['allow', 'allow', 'allow', 'key_limited', 'allow', 'allow', 'api_limited'];
 const algorithms: Record<string, boolean>[] = [{ enable_kv_rolling_limiter: true }, { enable_fixed_window_rate_limiter: true }, { enable_kv_rolling_limiter: true, enable_non_transactional_rate_limiter: true }];
 
-describe('Redis Cluster (redis+cluster://)', () => {
-  let node: { proc: ChildProcess; dir: string };
+describe('Redis Cluster (redis+cluster://), 3 masters', () => {
+  let cluster: RedisClusterHandle;
   let port: number;
   beforeAll(async () => {
-    port = await freePort();
-    node = server(['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-announce-ip', '127.0.0.1', '--cluster-config-file', '$DIR/nodes.conf', '--save', '', '--appendonly', 'no']);
-    const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => 50 });
-    await waitFor(async () => (await admin.connect().then(() => true, () => false)) || admin.status === 'ready', 'cluster node');
-    await admin.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
-    await waitFor(async () => String(await admin.call('CLUSTER', 'INFO')).includes('cluster_state:ok'), 'cluster_state:ok');
-    admin.disconnect();
+    cluster = await startRedisCluster(3);
+    port = cluster.nodes[0]!.port;
+  }, 60_000);
+  afterAll(async () => cluster.stop());
+
+  test('the cluster is real: 3 masters share the 16384 slots', async () => {
+    const c = new Redis({ port, host: '127.0.0.1' });
+    const info = String(await c.call('CLUSTER', 'INFO'));
+    expect(info).toContain('cluster_size:3');
+    expect(info).toContain('cluster_slots_assigned:16384');
+    c.disconnect();
   });
-  afterAll(async () => stop(node));
 
   test('multi-key commands across slots are refused by this server (the check is real)', async () => {
     const c = new Redis({ port, host: '127.0.0.1' });
@@ -77,7 +82,7 @@ describe('Redis Cluster (redis+cluster://)', () => {
 
   for (const algo of algorithms) {
     test(`${Object.keys(algo).join('+')}: scripts and transactions stay in one slot`, async () => {
-      const client = createStoreClient(`redis+cluster://127.0.0.1:${port}`, { maxRetriesPerRequest: 1 });
+      const client = createStoreClient(cluster.url, { maxRetriesPerRequest: 1 });
       client.on('error', () => {});
       const kinds = await exercise(client, algo);
       expect(kinds).toEqual(EXPECTED);
@@ -86,7 +91,7 @@ describe('Redis Cluster (redis+cluster://)', () => {
   }
 
   test('sentinel variant: GET plus background script', async () => {
-    const client = createStoreClient(`redis+cluster://127.0.0.1:${port}`, { maxRetriesPerRequest: 1 });
+    const client = createStoreClient(cluster.url, { maxRetriesPerRequest: 1 });
     client.on('error', () => {});
     const kinds = await exercise(client, { enable_sentinel_rate_limiter: true });
     // the sentinel's log write is off the request path: sequential requests without waiting may overshoot

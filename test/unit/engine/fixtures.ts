@@ -7,6 +7,7 @@ import type { PolicySpecT } from '../../../crds/schemas/policy.js';
 import type { CompiledApi, CompiledConfig, EndpointRule } from '../../../sidecar/config/types.js';
 import { createEngine, type EngineDeps, type EngineSmoothingEvent, type GatewayEngine } from '../../../sidecar/engine/engine.js';
 import type { Verdict } from '../../../sidecar/engine/types.js';
+import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
 
 export const T0 = 1_700_000_040_000; // a multiple of 60 s: windows start here
 
@@ -82,3 +83,47 @@ export function harness(o: Partial<GatewayOptionsT> = {}, cfg: CompiledConfig = 
 }
 
 export const count = <T>(xs: T[], x: T): number => xs.filter((y) => y === x).length;
+
+/**
+ * A scripted request-rate curve (requests per second, for 1 s steps) over a 10 s window: the allowance
+ * climbs by steps to rate, holds, and falls back to threshold, with the hold-off between events.
+ * threshold 4, step 4, trigger 0.5, delay 3 s, rate 16 → up when R > A − 2, down when R < A − 6.
+ */
+export const CURVE_LIMIT = { rate: 16, per: 10, smoothing: { enabled: true, threshold: 4, step: 4, trigger: 0.5, delay: 3 } };
+export const CURVE: number[] = [
+  ...[1, 1, 1], // seconds 0–2
+  ...Array<number>(10).fill(3), // 3–12: 3 req/s, well above the allowance
+  ...Array<number>(11).fill(0), // 13–23: quiet, the window empties
+  ...[1, 0, 0, 1], // 24–27
+  ...Array<number>(10).fill(0), // 28–37
+  ...[1, 0, 0, 1], // 38–41
+];
+/** [second, event, old, new]: expected from the rule, checked against the memory and Redis limiters. */
+export const CURVE_EVENTS: [number, string, number, number][] = [
+  [2, 'RateLimitSmoothingUp', 4, 8], // R = 3 > 4 − 2; the first event needs no hold-off
+  [5, 'RateLimitSmoothingUp', 8, 12], // R > 6 since second 3, but the hold-off (3 s) holds it until 5
+  [8, 'RateLimitSmoothingUp', 12, 16], // R = 19 > 10 after the next hold-off; clamped at rate
+  [24, 'RateLimitSmoothingDown', 16, 12], // first request after the quiet spell: R = 1 < 10
+  [27, 'RateLimitSmoothingDown', 12, 8], // R = 2 < 6 once the hold-off is over
+  [38, 'RateLimitSmoothingDown', 8, 4], // R = 1 < 2: back to threshold; at 41 (R = 2) nothing moves
+];
+
+/** Drives a limiter with CURVE; returns events as [second, event, old, new] and the allowance after each second. */
+export async function driveCurve(
+  check: (now: number) => Promise<{ limit: number }>,
+  clock: ManualClock,
+  events: SmoothingEvent[],
+): Promise<{ events: [number, string, number, number][]; allowance: number[] }> {
+  const allowance: number[] = [];
+  let last = 4;
+  for (let sec = 0; sec < CURVE.length; sec++) {
+    const n = CURVE[sec]!;
+    for (let i = 0; i < n; i++) {
+      clock.set(T0 + sec * 1000 + i * 10);
+      last = (await check(clock.now())).limit;
+    }
+    allowance.push(last);
+  }
+  return { events: events.map((e) => [Math.floor((Date.parse(e.time) - T0) / 1000), e.event, e.oldAllowance, e.newAllowance]), allowance };
+}
+

@@ -2,7 +2,8 @@ import { ManualClock } from '../../../lib/clock.js';
 import { MemorySlidingLog } from '../../../sidecar/limiters/sliding-log.js';
 import { initialState, smoothingStep } from '../../../sidecar/limiters/smoothing.js';
 import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
-import { api, harness, session, T0 } from './fixtures.js';
+import type { SmoothingUnsupported } from '../../../sidecar/engine/engine.js';
+import { api, CURVE_EVENTS, CURVE_LIMIT, driveCurve, harness, session, T0 } from './fixtures.js';
 
 // threshold 5, step 5, trigger 0.5 (up above A − 2.5, down below A − 7.5), delay 10 s, rate 20
 const s = { enabled: true, threshold: 5, step: 5, trigger: 0.5, delay: 10 };
@@ -94,10 +95,33 @@ describe('smoothing in the sliding log', () => {
     expect(h.events[0]).toMatchObject({ event: 'RateLimitSmoothingUp', api_id: 'orders', limiterKey: `k:h:${keyHash}`, oldAllowance: 5, newAllowance: 10 });
   });
 
-  test('the fixed window ignores smoothing', async () => {
-    const h = harness({ enable_fixed_window_rate_limiter: true });
+  test('a limiter that cannot smooth refuses the smoothing clearly (reported once per bucket), the plain rate applies', async () => {
+    const refused: SmoothingUnsupported[] = [];
+    const h = harness({ enable_fixed_window_rate_limiter: true }, undefined, { onSmoothingUnsupported: (e) => refused.push(e) });
     const kinds = await h.fire(25, { api: api('a'), method: 'GET', path: '/', keyHash: 'e'.repeat(64), session: session({ rate: 20, per: 60, smoothing: s }) });
     expect(kinds.filter((k) => k === 'allow').length).toBe(20);
     expect(h.events).toEqual([]);
+    expect(refused).toEqual([{ api_id: 'a', limiterKey: `k:h:${'e'.repeat(64)}`, algorithm: 'fixed_window', reason: expect.stringMatching(/fixed_window limiter cannot smooth/) }]);
+    // the DRL (a limit above drl_threshold) cannot smooth either; its sliding-log fallback can
+    const drlRefused: SmoothingUnsupported[] = [];
+    const d = harness({}, undefined, { onSmoothingUnsupported: (e) => drlRefused.push(e) });
+    await d.fire(3, { api: api('fast'), method: 'GET', path: '/', keyHash: 'd'.repeat(64), session: session({ rate: 6000, per: 60, smoothing: s }) });
+    expect(drlRefused.map((e) => e.algorithm)).toEqual(['drl']);
+    await d.fire(3, { api: api('slow'), method: 'GET', path: '/', keyHash: 'c'.repeat(64), session: session({ rate: 20, per: 60, smoothing: s }) });
+    expect(drlRefused).toHaveLength(1);
+    expect(d.events.map((e) => e.event)).toEqual(['RateLimitSmoothingUp']);
+  });
+});
+
+describe('smoothing: scripted request-rate curve', () => {
+  test('memory sliding log: A climbs by steps to rate and back to threshold, with the hold-offs', async () => {
+    const clock = new ManualClock(T0);
+    const events: SmoothingEvent[] = [];
+    const log = new MemorySlidingLog(clock, (e) => events.push(e));
+    const got = await driveCurve(() => log.check('curve', CURVE_LIMIT), clock, events);
+    expect(got.events).toEqual(CURVE_EVENTS);
+    expect(Math.max(...got.allowance)).toBe(16);
+    expect(got.allowance.at(-1)).toBe(4);
+    for (let i = 1; i < got.events.length; i++) expect(got.events[i]![0] - got.events[i - 1]![0]).toBeGreaterThanOrEqual(3);
   });
 });

@@ -1,0 +1,91 @@
+/** Spawns the real `gw sidecar` (compiled CLI) against the run's kube-apiserver and waits for /readyz. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { stringify } from 'yaml';
+import { ApiDefinitionResource } from '../../crds/kinds.js';
+import { compileConfig } from '../../controller/compile/compile-config.js';
+import { freePort } from '../harness/ports.js';
+import { kubeconfig, kubectl } from './kube.js';
+import { CLI, tempDir } from './standalone.js';
+
+export interface Sidecar {
+  proc: ChildProcess;
+  gw: string;
+  ops: string;
+  out(): string;
+  /** SIGTERM; resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+export async function status(url: string, headers: Record<string, string> = {}): Promise<number> {
+  const r = await request(url, { headers });
+  await r.body.dump();
+  return r.statusCode;
+}
+
+export async function eventually(fn: () => Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await fn().catch(() => false))) {
+    if (Date.now() > end) throw new Error(`${what} not met in time`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export async function metricsText(s: Sidecar): Promise<string> {
+  const r = await request(`${s.ops}/metrics`);
+  return r.body.text();
+}
+
+/** Compiled config of keyless APIs: [listen path, rate, per][]. */
+export function configOf(ns: string, apis: { name: string; path: string; rate: number; per: number; keyless?: boolean }[]): string {
+  const defs = apis.map((a) =>
+    ApiDefinitionResource.parse({
+      apiVersion: 'gw.io/v1alpha1',
+      kind: 'ApiDefinition',
+      metadata: { name: a.name, namespace: ns },
+      spec: { use_keyless: a.keyless ?? true, proxy: { listen_path: a.path }, global_rate_limit: { rate: a.rate, per: a.per } },
+    }),
+  );
+  return JSON.stringify(compileConfig(defs, []).config);
+}
+
+export async function writeConfigMap(ns: string, text: string): Promise<void> {
+  const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'gw-config', namespace: ns }, data: { 'config.json': text } };
+  const r = await kubectl(['apply', '-f', '-'], stringify(cm));
+  if (r.code !== 0) throw new Error(r.stderr);
+}
+
+export async function startSidecar(o: { ns: string; upstream: string; redis?: string; group?: string; options?: string; kubeconfig?: string }): Promise<Sidecar> {
+  const [gp, mp] = [await freePort(), await freePort()];
+  const args = [CLI, 'sidecar', '--upstream', o.upstream, '--kubeconfig', o.kubeconfig ?? kubeconfig(), '--namespace', o.ns, '--listen', `127.0.0.1:${gp}`, '--metrics-listen', `127.0.0.1:${mp}`];
+  if (o.redis) args.push('--redis', o.redis);
+  if (o.group) args.push('--group', o.group);
+  if (o.options) {
+    const f = join(tempDir('gw-sidecar-cfg-'), 'config.yaml');
+    writeFileSync(f, o.options);
+    args.push('--config', f);
+  }
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GW_LOG_LEVEL: 'info' } });
+  let out = '';
+  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const s: Sidecar = {
+    proc,
+    gw: `http://127.0.0.1:${gp}`,
+    ops: `http://127.0.0.1:${mp}`,
+    out: () => out,
+    stop: () =>
+      new Promise((r) => {
+        if (proc.exitCode !== null) return r(proc.exitCode);
+        proc.once('exit', (code) => r(code));
+        proc.kill('SIGTERM');
+      }),
+  };
+  await eventually(async () => (await status(`${s.ops}/readyz`)) === 200, 20_000, 'sidecar ready').catch((e: Error) => {
+    proc.kill('SIGKILL');
+    throw new Error(`${e.message}\n${out}`);
+  });
+  return s;
+}
