@@ -44,7 +44,9 @@ test: build lint crds-check test-servers
 run: build
 	bash scripts/run.sh
 
+# Benchmark tools from Debian (wrk, nginx, taskset, redis-server) are installed when missing.
 bench: build
+	bash test/servers/install-debian.sh wrk:wrk nginx:nginx-light taskset:util-linux redis-server:redis-server
 	node dist/test/bench/run.js
 
 clean:
