@@ -1,7 +1,8 @@
 /**
  * Redis outages, with a redis-server of the test's own: while Redis is down an AccessKey says
  * Ready=False StoreUnavailable; when Redis comes back (empty, as after a restart without persistence)
- * the controller resyncs at once, well before its resync period (10 min here).
+ * the controller resyncs at once, well before its resync period (10 min here). FLUSHALL on a live
+ * Redis is repaired by the store check (a marker key), also well before the resync period.
  */
 import { jest } from '@jest/globals';
 import { Redis } from 'ioredis';
@@ -48,6 +49,23 @@ describe('gw controller: Redis outages', () => {
       await eventually(async () => (await client.exists(SESSION_PREFIX + sha256hex('outage-key'))) === 1, 10_000, 'session after the restart');
       expect(Date.now() - t0).toBeLessThan(10_000);
       expect(ctl.output()).toContain('Redis reconnected: full resync');
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  test('FLUSHALL on a live Redis → sessions restored by the marker-key check, long before the resync period', async () => {
+    const client = new Redis(server!.url);
+    try {
+      const key = SESSION_PREFIX + sha256hex('outage-key');
+      await eventually(async () => (await client.exists(key)) === 1, 10_000, 'session present before the flush');
+      await client.flushall();
+      expect(await client.exists(key)).toBe(0);
+      const t0 = Date.now();
+      // --resync-period is 600 s here: only the store check (default every 5 s) can bring it back in time
+      await eventually(async () => (await client.exists(key)) === 1, 15_000, 'session after FLUSHALL');
+      expect(Date.now() - t0).toBeLessThan(15_000);
+      await waitReady(ns, 'accesskey', 'k', 'True', 'Reconciled');
     } finally {
       client.disconnect();
     }
