@@ -1,9 +1,11 @@
 /**
  * Cluster backend: facade writes become custom resources (AccessKey, OAuthClient) plus a Secret for a
  * client secret, and the facade answers once the controller has reconciled them (status.observedGeneration
- * caught up with metadata.generation), or after readyTimeoutMs. Keys are found by spec.key_hash: a key
- * kept in a Secret (secretRef) is not visible to the facade in a cluster.
+ * caught up with metadata.generation), or after readyTimeoutMs. Keys are found by spec.key_hash (one GET
+ * for facade-made keys, see findKey): a key kept in a Secret (secretRef) is not visible to the facade in
+ * a cluster.
  */
+import { randomUUID } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { Status } from '../../crds/schemas/common.js';
@@ -24,6 +26,7 @@ import {
   keyResourceName,
   NotReadyError,
   MANAGED_BY_LABEL,
+  QUOTA_RESET_ANNOTATION,
   SUPPRESS_RESET_ANNOTATION,
   type ApiRef,
   type ClientRecord,
@@ -48,6 +51,14 @@ const KIND_OF: Record<Plural, string> = { apidefinitions: 'ApiDefinition', polic
 
 /** The part of a written resource the wait reads. */
 const ReconcileState = z.object({ status: Status.optional() });
+/** status.quotaReset of an AccessKey: the last gw.io/quota-reset token the controller acted on. */
+const QuotaResetState = z.looseObject({ status: z.looseObject({ quotaReset: z.string().optional() }).optional() });
+
+/** Besides Ready for the generation: what else the controller must have reported (and why it counts as not reconciled yet). */
+interface WaitAlso {
+  done: (obj: unknown) => boolean;
+  why: string;
+}
 
 const code = (e: unknown): number | undefined => (e as { code?: number }).code;
 
@@ -69,11 +80,12 @@ export class KubeBackend implements ResourceBackend {
     this.core = opts.kc.makeApiClient(CoreV1Api);
   }
 
-  private async list<S extends z.ZodType>(plural: Plural, schema: S): Promise<z.infer<S>[]> {
+  private async list<S extends z.ZodType>(plural: Plural, schema: S, labelSelector?: string): Promise<z.infer<S>[]> {
     const ns = this.opts.namespace;
+    const sel = labelSelector === undefined ? {} : { labelSelector };
     const res = (ns
-      ? await this.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
-      : await this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as { items?: unknown[] };
+      ? await this.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, ...sel })
+      : await this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural, ...sel })) as { items?: unknown[] };
     const out: z.infer<S>[] = [];
     for (const item of res.items ?? []) {
       const r = schema.safeParse(item);
@@ -87,7 +99,7 @@ export class KubeBackend implements ResourceBackend {
   }
 
   /** Create, or replace keeping resourceVersion; then wait for the controller. */
-  private async upsert(plural: Plural, resource: AccessKey | OAuthClient): Promise<void> {
+  private async upsert(plural: Plural, resource: AccessKey | OAuthClient, also?: WaitAlso): Promise<void> {
     const { namespace, name } = resource.metadata;
     const current = (await this.get(plural, namespace, name)) as { metadata?: { resourceVersion?: string } } | undefined;
     let written: { metadata?: { generation?: number } };
@@ -97,14 +109,14 @@ export class KubeBackend implements ResourceBackend {
     } else {
       written = (await this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, body: resource })) as typeof written;
     }
-    await this.waitReconciled(plural, namespace, name, written.metadata?.generation ?? 1);
+    await this.waitReconciled(plural, namespace, name, written.metadata?.generation ?? 1, also);
   }
 
   /**
    * Ready = the controller observed this generation (status.observedGeneration ≥ generation) and its
    * Ready condition, when it sets one, is not "False". Past readyTimeoutMs: NotReadyError (→ 504).
    */
-  private async waitReconciled(plural: Plural, namespace: string, name: string, generation: number): Promise<void> {
+  private async waitReconciled(plural: Plural, namespace: string, name: string, generation: number, also?: WaitAlso): Promise<void> {
     const timeoutMs = this.opts.readyTimeoutMs ?? 10_000;
     const deadline = Date.now() + timeoutMs;
     let why = 'the controller has not reconciled it yet';
@@ -115,8 +127,10 @@ export class KubeBackend implements ResourceBackend {
       const st = r.success ? r.data.status : undefined; // a status the schema does not know counts as not reconciled
       const ready = st?.conditions?.find((c) => c.type === 'Ready');
       if ((st?.observedGeneration ?? 0) >= generation) {
-        if (ready?.status !== 'False') return;
-        why = `the controller reports Ready=False${ready.reason ? ` (${ready.reason})` : ''}${ready.message ? `: ${ready.message}` : ''}`;
+        if (ready?.status !== 'False') {
+          if (!also || also.done(obj)) return;
+          why = also.why;
+        } else why = `the controller reports Ready=False${ready.reason ? ` (${ready.reason})` : ''}${ready.message ? `: ${ready.message}` : ''}`;
       }
       if (Date.now() >= deadline) break;
       await new Promise((res) => setTimeout(res, 200));
@@ -137,8 +151,21 @@ export class KubeBackend implements ResourceBackend {
     return (await this.get('policies', namespace, name)) ? { namespace, name } : undefined;
   }
 
+  /**
+   * The AccessKey with spec.key_hash = keyHash. Facade-made keys are named after the hash
+   * (keyResourceName) in the facade's namespace: one GET. Otherwise (a hand-written AccessKey with
+   * key_hash under a name of its own, or no namespace to look in) the scan covers only resources that
+   * are not facade-made (server-side label selector), so its cost does not grow with the keys the
+   * facade imported.
+   */
   private async findKey(keyHash: string): Promise<AccessKey | undefined> {
-    return (await this.list('accesskeys', AccessKeyResource)).find((k) => k.spec.key_hash === keyHash);
+    const ns = this.opts.namespace;
+    if (ns !== undefined) {
+      const direct = AccessKeyResource.safeParse(await this.get('accesskeys', ns, keyResourceName(keyHash)));
+      if (direct.success && direct.data.spec.key_hash === keyHash) return direct.data;
+    }
+    const [labelKey, labelValue] = Object.entries(MANAGED_BY_LABEL)[0]!;
+    return (await this.list('accesskeys', AccessKeyResource, `${labelKey}!=${labelValue}`)).find((k) => k.spec.key_hash === keyHash);
   }
 
   async getKey(keyHash: string): Promise<KeyRecord | undefined> {
@@ -154,13 +181,24 @@ export class KubeBackend implements ResourceBackend {
     const name = existing?.metadata.name ?? keyResourceName(keyHash);
     const annotations = { ...(existing?.metadata.annotations ?? {}) };
     delete annotations[SUPPRESS_RESET_ANNOTATION];
+    delete annotations[QUOTA_RESET_ANNOTATION];
+    // Without suppress_reset every write resets the live quota (SPEC §3.5), also when the key existed:
+    // a fresh token asks the controller to, and the answer waits until it reports having done it.
+    const resetToken = record.suppressReset ? undefined : randomUUID();
     if (record.suppressReset) annotations[SUPPRESS_RESET_ANNOTATION] = 'true';
-    await this.upsert('accesskeys', {
-      apiVersion: API_VERSION,
-      kind: 'AccessKey',
-      metadata: { name, namespace, labels: { ...(existing?.metadata.labels ?? MANAGED_BY_LABEL) }, annotations },
-      spec: { ...record.spec, key_hash: keyHash },
-    });
+    else annotations[QUOTA_RESET_ANNOTATION] = resetToken!;
+    await this.upsert(
+      'accesskeys',
+      {
+        apiVersion: API_VERSION,
+        kind: 'AccessKey',
+        metadata: { name, namespace, labels: { ...(existing?.metadata.labels ?? MANAGED_BY_LABEL) }, annotations },
+        spec: { ...record.spec, key_hash: keyHash },
+      },
+      resetToken === undefined
+        ? undefined
+        : { done: (obj) => QuotaResetState.safeParse(obj).data?.status?.quotaReset === resetToken, why: 'the controller has not reset its quota yet' },
+    );
   }
 
   async deleteKey(keyHash: string): Promise<boolean> {
