@@ -153,17 +153,16 @@ export class KubeBackend implements ResourceBackend {
 
   /**
    * The AccessKey with spec.key_hash = keyHash. Facade-made keys are named after the hash
-   * (keyResourceName) in the facade's namespace: one GET. Otherwise (a hand-written AccessKey with
-   * key_hash under a name of its own, or no namespace to look in) the scan covers only resources that
-   * are not facade-made (server-side label selector), so its cost does not grow with the keys the
-   * facade imported.
+   * (keyResourceName) in the facade's namespace: one GET. When that misses (a hand-written AccessKey
+   * with key_hash under a name of its own, or no such key) the scan covers only resources that are not
+   * facade-made (server-side label selector), so its cost does not grow with the keys the facade
+   * imported. Without a namespace (all namespaces) the whole list is scanned, as before.
    */
   private async findKey(keyHash: string): Promise<AccessKey | undefined> {
     const ns = this.opts.namespace;
-    if (ns !== undefined) {
-      const direct = AccessKeyResource.safeParse(await this.get('accesskeys', ns, keyResourceName(keyHash)));
-      if (direct.success && direct.data.spec.key_hash === keyHash) return direct.data;
-    }
+    if (ns === undefined) return (await this.list('accesskeys', AccessKeyResource)).find((k) => k.spec.key_hash === keyHash);
+    const direct = AccessKeyResource.safeParse(await this.get('accesskeys', ns, keyResourceName(keyHash)));
+    if (direct.success && direct.data.spec.key_hash === keyHash) return direct.data;
     const [labelKey, labelValue] = Object.entries(MANAGED_BY_LABEL)[0]!;
     return (await this.list('accesskeys', AccessKeyResource, `${labelKey}!=${labelValue}`)).find((k) => k.spec.key_hash === keyHash);
   }
@@ -192,7 +191,7 @@ export class KubeBackend implements ResourceBackend {
       {
         apiVersion: API_VERSION,
         kind: 'AccessKey',
-        metadata: { name, namespace, labels: { ...(existing?.metadata.labels ?? MANAGED_BY_LABEL) }, annotations },
+        metadata: { name, namespace, labels: existing ? { ...(existing.metadata.labels ?? {}) } : { ...MANAGED_BY_LABEL }, annotations },
         spec: { ...record.spec, key_hash: keyHash },
       },
       resetToken === undefined

@@ -283,6 +283,17 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     const cli = await gwCli(facade.url, ['keys', 'get', raw]);
     expect(cli).toMatchObject({ code: 0, stderr: '' });
     expect(JSON.parse(cli.stdout)).toMatchObject({ quota_max: 10, quota_remaining: 9, rate: 100, per: 60 });
+
+    // The reset request was acted on once: a periodic full resync of the controller does not reset again.
+    const resets = await ctl.metric('gw_controller_writes_total', { target: 'quota_reset' });
+    const resyncs = await ctl.metric('gw_controller_resyncs_total', { cause: 'periodic' });
+    await eventually(async () => (await ctl.metric('gw_controller_resyncs_total', { cause: 'periodic' })) > resyncs, 12_000, 'a periodic resync');
+    // every key of the namespace (two by now) reconciled again after that resync
+    const reconciled = await ctl.metric('gw_controller_reconciles_total', { kind: 'AccessKey' });
+    await eventually(async () => (await ctl.metric('gw_controller_resyncs_total', { cause: 'periodic' })) > resyncs + 1, 12_000, 'a second periodic resync');
+    await eventually(async () => (await ctl.metric('gw_controller_reconciles_total', { kind: 'AccessKey' })) >= reconciled + 2, 5_000, 'keys reconciled by the resync');
+    expect(await ctl.metric('gw_controller_writes_total', { target: 'quota_reset' })).toBe(resets);
+    expect(asRecord((await call('GET', `/gw/keys/${raw}`)).body).quota_remaining).toBe(9);
   });
 
   test('a key created with the CLI (apply_policies) is enforced by the policy; DELETE → refused at the sidecar within 1 s, session gone', async () => {
