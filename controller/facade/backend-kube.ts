@@ -120,6 +120,8 @@ export class KubeBackend implements ResourceBackend {
     const timeoutMs = this.opts.readyTimeoutMs ?? 10_000;
     const deadline = Date.now() + timeoutMs;
     let why = 'the controller has not reconciled it yet';
+    // The controller usually takes tens of ms: poll soon, then back off to 200 ms.
+    let pause = 25;
     for (;;) {
       const obj = await this.get(plural, namespace, name);
       if (obj === undefined) return; // deleted meanwhile: nothing left to wait for
@@ -133,7 +135,8 @@ export class KubeBackend implements ResourceBackend {
         } else why = `the controller reports Ready=False${ready.reason ? ` (${ready.reason})` : ''}${ready.message ? `: ${ready.message}` : ''}`;
       }
       if (Date.now() >= deadline) break;
-      await new Promise((res) => setTimeout(res, 200));
+      await new Promise((res) => setTimeout(res, Math.min(pause, Math.max(0, deadline - Date.now()))));
+      pause = Math.min(pause * 2, 200);
     }
     this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}`, why }, 'controller did not report the resource Ready in time');
     throw new NotReadyError(

@@ -296,6 +296,18 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     expect(asRecord((await call('GET', `/gw/keys/${raw}`)).body).quota_remaining).toBe(9);
   });
 
+  test('hashed=true imports a key by its hash (the raw key stays unknown to the cluster) and it works at the sidecar at once', async () => {
+    const raw = 'cluster-key-hashed-0123456789abcdef';
+    const hash = sha256hex(raw);
+    const r = await postKey(hash, { rate: 2, per: 10 }, '?hashed=true');
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ key: hash, key_hash: hash, action: 'added', status: 'ok' });
+    expect([(await atSidecar(raw)).status, (await atSidecar(raw)).status, (await atSidecar(raw)).status]).toEqual([200, 200, 429]);
+    expect((await atSidecar(hash)).status).toBe(403); // the hash is not a key
+    expect(JSON.stringify(await keyResource(hash))).not.toContain(raw);
+    expect(asRecord((await call('GET', `/gw/keys/${hash}?hashed=true`)).body)).toMatchObject({ rate: 2, per: 10 });
+  });
+
   test('a key created with the CLI (apply_policies) is enforced by the policy; DELETE → refused at the sidecar within 1 s, session gone', async () => {
     const created = await gwCli(facade.url, ['keys', 'create', '--body', JSON.stringify({ apply_policies: ['tight'] })]);
     expect(created).toMatchObject({ code: 0, stderr: '' });
