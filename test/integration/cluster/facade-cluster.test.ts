@@ -240,6 +240,8 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     // Redis holds the session under the hash.
     expect(await redis.exists(SESSION_PREFIX + hash)).toBe(1);
     expect(await redis.exists(SESSION_PREFIX + raw)).toBe(0);
+    expect(await redis.keys(`*${raw}*`)).toEqual([]);
+    expect(await redis.get(SESSION_PREFIX + hash)).not.toContain(raw);
   });
 
   test('POST again → modified; GET shows the live quota; suppress_reset=1 keeps it, without it the quota is reset', async () => {
@@ -460,5 +462,28 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     const w = await postKey('cluster-key-proxy-0123456789abcdef', { rate: 20, per: 60 }, '?suppress_reset=1');
     expect(w.status).toBe(200);
     expect(asRecord(w.body).action).toBe('modified');
+  });
+});
+
+describe('gw facade --ready-timeout', () => {
+  test.each(['0', '-1', 'soon'])('%s → exit 1 with a one-line reason', async (value) => {
+    const r = await new Promise<CliRun>((resolve, reject) => {
+      const p = spawn(process.execPath, [CLI, 'facade', '--kubeconfig', kubeconfig(), '--listen', '127.0.0.1:0', '--ready-timeout', value], {
+        env: { ...process.env, GW_SECRET: SECRET, GW_ACCESS_TOKENS: TOKEN },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const t = setTimeout(() => p.kill('SIGKILL'), 15_000);
+      p.once('error', reject);
+      p.once('close', (code) => {
+        clearTimeout(t);
+        resolve({ code, stdout, stderr });
+      });
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`gw: --ready-timeout: expected a positive number of seconds, got ${JSON.stringify(value)}\n`);
   });
 });
