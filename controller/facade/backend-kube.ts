@@ -54,6 +54,10 @@ const ReconcileState = z.object({ status: Status.optional() });
 /** status.quotaReset of an AccessKey: the last gw.io/quota-reset token the controller acted on. */
 const QuotaResetState = z.looseObject({ status: z.looseObject({ quotaReset: z.string().optional() }).optional() });
 
+const Terminating = z.looseObject({ metadata: z.looseObject({ deletionTimestamp: z.string().optional() }) });
+/** Marked for deletion, waiting for the controller's finalizer (session / client record cleanup). */
+const terminating = (obj: unknown): boolean => Terminating.safeParse(obj).data?.metadata.deletionTimestamp !== undefined;
+
 /** Besides Ready for the generation: what else the controller must have reported (and why it counts as not reconciled yet). */
 interface WaitAlso {
   done: (obj: unknown) => boolean;
@@ -101,7 +105,13 @@ export class KubeBackend implements ResourceBackend {
   /** Create, or replace keeping resourceVersion; then wait for the controller. */
   private async upsert(plural: Plural, resource: AccessKey | OAuthClient, also?: WaitAlso): Promise<void> {
     const { namespace, name } = resource.metadata;
-    const current = (await this.get(plural, namespace, name)) as { metadata?: { resourceVersion?: string } } | undefined;
+    let current = (await this.get(plural, namespace, name)) as { metadata?: { resourceVersion?: string } } | undefined;
+    if (current && terminating(current)) {
+      // Deleted a moment ago (e.g. DELETE then POST of the same key): replacing it would be lost when
+      // the finalizer completes. Wait until it is gone, then create it anew.
+      await this.waitGone(plural, namespace, name);
+      current = undefined;
+    }
     let written: { metadata?: { generation?: number } };
     if (current) {
       const body = { ...resource, metadata: { ...resource.metadata, resourceVersion: current.metadata?.resourceVersion } };
@@ -144,6 +154,26 @@ export class KubeBackend implements ResourceBackend {
     );
   }
 
+  /**
+   * After a DELETE: waits until the resource is gone, i.e. the controller ran its finalizer (a key's
+   * session and counters, a client's record are out of Redis). Past readyTimeoutMs: NotReadyError (→ 504).
+   */
+  private async waitGone(plural: Plural, namespace: string, name: string): Promise<void> {
+    const timeoutMs = this.opts.readyTimeoutMs ?? 10_000;
+    const deadline = Date.now() + timeoutMs;
+    let pause = 25;
+    while ((await this.get(plural, namespace, name)) !== undefined) {
+      if (Date.now() >= deadline) {
+        this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}` }, 'controller did not finish a deletion in time');
+        throw new NotReadyError(
+          `${KIND_OF[plural]} ${namespace}/${name} is being deleted, but still exists after ${timeoutMs / 1000} s: the controller has not finished its cleanup yet; it is removed once reconciled (repeating the request is safe)`,
+        );
+      }
+      await new Promise((res) => setTimeout(res, Math.min(pause, Math.max(0, deadline - Date.now()))));
+      pause = Math.min(pause * 2, 200);
+    }
+  }
+
   async getApi(namespace: string | undefined, apiId: string): Promise<ApiRef | undefined> {
     const apis = await this.list('apidefinitions', ApiDefinitionResource);
     const a = apis.find((x) => (namespace === undefined || x.metadata.namespace === namespace) && apiIdOf(x) === apiId);
@@ -161,13 +191,14 @@ export class KubeBackend implements ResourceBackend {
    * facade-made (server-side label selector), so its cost does not grow with the keys the facade
    * imported. Without a namespace (all namespaces) the whole list is scanned, as before.
    */
-  private async findKey(keyHash: string): Promise<AccessKey | undefined> {
+  private async findKey(keyHash: string, opts: { terminating?: boolean } = {}): Promise<AccessKey | undefined> {
+    const match = (k: AccessKey): boolean => k.spec.key_hash === keyHash && (opts.terminating === true || !terminating(k));
     const ns = this.opts.namespace;
-    if (ns === undefined) return (await this.list('accesskeys', AccessKeyResource)).find((k) => k.spec.key_hash === keyHash);
+    if (ns === undefined) return (await this.list('accesskeys', AccessKeyResource)).find(match);
     const direct = AccessKeyResource.safeParse(await this.get('accesskeys', ns, keyResourceName(keyHash)));
-    if (direct.success && direct.data.spec.key_hash === keyHash) return direct.data;
+    if (direct.success && match(direct.data)) return direct.data;
     const [labelKey, labelValue] = Object.entries(MANAGED_BY_LABEL)[0]!;
-    return (await this.list('accesskeys', AccessKeyResource, `${labelKey}!=${labelValue}`)).find((k) => k.spec.key_hash === keyHash);
+    return (await this.list('accesskeys', AccessKeyResource, `${labelKey}!=${labelValue}`)).find(match);
   }
 
   async getKey(keyHash: string): Promise<KeyRecord | undefined> {
@@ -203,15 +234,18 @@ export class KubeBackend implements ResourceBackend {
     );
   }
 
+  /** Resolves once the AccessKey is gone (its session removed by the controller's finalizer), or NotReadyError. */
   async deleteKey(keyHash: string): Promise<boolean> {
-    const k = await this.findKey(keyHash);
+    const k = await this.findKey(keyHash, { terminating: true }); // a timed-out earlier DELETE is waited for again
     if (!k) return false;
-    await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: k.metadata.namespace, plural: 'accesskeys', name: k.metadata.name }) as Promise<unknown>);
+    const { namespace, name } = k.metadata;
+    await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'accesskeys', name }) as Promise<unknown>);
+    await this.waitGone('accesskeys', namespace, name);
     return true;
   }
 
   async listKeys(): Promise<string[]> {
-    const hashes = (await this.list('accesskeys', AccessKeyResource)).flatMap((k) => (k.spec.key_hash ? [k.spec.key_hash] : []));
+    const hashes = (await this.list('accesskeys', AccessKeyResource)).flatMap((k) => (k.spec.key_hash && !terminating(k) ? [k.spec.key_hash] : []));
     return [...new Set(hashes)].sort();
   }
 
@@ -226,7 +260,7 @@ export class KubeBackend implements ResourceBackend {
   }
 
   async listClients(apiId: string): Promise<ClientRecord[]> {
-    const clients = (await this.list('oauthclients', OAuthClientResource)).filter((c) => c.spec.api_id === apiId);
+    const clients = (await this.list('oauthclients', OAuthClientResource)).filter((c) => c.spec.api_id === apiId && !terminating(c));
     const out: ClientRecord[] = [];
     for (const c of clients) out.push({ namespace: c.metadata.namespace, name: c.metadata.name, spec: c.spec, secret: await this.secretOf(c) });
     return out.sort((a, b) => a.spec.client_id.localeCompare(b.spec.client_id));
@@ -268,6 +302,7 @@ export class KubeBackend implements ResourceBackend {
     if (!c) return false;
     const { namespace, name } = c.metadata;
     await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'oauthclients', name }) as Promise<unknown>);
+    await this.waitGone('oauthclients', namespace, name); // the controller removed the client's Redis record
     const s = await orUndefined(this.core.readNamespacedSecret({ namespace, name: c.spec.secretRef.name }));
     if (s?.metadata?.labels?.['app.kubernetes.io/managed-by'] === MANAGED_BY_LABEL['app.kubernetes.io/managed-by']) {
       await orUndefined(this.core.deleteNamespacedSecret({ namespace, name: c.spec.secretRef.name }));
