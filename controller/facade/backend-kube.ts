@@ -66,6 +66,13 @@ interface WaitAlso {
 
 const code = (e: unknown): number | undefined => (e as { code?: number }).code;
 
+/** The metadata of a stored resource that a replace must carry over. */
+interface CurrentMeta {
+  resourceVersion?: string;
+  finalizers?: string[];
+  ownerReferences?: unknown[];
+}
+
 async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
   try {
     return await p;
@@ -105,21 +112,32 @@ export class KubeBackend implements ResourceBackend {
   /** Create, or replace keeping resourceVersion; then wait for the controller. */
   private async upsert(plural: Plural, resource: AccessKey | OAuthClient, also?: WaitAlso): Promise<void> {
     const { namespace, name } = resource.metadata;
-    let current = (await this.get(plural, namespace, name)) as { metadata?: { resourceVersion?: string } } | undefined;
-    if (current && terminating(current)) {
-      // Deleted a moment ago (e.g. DELETE then POST of the same key): replacing it would be lost when
-      // the finalizer completes. Wait until it is gone, then create it anew.
-      await this.waitGone(plural, namespace, name);
-      current = undefined;
+    let written: { metadata?: { generation?: number } } | undefined;
+    // Several facade replicas may write one resource at once (the per-process lock does not span them):
+    // a 409 (created meanwhile / resourceVersion moved) re-reads and writes again, a few times.
+    for (let attempt = 1; written === undefined; attempt++) {
+      let current = (await this.get(plural, namespace, name)) as { metadata?: CurrentMeta } | undefined;
+      if (current && terminating(current)) {
+        // Deleted a moment ago (e.g. DELETE then POST of the same key): replacing it would be lost when
+        // the finalizer completes. Wait until it is gone, then create it anew.
+        await this.waitGone(plural, namespace, name);
+        current = undefined;
+      }
+      try {
+        if (current) {
+          // A replace keeps what others put in metadata: the controller's finalizer (its cleanup on
+          // deletion) and owner references.
+          const kept = { ...(current.metadata?.finalizers ? { finalizers: current.metadata.finalizers } : {}), ...(current.metadata?.ownerReferences ? { ownerReferences: current.metadata.ownerReferences } : {}) };
+          const body = { ...resource, metadata: { ...kept, ...resource.metadata, resourceVersion: current.metadata?.resourceVersion } };
+          written = (await this.custom.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name, body })) as typeof written;
+        } else {
+          written = (await this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, body: resource })) as typeof written;
+        }
+      } catch (e) {
+        if (code(e) !== 409 || attempt >= 5) throw e;
+      }
     }
-    let written: { metadata?: { generation?: number } };
-    if (current) {
-      const body = { ...resource, metadata: { ...resource.metadata, resourceVersion: current.metadata?.resourceVersion } };
-      written = (await this.custom.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name, body })) as typeof written;
-    } else {
-      written = (await this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, body: resource })) as typeof written;
-    }
-    await this.waitReconciled(plural, namespace, name, written.metadata?.generation ?? 1, also);
+    await this.waitReconciled(plural, namespace, name, written?.metadata?.generation ?? 1, also);
   }
 
   /**

@@ -10,7 +10,7 @@ import { clientResourceName, ConflictError, keyResourceName, NotReadyError, QUOT
 import { AccessKeyResource } from '../../../crds/kinds.js';
 import { sha256hex } from '../../../lib/hash.js';
 
-type Obj = { metadata: { name: string; namespace?: string; generation?: number; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; status?: { observedGeneration?: number; conditions?: unknown[]; quotaReset?: string }; [k: string]: unknown };
+type Obj = { metadata: { name: string; namespace?: string; generation?: number; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; finalizers?: string[]; deletionTimestamp?: string }; status?: { observedGeneration?: number; conditions?: unknown[]; quotaReset?: string }; [k: string]: unknown };
 
 const store = new Map<string, Obj>(); // key: kind-plural/ns/name
 let rv = 1;
@@ -19,13 +19,18 @@ let reconcileMs = 50;
 let readyCondition: { type: string; status: string; reason?: string; message?: string } | undefined;
 /** Whether the fake controller acts on gw.io/quota-reset (records the token in status.quotaReset). */
 let resetsQuota = true;
+/** How long the fake controller takes to release a finalizer after a DELETE (undefined: never). */
+let finalizerMs: number | undefined = 50;
+/** Delay before a POST (create) is handled: lets concurrent writers both see "missing". */
+let createDelayMs = 0;
 const requests: string[] = [];
 
 function startFakeApiServer(): Promise<Server> {
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
+    req.on('end', () => setTimeout(handle, req.method === 'POST' ? createDelayMs : 0));
+    const handle = (): void => {
       requests.push(`${req.method} ${req.url}`);
       const path = new URL(req.url!, 'http://x').pathname;
       const m =
@@ -51,6 +56,12 @@ function startFakeApiServer(): Promise<Server> {
       const cur = store.get(key);
       if (req.method === 'GET') return cur ? send(200, cur) : send(404, { kind: 'Status', code: 404 });
       if (req.method === 'DELETE') {
+        if (cur?.metadata.finalizers?.length) {
+          // like the API server: marked for deletion until the finalizers are gone
+          cur.metadata.deletionTimestamp ??= new Date().toISOString();
+          if (finalizerMs !== undefined) setTimeout(() => store.get(key) === cur && store.delete(key), finalizerMs).unref();
+          return send(200, cur);
+        }
         store.delete(key);
         return cur ? send(200, { kind: 'Status', status: 'Success' }) : send(404, { kind: 'Status', code: 404 });
       }
@@ -72,7 +83,7 @@ function startFakeApiServer(): Promise<Server> {
         }, reconcileMs).unref();
       }
       send(req.method === 'POST' ? 201 : 200, obj);
-    });
+    };
   });
   return new Promise((r) => server.listen(0, '127.0.0.1', () => r(server)));
 }
@@ -216,6 +227,59 @@ test('findKey: a facade-made key is one GET by its derived name; a hand-written 
   expect(await nsBackend.deleteKey(hw)).toBe(true);
   expect(await nsBackend.deleteKey(h)).toBe(true);
   expect(store.has('accesskeys/team/my-key')).toBe(false);
+});
+
+test('terminating keys: DELETE waits for the finalizer (504-style NotReadyError when it never goes), a write waits and creates anew, GET/list hide it', async () => {
+  const h = sha256hex('finalized');
+  const key = `accesskeys/team/${keyResourceName(h)}`;
+  const put = (rate: number) => backend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: { rate, per: 1 }, suppressReset: true });
+  await put(1);
+  store.get(key)!.metadata.finalizers = ['gw.io/session-cleanup']; // what the controller adds
+  // a replace keeps the finalizer
+  await put(2);
+  expect(store.get(key)!.metadata.finalizers).toEqual(['gw.io/session-cleanup']);
+
+  finalizerMs = 300;
+  let t0 = Date.now();
+  expect(await backend.deleteKey(h)).toBe(true);
+  expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
+  expect(store.has(key)).toBe(false);
+
+  // delete, and a write of the same key while it is terminating: waits, then a new resource
+  await put(3);
+  store.get(key)!.metadata.finalizers = ['gw.io/session-cleanup'];
+  finalizerMs = undefined;
+  const err = await backend.deleteKey(h).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(NotReadyError);
+  expect((err as Error).message).toMatch(/^AccessKey team\/key-[0-9a-f]{16} is being deleted, but still exists after 1 s: the controller has not finished its cleanup yet/);
+  expect(await backend.getKey(h)).toBeUndefined();
+  expect(await backend.listKeys()).not.toContain(h);
+  setTimeout(() => store.delete(key), 300).unref(); // the controller comes back
+  t0 = Date.now();
+  await put(4);
+  expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
+  expect(store.get(key)!.metadata.generation).toBe(1);
+  expect(store.get(key)!.metadata.deletionTimestamp).toBeUndefined();
+  expect(await backend.getKey(h)).toMatchObject({ spec: { rate: 4, per: 1 } });
+  finalizerMs = 50;
+  expect(await backend.deleteKey(h)).toBe(true);
+});
+
+test('two facade replicas writing one new key at once: both succeed (409 → re-read and replace), one resource', async () => {
+  const other = new KubeBackend({ kc: kubeConfigOf(server), readyTimeoutMs: 1000 });
+  const h = sha256hex('raced');
+  const rec = (rate: number) => ({ namespace: 'team', name: keyResourceName(h), spec: { rate, per: 1 }, suppressReset: true });
+  requests.length = 0;
+  createDelayMs = 150;
+  try {
+    await Promise.all([backend.putKey(h, rec(1)), other.putKey(h, rec(2))]);
+  } finally {
+    createDelayMs = 0;
+  }
+  expect(requests.filter((r) => r.startsWith('POST /apis/')).length).toBe(2); // both tried to create
+  expect(requests.filter((r) => r.startsWith('PUT /apis/')).length).toBe(1); // the loser replaced
+  expect([1, 2]).toContain(AccessKeyResource.parse(store.get(`accesskeys/team/${keyResourceName(h)}`)).spec.rate);
+  expect(await backend.deleteKey(h)).toBe(true);
 });
 
 test('clients: Secret + OAuthClient; list/get with the secret; delete takes the Secret; foreign Secret → conflict', async () => {
