@@ -21,6 +21,8 @@ export interface FacadeFlags {
   listen: string;
   config?: string;
   redis?: string;
+  /** Seconds a write waits for the controller to report it Ready before answering 504. */
+  readyTimeout?: string;
 }
 
 export async function runFacade(flags: FacadeFlags): Promise<void> {
@@ -28,6 +30,8 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   const options = loadGatewayOptions(flags.config);
   if (!options.secret) throw new Error('secret: required (config file `secret` or env GW_SECRET)');
   if (!options.access_tokens?.length) throw new Error('access_tokens: required (config file `access_tokens` or env GW_ACCESS_TOKENS)');
+  const readyTimeoutMs = Number(flags.readyTimeout ?? '10') * 1000;
+  if (!Number.isFinite(readyTimeoutMs) || readyTimeoutMs <= 0) throw new Error(`--ready-timeout: expected a positive number of seconds, got ${JSON.stringify(flags.readyTimeout)}`);
   const kc = loadKubeConfig(flags.kubeconfig);
   // Live quota values (GET /gw/keys/{keyID}) need the shared store, where the controller writes the
   // sessions and the gateways count, and the namespace's compiled config (policies): read-only.
@@ -39,7 +43,7 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   if (!redis) logger.warn('no --redis: GET /gw/keys/{keyID} answers the stored quota fields, not the live ones');
   const engine = redis && config ? createEngine({ options, clock: systemClock, config: () => config.current(), redis }) : undefined;
   const quota = sessions && engine ? liveQuota(sessions, engine) : undefined;
-  const backend = new KubeBackend({ kc, namespace: flags.namespace, logger, ...(quota ? { quota } : {}) });
+  const backend = new KubeBackend({ kc, namespace: flags.namespace, logger, readyTimeoutMs, ...(quota ? { quota } : {}) });
   const facade = createFacadeServer({ backend, options, gatewayOrigins: options.gateway_urls ?? [], logger, namespace: flags.namespace });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });

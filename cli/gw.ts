@@ -60,6 +60,7 @@ program
   .addOption(env('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8081'))
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL (live quota values)'))
+  .addOption(env('--ready-timeout <seconds>', 'GW_READY_TIMEOUT', 'how long a write waits for the controller to report it Ready (then 504)', '10'))
   .action((opts: FacadeFlags) => import('./facade.js').then((m) => m.runFacade(opts)).catch((e: unknown) => fail((e as Error).message)));
 
 program

@@ -1,9 +1,11 @@
 /**
  * Cluster backend: facade writes become custom resources (AccessKey, OAuthClient) plus a Secret for a
  * client secret, and the facade answers once the controller has reconciled them (status.observedGeneration
- * caught up with metadata.generation), or after readyTimeoutMs. Keys are found by spec.key_hash: a key
- * kept in a Secret (secretRef) is not visible to the facade in a cluster.
+ * caught up with metadata.generation), or after readyTimeoutMs. Keys are found by spec.key_hash (one GET
+ * for facade-made keys, see findKey): a key kept in a Secret (secretRef) is not visible to the facade in
+ * a cluster.
  */
+import { randomUUID } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { Status } from '../../crds/schemas/common.js';
@@ -24,6 +26,7 @@ import {
   keyResourceName,
   NotReadyError,
   MANAGED_BY_LABEL,
+  QUOTA_RESET_ANNOTATION,
   SUPPRESS_RESET_ANNOTATION,
   type ApiRef,
   type ClientRecord,
@@ -48,8 +51,27 @@ const KIND_OF: Record<Plural, string> = { apidefinitions: 'ApiDefinition', polic
 
 /** The part of a written resource the wait reads. */
 const ReconcileState = z.object({ status: Status.optional() });
+/** status.quotaReset of an AccessKey: the last gw.io/quota-reset token the controller acted on. */
+const QuotaResetState = z.looseObject({ status: z.looseObject({ quotaReset: z.string().optional() }).optional() });
+
+const Terminating = z.looseObject({ metadata: z.looseObject({ deletionTimestamp: z.string().optional() }) });
+/** Marked for deletion, waiting for the controller's finalizer (session / client record cleanup). */
+const terminating = (obj: unknown): boolean => Terminating.safeParse(obj).data?.metadata.deletionTimestamp !== undefined;
+
+/** Besides Ready for the generation: what else the controller must have reported (and why it counts as not reconciled yet). */
+interface WaitAlso {
+  done: (obj: unknown) => boolean;
+  why: string;
+}
 
 const code = (e: unknown): number | undefined => (e as { code?: number }).code;
+
+/** The metadata of a stored resource that a replace must carry over. */
+interface CurrentMeta {
+  resourceVersion?: string;
+  finalizers?: string[];
+  ownerReferences?: unknown[];
+}
 
 async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
   try {
@@ -69,11 +91,12 @@ export class KubeBackend implements ResourceBackend {
     this.core = opts.kc.makeApiClient(CoreV1Api);
   }
 
-  private async list<S extends z.ZodType>(plural: Plural, schema: S): Promise<z.infer<S>[]> {
+  private async list<S extends z.ZodType>(plural: Plural, schema: S, labelSelector?: string): Promise<z.infer<S>[]> {
     const ns = this.opts.namespace;
+    const sel = labelSelector === undefined ? {} : { labelSelector };
     const res = (ns
-      ? await this.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
-      : await this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as { items?: unknown[] };
+      ? await this.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, ...sel })
+      : await this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural, ...sel })) as { items?: unknown[] };
     const out: z.infer<S>[] = [];
     for (const item of res.items ?? []) {
       const r = schema.safeParse(item);
@@ -87,27 +110,46 @@ export class KubeBackend implements ResourceBackend {
   }
 
   /** Create, or replace keeping resourceVersion; then wait for the controller. */
-  private async upsert(plural: Plural, resource: AccessKey | OAuthClient): Promise<void> {
+  private async upsert(plural: Plural, resource: AccessKey | OAuthClient, also?: WaitAlso): Promise<void> {
     const { namespace, name } = resource.metadata;
-    const current = (await this.get(plural, namespace, name)) as { metadata?: { resourceVersion?: string } } | undefined;
-    let written: { metadata?: { generation?: number } };
-    if (current) {
-      const body = { ...resource, metadata: { ...resource.metadata, resourceVersion: current.metadata?.resourceVersion } };
-      written = (await this.custom.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name, body })) as typeof written;
-    } else {
-      written = (await this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, body: resource })) as typeof written;
+    let written: { metadata?: { generation?: number } } | undefined;
+    // Several facade replicas may write one resource at once (the per-process lock does not span them):
+    // a 409 (created meanwhile / resourceVersion moved) re-reads and writes again, a few times.
+    for (let attempt = 1; written === undefined; attempt++) {
+      let current = (await this.get(plural, namespace, name)) as { metadata?: CurrentMeta } | undefined;
+      if (current && terminating(current)) {
+        // Deleted a moment ago (e.g. DELETE then POST of the same key): replacing it would be lost when
+        // the finalizer completes. Wait until it is gone, then create it anew.
+        await this.waitGone(plural, namespace, name);
+        current = undefined;
+      }
+      try {
+        if (current) {
+          // A replace keeps what others put in metadata: the controller's finalizer (its cleanup on
+          // deletion) and owner references.
+          const kept = { ...(current.metadata?.finalizers ? { finalizers: current.metadata.finalizers } : {}), ...(current.metadata?.ownerReferences ? { ownerReferences: current.metadata.ownerReferences } : {}) };
+          const body = { ...resource, metadata: { ...kept, ...resource.metadata, resourceVersion: current.metadata?.resourceVersion } };
+          written = (await this.custom.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name, body })) as typeof written;
+        } else {
+          written = (await this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, body: resource })) as typeof written;
+        }
+      } catch (e) {
+        if (code(e) !== 409 || attempt >= 5) throw e;
+      }
     }
-    await this.waitReconciled(plural, namespace, name, written.metadata?.generation ?? 1);
+    await this.waitReconciled(plural, namespace, name, written?.metadata?.generation ?? 1, also);
   }
 
   /**
    * Ready = the controller observed this generation (status.observedGeneration ≥ generation) and its
    * Ready condition, when it sets one, is not "False". Past readyTimeoutMs: NotReadyError (→ 504).
    */
-  private async waitReconciled(plural: Plural, namespace: string, name: string, generation: number): Promise<void> {
+  private async waitReconciled(plural: Plural, namespace: string, name: string, generation: number, also?: WaitAlso): Promise<void> {
     const timeoutMs = this.opts.readyTimeoutMs ?? 10_000;
     const deadline = Date.now() + timeoutMs;
     let why = 'the controller has not reconciled it yet';
+    // The controller usually takes tens of ms: poll soon, then back off to 200 ms.
+    let pause = 25;
     for (;;) {
       const obj = await this.get(plural, namespace, name);
       if (obj === undefined) return; // deleted meanwhile: nothing left to wait for
@@ -115,16 +157,39 @@ export class KubeBackend implements ResourceBackend {
       const st = r.success ? r.data.status : undefined; // a status the schema does not know counts as not reconciled
       const ready = st?.conditions?.find((c) => c.type === 'Ready');
       if ((st?.observedGeneration ?? 0) >= generation) {
-        if (ready?.status !== 'False') return;
-        why = `the controller reports Ready=False${ready.reason ? ` (${ready.reason})` : ''}${ready.message ? `: ${ready.message}` : ''}`;
+        if (ready?.status !== 'False') {
+          if (!also || also.done(obj)) return;
+          why = also.why;
+        } else why = `the controller reports Ready=False${ready.reason ? ` (${ready.reason})` : ''}${ready.message ? `: ${ready.message}` : ''}`;
       }
       if (Date.now() >= deadline) break;
-      await new Promise((res) => setTimeout(res, 200));
+      await new Promise((res) => setTimeout(res, Math.min(pause, Math.max(0, deadline - Date.now()))));
+      pause = Math.min(pause * 2, 200);
     }
     this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}`, why }, 'controller did not report the resource Ready in time');
     throw new NotReadyError(
       `${KIND_OF[plural]} ${namespace}/${name} was written and exists, but is not Ready after ${timeoutMs / 1000} s: ${why}; it takes effect once reconciled (repeating the request is safe)`,
     );
+  }
+
+  /**
+   * After a DELETE: waits until the resource is gone, i.e. the controller ran its finalizer (a key's
+   * session and counters, a client's record are out of Redis). Past readyTimeoutMs: NotReadyError (→ 504).
+   */
+  private async waitGone(plural: Plural, namespace: string, name: string): Promise<void> {
+    const timeoutMs = this.opts.readyTimeoutMs ?? 10_000;
+    const deadline = Date.now() + timeoutMs;
+    let pause = 25;
+    while ((await this.get(plural, namespace, name)) !== undefined) {
+      if (Date.now() >= deadline) {
+        this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}` }, 'controller did not finish a deletion in time');
+        throw new NotReadyError(
+          `${KIND_OF[plural]} ${namespace}/${name} is being deleted, but still exists after ${timeoutMs / 1000} s: the controller has not finished its cleanup yet; it is removed once reconciled (repeating the request is safe)`,
+        );
+      }
+      await new Promise((res) => setTimeout(res, Math.min(pause, Math.max(0, deadline - Date.now()))));
+      pause = Math.min(pause * 2, 200);
+    }
   }
 
   async getApi(namespace: string | undefined, apiId: string): Promise<ApiRef | undefined> {
@@ -137,8 +202,21 @@ export class KubeBackend implements ResourceBackend {
     return (await this.get('policies', namespace, name)) ? { namespace, name } : undefined;
   }
 
-  private async findKey(keyHash: string): Promise<AccessKey | undefined> {
-    return (await this.list('accesskeys', AccessKeyResource)).find((k) => k.spec.key_hash === keyHash);
+  /**
+   * The AccessKey with spec.key_hash = keyHash. Facade-made keys are named after the hash
+   * (keyResourceName) in the facade's namespace: one GET. When that misses (a hand-written AccessKey
+   * with key_hash under a name of its own, or no such key) the scan covers only resources that are not
+   * facade-made (server-side label selector), so its cost does not grow with the keys the facade
+   * imported. Without a namespace (all namespaces) the whole list is scanned, as before.
+   */
+  private async findKey(keyHash: string, opts: { terminating?: boolean } = {}): Promise<AccessKey | undefined> {
+    const match = (k: AccessKey): boolean => k.spec.key_hash === keyHash && (opts.terminating === true || !terminating(k));
+    const ns = this.opts.namespace;
+    if (ns === undefined) return (await this.list('accesskeys', AccessKeyResource)).find(match);
+    const direct = AccessKeyResource.safeParse(await this.get('accesskeys', ns, keyResourceName(keyHash)));
+    if (direct.success && match(direct.data)) return direct.data;
+    const [labelKey, labelValue] = Object.entries(MANAGED_BY_LABEL)[0]!;
+    return (await this.list('accesskeys', AccessKeyResource, `${labelKey}!=${labelValue}`)).find(match);
   }
 
   async getKey(keyHash: string): Promise<KeyRecord | undefined> {
@@ -154,24 +232,38 @@ export class KubeBackend implements ResourceBackend {
     const name = existing?.metadata.name ?? keyResourceName(keyHash);
     const annotations = { ...(existing?.metadata.annotations ?? {}) };
     delete annotations[SUPPRESS_RESET_ANNOTATION];
+    delete annotations[QUOTA_RESET_ANNOTATION];
+    // Without suppress_reset every write resets the live quota (SPEC §3.5), also when the key existed:
+    // a fresh token asks the controller to, and the answer waits until it reports having done it.
+    const resetToken = record.suppressReset ? undefined : randomUUID();
     if (record.suppressReset) annotations[SUPPRESS_RESET_ANNOTATION] = 'true';
-    await this.upsert('accesskeys', {
-      apiVersion: API_VERSION,
-      kind: 'AccessKey',
-      metadata: { name, namespace, labels: { ...(existing?.metadata.labels ?? MANAGED_BY_LABEL) }, annotations },
-      spec: { ...record.spec, key_hash: keyHash },
-    });
+    else annotations[QUOTA_RESET_ANNOTATION] = resetToken!;
+    await this.upsert(
+      'accesskeys',
+      {
+        apiVersion: API_VERSION,
+        kind: 'AccessKey',
+        metadata: { name, namespace, labels: existing ? { ...(existing.metadata.labels ?? {}) } : { ...MANAGED_BY_LABEL }, annotations },
+        spec: { ...record.spec, key_hash: keyHash },
+      },
+      resetToken === undefined
+        ? undefined
+        : { done: (obj) => QuotaResetState.safeParse(obj).data?.status?.quotaReset === resetToken, why: 'the controller has not reset its quota yet' },
+    );
   }
 
+  /** Resolves once the AccessKey is gone (its session removed by the controller's finalizer), or NotReadyError. */
   async deleteKey(keyHash: string): Promise<boolean> {
-    const k = await this.findKey(keyHash);
+    const k = await this.findKey(keyHash, { terminating: true }); // a timed-out earlier DELETE is waited for again
     if (!k) return false;
-    await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: k.metadata.namespace, plural: 'accesskeys', name: k.metadata.name }) as Promise<unknown>);
+    const { namespace, name } = k.metadata;
+    await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'accesskeys', name }) as Promise<unknown>);
+    await this.waitGone('accesskeys', namespace, name);
     return true;
   }
 
   async listKeys(): Promise<string[]> {
-    const hashes = (await this.list('accesskeys', AccessKeyResource)).flatMap((k) => (k.spec.key_hash ? [k.spec.key_hash] : []));
+    const hashes = (await this.list('accesskeys', AccessKeyResource)).flatMap((k) => (k.spec.key_hash && !terminating(k) ? [k.spec.key_hash] : []));
     return [...new Set(hashes)].sort();
   }
 
@@ -186,7 +278,7 @@ export class KubeBackend implements ResourceBackend {
   }
 
   async listClients(apiId: string): Promise<ClientRecord[]> {
-    const clients = (await this.list('oauthclients', OAuthClientResource)).filter((c) => c.spec.api_id === apiId);
+    const clients = (await this.list('oauthclients', OAuthClientResource)).filter((c) => c.spec.api_id === apiId && !terminating(c));
     const out: ClientRecord[] = [];
     for (const c of clients) out.push({ namespace: c.metadata.namespace, name: c.metadata.name, spec: c.spec, secret: await this.secretOf(c) });
     return out.sort((a, b) => a.spec.client_id.localeCompare(b.spec.client_id));
@@ -228,6 +320,7 @@ export class KubeBackend implements ResourceBackend {
     if (!c) return false;
     const { namespace, name } = c.metadata;
     await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'oauthclients', name }) as Promise<unknown>);
+    await this.waitGone('oauthclients', namespace, name); // the controller removed the client's Redis record
     const s = await orUndefined(this.core.readNamespacedSecret({ namespace, name: c.spec.secretRef.name }));
     if (s?.metadata?.labels?.['app.kubernetes.io/managed-by'] === MANAGED_BY_LABEL['app.kubernetes.io/managed-by']) {
       await orUndefined(this.core.deleteNamespacedSecret({ namespace, name: c.spec.secretRef.name }));

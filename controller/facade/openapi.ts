@@ -31,7 +31,8 @@ const E = {
   502: err('The gateway could not be reached'),
   504: err('The gateway did not answer within proxy_timeout'),
   notReady: err(
-    'Cluster only: the resource was written and exists, but the controller did not report it Ready within the timeout; ' +
+    'Cluster only: the resource was written and exists, but the controller did not report it Ready within the timeout ' +
+      '(for a DELETE: it is being deleted, but the controller has not finished its cleanup); ' +
       'it takes effect once reconciled and repeating the request is safe',
   ),
 } as const;
@@ -182,7 +183,7 @@ export const facadeOpenApi: Json = {
       delete: {
         operationId: 'deleteOAuthClient',
         security: bearer,
-        responses: { 200: json(ref('Deleted'), 'Client deleted'), 400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 429: E[429] },
+        responses: { 200: json(ref('Deleted'), 'Client deleted'), 400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 429: E[429], 504: E.notReady },
       },
     },
     '/api/proxy': {
@@ -236,7 +237,7 @@ export const facadeOpenApi: Json = {
       delete: {
         operationId: 'deleteKey',
         security: gwSecret,
-        responses: { 200: json(ref('KeyResult'), 'action deleted'), 400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 429: E[429] },
+        responses: { 200: json(ref('KeyResult'), 'action deleted'), 400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 429: E[429], 504: E.notReady },
       },
     },
     '/openapi.json': {

@@ -9,7 +9,9 @@
  *     (the session is still written; the sidecar refuses the key until the policy exists), an
  *     access_rights entry naming a missing API → ApiNotFound.
  *   quota: reset when the session is written for the first time for this AccessKey (status.keyHash
- *     was not this hash), unless annotated gw.io/suppress-reset: "true".
+ *     was not this hash), unless annotated gw.io/suppress-reset: "true"; and whenever the annotation
+ *     gw.io/quota-reset (a token the facade writes on each key write without suppress_reset) differs
+ *     from status.quotaReset, which then records the token.
  *   finalizer gw.io/session-cleanup: a deleted AccessKey's session and its counters (every limiter and
  *     quota key of its hash identity) leave Redis before the finalizer is removed.
  * status.keyHash records the hash whose session this AccessKey owns (needed to clean up after a key
@@ -26,7 +28,7 @@ import { RedisQuota } from '../../sidecar/limiters/quota.js';
 import { effectiveSession } from '../../sidecar/engine/effective-session.js';
 import { quotaBuckets } from '../../sidecar/engine/key-limits.js';
 import { limiterIdentity } from '../../sidecar/engine/rate-limit-key.js';
-import { apiIdOf, SUPPRESS_RESET_ANNOTATION } from '../facade/backend.js';
+import { apiIdOf, QUOTA_RESET_ANNOTATION, SUPPRESS_RESET_ANNOTATION } from '../facade/backend.js';
 import { sessionOf } from '../compile/key-sessions.js';
 import { compileNamespace } from './reconcile-config.js';
 import { ensureFinalizer, firstIssue, MANAGED_BY, REFS, removeFinalizer, report, type OperatorContext } from './context.js';
@@ -36,8 +38,12 @@ import { notReady, ok, type Outcome } from './status.js';
 
 export const KEY_FINALIZER = 'gw.io/session-cleanup';
 
-const KeyStatus = z.looseObject({ status: z.looseObject({ keyHash: z.string().regex(/^[0-9a-f]{64}$/).optional() }).optional() });
+const KeyStatus = z.looseObject({
+  status: z.looseObject({ keyHash: z.string().regex(/^[0-9a-f]{64}$/).optional(), quotaReset: z.string().optional() }).optional(),
+});
 const ownedHash = (raw: KubeObject): string | undefined => KeyStatus.safeParse(raw).data?.status?.keyHash;
+/** The last gw.io/quota-reset token acted on. */
+const doneReset = (raw: KubeObject): string | undefined => KeyStatus.safeParse(raw).data?.status?.quotaReset;
 
 export class StoreUnavailable extends Error {}
 
@@ -162,6 +168,8 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
 
   const stored = sessionOf(key);
   const previous = ownedHash(raw);
+  const resetDone = doneReset(raw);
+  const resetWanted = key.metadata.annotations?.[QUOTA_RESET_ANNOTATION];
   try {
     const json = JSON.stringify(stored);
     const current = await storeCall(ctx.redis.get(SESSION_PREFIX + hash));
@@ -175,16 +183,18 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
         await deleteSessionAndCounters(ctx, previous);
         if (ctx.keyOwners.get(previous) === resKey) ctx.keyOwners.delete(previous);
       }
-      if (key.metadata.annotations?.[SUPPRESS_RESET_ANNOTATION] !== 'true') await resetQuota(ctx, hash, stored);
     }
+    const firstWrite = previous !== hash && key.metadata.annotations?.[SUPPRESS_RESET_ANNOTATION] !== 'true';
+    if (firstWrite || (resetWanted !== undefined && resetWanted !== resetDone)) await resetQuota(ctx, hash, stored);
   } catch (e) {
     if (!(e instanceof StoreUnavailable)) throw e;
-    await report(ctx, REFS.AccessKey, inf, raw, notReady('StoreUnavailable', `Redis: ${e.message}`, previous ? { keyHash: previous } : undefined));
+    const kept = { ...(previous ? { keyHash: previous } : {}), ...(resetDone !== undefined ? { quotaReset: resetDone } : {}) };
+    await report(ctx, REFS.AccessKey, inf, raw, notReady('StoreUnavailable', `Redis: ${e.message}`, Object.keys(kept).length ? kept : undefined));
     throw e;
   }
 
   // References: reported, the session stays (the sidecar resolves policies and fails closed).
-  const extra = { keyHash: hash };
+  const extra = { keyHash: hash, ...(resetWanted !== undefined ? { quotaReset: resetWanted } : {}) };
   const names = stored.session.apply_policies ?? [];
   const missingPolicies = names.filter((p) => !validPolicy(ctx, ns, p));
   if (missingPolicies.length) {

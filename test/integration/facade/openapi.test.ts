@@ -207,6 +207,14 @@ test('504 when a write is stored but not reported Ready (a backend like the clus
           await b.putClient(...a);
           throw new NotReadyError('OAuthClient default/oauth-x was written and exists, but is not Ready after 10 s');
         },
+        deleteKey: async (...a: Parameters<ResourceBackend['deleteKey']>) => {
+          if (!(await b.deleteKey(...a))) return false;
+          throw new NotReadyError('AccessKey default/key-x is being deleted, but still exists after 10 s');
+        },
+        deleteClient: async (...a: Parameters<ResourceBackend['deleteClient']>) => {
+          if (!(await b.deleteClient(...a))) return false;
+          throw new NotReadyError('OAuthClient default/oauth-x is being deleted, but still exists after 10 s');
+        },
       }),
   });
   try {
@@ -215,7 +223,11 @@ test('504 when a write is stored but not reported Ready (a backend like the clus
     expect((k.body as { message: string }).message).toMatch(/written and exists, but is not Ready/);
     expect((await g.call('GET', '/gw/keys/slow-key')).status).toBe(200); // it does exist
     expect((await g.call('PUT', '/gw/keys/slow-key', { body: { rate: 2, per: 1 } })).status).toBe(504);
-    expect((await g.call('POST', '/api/apis/oauth/pets', { body: {} })).status).toBe(504);
+    expect((await g.call('POST', '/api/apis/oauth/pets', { body: { client_id: 'slow-client' } })).status).toBe(504);
+    const dk = await g.call('DELETE', '/gw/keys/slow-key');
+    expect(dk.status).toBe(504);
+    expect((dk.body as { message: string }).message).toMatch(/is being deleted, but still exists/);
+    expect((await g.call('DELETE', '/api/apis/oauth/pets/slow-client')).status).toBe(504);
   } finally {
     recorded.push(...g.recorded);
     await g.close();

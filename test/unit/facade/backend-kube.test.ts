@@ -6,24 +6,31 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeBackend } from '../../../controller/facade/backend-kube.js';
-import { clientResourceName, ConflictError, keyResourceName, NotReadyError } from '../../../controller/facade/backend.js';
+import { clientResourceName, ConflictError, keyResourceName, NotReadyError, QUOTA_RESET_ANNOTATION } from '../../../controller/facade/backend.js';
 import { AccessKeyResource } from '../../../crds/kinds.js';
 import { sha256hex } from '../../../lib/hash.js';
 
-type Obj = { metadata: { name: string; namespace?: string; generation?: number; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; status?: { observedGeneration?: number; conditions?: unknown[] }; [k: string]: unknown };
+type Obj = { metadata: { name: string; namespace?: string; generation?: number; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; finalizers?: string[]; deletionTimestamp?: string }; status?: { observedGeneration?: number; conditions?: unknown[]; quotaReset?: string }; [k: string]: unknown };
 
 const store = new Map<string, Obj>(); // key: kind-plural/ns/name
 let rv = 1;
 let reconcileMs = 50;
 /** The Ready condition the fake controller writes with observedGeneration (none when undefined). */
 let readyCondition: { type: string; status: string; reason?: string; message?: string } | undefined;
+/** Whether the fake controller acts on gw.io/quota-reset (records the token in status.quotaReset). */
+let resetsQuota = true;
+/** How long the fake controller takes to release a finalizer after a DELETE (undefined: never). */
+let finalizerMs: number | undefined = 50;
+/** Delay before a POST (create) is handled: lets concurrent writers both see "missing". */
+let createDelayMs = 0;
 const requests: string[] = [];
 
 function startFakeApiServer(): Promise<Server> {
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
+    req.on('end', () => setTimeout(handle, req.method === 'POST' ? createDelayMs : 0));
+    const handle = (): void => {
       requests.push(`${req.method} ${req.url}`);
       const path = new URL(req.url!, 'http://x').pathname;
       const m =
@@ -37,13 +44,24 @@ function startFakeApiServer(): Promise<Server> {
       const [, ns, plural, name] = m;
       const prefix = `${plural}/`;
       if (req.method === 'GET' && !name) {
-        const items = [...store.entries()].filter(([k]) => k.startsWith(prefix) && (!ns || k.startsWith(`${prefix}${ns}/`))).map(([, v]) => v);
+        // labelSelector: only the `key!=value` form KubeBackend uses
+        const sel = /^([^!=]+)!=(.*)$/.exec(new URL(req.url!, 'http://x').searchParams.get('labelSelector') ?? '');
+        const items = [...store.entries()]
+          .filter(([k]) => k.startsWith(prefix) && (!ns || k.startsWith(`${prefix}${ns}/`)))
+          .map(([, v]) => v)
+          .filter((v) => !sel || v.metadata.labels?.[sel[1]!] !== sel[2]);
         return send(200, { items });
       }
       const key = `${prefix}${ns}/${name ?? (JSON.parse(body) as Obj).metadata.name}`;
       const cur = store.get(key);
       if (req.method === 'GET') return cur ? send(200, cur) : send(404, { kind: 'Status', code: 404 });
       if (req.method === 'DELETE') {
+        if (cur?.metadata.finalizers?.length) {
+          // like the API server: marked for deletion until the finalizers are gone
+          cur.metadata.deletionTimestamp ??= new Date().toISOString();
+          if (finalizerMs !== undefined) setTimeout(() => store.get(key) === cur && store.delete(key), finalizerMs).unref();
+          return send(200, cur);
+        }
         store.delete(key);
         return cur ? send(200, { kind: 'Status', status: 'Success' }) : send(404, { kind: 'Status', code: 404 });
       }
@@ -58,11 +76,14 @@ function startFakeApiServer(): Promise<Server> {
         const g = obj.metadata.generation;
         setTimeout(() => {
           const now = store.get(key);
-          if (now && now.metadata.generation === g) now.status = { observedGeneration: g, ...(readyCondition ? { conditions: [readyCondition] } : {}) };
+          const token = now?.metadata.annotations?.[QUOTA_RESET_ANNOTATION];
+          if (now && now.metadata.generation === g) {
+            now.status = { observedGeneration: g, ...(readyCondition ? { conditions: [readyCondition] } : {}), ...(resetsQuota && token ? { quotaReset: token } : {}) };
+          }
         }, reconcileMs).unref();
       }
       send(req.method === 'POST' ? 201 : 200, obj);
-    });
+    };
   });
   return new Promise((r) => server.listen(0, '127.0.0.1', () => r(server)));
 }
@@ -70,16 +91,20 @@ function startFakeApiServer(): Promise<Server> {
 let server: Server;
 let backend: KubeBackend;
 
-beforeAll(async () => {
-  server = await startFakeApiServer();
+function kubeConfigOf(s: Server): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromOptions({
-    clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+    clusters: [{ name: 'c', server: `http://127.0.0.1:${(s.address() as AddressInfo).port}`, skipTLSVerify: true }],
     users: [{ name: 'u' }],
     contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
     currentContext: 'x',
   });
-  backend = new KubeBackend({ kc, readyTimeoutMs: 1000 });
+  return kc;
+}
+
+beforeAll(async () => {
+  server = await startFakeApiServer();
+  backend = new KubeBackend({ kc: kubeConfigOf(server), readyTimeoutMs: 1000 });
   store.set('apidefinitions/team/pets', {
     apiVersion: 'gw.io/v1alpha1', kind: 'ApiDefinition', metadata: { name: 'pets', namespace: 'team' }, spec: { api_id: 'pets-id', proxy: { listen_path: '/pets/' } },
   });
@@ -145,6 +170,116 @@ test('Ready=False for the written generation is not ready: NotReadyError carries
     readyCondition = undefined;
     await backend.deleteKey(h);
   }
+});
+
+test('a write without suppressReset asks the controller for a quota reset (fresh token each time) and waits until status.quotaReset has it', async () => {
+  const h = sha256hex('reset-me');
+  const name = keyResourceName(h);
+  await backend.putKey(h, { namespace: 'team', name, spec: { quota_max: 5 }, suppressReset: false });
+  const first = store.get(`accesskeys/team/${name}`)!;
+  const token1 = first.metadata.annotations?.[QUOTA_RESET_ANNOTATION];
+  expect(token1).toMatch(/^[0-9a-f-]{36}$/);
+  expect(first.status?.quotaReset).toBe(token1);
+  // the same session again: a new token (a reset is asked for again)
+  await backend.putKey(h, { namespace: 'team', name, spec: { quota_max: 5 }, suppressReset: false });
+  const token2 = store.get(`accesskeys/team/${name}`)!.metadata.annotations?.[QUOTA_RESET_ANNOTATION];
+  expect(token2).toMatch(/^[0-9a-f-]{36}$/);
+  expect(token2).not.toBe(token1);
+  // suppress_reset: no token, the suppress annotation instead
+  await backend.putKey(h, { namespace: 'team', name, spec: { quota_max: 5 }, suppressReset: true });
+  expect(store.get(`accesskeys/team/${name}`)!.metadata.annotations).toEqual({ 'gw.io/suppress-reset': 'true' });
+  // a controller that observed the generation but did not do the reset: not ready
+  resetsQuota = false;
+  try {
+    const err = await backend.putKey(h, { namespace: 'team', name, spec: { quota_max: 5 }, suppressReset: false }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NotReadyError);
+    expect((err as Error).message).toContain('is not Ready after 1 s: the controller has not reset its quota yet');
+  } finally {
+    resetsQuota = true;
+    await backend.deleteKey(h);
+  }
+});
+
+test('findKey: a facade-made key is one GET by its derived name; a hand-written AccessKey with key_hash is still found by the scan of non-facade keys', async () => {
+  const nsBackend = new KubeBackend({ kc: kubeConfigOf(server), namespace: 'team', readyTimeoutMs: 1000 });
+  const h = sha256hex('direct');
+  await nsBackend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: { rate: 1, per: 1 }, suppressReset: true });
+  requests.length = 0;
+  expect(await nsBackend.getKey(h)).toMatchObject({ name: keyResourceName(h), spec: { rate: 1, per: 1 } });
+  expect(requests).toEqual([`GET /apis/gw.io/v1alpha1/namespaces/team/accesskeys/${keyResourceName(h)}`]);
+
+  const hw = sha256hex('hand-written');
+  store.set('accesskeys/team/my-key', { apiVersion: 'gw.io/v1alpha1', kind: 'AccessKey', metadata: { name: 'my-key', namespace: 'team' }, spec: { key_hash: hw, rate: 9, per: 1 } });
+  requests.length = 0;
+  expect(await nsBackend.getKey(hw)).toMatchObject({ name: 'my-key', spec: { rate: 9, per: 1 } });
+  expect(requests).toEqual([
+    `GET /apis/gw.io/v1alpha1/namespaces/team/accesskeys/${keyResourceName(hw)}`,
+    'GET /apis/gw.io/v1alpha1/namespaces/team/accesskeys?labelSelector=app.kubernetes.io%2Fmanaged-by%21%3Dgw-facade',
+  ]);
+  // unknown hash: 404 → scan (facade-made keys excluded server-side) → not found
+  expect(await nsBackend.getKey(sha256hex('nope'))).toBeUndefined();
+  // writes go to the existing hand-written resource, and deletes find it
+  await nsBackend.putKey(hw, { namespace: 'team', name: 'ignored', spec: { rate: 8, per: 1 }, suppressReset: true });
+  expect(AccessKeyResource.parse(store.get('accesskeys/team/my-key')).spec).toEqual({ key_hash: hw, rate: 8, per: 1 });
+  expect(store.has(`accesskeys/team/${keyResourceName(hw)}`)).toBe(false);
+  expect(store.get('accesskeys/team/my-key')!.metadata.labels).toEqual({}); // still not facade-made: found by the scan again
+  expect(await nsBackend.getKey(hw)).toMatchObject({ name: 'my-key', spec: { rate: 8, per: 1 } });
+  expect(await nsBackend.deleteKey(hw)).toBe(true);
+  expect(await nsBackend.deleteKey(h)).toBe(true);
+  expect(store.has('accesskeys/team/my-key')).toBe(false);
+});
+
+test('terminating keys: DELETE waits for the finalizer (504-style NotReadyError when it never goes), a write waits and creates anew, GET/list hide it', async () => {
+  const h = sha256hex('finalized');
+  const key = `accesskeys/team/${keyResourceName(h)}`;
+  const put = (rate: number) => backend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: { rate, per: 1 }, suppressReset: true });
+  await put(1);
+  store.get(key)!.metadata.finalizers = ['gw.io/session-cleanup']; // what the controller adds
+  // a replace keeps the finalizer
+  await put(2);
+  expect(store.get(key)!.metadata.finalizers).toEqual(['gw.io/session-cleanup']);
+
+  finalizerMs = 300;
+  let t0 = Date.now();
+  expect(await backend.deleteKey(h)).toBe(true);
+  expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
+  expect(store.has(key)).toBe(false);
+
+  // delete, and a write of the same key while it is terminating: waits, then a new resource
+  await put(3);
+  store.get(key)!.metadata.finalizers = ['gw.io/session-cleanup'];
+  finalizerMs = undefined;
+  const err = await backend.deleteKey(h).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(NotReadyError);
+  expect((err as Error).message).toMatch(/^AccessKey team\/key-[0-9a-f]{16} is being deleted, but still exists after 1 s: the controller has not finished its cleanup yet/);
+  expect(await backend.getKey(h)).toBeUndefined();
+  expect(await backend.listKeys()).not.toContain(h);
+  setTimeout(() => store.delete(key), 300).unref(); // the controller comes back
+  t0 = Date.now();
+  await put(4);
+  expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
+  expect(store.get(key)!.metadata.generation).toBe(1);
+  expect(store.get(key)!.metadata.deletionTimestamp).toBeUndefined();
+  expect(await backend.getKey(h)).toMatchObject({ spec: { rate: 4, per: 1 } });
+  finalizerMs = 50;
+  expect(await backend.deleteKey(h)).toBe(true);
+});
+
+test('two facade replicas writing one new key at once: both succeed (409 → re-read and replace), one resource', async () => {
+  const other = new KubeBackend({ kc: kubeConfigOf(server), readyTimeoutMs: 1000 });
+  const h = sha256hex('raced');
+  const rec = (rate: number) => ({ namespace: 'team', name: keyResourceName(h), spec: { rate, per: 1 }, suppressReset: true });
+  requests.length = 0;
+  createDelayMs = 150;
+  try {
+    await Promise.all([backend.putKey(h, rec(1)), other.putKey(h, rec(2))]);
+  } finally {
+    createDelayMs = 0;
+  }
+  expect(requests.filter((r) => r.startsWith('POST /apis/')).length).toBe(2); // both tried to create
+  expect(requests.filter((r) => r.startsWith('PUT /apis/')).length).toBe(1); // the loser replaced
+  expect([1, 2]).toContain(AccessKeyResource.parse(store.get(`accesskeys/team/${keyResourceName(h)}`)).spec.rate);
+  expect(await backend.deleteKey(h)).toBe(true);
 });
 
 test('clients: Secret + OAuthClient; list/get with the secret; delete takes the Secret; foreign Secret → conflict', async () => {
