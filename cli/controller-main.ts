@@ -6,7 +6,7 @@
  * --identity, --concurrency, --store-check-period. --lease-namespace defaults to $POD_NAMESPACE (the chart sets it).
  */
 import { createLogger } from '../lib/logger.js';
-import { loadKubeConnection } from '../controller/operator/kube-conn.js';
+import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { createStoreClient } from '../lib/store/redis.js';

@@ -3,6 +3,8 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { createFacadeServer } from '../controller/facade/server.js';
 import { KubeBackend } from '../controller/facade/backend-kube.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
+import { loadKubeConnection } from '../lib/kube/connection.js';
+import { createKubeApi } from '../lib/kube/api.js';
 import { createLogger } from '../lib/logger.js';
 import { loadGatewayOptions } from '../lib/options.js';
 import { createOpsServer } from '../lib/ops-server.js';
@@ -38,7 +40,7 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   const redis = flags.redis ? createStoreClient(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
   redis?.on('error', (e: Error) => logger.warn({ err: e.message }, 'redis error (live quota values unavailable)'));
   const sessions = redis ? new RedisSessionStore(redis, logger) : undefined;
-  const config = redis ? new KubeConfigSource(kc, flags.namespace, logger) : undefined;
+  const config = redis ? new KubeConfigSource(createKubeApi(await loadKubeConnection(flags.kubeconfig)), flags.namespace, logger) : undefined;
   if (config) await config.start();
   if (!redis) logger.warn('no --redis: GET /gw/keys/{keyID} answers the stored quota fields, not the live ones');
   const engine = redis && config ? createEngine({ options, clock: systemClock, config: () => config.current(), redis }) : undefined;

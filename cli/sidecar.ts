@@ -5,7 +5,8 @@
 import { createLogger } from '../lib/logger.js';
 import { createStoreClient } from '../lib/store/redis.js';
 import { loadGatewayOptions } from '../lib/options.js';
-import { loadKubeConfig } from '../lib/kube/client.js';
+import { loadKubeConnection } from '../lib/kube/connection.js';
+import { createKubeApi } from '../lib/kube/api.js';
 import { MemorySessionStore, type SessionStore } from '../lib/sessions.js';
 import { RedisSessionStore } from '../lib/sessions-redis.js';
 import { createOpsServer } from '../lib/ops-server.js';
@@ -36,7 +37,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   } catch {
     throw new Error(`--upstream: ${JSON.stringify(flags.upstream)} is not a URL`);
   }
-  const kc = loadKubeConfig(flags.kubeconfig);
+  const kube = createKubeApi(await loadKubeConnection(flags.kubeconfig));
   const metrics = new GatewayMetrics();
   const redis = flags.redis ? createStoreClient(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
   redis?.on('error', () => metrics.storeErrors.inc());
@@ -50,7 +51,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     sessions = new MemorySessionStore();
   }
   let onConfig: (c: CompiledConfig) => void = () => {};
-  const source = new KubeConfigSource(kc, flags.namespace, logger, () => metrics.configErrors.inc(), (c) => {
+  const source = new KubeConfigSource(kube, flags.namespace, logger, () => metrics.configErrors.inc(), (c) => {
     metrics.configLoaded.set(c.apis.length);
     onConfig(c);
   });

@@ -4,8 +4,8 @@
  * records. Messages never hold a raw key: limiter keys carry the key hash or a custom pattern.
  */
 import type { Logger } from '../../lib/logger.js';
-import type { KubeObject, ResourceRef } from './informer.js';
-import { resourcePath, type KubeApi } from './kube-api.js';
+import type { KubeObject, ResourceRef } from '../../lib/kube/informer.js';
+import { resourcePath, type KubeApi } from '../../lib/kube/api.js';
 
 export class EventRecorder {
   constructor(

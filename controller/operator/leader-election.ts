@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import type { Logger } from '../../lib/logger.js';
-import { codeOf, resourcePath, type KubeApi } from './kube-api.js';
+import { codeOf, resourcePath, type KubeApi } from '../../lib/kube/api.js';
 import { systemTimers, type Timers } from './work-queue.js';
 
 export const LeaseSpecSchema = z.looseObject({

@@ -12,8 +12,8 @@ import { z } from 'zod';
 import { OAuthClientResource, SecretResource, secretValue, type OAuthClient } from '../../crds/kinds.js';
 import { safeEqual, sha256hex } from '../../lib/hash.js';
 import { ensureFinalizer, firstIssue, REFS, removeFinalizer, report, type OperatorContext } from './context.js';
-import { codeOf } from './kube-api.js';
-import type { KubeObject } from './informer.js';
+import { codeOf } from '../../lib/kube/api.js';
+import type { KubeObject } from '../../lib/kube/informer.js';
 import { apiIdsIn, StoreUnavailable } from './reconcile-key.js';
 import { notReady, ok, type Outcome } from './status.js';
 

@@ -12,8 +12,8 @@ import { compileConfig } from '../compile/compile-config.js';
 import { CONFIG_MAP_KEY, CONFIG_MAP_NAME } from '../../sidecar/config/schema.js';
 import type { CompiledConfig } from '../../sidecar/config/types.js';
 import { firstIssue, MANAGED_BY, REFS, report, type OperatorContext } from './context.js';
-import type { KubeObject } from './informer.js';
-import { resourcePath } from './kube-api.js';
+import type { KubeObject } from '../../lib/kube/informer.js';
+import { resourcePath } from '../../lib/kube/api.js';
 import { notReady, ok, type Outcome } from './status.js';
 
 export const CONFIG_HASH_ANNOTATION = 'gw.io/config-hash';

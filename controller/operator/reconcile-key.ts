@@ -32,8 +32,8 @@ import { apiIdOf, QUOTA_RESET_ANNOTATION, SUPPRESS_RESET_ANNOTATION } from '../f
 import { sessionOf } from '../compile/key-sessions.js';
 import { compileNamespace } from './reconcile-config.js';
 import { ensureFinalizer, firstIssue, MANAGED_BY, REFS, removeFinalizer, report, type OperatorContext } from './context.js';
-import type { KubeObject } from './informer.js';
-import { codeOf, resourcePath } from './kube-api.js';
+import type { KubeObject } from '../../lib/kube/informer.js';
+import { codeOf, resourcePath } from '../../lib/kube/api.js';
 import { notReady, ok, type Outcome } from './status.js';
 
 export const KEY_FINALIZER = 'gw.io/session-cleanup';

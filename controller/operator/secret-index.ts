@@ -1,6 +1,6 @@
 /** Which AccessKeys and OAuthClients use a Secret (by secretRef), so a Secret change requeues only them. */
 import { z } from 'zod';
-import type { KubeObject } from './informer.js';
+import type { KubeObject } from '../../lib/kube/informer.js';
 
 const WithRef = z.looseObject({ spec: z.looseObject({ secretRef: z.looseObject({ name: z.string() }).optional() }).optional() });
 

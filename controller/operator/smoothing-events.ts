@@ -9,7 +9,7 @@ import type { Redis, Cluster } from 'ioredis';
 import { SMOOTHING_CHANNEL, SmoothingEventPayload } from '../../lib/events.js';
 import type { Logger } from '../../lib/logger.js';
 import { REFS, type OperatorContext } from './context.js';
-import type { KubeObject, ResourceRef } from './informer.js';
+import type { KubeObject, ResourceRef } from '../../lib/kube/informer.js';
 
 export class SmoothingEvents {
   private sub?: Redis | Cluster;

@@ -3,9 +3,9 @@
  * short message, plus kind-specific fields. Written through the status subresource only when it
  * differs from what the object already says (lastTransitionTime ignored), so a resync writes nothing.
  */
-import type { KubeObject } from './informer.js';
-import type { ResourceRef } from './informer.js';
-import { resourcePath, type KubeApi } from './kube-api.js';
+import type { KubeObject } from '../../lib/kube/informer.js';
+import type { ResourceRef } from '../../lib/kube/informer.js';
+import { resourcePath, type KubeApi } from '../../lib/kube/api.js';
 
 export type Reason = 'Reconciled' | 'InvalidSpec' | 'PolicyNotFound' | 'ApiNotFound' | 'SecretNotFound' | 'StoreUnavailable' | 'ConfigTooLarge';
 

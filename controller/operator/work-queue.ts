@@ -4,6 +4,8 @@
  * at a time); at most `concurrency` keys run at once; a failed run is retried after an exponential
  * backoff (base·2^(n−1), capped), and a success forgets the failures. Timers are injected for tests.
  */
+import { backoffDelay } from '../../lib/backoff.js';
+
 export interface Timers {
   now(): number;
   setTimeout(fn: () => void, ms: number): unknown;
@@ -30,9 +32,7 @@ export interface WorkQueueOptions {
   onError?: (key: string, err: unknown, attempt: number, retryInMs: number) => void;
 }
 
-export function backoffDelay(attempt: number, baseMs: number, maxMs: number): number {
-  return Math.min(maxMs, baseMs * 2 ** Math.min(attempt - 1, 30));
-}
+export { backoffDelay };
 
 export class WorkQueue {
   private readonly queue: string[] = [];

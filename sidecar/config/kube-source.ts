@@ -1,23 +1,30 @@
 /**
- * The sidecar's config in a cluster: the ConfigMap the controller writes, read then watched through the
- * API server. A bad config is refused (log line + metric) and the previous one kept; while the API
- * server is unreachable the last good config keeps serving and the watch restarts with backoff.
+ * The sidecar's config in a cluster: the ConfigMap the controller writes, listed then watched through
+ * the API server (lib/kube/informer.ts: fieldSelector metadata.name=gw-config, which is all the chart's
+ * RBAC allows; an ended watch resumes, 410 Gone relists, failures retry with exponential backoff). A bad
+ * config is refused (log line + metric) and the previous one kept; while the API server is unreachable
+ * the last good config keeps serving. A deleted ConfigMap keeps the last config too. No
+ * @kubernetes/client-node here: it alone would be ~50 MB of the sidecar's RSS.
  */
-import { CoreV1Api, Watch, type KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
+import { z } from 'zod';
 import type { Logger } from '../../lib/logger.js';
+import type { KubeApi } from '../../lib/kube/api.js';
+import { Informer, type KubeObject, type ResourceRef } from '../../lib/kube/informer.js';
 import type { CompiledConfig } from './types.js';
 import { CONFIG_MAP_KEY, CONFIG_MAP_NAME, parseCompiledConfig } from './schema.js';
+
+const CONFIG_MAPS: ResourceRef = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' };
+
+/** The part of a ConfigMap read here; its `config.json` is validated by schema.ts. */
+const ConfigMapData = z.looseObject({ data: z.record(z.string(), z.string()).nullish() });
 
 export class KubeConfigSource {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };
   private loaded = false;
-  private stopped = false;
-  private abort?: AbortController;
-  private backoffMs = 500;
-  private timer?: NodeJS.Timeout;
+  private informer?: Informer;
 
   constructor(
-    private readonly kc: KubeConfig,
+    private readonly api: KubeApi,
     private readonly namespace: string,
     private readonly logger: Logger,
     private readonly onRefused: () => void = () => {},
@@ -32,18 +39,42 @@ export class KubeConfigSource {
     return this.loaded;
   }
 
-  async start(): Promise<void> {
-    await this.loop();
+  /** Resolves after the first read of the ConfigMap, or its first failure (then retried in the background). */
+  start(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let firstError = true;
+      this.informer = new Informer({
+        api: this.api,
+        resource: CONFIG_MAPS,
+        namespace: this.namespace,
+        fieldSelector: `metadata.name=${CONFIG_MAP_NAME}`,
+        logger: this.logger,
+        onChange: (type, obj) => {
+          if (type !== 'delete' && obj.metadata.name === CONFIG_MAP_NAME) this.apply(obj);
+        },
+        onError: (err, retryInMs) => {
+          this.logger.warn(
+            { err: err.message, retryInMs },
+            this.informer?.hasSynced() ? 'config watch failed; restarting (keeping the last good config)' : 'cannot read config from the API server; keeping the last good config',
+          );
+          if (firstError) {
+            firstError = false;
+            resolve();
+          }
+        },
+      });
+      void this.informer.whenSynced().then(resolve);
+      this.informer.start();
+    });
   }
 
   stop(): void {
-    this.stopped = true;
-    this.abort?.abort();
-    if (this.timer) clearTimeout(this.timer);
+    this.informer?.stop();
   }
 
-  private apply(cm: V1ConfigMap | undefined): void {
-    const text = cm?.data?.[CONFIG_MAP_KEY];
+  private apply(cm: KubeObject): void {
+    const parsed = ConfigMapData.safeParse(cm);
+    const text = parsed.success ? parsed.data.data?.[CONFIG_MAP_KEY] : undefined;
     if (text === undefined) return;
     const r = parseCompiledConfig(text);
     if (!r.ok) {
@@ -57,47 +88,5 @@ export class KubeConfigSource {
       this.onApplied(r.config);
       this.logger.info({ hash: r.config.hash, apis: r.config.apis.length }, 'config applied');
     }
-  }
-
-  private async loop(): Promise<void> {
-    if (this.stopped) return;
-    let resourceVersion: string | undefined;
-    try {
-      const core = this.kc.makeApiClient(CoreV1Api);
-      const cm = await core.readNamespacedConfigMap({ name: CONFIG_MAP_NAME, namespace: this.namespace }).catch((e: { code?: number }) => {
-        if (e.code === 404) return undefined;
-        throw e;
-      });
-      this.apply(cm);
-      resourceVersion = cm?.metadata?.resourceVersion;
-      this.backoffMs = 500;
-    } catch (e) {
-      this.logger.warn({ err: (e as Error).message }, 'cannot read config from the API server; keeping the last good config');
-      return this.retry();
-    }
-    try {
-      this.abort = await new Watch(this.kc).watch(
-        `/api/v1/namespaces/${this.namespace}/configmaps`,
-        { fieldSelector: `metadata.name=${CONFIG_MAP_NAME}`, resourceVersion, allowWatchBookmarks: true },
-        (phase: string, obj: V1ConfigMap) => {
-          if (phase === 'ADDED' || phase === 'MODIFIED') this.apply(obj);
-        },
-        (err: unknown) => {
-          if (!this.stopped) {
-            if (err) this.logger.warn({ err: String((err as Error).message ?? err) }, 'config watch ended; restarting');
-            this.retry();
-          }
-        },
-      );
-    } catch (e) {
-      this.logger.warn({ err: (e as Error).message }, 'config watch failed; restarting');
-      this.retry();
-    }
-  }
-
-  private retry(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => void this.loop(), this.backoffMs);
-    this.backoffMs = Math.min(this.backoffMs * 2, 30_000);
   }
 }

@@ -57,9 +57,20 @@ export async function writeConfigMap(ns: string, text: string): Promise<void> {
   if (r.code !== 0) throw new Error(r.stderr);
 }
 
-export async function startSidecar(o: { ns: string; upstream: string; redis?: string; group?: string; options?: string; kubeconfig?: string }): Promise<Sidecar> {
+export async function startSidecar(o: {
+  ns: string;
+  upstream: string;
+  redis?: string;
+  group?: string;
+  options?: string;
+  kubeconfig?: string;
+  /** Extra environment for the process (e.g. NODE_OPTIONS). */
+  env?: Record<string, string>;
+  /** The compiled CLI to run (default: this tree's dist/cli/gw.js). */
+  cli?: string;
+}): Promise<Sidecar> {
   const [gp, mp] = [await freePort(), await freePort()];
-  const args = [CLI, 'sidecar', '--upstream', o.upstream, '--kubeconfig', o.kubeconfig ?? kubeconfig(), '--namespace', o.ns, '--listen', `127.0.0.1:${gp}`, '--metrics-listen', `127.0.0.1:${mp}`];
+  const args = [o.cli ?? CLI, 'sidecar', '--upstream', o.upstream, '--kubeconfig', o.kubeconfig ?? kubeconfig(), '--namespace', o.ns, '--listen', `127.0.0.1:${gp}`, '--metrics-listen', `127.0.0.1:${mp}`];
   if (o.redis) args.push('--redis', o.redis);
   if (o.group) args.push('--group', o.group);
   if (o.options) {
@@ -67,7 +78,7 @@ export async function startSidecar(o: { ns: string; upstream: string; redis?: st
     writeFileSync(f, o.options);
     args.push('--config', f);
   }
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GW_LOG_LEVEL: 'info' } });
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GW_LOG_LEVEL: 'info', ...o.env } });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));

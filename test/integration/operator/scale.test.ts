@@ -5,9 +5,9 @@
  */
 import { jest } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { loadKubeConnection } from '../../../controller/operator/kube-conn.js';
+import { loadKubeConnection } from '../../../lib/kube/connection.js';
 import { sha256hex } from '../../../lib/hash.js';
-import { createKubeApi, resourcePath } from '../../../controller/operator/kube-api.js';
+import { createKubeApi, resourcePath } from '../../../lib/kube/api.js';
 import { REFS } from '../../../controller/operator/context.js';
 import { freshNamespace, kubeconfig } from '../../helpers/kube.js';
 import { freshRedis } from '../../helpers/redis.js';

@@ -1,10 +1,10 @@
 /**
- * A thin JSON client over the API server (kube-conn.ts gives the server, auth headers and one
+ * A thin JSON client over the API server (connection.ts gives the server, auth headers and one
  * keep-alive connection pool): plain REST paths, because the operator needs merge/JSON patches,
  * paging and watch streams, and none of client-node's generated code.
  */
 import { request } from 'undici';
-import type { KubeConnection } from './kube-conn.js';
+import type { KubeConnection } from './connection.js';
 
 export class KubeApiError extends Error {
   constructor(

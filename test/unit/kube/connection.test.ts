@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadKubeConnection } from '../../../controller/operator/kube-conn.js';
+import { loadKubeConnection } from '../../../lib/kube/connection.js';
 
 function kubeconfig(user: string, cluster = 'server: https://127.0.0.1:6443\n    insecure-skip-tls-verify: true'): string {
   const dir = mkdtempSync(join(tmpdir(), 'gw-kc-'));

@@ -2,7 +2,7 @@
  * Informer: list (paged) + watch of one resource, with a local cache and change callbacks. A watch
  * simply ends (on errors, timeouts, and with 410 Gone when its resourceVersion is too old), which is
  * why client-node's informer needs a restart loop around it; this one is that loop around a plain watch
- * stream (kube-api.ts; client-node's generated code would cost the controller ~85 MB of RSS): an ended
+ * stream (api.ts; client-node's generated code would cost the controller ~85 MB of RSS): an ended
  * watch resumes from the last seen
  * resourceVersion (bookmarks keep it fresh), 410 relists, any error relists after an exponential
  * backoff. A relist diffs against the cache, so deletions missed while disconnected are delivered.
@@ -10,8 +10,8 @@
  */
 import { z } from 'zod';
 import type { Logger } from '../../lib/logger.js';
-import { backoffDelay } from './work-queue.js';
-import { codeOf, resourcePath, type KubeApi } from './kube-api.js';
+import { backoffDelay } from '../backoff.js';
+import { codeOf, resourcePath, type KubeApi } from './api.js';
 
 export const ObjectMetaEnvelope = z.looseObject({
   name: z.string(),
@@ -52,6 +52,8 @@ export interface InformerOptions {
   logger: Logger;
   onChange: (type: ChangeType, obj: KubeObject, old?: KubeObject) => void;
   pageSize?: number;
+  /** Each failed list or watch, with the backoff before the retry; replaces the default warn log line. */
+  onError?: (err: Error, retryInMs: number) => void;
 }
 
 export const objectKey = (o: { metadata: { namespace?: string; name: string } }): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
@@ -170,7 +172,8 @@ export class Informer {
         }
         this.failures++;
         const ms = backoffDelay(this.failures, 500, 30_000);
-        this.o.logger.warn({ kind: this.kind, err: (e as Error).message, retryInMs: ms }, 'list/watch failed; retrying');
+        if (this.o.onError) this.o.onError(e as Error, ms);
+        else this.o.logger.warn({ kind: this.kind, err: (e as Error).message, retryInMs: ms }, 'list/watch failed; retrying');
         await new Promise<void>((r) => {
           const t = setTimeout(r, ms);
           this.wake = () => {

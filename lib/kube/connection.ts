@@ -1,8 +1,8 @@
 /**
- * How the operator reaches the API server: server URL, auth headers and one keep-alive undici Agent.
- * Read straight from the kubeconfig (YAML, zod-validated) or the in-cluster service account, so the
- * controller does not load @kubernetes/client-node for the common cases (its generated API code alone
- * costs ~85 MB of RSS, a third of the memory budget). Token, client certificate and basic auth are
+ * How gw's processes (controller, sidecar) reach the API server: server URL, auth headers and one
+ * keep-alive undici Agent. Read straight from the kubeconfig (YAML, zod-validated) or the in-cluster
+ * service account, so they do not load @kubernetes/client-node for the common cases (its generated API
+ * code alone costs ~85 MB of RSS in the controller, ~50 MB in the sidecar). Token, client certificate and basic auth are
  * handled here; a kubeconfig whose user needs an exec plugin or an auth provider falls back to
  * client-node's KubeConfig (loaded on demand) for the headers and TLS.
  */

@@ -1,6 +1,6 @@
 import { pino } from 'pino';
-import { Informer, type ChangeType } from '../../../controller/operator/informer.js';
-import { KubeApiError, type KubeApi, type Query } from '../../../controller/operator/kube-api.js';
+import { Informer, type ChangeType } from '../../../lib/kube/informer.js';
+import { KubeApiError, type KubeApi, type Query } from '../../../lib/kube/api.js';
 
 const obj = (name: string, rv: string) => ({ metadata: { name, namespace: 'ns', resourceVersion: rv, managedFields: [{ manager: 'x' }] }, spec: { v: rv } });
 
