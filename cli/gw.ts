@@ -92,9 +92,9 @@ program
   .addOption(env('--redis-secret <name>', 'GW_SIDECAR_REDIS_SECRET', "Secret (pod's namespace, key url) with the Redis URL; empty: none", 'gw-redis'))
   .addOption(env('--sidecar-config-map <name>', 'GW_SIDECAR_CONFIG_MAP', "ConfigMap (pod's namespace, key config.yaml) mounted as the sidecar's --config"))
   .addOption(env('--sidecar-cpu-request <q>', 'GW_SIDECAR_CPU_REQUEST', 'sidecar CPU request', '50m'))
-  .addOption(env('--sidecar-memory-request <q>', 'GW_SIDECAR_MEMORY_REQUEST', 'sidecar memory request', '64Mi'))
+  .addOption(env('--sidecar-memory-request <q>', 'GW_SIDECAR_MEMORY_REQUEST', 'sidecar memory request', '128Mi'))
   .addOption(env('--sidecar-cpu-limit <q>', 'GW_SIDECAR_CPU_LIMIT', 'sidecar CPU limit (default: none)'))
-  .addOption(env('--sidecar-memory-limit <q>', 'GW_SIDECAR_MEMORY_LIMIT', 'sidecar memory limit', '256Mi'))
+  .addOption(env('--sidecar-memory-limit <q>', 'GW_SIDECAR_MEMORY_LIMIT', 'sidecar memory limit', '512Mi'))
   .addOption(env('--run-as-user <uid>', 'GW_SIDECAR_RUN_AS_USER', 'UID of the sidecar', '10001'))
   .action((opts: WebhookFlags) => import('./webhook.js').then((m) => m.runWebhook(opts)).catch((e: unknown) => fail((e as Error).message)));
 

@@ -49,7 +49,7 @@ export const defaultInjectOptions: InjectOptions = {
   listenPort: 15080,
   metricsPort: 15090,
   redisSecretName: 'gw-redis',
-  resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+  resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
   runAsUser: 10001,
 };
 

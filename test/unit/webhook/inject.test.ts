@@ -45,7 +45,7 @@ describe('injectSidecar', () => {
     ]);
     expect(s.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 15090 } });
     expect(s.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 15090 } });
-    expect(s.resources).toEqual({ requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } });
+    expect(s.resources).toEqual({ requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } });
     expect(s.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
     expect(s.env).toEqual([
       { name: 'GW_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
@@ -138,7 +138,7 @@ describe('gw webhook flags', () => {
   const flags: WebhookFlags = {
     listen: '0.0.0.0:8443', tlsCert: 'c', tlsKey: 'k', image: 'gw:1', imagePullPolicy: 'IfNotPresent',
     sidecarListenPort: '15080', sidecarMetricsPort: '15090', redisSecret: 'gw-redis',
-    sidecarCpuRequest: '50m', sidecarMemoryRequest: '64Mi', sidecarMemoryLimit: '256Mi', runAsUser: '10001',
+    sidecarCpuRequest: '50m', sidecarMemoryRequest: '128Mi', sidecarMemoryLimit: '512Mi', runAsUser: '10001',
   };
   test('defaults map to the inject options', () => {
     expect(injectOptionsFromFlags(flags)).toMatchObject({ image: 'gw:1', listenPort: 15080, metricsPort: 15090, redisSecretName: 'gw-redis', runAsUser: 10001 });
