@@ -33,6 +33,8 @@ export function run(cmd: string, args: string[], opts: { input?: string; cwd?: s
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout, stderr });
     });
+    // A command that does not read stdin may exit before the write lands (EPIPE): its result is what counts.
+    p.stdin!.on('error', () => undefined);
     p.stdin!.end(opts.input ?? '');
   });
 }

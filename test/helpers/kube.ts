@@ -12,7 +12,10 @@ export function kubectl(args: string[], input?: string): Promise<{ code: number;
     const p = execFile(process.env.GW_TEST_KUBECTL ?? 'kubectl', ['--kubeconfig', kubeconfig(), ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
-    if (input !== undefined) p.stdin!.end(input);
+    if (input !== undefined) {
+      p.stdin!.on('error', () => undefined); // kubectl failing early (EPIPE) reports through its exit code
+      p.stdin!.end(input);
+    }
   });
 }
 
