@@ -62,15 +62,21 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
   const upstreams = new Upstreams({ timeoutMs: deps.upstreamTimeoutMs ?? 30_000 });
   const { metrics } = deps;
   // labelled metric children per api (and status class), resolved once instead of on every request
-  const requestCounters = new Map<string, { inc(): void }>();
+  // per api: one child per status class (index status / 100), so no key string is built per request
+  const requestCounters = new Map<string, ({ inc(): void } | undefined)[]>();
   const upstreamHistograms = new Map<string, { observe(v: number): void }>();
   const countRequest = (apiId: string, status: number): void => {
-    const code = STATUS_CLASS[Math.floor(status / 100)] ?? `${Math.floor(status / 100)}xx`;
-    const k = `${apiId}\u0000${code}`;
-    let c = requestCounters.get(k);
-    if (!c) {
+    const cls = Math.floor(status / 100);
+    let byClass = requestCounters.get(apiId);
+    if (!byClass) {
       if (requestCounters.size > 10_000) requestCounters.clear();
-      requestCounters.set(k, (c = metrics.requests.labels({ api: apiId, code })));
+      requestCounters.set(apiId, (byClass = []));
+    }
+    let c = byClass[cls];
+    if (!c) {
+      const code = STATUS_CLASS[cls] ?? `${cls}xx`;
+      c = metrics.requests.labels({ api: apiId, code });
+      if (cls >= 0 && cls < STATUS_CLASS.length) byClass[cls] = c;
     }
     c.inc();
   };
@@ -95,19 +101,18 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
     if (!r || !r.api.active) return sendJson(res, 404, { error: ERRORS.notFound });
     const { api, relPath } = r;
     const method = (req.method ?? 'GET').toUpperCase();
-    const done = (status: number): void => countRequest(api.api_id, status);
 
     let keyHash: string | undefined;
     let session: StoredSession | undefined;
     if (!api.keyless) {
       const auth = await authenticate(req.headers, api, deps.lookupSession, Math.floor(deps.clock.now() / 1000));
       if (!auth.ok) {
-        done(auth.status);
+        countRequest(api.api_id, auth.status);
         return sendJson(res, auth.status, { error: auth.status === 401 ? ERRORS.authMissing : ERRORS.disallowed });
       }
       const rights = deps.accessRights(auth.session, config);
       if (rights instanceof Error || !accessAllowed(rights, api, method, relPath)) {
-        done(403);
+        countRequest(api.api_id, 403);
         return sendJson(res, 403, { error: ERRORS.disallowed });
       }
       keyHash = auth.keyHash;
@@ -120,7 +125,7 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
       verdict = await deps.engine.check({ api, method, path: relPath, keyHash, session });
     } catch (e) {
       deps.logger.error({ err: (e as Error).message, api: api.api_id }, 'limiter failed');
-      done(500);
+      countRequest(api.api_id, 500);
       return sendJson(res, 500, { error: 'Internal error' });
     }
     metrics.decision.observe((performance.now() - t0) / 1000);
@@ -129,26 +134,26 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
       const { status, error, scope } = refusal(verdict);
       if (scope === 'quota') metrics.quotaExceeded.inc({ api: api.api_id });
       else metrics.rateLimited.inc({ api: api.api_id, scope });
-      done(status);
+      countRequest(api.api_id, status);
       return sendJson(res, status, { error }, rateLimitHeaders(verdict.headers, verdict.retryAfter));
     }
 
     if (deps.streams?.tryHandle(api.api_id, relPath, req, res)) {
-      done(202);
+      countRequest(api.api_id, 202);
       return;
     }
 
     const target = deps.upstreamOverride ?? api.targetUrl;
     if (!target) {
-      done(502);
+      countRequest(api.api_id, 502);
       return sendJson(res, 502, { error: 'No upstream configured for this API' });
     }
     const { origin, basePath } = targetOf(target);
     const forwardPath = (api.strip ? basePath + relPath : basePath + path) + (q === -1 ? '' : url.slice(q));
     const u0 = performance.now();
-    const status = await forward(upstreams, origin, forwardPath || '/', req, res, rateLimitHeaders(verdict.headers));
+    const status = await forward(upstreams, origin, forwardPath || '/', req, res, verdict.headers);
     observeUpstream(api.api_id, (performance.now() - u0) / 1000);
-    done(status);
+    countRequest(api.api_id, status);
   }
 
   return { handle, upstreams };

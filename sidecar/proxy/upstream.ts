@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
 import { EventEmitter } from 'node:events';
 import { Pool, errors } from 'undici';
+import type { HeaderNumbers } from '../engine/types.js';
 import { ERRORS, sendJson } from './respond.js';
 
 const HOP_BY_HOP = new Set([
@@ -71,7 +72,8 @@ function requestHeaders(req: IncomingMessage): Record<string, string | string[]>
   return out;
 }
 
-function responseHeaders(raw: Record<string, string | string[] | undefined>, extra: Record<string, string>): OutgoingHttpHeaders {
+/** The upstream's headers minus hop-by-hop and X-RateLimit-*, plus ours (as rateLimitHeaders in respond.ts). */
+function responseHeaders(raw: Record<string, string | string[] | undefined>, rl: HeaderNumbers | undefined): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   const named = connectionTokens(raw.connection ?? raw.Connection);
   for (const k in raw) {
@@ -81,7 +83,11 @@ function responseHeaders(raw: Record<string, string | string[] | undefined>, ext
     if (HOP_BY_HOP.has(lk) || (named !== undefined && named.has(lk)) || lk.startsWith('x-ratelimit-')) continue;
     out[lk] = v;
   }
-  for (const k in extra) out[k] = extra[k];
+  if (rl) {
+    out['x-ratelimit-limit'] = String(rl.limit);
+    out['x-ratelimit-remaining'] = String(Math.max(0, rl.remaining));
+    out['x-ratelimit-reset'] = String(rl.reset);
+  }
   return out;
 }
 
@@ -92,7 +98,7 @@ export async function forward(
   path: string,
   req: IncomingMessage,
   res: ServerResponse,
-  extraHeaders: Record<string, string>,
+  rateLimit: HeaderNumbers | undefined,
 ): Promise<number> {
   // undici takes an EventEmitter as the abort signal: far cheaper per request than an AbortController
   // (an EventTarget); it must not carry an `aborted` property (undici would treat it as a native signal)
@@ -100,7 +106,7 @@ export async function forward(
   const onClose = (): void => {
     if (!res.writableFinished) clientGone.emit('abort');
   };
-  res.once('close', onClose);
+  res.on('close', onClose); // not once(): that wraps the listener in a bound function per request; removed below
   const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
   let status = 502;
   try {
@@ -114,7 +120,7 @@ export async function forward(
       },
       ({ statusCode, headers }) => {
         status = statusCode;
-        res.writeHead(statusCode, responseHeaders(headers, extraHeaders));
+        res.writeHead(statusCode, responseHeaders(headers, rateLimit));
         return res;
       },
     );

@@ -6,8 +6,8 @@
  * After GW_ALLOC_WARMUP requests (JIT, pools, caches), GW_ALLOC_REQUESTS requests are counted.
  *
  *   node dist/test/bench/alloc.js            → one JSON line per proxy: bytes/request, scavenges
- *   GW_ALLOC_NODE_FLAGS='--heap-prof --heap-prof-interval=4096 --heap-prof-dir=/tmp/hp' node dist/test/bench/alloc.js
- *                                            → also a sampling allocation profile of each proxy (on exit)
+ *   GW_ALLOC_ONLY=gw GW_ALLOC_PROFILE=/tmp/gw.heapprofile node dist/test/bench/alloc.js
+ *                                            → also a sampling profile of the counted allocations (alloc-probe.ts)
  *   GW_ALLOC_ONLY=gw|bare                    → measure one proxy
  */
 import { fork, type ChildProcess } from 'node:child_process';
