@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
 import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
 import { Pool, errors } from 'undici';
 import type { HeaderNumbers } from '../engine/types.js';
 import { ERRORS, sendJson } from './respond.js';
@@ -91,6 +92,27 @@ function responseHeaders(raw: Record<string, string | string[] | undefined>, rl:
   return out;
 }
 
+/**
+ * The abort signal of the upstream requests of one client connection: it fires when the connection
+ * closes, which is when a response can close before it is finished (the client went away), and aborts
+ * what is still in flight upstream. undici takes an EventEmitter as the signal (far cheaper than an
+ * AbortController, an EventTarget; it must not carry an `aborted` property, or undici would treat it as a
+ * native signal) and removes its listener when a request completes. One per connection, not per request:
+ * no emitter, closure or 'close' listener is allocated per request on a keep-alive connection.
+ */
+const connectionSignals = new WeakMap<Socket, EventEmitter>();
+function clientGoneSignal(req: IncomingMessage): EventEmitter {
+  const socket = req.socket;
+  let gone = connectionSignals.get(socket);
+  if (!gone) {
+    const emitter = (gone = new EventEmitter());
+    emitter.setMaxListeners(0); // one listener per request in flight (pipelined requests)
+    connectionSignals.set(socket, emitter);
+    socket.once('close', () => emitter.emit('abort'));
+  }
+  return gone;
+}
+
 /** Forwards req to origin+path and streams the answer into res. Never throws. */
 export async function forward(
   upstreams: Upstreams,
@@ -100,13 +122,7 @@ export async function forward(
   res: ServerResponse,
   rateLimit: HeaderNumbers | undefined,
 ): Promise<number> {
-  // undici takes an EventEmitter as the abort signal: far cheaper per request than an AbortController
-  // (an EventTarget); it must not carry an `aborted` property (undici would treat it as a native signal)
-  const clientGone = new EventEmitter();
-  const onClose = (): void => {
-    if (!res.writableFinished) clientGone.emit('abort');
-  };
-  res.on('close', onClose); // not once(): that wraps the listener in a bound function per request; removed below
+  const clientGone = clientGoneSignal(req);
   const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
   let status = 502;
   try {
@@ -132,8 +148,6 @@ export async function forward(
     } else {
       res.destroy();
     }
-  } finally {
-    res.off('close', onClose);
   }
   return status;
 }
