@@ -75,6 +75,9 @@ async function stop(c: ChildProcess): Promise<void> {
   if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 }
 
+let counted = N;
+let warmup = WARMUP;
+
 async function load(origin: string, path: string, n: number, auth?: string): Promise<number> {
   const pool = new Pool(origin, { connections: CONNS, pipelining: 1 });
   const headers = auth ? { authorization: auth } : {};
@@ -93,16 +96,19 @@ async function load(origin: string, path: string, n: number, auth?: string): Pro
 }
 
 async function measure(name: string, c: ChildProcess, origin: string, path: string, auth?: string): Promise<AllocResult> {
-  let errors = await load(origin, path, WARMUP, auth);
+  let errors = await load(origin, path, warmup, auth);
   await ask(c, 'start');
   const t0 = performance.now();
-  errors += await load(origin, path, N, auth);
+  errors += await load(origin, path, counted, auth);
   const seconds = (performance.now() - t0) / 1000;
   const a = await ask(c, 'stop');
-  return { proxy: name, requests: N, bytesPerRequest: Math.round(a.allocated! / N), scavenges: a.scavenges!, scavengeMsPerSecond: Number((a.scavengeMs! / seconds).toFixed(1)), errors };
+  return { proxy: name, requests: counted, bytesPerRequest: Math.round(a.allocated! / counted), scavenges: a.scavenges!, scavengeMsPerSecond: Number((a.scavengeMs! / seconds).toFixed(1)), errors };
 }
 
-export async function allocPerRequest(only?: string): Promise<AllocResult[]> {
+/** `only`: 'gw' or 'bare' (default both); `requests` counted after `warmup` (defaults: the env, 20,000 / 10,000). */
+export async function allocPerRequest(only?: string, requests = N, warm = WARMUP): Promise<AllocResult[]> {
+  counted = requests;
+  warmup = warm;
   const body = '{"ok":true,"service":"bench"}';
   const up = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
