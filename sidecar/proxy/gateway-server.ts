@@ -89,78 +89,85 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
     h.observe(seconds);
   };
 
+  /** Never rejects: a failure is logged and answered 500 here, so the server needs no catch (a promise and a closure) per request. */
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const path = q === -1 ? url : url.slice(0, q);
-    if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
-    if (path === '/readyz') return sendJson(res, deps.ready() ? 200 : 503, { status: deps.ready() ? 'ready' : 'not ready' });
-
-    const config = deps.config();
-    const r = route(config.apis, path);
-    if (!r || !r.api.active) return sendJson(res, 404, { error: ERRORS.notFound });
-    const { api, relPath } = r;
-    const method = (req.method ?? 'GET').toUpperCase();
-
-    let keyHash: string | undefined;
-    let session: StoredSession | undefined;
-    if (!api.keyless) {
-      // authenticate() (auth.ts), its steps inline: 401 without a key, 403 for an unknown, inactive or expired one
-      const key = extractKey(req.headers, api.authHeader);
-      if (!key) {
-        countRequest(api.api_id, 401);
-        return sendJson(res, 401, { error: ERRORS.authMissing });
-      }
-      const nowSeconds = Math.floor(deps.clock.now() / 1000);
-      keyHash = keyHashOf(key);
-      const found = await deps.lookupSession(keyHash);
-      if (!sessionUsable(found, nowSeconds)) {
-        countRequest(api.api_id, 403);
-        return sendJson(res, 403, { error: ERRORS.disallowed });
-      }
-      session = found;
-      const rights = deps.accessRights(session, config);
-      if (rights instanceof Error || !accessAllowed(rights, api, method, relPath)) {
-        countRequest(api.api_id, 403);
-        return sendJson(res, 403, { error: ERRORS.disallowed });
-      }
-    }
-
-    const t0 = performance.now();
-    let verdict: Verdict;
     try {
-      verdict = await deps.engine.check({ api, method, path: relPath, keyHash, session });
-    } catch (e) {
-      deps.logger.error({ err: (e as Error).message, api: api.api_id }, 'limiter failed');
-      countRequest(api.api_id, 500);
-      return sendJson(res, 500, { error: 'Internal error' });
-    }
-    metrics.decision.observe((performance.now() - t0) / 1000);
+      const url = req.url ?? '/';
+      const q = url.indexOf('?');
+      const path = q === -1 ? url : url.slice(0, q);
+      if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+      if (path === '/readyz') return sendJson(res, deps.ready() ? 200 : 503, { status: deps.ready() ? 'ready' : 'not ready' });
 
-    if (verdict.kind !== 'allow') {
-      const { status, error, scope } = refusal(verdict);
-      if (scope === 'quota') metrics.quotaExceeded.inc({ api: api.api_id });
-      else metrics.rateLimited.inc({ api: api.api_id, scope });
+      const config = deps.config();
+      const r = route(config.apis, path);
+      if (!r || !r.api.active) return sendJson(res, 404, { error: ERRORS.notFound });
+      const { api, relPath } = r;
+      const method = (req.method ?? 'GET').toUpperCase();
+
+      let keyHash: string | undefined;
+      let session: StoredSession | undefined;
+      if (!api.keyless) {
+        // authenticate() (auth.ts), its steps inline: 401 without a key, 403 for an unknown, inactive or expired one
+        const key = extractKey(req.headers, api.authHeader);
+        if (!key) {
+          countRequest(api.api_id, 401);
+          return sendJson(res, 401, { error: ERRORS.authMissing });
+        }
+        const nowSeconds = Math.floor(deps.clock.now() / 1000);
+        keyHash = keyHashOf(key);
+        const found = await deps.lookupSession(keyHash);
+        if (!sessionUsable(found, nowSeconds)) {
+          countRequest(api.api_id, 403);
+          return sendJson(res, 403, { error: ERRORS.disallowed });
+        }
+        session = found;
+        const rights = deps.accessRights(session, config);
+        if (rights instanceof Error || !accessAllowed(rights, api, method, relPath)) {
+          countRequest(api.api_id, 403);
+          return sendJson(res, 403, { error: ERRORS.disallowed });
+        }
+      }
+
+      const t0 = performance.now();
+      let verdict: Verdict;
+      try {
+        verdict = await deps.engine.check({ api, method, path: relPath, keyHash, session });
+      } catch (e) {
+        deps.logger.error({ err: (e as Error).message, api: api.api_id }, 'limiter failed');
+        countRequest(api.api_id, 500);
+        return sendJson(res, 500, { error: 'Internal error' });
+      }
+      metrics.decision.observe((performance.now() - t0) / 1000);
+
+      if (verdict.kind !== 'allow') {
+        const { status, error, scope } = refusal(verdict);
+        if (scope === 'quota') metrics.quotaExceeded.inc({ api: api.api_id });
+        else metrics.rateLimited.inc({ api: api.api_id, scope });
+        countRequest(api.api_id, status);
+        return sendJson(res, status, { error }, rateLimitHeaders(verdict.headers, verdict.retryAfter));
+      }
+
+      if (deps.streams?.tryHandle(api.api_id, relPath, req, res)) {
+        countRequest(api.api_id, 202);
+        return;
+      }
+
+      const target = deps.upstreamOverride ?? api.targetUrl;
+      if (!target) {
+        countRequest(api.api_id, 502);
+        return sendJson(res, 502, { error: 'No upstream configured for this API' });
+      }
+      const { origin, basePath } = targetOf(target);
+      const forwardPath = (api.strip ? basePath + relPath : basePath + path) + (q === -1 ? '' : url.slice(q));
+      const u0 = performance.now();
+      const status = await forward(upstreams, origin, forwardPath || '/', req, res, verdict.headers);
+      observeUpstream(api.api_id, (performance.now() - u0) / 1000);
       countRequest(api.api_id, status);
-      return sendJson(res, status, { error }, rateLimitHeaders(verdict.headers, verdict.retryAfter));
+    } catch (e) {
+      deps.logger.error({ err: (e as Error).message }, 'request failed');
+      if (!res.headersSent) sendJson(res, 500, { error: 'Internal error' });
+      else res.destroy();
     }
-
-    if (deps.streams?.tryHandle(api.api_id, relPath, req, res)) {
-      countRequest(api.api_id, 202);
-      return;
-    }
-
-    const target = deps.upstreamOverride ?? api.targetUrl;
-    if (!target) {
-      countRequest(api.api_id, 502);
-      return sendJson(res, 502, { error: 'No upstream configured for this API' });
-    }
-    const { origin, basePath } = targetOf(target);
-    const forwardPath = (api.strip ? basePath + relPath : basePath + path) + (q === -1 ? '' : url.slice(q));
-    const u0 = performance.now();
-    const status = await forward(upstreams, origin, forwardPath || '/', req, res, verdict.headers);
-    observeUpstream(api.api_id, (performance.now() - u0) / 1000);
-    countRequest(api.api_id, status);
   }
 
   return { handle, upstreams };
@@ -168,12 +175,6 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
 
 export function createGatewayServer(deps: GatewayDeps): { server: Server; close(): Promise<void> } {
   const { handle, upstreams } = createGatewayHandler(deps);
-  const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      deps.logger.error({ err: (e as Error).message }, 'request failed');
-      if (!res.headersSent) sendJson(res, 500, { error: 'Internal error' });
-      else res.destroy();
-    });
-  });
+  const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => void handle(req, res));
   return { server, close: () => upstreams.close() };
 }
