@@ -27,7 +27,14 @@ export class ExpiringMap<V> {
 
   /** `expiresAt` in clock ms; Infinity keeps the entry until deleted. */
   set(key: string, value: V, expiresAt: number): void {
-    this.map.set(key, { value, expires: expiresAt });
+    // an existing entry is updated in place: no new entry object per write to a busy bucket
+    const e = this.map.get(key);
+    if (e !== undefined) {
+      e.value = value;
+      e.expires = expiresAt;
+    } else {
+      this.map.set(key, { value, expires: expiresAt });
+    }
     if (++this.ops >= this.sweepEvery) this.sweep();
   }
 

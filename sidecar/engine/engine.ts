@@ -125,10 +125,25 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     }
   }
 
+  /** Headers of the checked limit(s): with both scopes, the one with fewer requests remaining (the key's on a tie). */
+  function rlHeaders(apiResult: LimitResult | undefined, keyResult: LimitResult | undefined): HeaderNumbers | undefined {
+    if (!rateHeaders) return undefined;
+    if (keyResult && apiResult) return headersOf(apiResult.remaining < keyResult.remaining ? apiResult : keyResult);
+    const r = keyResult ?? apiResult;
+    return r && headersOf(r);
+  }
+
+  // the identity is a function of the key hash and the (cached, never mutated) effective session: kept
+  // with the latter so the identity string is not built on every request
+  const identities = new WeakMap<EffectiveSession, { keyHash: string; eff: EffectiveSession; identity: string }>();
   function who(keyHash: string, stored: StoredSession): { eff: EffectiveSession; identity: string } | Error {
     const eff = effectiveSession(stored, d.config());
     if (eff instanceof Error) return eff;
-    return { eff, identity: limiterIdentity(keyHash, eff.rate_limit_pattern, eff.meta_data) };
+    const hit = identities.get(eff);
+    if (hit !== undefined && hit.keyHash === keyHash) return hit;
+    const w = { keyHash, eff, identity: limiterIdentity(keyHash, eff.rate_limit_pattern, eff.meta_data) };
+    identities.set(eff, w);
+    return w;
   }
 
   return {
@@ -139,9 +154,9 @@ export function createEngine(d: EngineDeps): GatewayEngine {
       // 2. API scope
       let apiResult: LimitResult | undefined;
       const rule = matchApiRule(api, method, path);
-      const apiBucket = `a:${api.namespace}/${api.api_id}`;
-      if (rule) apiResult = await check(`${apiBucket}:e:${rule.id}`, { rate: rule.rate, per: rule.per }, api.api_id);
-      else if (api.apiLimit) apiResult = await check(apiBucket, api.apiLimit, api.api_id);
+      // bucket names built only when the API has a limit (most APIs with keys have none)
+      if (rule) apiResult = await check(`a:${api.namespace}/${api.api_id}:e:${rule.id}`, { rate: rule.rate, per: rule.per }, api.api_id);
+      else if (api.apiLimit) apiResult = await check(`a:${api.namespace}/${api.api_id}`, api.apiLimit, api.api_id);
       if (apiResult && !apiResult.allowed) {
         return { kind: 'api_limited', headers: rateHeaders ? headersOf(apiResult) : undefined, retryAfter: apiResult.retryAfter };
       }
@@ -163,19 +178,13 @@ export function createEngine(d: EngineDeps): GatewayEngine {
           keyResult = await throttle.retry(keyResult, eff.throttle_interval ?? 0, retries, () => check(kl.bucket, kl.limit, api.api_id));
         }
       }
-      const rlHeaders = (): HeaderNumbers | undefined => {
-        if (!rateHeaders) return undefined;
-        if (keyResult && apiResult) return headersOf(apiResult.remaining < keyResult.remaining ? apiResult : keyResult);
-        const r = keyResult ?? apiResult;
-        return r && headersOf(r);
-      };
-      if (keyResult && !keyResult.allowed) return { kind: 'key_limited', headers: rlHeaders(), retryAfter: keyResult.retryAfter };
+      if (keyResult && !keyResult.allowed) return { kind: 'key_limited', headers: rlHeaders(apiResult, keyResult), retryAfter: keyResult.retryAfter };
 
       // 4. quota
       const q = quotaFor(eff, identity, api.api_id);
-      if (!q) return { kind: 'allow', headers: rlHeaders() };
+      if (!q) return { kind: 'allow', headers: rlHeaders(apiResult, keyResult) };
       const qr = await consumeQuota(q.bucket, q.spec);
-      const headers = rateHeaders ? rlHeaders() : { limit: qr.max, remaining: qr.remaining, reset: qr.renews };
+      const headers = rateHeaders ? rlHeaders(apiResult, keyResult) : { limit: qr.max, remaining: qr.remaining, reset: qr.renews };
       if (!qr.allowed) {
         const now = Math.floor(d.clock.now() / 1000);
         return { kind: 'quota_exceeded', headers, retryAfter: qr.renews > 0 ? Math.max(1, qr.renews - now) : Math.max(1, q.spec.renewal) };

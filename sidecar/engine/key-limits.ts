@@ -23,7 +23,27 @@ export function enabled(l: { rate?: number; per?: number } | null | undefined): 
   return !!l && l.rate !== undefined && l.per !== undefined && !(l.rate === 0 && l.per === 0);
 }
 
+/**
+ * Per effective session (itself cached per stored session and config) and API: the key limit when it does
+ * not depend on the request (no per-endpoint limits), so its bucket name and limit are built once per key
+ * rather than on every request. Effective sessions are never mutated.
+ */
+const limitCache = new WeakMap<EffectiveSession, Map<string, { identity: string; kl: KeyLimit | undefined }>>();
+
 export function keyLimitFor(eff: EffectiveSession, identity: string, apiId: string, method: string, path: string): KeyLimit | undefined {
+  const def = eff.access_rights[apiId];
+  if (def?.endpoints?.length) return computeKeyLimit(eff, identity, apiId, method, path);
+  let byApi = limitCache.get(eff);
+  if (!byApi) limitCache.set(eff, (byApi = new Map()));
+  const hit = byApi.get(apiId);
+  if (hit !== undefined && hit.identity === identity) return hit.kl;
+  const kl = computeKeyLimit(eff, identity, apiId, method, path);
+  if (byApi.size >= 1000) byApi.clear();
+  byApi.set(apiId, { identity, kl });
+  return kl;
+}
+
+function computeKeyLimit(eff: EffectiveSession, identity: string, apiId: string, method: string, path: string): KeyLimit | undefined {
   const def = eff.access_rights[apiId];
   const ep = matchKeyEndpoint(def, method, path);
   if (ep && enabled(ep.limit)) return { bucket: `k:${identity}:a:${apiId}:e:${ep.id}`, limit: ep.limit, scope: 'endpoint' };

@@ -86,9 +86,19 @@ export async function authenticate(
   if (!key) return { ok: false, status: 401 };
   const keyHash = keyHashOf(key);
   const session = await lookup(keyHash);
-  if (!session) return { ok: false, status: 403 };
-  const s = session.session;
-  if (s.is_inactive) return { ok: false, status: 403 };
-  if (s.expires && s.expires > 0 && s.expires < nowSeconds) return { ok: false, status: 403 };
+  if (!sessionUsable(session, nowSeconds)) return { ok: false, status: 403 };
   return { ok: true, keyHash, session };
+}
+
+/**
+ * The checks of authenticate() after the lookup: a session found, active and not expired. The gateway
+ * runs authenticate()'s steps inline (extractKey, keyHashOf, lookup, this) so that no async function
+ * frame, promise and result object are allocated per request for them.
+ */
+export function sessionUsable(session: StoredSession | undefined, nowSeconds: number): session is StoredSession {
+  if (!session) return false;
+  const s = session.session;
+  if (s.is_inactive) return false;
+  if (s.expires && s.expires > 0 && s.expires < nowSeconds) return false;
+  return true;
 }

@@ -10,7 +10,7 @@ import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js'
 import type { CompiledConfig } from '../config/types.js';
 import type { Engine, Verdict } from '../engine/types.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { accessAllowed, authenticate } from './auth.js';
+import { accessAllowed, extractKey, keyHashOf, sessionUsable } from './auth.js';
 import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
 import { route } from './router.js';
 import { forward, Upstreams } from './upstream.js';
@@ -62,15 +62,21 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
   const upstreams = new Upstreams({ timeoutMs: deps.upstreamTimeoutMs ?? 30_000 });
   const { metrics } = deps;
   // labelled metric children per api (and status class), resolved once instead of on every request
-  const requestCounters = new Map<string, { inc(): void }>();
+  // per api: one child per status class (index status / 100), so no key string is built per request
+  const requestCounters = new Map<string, ({ inc(): void } | undefined)[]>();
   const upstreamHistograms = new Map<string, { observe(v: number): void }>();
   const countRequest = (apiId: string, status: number): void => {
-    const code = STATUS_CLASS[Math.floor(status / 100)] ?? `${Math.floor(status / 100)}xx`;
-    const k = `${apiId}\u0000${code}`;
-    let c = requestCounters.get(k);
-    if (!c) {
+    const cls = Math.floor(status / 100);
+    let byClass = requestCounters.get(apiId);
+    if (!byClass) {
       if (requestCounters.size > 10_000) requestCounters.clear();
-      requestCounters.set(k, (c = metrics.requests.labels({ api: apiId, code })));
+      requestCounters.set(apiId, (byClass = []));
+    }
+    let c = byClass[cls];
+    if (!c) {
+      const code = STATUS_CLASS[cls] ?? `${cls}xx`;
+      c = metrics.requests.labels({ api: apiId, code });
+      if (cls >= 0 && cls < STATUS_CLASS.length) byClass[cls] = c;
     }
     c.inc();
   };
@@ -83,72 +89,85 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
     h.observe(seconds);
   };
 
+  /** Never rejects: a failure is logged and answered 500 here, so the server needs no catch (a promise and a closure) per request. */
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const path = q === -1 ? url : url.slice(0, q);
-    if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
-    if (path === '/readyz') return sendJson(res, deps.ready() ? 200 : 503, { status: deps.ready() ? 'ready' : 'not ready' });
-
-    const config = deps.config();
-    const r = route(config.apis, path);
-    if (!r || !r.api.active) return sendJson(res, 404, { error: ERRORS.notFound });
-    const { api, relPath } = r;
-    const method = (req.method ?? 'GET').toUpperCase();
-    const done = (status: number): void => countRequest(api.api_id, status);
-
-    let keyHash: string | undefined;
-    let session: StoredSession | undefined;
-    if (!api.keyless) {
-      const auth = await authenticate(req.headers, api, deps.lookupSession, Math.floor(deps.clock.now() / 1000));
-      if (!auth.ok) {
-        done(auth.status);
-        return sendJson(res, auth.status, { error: auth.status === 401 ? ERRORS.authMissing : ERRORS.disallowed });
-      }
-      const rights = deps.accessRights(auth.session, config);
-      if (rights instanceof Error || !accessAllowed(rights, api, method, relPath)) {
-        done(403);
-        return sendJson(res, 403, { error: ERRORS.disallowed });
-      }
-      keyHash = auth.keyHash;
-      session = auth.session;
-    }
-
-    const t0 = performance.now();
-    let verdict: Verdict;
     try {
-      verdict = await deps.engine.check({ api, method, path: relPath, keyHash, session });
+      const url = req.url ?? '/';
+      const q = url.indexOf('?');
+      const path = q === -1 ? url : url.slice(0, q);
+      if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+      if (path === '/readyz') return sendJson(res, deps.ready() ? 200 : 503, { status: deps.ready() ? 'ready' : 'not ready' });
+
+      const config = deps.config();
+      const r = route(config.apis, path);
+      if (!r || !r.api.active) return sendJson(res, 404, { error: ERRORS.notFound });
+      const { api, relPath } = r;
+      const method = (req.method ?? 'GET').toUpperCase();
+
+      let keyHash: string | undefined;
+      let session: StoredSession | undefined;
+      if (!api.keyless) {
+        // authenticate() (auth.ts), its steps inline: 401 without a key, 403 for an unknown, inactive or expired one
+        const key = extractKey(req.headers, api.authHeader);
+        if (!key) {
+          countRequest(api.api_id, 401);
+          return sendJson(res, 401, { error: ERRORS.authMissing });
+        }
+        const nowSeconds = Math.floor(deps.clock.now() / 1000);
+        keyHash = keyHashOf(key);
+        const found = await deps.lookupSession(keyHash);
+        if (!sessionUsable(found, nowSeconds)) {
+          countRequest(api.api_id, 403);
+          return sendJson(res, 403, { error: ERRORS.disallowed });
+        }
+        session = found;
+        const rights = deps.accessRights(session, config);
+        if (rights instanceof Error || !accessAllowed(rights, api, method, relPath)) {
+          countRequest(api.api_id, 403);
+          return sendJson(res, 403, { error: ERRORS.disallowed });
+        }
+      }
+
+      const t0 = performance.now();
+      let verdict: Verdict;
+      try {
+        verdict = await deps.engine.check({ api, method, path: relPath, keyHash, session });
+      } catch (e) {
+        deps.logger.error({ err: (e as Error).message, api: api.api_id }, 'limiter failed');
+        countRequest(api.api_id, 500);
+        return sendJson(res, 500, { error: 'Internal error' });
+      }
+      metrics.decision.observe((performance.now() - t0) / 1000);
+
+      if (verdict.kind !== 'allow') {
+        const { status, error, scope } = refusal(verdict);
+        if (scope === 'quota') metrics.quotaExceeded.inc({ api: api.api_id });
+        else metrics.rateLimited.inc({ api: api.api_id, scope });
+        countRequest(api.api_id, status);
+        return sendJson(res, status, { error }, rateLimitHeaders(verdict.headers, verdict.retryAfter));
+      }
+
+      if (deps.streams?.tryHandle(api.api_id, relPath, req, res)) {
+        countRequest(api.api_id, 202);
+        return;
+      }
+
+      const target = deps.upstreamOverride ?? api.targetUrl;
+      if (!target) {
+        countRequest(api.api_id, 502);
+        return sendJson(res, 502, { error: 'No upstream configured for this API' });
+      }
+      const { origin, basePath } = targetOf(target);
+      const forwardPath = (api.strip ? basePath + relPath : basePath + path) + (q === -1 ? '' : url.slice(q));
+      const u0 = performance.now();
+      const status = await forward(upstreams, origin, forwardPath || '/', req, res, verdict.headers);
+      observeUpstream(api.api_id, (performance.now() - u0) / 1000);
+      countRequest(api.api_id, status);
     } catch (e) {
-      deps.logger.error({ err: (e as Error).message, api: api.api_id }, 'limiter failed');
-      done(500);
-      return sendJson(res, 500, { error: 'Internal error' });
+      deps.logger.error({ err: (e as Error).message }, 'request failed');
+      if (!res.headersSent) sendJson(res, 500, { error: 'Internal error' });
+      else res.destroy();
     }
-    metrics.decision.observe((performance.now() - t0) / 1000);
-
-    if (verdict.kind !== 'allow') {
-      const { status, error, scope } = refusal(verdict);
-      if (scope === 'quota') metrics.quotaExceeded.inc({ api: api.api_id });
-      else metrics.rateLimited.inc({ api: api.api_id, scope });
-      done(status);
-      return sendJson(res, status, { error }, rateLimitHeaders(verdict.headers, verdict.retryAfter));
-    }
-
-    if (deps.streams?.tryHandle(api.api_id, relPath, req, res)) {
-      done(202);
-      return;
-    }
-
-    const target = deps.upstreamOverride ?? api.targetUrl;
-    if (!target) {
-      done(502);
-      return sendJson(res, 502, { error: 'No upstream configured for this API' });
-    }
-    const { origin, basePath } = targetOf(target);
-    const forwardPath = (api.strip ? basePath + relPath : basePath + path) + (q === -1 ? '' : url.slice(q));
-    const u0 = performance.now();
-    const status = await forward(upstreams, origin, forwardPath || '/', req, res, rateLimitHeaders(verdict.headers));
-    observeUpstream(api.api_id, (performance.now() - u0) / 1000);
-    done(status);
   }
 
   return { handle, upstreams };
@@ -156,12 +175,6 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
 
 export function createGatewayServer(deps: GatewayDeps): { server: Server; close(): Promise<void> } {
   const { handle, upstreams } = createGatewayHandler(deps);
-  const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      deps.logger.error({ err: (e as Error).message }, 'request failed');
-      if (!res.headersSent) sendJson(res, 500, { error: 'Internal error' });
-      else res.destroy();
-    });
-  });
+  const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => void handle(req, res));
   return { server, close: () => upstreams.close() };
 }

@@ -17,7 +17,8 @@ export function route(apis: readonly CompiledApi[], path: string): Route | undef
   for (const api of apis) {
     if (!matchesListenPath(api.listenPath, path)) continue;
     const rest = path.slice(Math.min(api.listenPath.length, path.length));
-    const relPath = api.listenPath.endsWith('/') || rest === '' || rest.startsWith('/') ? `/${rest.replace(/^\//, '')}` : `/${rest}`;
+    // "/" + rest without one leading "/" (no regex, no copy when rest already starts with "/")
+    const relPath = rest === '' ? '/' : rest.charCodeAt(0) === 47 ? rest : `/${rest}`;
     return { api, relPath };
   }
   return undefined;

@@ -4,7 +4,9 @@
  */
 import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
 import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
 import { Pool, errors } from 'undici';
+import type { HeaderNumbers } from '../engine/types.js';
 import { ERRORS, sendJson } from './respond.js';
 
 const HOP_BY_HOP = new Set([
@@ -71,7 +73,8 @@ function requestHeaders(req: IncomingMessage): Record<string, string | string[]>
   return out;
 }
 
-function responseHeaders(raw: Record<string, string | string[] | undefined>, extra: Record<string, string>): OutgoingHttpHeaders {
+/** The upstream's headers minus hop-by-hop and X-RateLimit-*, plus ours (as rateLimitHeaders in respond.ts). */
+function responseHeaders(raw: Record<string, string | string[] | undefined>, rl: HeaderNumbers | undefined): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   const named = connectionTokens(raw.connection ?? raw.Connection);
   for (const k in raw) {
@@ -81,8 +84,33 @@ function responseHeaders(raw: Record<string, string | string[] | undefined>, ext
     if (HOP_BY_HOP.has(lk) || (named !== undefined && named.has(lk)) || lk.startsWith('x-ratelimit-')) continue;
     out[lk] = v;
   }
-  for (const k in extra) out[k] = extra[k];
+  if (rl) {
+    out['x-ratelimit-limit'] = String(rl.limit);
+    out['x-ratelimit-remaining'] = String(Math.max(0, rl.remaining));
+    out['x-ratelimit-reset'] = String(rl.reset);
+  }
   return out;
+}
+
+/**
+ * The abort signal of the upstream requests of one client connection: it fires when the connection
+ * closes, which is when a response can close before it is finished (the client went away), and aborts
+ * what is still in flight upstream. undici takes an EventEmitter as the signal (far cheaper than an
+ * AbortController, an EventTarget; it must not carry an `aborted` property, or undici would treat it as a
+ * native signal) and removes its listener when a request completes. One per connection, not per request:
+ * no emitter, closure or 'close' listener is allocated per request on a keep-alive connection.
+ */
+const connectionSignals = new WeakMap<Socket, EventEmitter>();
+function clientGoneSignal(req: IncomingMessage): EventEmitter {
+  const socket = req.socket;
+  let gone = connectionSignals.get(socket);
+  if (!gone) {
+    const emitter = (gone = new EventEmitter());
+    emitter.setMaxListeners(0); // one listener per request in flight (pipelined requests)
+    connectionSignals.set(socket, emitter);
+    socket.once('close', () => emitter.emit('abort'));
+  }
+  return gone;
 }
 
 /** Forwards req to origin+path and streams the answer into res. Never throws. */
@@ -92,15 +120,9 @@ export async function forward(
   path: string,
   req: IncomingMessage,
   res: ServerResponse,
-  extraHeaders: Record<string, string>,
+  rateLimit: HeaderNumbers | undefined,
 ): Promise<number> {
-  // undici takes an EventEmitter as the abort signal: far cheaper per request than an AbortController
-  // (an EventTarget); it must not carry an `aborted` property (undici would treat it as a native signal)
-  const clientGone = new EventEmitter();
-  const onClose = (): void => {
-    if (!res.writableFinished) clientGone.emit('abort');
-  };
-  res.once('close', onClose);
+  const clientGone = clientGoneSignal(req);
   const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
   let status = 502;
   try {
@@ -114,7 +136,7 @@ export async function forward(
       },
       ({ statusCode, headers }) => {
         status = statusCode;
-        res.writeHead(statusCode, responseHeaders(headers, extraHeaders));
+        res.writeHead(statusCode, responseHeaders(headers, rateLimit));
         return res;
       },
     );
@@ -126,8 +148,6 @@ export async function forward(
     } else {
       res.destroy();
     }
-  } finally {
-    res.off('close', onClose);
   }
   return status;
 }
