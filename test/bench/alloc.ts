@@ -12,18 +12,18 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Pool } from 'undici';
 import { freePort } from '../harness/ports.js';
+import { BENCH_KEY, GW_BENCH_ENV, gwStandaloneBench } from './gw-bench-setup.js';
 
 const N = Number(process.env.GW_ALLOC_REQUESTS ?? 20_000);
 const WARMUP = Number(process.env.GW_ALLOC_WARMUP ?? 10_000);
 const CONNS = Number(process.env.GW_ALLOC_CONNECTIONS ?? 16);
 const FLAGS = (process.env.GW_ALLOC_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const ONLY = process.env.GW_ALLOC_ONLY;
-const KEY = 'bench-key-0123456789abcdef';
 const PROBE = resolve('dist/test/bench/alloc-probe.js');
 
 export interface AllocResult {
@@ -130,30 +130,11 @@ export async function allocPerRequest(only?: string, requests = N, warm = WARMUP
       }
     }
     if (only !== 'bare') {
-      writeFileSync(
-        join(dir, 'bench.yaml'),
-        `apiVersion: gw.io/v1alpha1
-kind: ApiDefinition
-metadata: {name: bench}
-spec:
-  proxy: {listen_path: /api/, target_url: '${upstream}'}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: bench}
-stringData: {key: ${KEY}}
----
-apiVersion: gw.io/v1alpha1
-kind: AccessKey
-metadata: {name: bench}
-spec: {secretRef: {name: bench, key: key}, rate: 1000000000, per: 1, quota_max: -1}
-`,
-      );
-      const args = [resolve('dist/cli/gw.js'), 'standalone', '--resources', dir, '--listen', `127.0.0.1:${await freePort()}`, '--admin-listen', `127.0.0.1:${await freePort()}`];
-      const { c, out } = await spawnProxy(args, 'gw standalone ready:', { ...process.env, GW_SECRET: 'bench', GW_ACCESS_TOKENS: 'bench', GW_LOG_LEVEL: 'warn' });
+      const args = await gwStandaloneBench(dir, upstream);
+      const { c, out } = await spawnProxy(args, 'gw standalone ready:', GW_BENCH_ENV);
       try {
         const origin = /gateway (http:\/\/[^\s]+)/.exec(out())![1]!;
-        results.push(await measure('gw key auth + DRL', c, origin, '/api/x', KEY));
+        results.push(await measure('gw key auth + DRL', c, origin, '/api/x', BENCH_KEY));
       } finally {
         await stop(c);
       }

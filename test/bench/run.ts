@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../harness/ports.js';
+import { BENCH_KEY, GW_BENCH_ENV, gwStandaloneBench } from './gw-bench-setup.js';
 
 const run = promisify(execFile);
 const SECONDS = Number(process.env.GW_BENCH_SECONDS ?? 5);
@@ -30,10 +31,8 @@ const RATE = Number(process.env.GW_BENCH_RATE ?? 2000);
 const PROXY_CPU = process.env.GW_BENCH_PROXY_CPU ?? '0';
 const LOAD_CPU = process.env.GW_BENCH_LOAD_CPU ?? '1';
 const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 300);
-const KEY = 'bench-key-0123456789abcdef';
 const ROUNDS = Number(process.env.GW_BENCH_ROUNDS ?? 3);
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim() || 100);
-const CLI = resolve('dist/cli/gw.js');
 const started = Date.now();
 
 const children: ChildProcess[] = [];
@@ -255,38 +254,19 @@ async function measureRound(t: Target, row: Row | undefined, warm: boolean): Pro
 
 async function startGw(name: string, upstream: string, opts: { redis?: string; config?: string }): Promise<Target> {
   const dir = tmp('gw-bench-res-');
-  writeFileSync(
-    join(dir, 'bench.yaml'),
-    `apiVersion: gw.io/v1alpha1
-kind: ApiDefinition
-metadata: {name: bench}
-spec:
-  proxy: {listen_path: /api/, target_url: '${upstream}'}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: bench}
-stringData: {key: ${KEY}}
----
-apiVersion: gw.io/v1alpha1
-kind: AccessKey
-metadata: {name: bench}
-spec: {secretRef: {name: bench, key: key}, rate: 1000000000, per: 1, quota_max: -1}
-`,
-  );
-  const args = [CLI, 'standalone', '--resources', dir, '--listen', `127.0.0.1:${await freePort()}`, '--admin-listen', `127.0.0.1:${await freePort()}`];
+  const args = await gwStandaloneBench(dir, upstream);
   if (opts.redis) args.push('--redis', opts.redis);
   if (opts.config) {
     const f = join(tmp('gw-bench-cfg-'), 'config.yaml');
     writeFileSync(f, opts.config);
     args.push('--config', f);
   }
-  const c = pinned(PROXY_CPU, process.execPath, args, { ...process.env, GW_SECRET: 'bench', GW_ACCESS_TOKENS: 'bench', GW_LOG_LEVEL: 'warn' });
+  const c = pinned(PROXY_CPU, process.execPath, args, GW_BENCH_ENV);
   await waitFor(name, () => c.out().includes('gw standalone ready:'), 20_000, c.out);
   const origin = /gateway (http:\/\/[^\s]+)/.exec(c.out())![1]!;
-  await waitFor(`${name} answering 200`, async () => (await fetch(`${origin}/api/x`, { headers: { authorization: KEY } })).status === 200, 5_000, c.out);
+  await waitFor(`${name} answering 200`, async () => (await fetch(`${origin}/api/x`, { headers: { authorization: BENCH_KEY } })).status === 200, 5_000, c.out);
   await new Promise((r) => setTimeout(r, 1000)); // idle
-  return { name, origin, path: '/api/x', auth: KEY, pid: c.pid, rssIdle: rssMb(c.pid) };
+  return { name, origin, path: '/api/x', auth: BENCH_KEY, pid: c.pid, rssIdle: rssMb(c.pid) };
 }
 
 const fmt = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');

@@ -1,0 +1,35 @@
+/**
+ * The gw case every benchmark measures: `gw standalone` with key auth (an AccessKey from a Secret) and a
+ * DRL key limit that never refuses, in front of one upstream. Shared by run.ts and alloc.ts.
+ */
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { freePort } from '../harness/ports.js';
+
+export const BENCH_KEY = 'bench-key-0123456789abcdef';
+export const GW_CLI = resolve('dist/cli/gw.js');
+export const GW_BENCH_ENV: NodeJS.ProcessEnv = { ...process.env, GW_SECRET: 'bench', GW_ACCESS_TOKENS: 'bench', GW_LOG_LEVEL: 'warn' };
+
+/** Writes the bench manifests into `dir` and returns the `gw standalone` arguments (free loopback ports). */
+export async function gwStandaloneBench(dir: string, upstream: string): Promise<string[]> {
+  writeFileSync(
+    join(dir, 'bench.yaml'),
+    `apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: bench}
+spec:
+  proxy: {listen_path: /api/, target_url: '${upstream}'}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: bench}
+stringData: {key: ${BENCH_KEY}}
+---
+apiVersion: gw.io/v1alpha1
+kind: AccessKey
+metadata: {name: bench}
+spec: {secretRef: {name: bench, key: key}, rate: 1000000000, per: 1, quota_max: -1}
+`,
+  );
+  return [GW_CLI, 'standalone', '--resources', dir, '--listen', `127.0.0.1:${await freePort()}`, '--admin-listen', `127.0.0.1:${await freePort()}`];
+}
