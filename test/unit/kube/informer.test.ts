@@ -1,47 +1,10 @@
 import { pino } from 'pino';
 import { Informer, type ChangeType } from '../../../lib/kube/informer.js';
-import { KubeApiError, type KubeApi, type Query } from '../../../lib/kube/api.js';
+import { FakeKubeApi, until } from '../../helpers/fake-kube-api.js';
 
 const obj = (name: string, rv: string) => ({ metadata: { name, namespace: 'ns', resourceVersion: rv, managedFields: [{ manager: 'x' }] }, spec: { v: rv } });
 
-/** A scripted API server: list answers in order; each watch plays its events, then ends or fails. */
-class FakeApi implements KubeApi {
-  lists: { items: unknown[]; rv: string; cont?: string }[] = [];
-  watches: { events: unknown[]; fail?: Error; hang?: boolean }[] = [];
-  listCalls: Query[] = [];
-  watchCalls: Query[] = [];
-  async get(_path: string, query?: Query): Promise<unknown> {
-    this.listCalls.push(query ?? {});
-    const l = this.lists.shift();
-    if (!l) throw new KubeApiError('down', 503);
-    return { metadata: { resourceVersion: l.rv, continue: l.cont }, items: l.items };
-  }
-  async watch(_path: string, query: Query, onEvent: (e: unknown) => void, signal: AbortSignal): Promise<void> {
-    this.watchCalls.push(query);
-    const w = this.watches.shift() ?? { events: [], hang: true };
-    for (const e of w.events) {
-      if (signal.aborted) return;
-      onEvent(e);
-    }
-    if (w.fail) throw w.fail;
-    if (w.hang) await new Promise<void>((r) => signal.addEventListener('abort', () => r()));
-  }
-  post = async (): Promise<unknown> => undefined;
-  put = async (): Promise<unknown> => undefined;
-  patch = async (): Promise<unknown> => undefined;
-  delete = async (): Promise<unknown> => undefined;
-  server = (): string => 'https://fake';
-}
-
-async function until(fn: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error('timeout');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-function start(api: FakeApi) {
+function start(api: FakeKubeApi) {
   const changes: string[] = [];
   const inf = new Informer({
     api,
@@ -56,7 +19,7 @@ function start(api: FakeApi) {
 
 describe('operator informer', () => {
   test('pages the list, resumes the watch from the last resourceVersion, drops managedFields', async () => {
-    const api = new FakeApi();
+    const api = new FakeKubeApi();
     api.lists = [
       { items: [obj('a', '1'), obj('b', '2')], rv: '10', cont: 'next' },
       { items: [obj('c', '3')], rv: '10' },
@@ -73,7 +36,7 @@ describe('operator informer', () => {
   });
 
   test('410 Gone relists at once and delivers what changed meanwhile, deletions included', async () => {
-    const api = new FakeApi();
+    const api = new FakeKubeApi();
     api.lists = [
       { items: [obj('a', '1'), obj('b', '2')], rv: '10' },
       { items: [obj('a', '20')], rv: '21' },
@@ -89,7 +52,7 @@ describe('operator informer', () => {
   });
 
   test('a failing watch relists after a backoff; MODIFIED/DELETED events keep the cache', async () => {
-    const api = new FakeApi();
+    const api = new FakeKubeApi();
     api.lists = [
       { items: [obj('a', '1')], rv: '5' },
       { items: [obj('a', '7')], rv: '8' },

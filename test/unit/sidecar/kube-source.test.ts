@@ -4,7 +4,7 @@
  * server at start, 410 → relist, a failed watch keeping the last good config.
  */
 import { pino } from 'pino';
-import { KubeApiError, type KubeApi, type Query } from '../../../lib/kube/api.js';
+import { FakeKubeApi, until } from '../../helpers/fake-kube-api.js';
 import { KubeConfigSource } from '../../../sidecar/config/kube-source.js';
 import { compileConfig } from '../../../controller/compile/compile-config.js';
 import { ApiDefinitionResource } from '../../../crds/kinds.js';
@@ -20,39 +20,7 @@ function configText(path: string): string {
 }
 const cm = (rv: string, text: string) => ({ metadata: { name: 'gw-config', namespace: 'ns', resourceVersion: rv }, data: { 'config.json': text } });
 
-class FakeApi implements KubeApi {
-  lists: { items: unknown[]; rv: string }[] = [];
-  watches: { events: unknown[]; fail?: Error }[] = [];
-  calls: { kind: 'list' | 'watch'; path: string; query: Query }[] = [];
-  async get(path: string, query?: Query): Promise<unknown> {
-    this.calls.push({ kind: 'list', path, query: query ?? {} });
-    const l = this.lists.shift();
-    if (!l) throw new KubeApiError('connect ECONNREFUSED', 503);
-    return { metadata: { resourceVersion: l.rv }, items: l.items };
-  }
-  async watch(path: string, query: Query, onEvent: (e: unknown) => void, signal: AbortSignal): Promise<void> {
-    this.calls.push({ kind: 'watch', path, query });
-    const w = this.watches.shift();
-    if (!w) return new Promise<void>((r) => signal.addEventListener('abort', () => r()));
-    for (const e of w.events) if (!signal.aborted) onEvent(e);
-    if (w.fail) throw w.fail;
-  }
-  post = async (): Promise<unknown> => undefined;
-  put = async (): Promise<unknown> => undefined;
-  patch = async (): Promise<unknown> => undefined;
-  delete = async (): Promise<unknown> => undefined;
-  server = (): string => 'https://fake';
-}
-
-async function until(fn: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error('timeout');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-function source(api: FakeApi) {
+function source(api: FakeKubeApi) {
   const logs: string[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push((JSON.parse(line) as { msg: string }).msg) });
   let refused = 0;
@@ -66,7 +34,7 @@ describe('sidecar KubeConfigSource (light client)', () => {
   afterEach(() => s?.stop());
 
   test('lists then watches gw-config only; a bad config is refused (metric + log) and the previous one kept', async () => {
-    const api = new FakeApi();
+    const api = new FakeKubeApi();
     api.lists = [{ items: [cm('1', configText('/a/'))], rv: '1' }];
     api.watches = [{ events: [{ type: 'MODIFIED', object: cm('2', '{"not":"a config"}') }, { type: 'MODIFIED', object: cm('3', configText('/b/')) }] }];
     const t = source(api);
@@ -86,7 +54,7 @@ describe('sidecar KubeConfigSource (light client)', () => {
   });
 
   test('API server unreachable at start: start() returns unloaded, the config arrives once it answers', async () => {
-    const api = new FakeApi();
+    const api = new FakeKubeApi();
     const t = source(api);
     s = t.s;
     const started = t.s.start();
@@ -99,7 +67,7 @@ describe('sidecar KubeConfigSource (light client)', () => {
   });
 
   test('a failed watch keeps the last good config and retries; 410 Gone relists', async () => {
-    const api = new FakeApi();
+    const api = new FakeKubeApi();
     api.lists = [{ items: [cm('1', configText('/a/'))], rv: '1' }];
     api.watches = [{ events: [], fail: new Error('other side closed') }];
     const t = source(api);
