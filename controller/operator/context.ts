@@ -95,3 +95,15 @@ export function firstIssue(e: { issues: { path: PropertyKey[]; message: string }
   const i = e.issues[0];
   return i ? `${i.path.map(String).join('.') || '(root)'}: ${i.message}` : 'invalid';
 }
+
+/** A Redis call failed: the resource reports Ready=False StoreUnavailable and is retried. */
+export class StoreUnavailable extends Error {}
+
+/** Awaits a Redis call, turning any failure into StoreUnavailable. */
+export async function storeCall<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (e) {
+    throw new StoreUnavailable((e as Error).message);
+  }
+}

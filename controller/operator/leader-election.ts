@@ -71,10 +71,6 @@ export class LeaderElector {
     return this.leader;
   }
 
-  params(): { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number } {
-    return { leaseDurationMs: this.leaseMs, renewDeadlineMs: this.renewDeadlineMs, retryPeriodMs: this.retryMs };
-  }
-
   start(): void {
     this.stopped = false;
     void this.tick();

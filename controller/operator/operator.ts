@@ -11,7 +11,7 @@ import type { Logger } from '../../lib/logger.js';
 import { RedisSessionStore } from '../../lib/sessions-redis.js';
 import type { StoreClient } from '../../lib/store/redis.js';
 import { CONFIG_MAP_NAME } from '../../sidecar/config/schema.js';
-import { REFS, type Informers, type OperatorContext } from './context.js';
+import { REFS, StoreUnavailable, type Informers, type OperatorContext } from './context.js';
 import { EventRecorder } from './events.js';
 import { Informer, type ChangeType, type KubeObject, type ResourceRef } from '../../lib/kube/informer.js';
 import { createKubeApi, type KubeApi } from '../../lib/kube/api.js';
@@ -20,7 +20,7 @@ import { kubeLeaseClient, LeaderElector } from './leader-election.js';
 import { OperatorMetrics } from './metrics.js';
 import { reconcileClient } from './reconcile-client.js';
 import { policiesOf, reconcileConfig } from './reconcile-config.js';
-import { reconcileKey, StoreUnavailable } from './reconcile-key.js';
+import { reconcileKey } from './reconcile-key.js';
 import { SmoothingEvents } from './smoothing-events.js';
 import { StatusWriter } from './status.js';
 import { WorkQueue } from './work-queue.js';
@@ -106,10 +106,6 @@ export class Operator {
       });
     }
     if (o.redis) this.smoothing = new SmoothingEvents(o.redis, this.ctx, () => this.leading, o.logger);
-  }
-
-  isLeader(): boolean {
-    return this.leading;
   }
 
   ready(): boolean {

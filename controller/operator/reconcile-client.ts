@@ -11,10 +11,9 @@
 import { z } from 'zod';
 import { OAuthClientResource, SecretResource, secretValue, type OAuthClient } from '../../crds/kinds.js';
 import { safeEqual, sha256hex } from '../../lib/hash.js';
-import { ensureFinalizer, firstIssue, REFS, removeFinalizer, report, type OperatorContext } from './context.js';
-import { codeOf } from '../../lib/kube/api.js';
+import { ensureFinalizer, firstIssue, REFS, removeFinalizer, report, storeCall, StoreUnavailable, type OperatorContext } from './context.js';
 import type { KubeObject } from '../../lib/kube/informer.js';
-import { apiIdsIn, StoreUnavailable } from './reconcile-key.js';
+import { apiIdsIn } from './reconcile-key.js';
 import { notReady, ok, type Outcome } from './status.js';
 
 export const CLIENT_FINALIZER = 'gw.io/client-cleanup';
@@ -75,18 +74,10 @@ function recordOf(c: OAuthClient, secret: string): ClientRecord {
   };
 }
 
-async function store<T>(p: Promise<T>): Promise<T> {
-  try {
-    return await p;
-  } catch (e) {
-    throw new StoreUnavailable((e as Error).message);
-  }
-}
-
 async function removeRecord(ctx: OperatorContext, key: string): Promise<void> {
-  const n = await store(ctx.redis!.del(key));
+  const n = await storeCall(ctx.redis!.del(key));
   if (n > 0) {
-    await store(ctx.redis!.publish(CLIENT_CHANNEL, key));
+    await storeCall(ctx.redis!.publish(CLIENT_CHANNEL, key));
     ctx.metrics.writes.inc({ target: 'client_delete' });
   }
 }
@@ -130,8 +121,8 @@ export async function reconcileClient(ctx: OperatorContext, ns: string, name: st
       return await report(ctx, REFS.OAuthClient, inf, raw, problem);
     }
     const json = JSON.stringify(recordOf(c, secret!));
-    if ((await store(ctx.redis.get(recordKey))) !== json) {
-      await store(ctx.redis.multi().set(recordKey, json).publish(CLIENT_CHANNEL, recordKey).exec());
+    if ((await storeCall(ctx.redis.get(recordKey))) !== json) {
+      await storeCall(ctx.redis.multi().set(recordKey, json).publish(CLIENT_CHANNEL, recordKey).exec());
       ctx.metrics.writes.inc({ target: 'client' });
     }
     if (previous && previous !== recordKey) await removeRecord(ctx, previous);
@@ -143,4 +134,3 @@ export async function reconcileClient(ctx: OperatorContext, ns: string, name: st
   await report(ctx, REFS.OAuthClient, inf, raw, ok('client record stored', { recordKey }));
 }
 
-export const isConflict = (e: unknown): boolean => codeOf(e) === 409;

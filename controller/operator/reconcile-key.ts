@@ -31,7 +31,7 @@ import { limiterIdentity } from '../../sidecar/engine/rate-limit-key.js';
 import { apiIdOf, QUOTA_RESET_ANNOTATION, SUPPRESS_RESET_ANNOTATION } from '../facade/backend.js';
 import { sessionOf } from '../compile/key-sessions.js';
 import { compileNamespace } from './reconcile-config.js';
-import { ensureFinalizer, firstIssue, MANAGED_BY, REFS, removeFinalizer, report, type OperatorContext } from './context.js';
+import { ensureFinalizer, firstIssue, MANAGED_BY, REFS, removeFinalizer, report, storeCall, StoreUnavailable, type OperatorContext } from './context.js';
 import type { KubeObject } from '../../lib/kube/informer.js';
 import { codeOf, resourcePath } from '../../lib/kube/api.js';
 import { notReady, ok, type Outcome } from './status.js';
@@ -45,15 +45,6 @@ const ownedHash = (raw: KubeObject): string | undefined => KeyStatus.safeParse(r
 /** The last gw.io/quota-reset token acted on. */
 const doneReset = (raw: KubeObject): string | undefined => KeyStatus.safeParse(raw).data?.status?.quotaReset;
 
-export class StoreUnavailable extends Error {}
-
-async function storeCall<T>(p: Promise<T>): Promise<T> {
-  try {
-    return await p;
-  } catch (e) {
-    throw new StoreUnavailable((e as Error).message);
-  }
-}
 
 /** Deletes the session and every limiter/quota counter of the hash identity (`k:h:<hash>…`, `q:h:<hash>…`). */
 export async function deleteSessionAndCounters(ctx: OperatorContext, hash: string): Promise<void> {

@@ -1,4 +1,5 @@
-import { backoffDelay, WorkQueue } from '../../../controller/operator/work-queue.js';
+import { backoffDelay } from '../../../lib/backoff.js';
+import { WorkQueue } from '../../../controller/operator/work-queue.js';
 import { FakeTimers, flush } from './fake-timers.js';
 
 /** A handler whose runs the test completes by hand. */
