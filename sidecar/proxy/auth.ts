@@ -9,10 +9,6 @@ import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js'
 import type { CompiledApi } from '../config/types.js';
 import { endpointPattern } from '../../controller/compile/path-pattern.js';
 
-export type AuthResult =
-  | { ok: true; keyHash: string; session: StoredSession }
-  | { ok: false; status: 401 | 403 };
-
 export function extractKey(headers: IncomingHttpHeaders, headerName: string): string | undefined {
   const raw = headers[headerName];
   const v = (Array.isArray(raw) ? raw[0] : raw)?.trim();
@@ -76,24 +72,10 @@ export function accessAllowed(
   return urls.some((u) => urlMatches(u.url, relPath) && (u.methods.length === 0 || u.methods.some((m) => m.toUpperCase() === method || m === '*')));
 }
 
-export async function authenticate(
-  headers: IncomingHttpHeaders,
-  api: CompiledApi,
-  lookup: (hash: string) => Promise<StoredSession | undefined>,
-  nowSeconds: number,
-): Promise<AuthResult> {
-  const key = extractKey(headers, api.authHeader);
-  if (!key) return { ok: false, status: 401 };
-  const keyHash = keyHashOf(key);
-  const session = await lookup(keyHash);
-  if (!sessionUsable(session, nowSeconds)) return { ok: false, status: 403 };
-  return { ok: true, keyHash, session };
-}
-
 /**
- * The checks of authenticate() after the lookup: a session found, active and not expired. The gateway
- * runs authenticate()'s steps inline (extractKey, keyHashOf, lookup, this) so that no async function
- * frame, promise and result object are allocated per request for them.
+ * Authentication after the lookup: a session found, active and not expired. The gateway runs the steps
+ * inline (extractKey → keyHashOf → session lookup → this), so no async frame, promise or result
+ * object is allocated per request for them.
  */
 export function sessionUsable(session: StoredSession | undefined, nowSeconds: number): session is StoredSession {
   if (!session) return false;

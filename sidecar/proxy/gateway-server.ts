@@ -107,7 +107,7 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
       let keyHash: string | undefined;
       let session: StoredSession | undefined;
       if (!api.keyless) {
-        // authenticate() (auth.ts), its steps inline: 401 without a key, 403 for an unknown, inactive or expired one
+        // authentication (auth.ts), inline: 401 without a key, 403 for an unknown, inactive or expired one
         const key = extractKey(req.headers, api.authHeader);
         if (!key) {
           countRequest(api.api_id, 401);

@@ -8,14 +8,15 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
-export function rateLimitHeaders(h: HeaderNumbers | undefined, retryAfter?: number): Record<string, string> {
-  const out: Record<string, string> = {};
+/** Sets X-RateLimit-* (and Retry-After) into `out` — a new object by default, or a response's header object. */
+export function rateLimitHeaders<T extends Record<string, unknown> = Record<string, string>>(h: HeaderNumbers | undefined, retryAfter?: number, out: T = {} as T): T {
+  const o = out as Record<string, unknown>;
   if (h) {
-    out['x-ratelimit-limit'] = String(h.limit);
-    out['x-ratelimit-remaining'] = String(Math.max(0, h.remaining));
-    out['x-ratelimit-reset'] = String(h.reset);
+    o['x-ratelimit-limit'] = String(h.limit);
+    o['x-ratelimit-remaining'] = String(Math.max(0, h.remaining));
+    o['x-ratelimit-reset'] = String(h.reset);
   }
-  if (retryAfter !== undefined) out['retry-after'] = String(Math.max(1, Math.ceil(retryAfter)));
+  if (retryAfter !== undefined) o['retry-after'] = String(Math.max(1, Math.ceil(retryAfter)));
   return out;
 }
 

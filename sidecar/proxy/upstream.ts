@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { Pool, errors } from 'undici';
 import type { HeaderNumbers } from '../engine/types.js';
-import { ERRORS, sendJson } from './respond.js';
+import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
 
 const HOP_BY_HOP = new Set([
   'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'trailers',
@@ -73,7 +73,7 @@ function requestHeaders(req: IncomingMessage): Record<string, string | string[]>
   return out;
 }
 
-/** The upstream's headers minus hop-by-hop and X-RateLimit-*, plus ours (as rateLimitHeaders in respond.ts). */
+/** The upstream's headers minus hop-by-hop and X-RateLimit-*, plus ours (rateLimitHeaders). */
 function responseHeaders(raw: Record<string, string | string[] | undefined>, rl: HeaderNumbers | undefined): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   const named = connectionTokens(raw.connection ?? raw.Connection);
@@ -84,12 +84,7 @@ function responseHeaders(raw: Record<string, string | string[] | undefined>, rl:
     if (HOP_BY_HOP.has(lk) || (named !== undefined && named.has(lk)) || lk.startsWith('x-ratelimit-')) continue;
     out[lk] = v;
   }
-  if (rl) {
-    out['x-ratelimit-limit'] = String(rl.limit);
-    out['x-ratelimit-remaining'] = String(Math.max(0, rl.remaining));
-    out['x-ratelimit-reset'] = String(rl.reset);
-  }
-  return out;
+  return rateLimitHeaders(rl, undefined, out);
 }
 
 /**
