@@ -19,6 +19,7 @@ import {
   type AccessKey,
   type OAuthClient,
 } from '../../crds/kinds.js';
+import { backoffDelay } from '../../lib/backoff.js';
 import type { Logger } from '../../lib/logger.js';
 import {
   apiIdOf,
@@ -141,34 +142,47 @@ export class KubeBackend implements ResourceBackend {
   }
 
   /**
+   * Polls `check` until it returns true (→ true) or readyTimeoutMs passes (→ false). The controller usually
+   * takes tens of ms: the first poll comes after 25 ms, then the pause doubles up to 200 ms.
+   */
+  private async pollUntil(check: () => Promise<boolean>): Promise<boolean> {
+    const deadline = Date.now() + (this.opts.readyTimeoutMs ?? 10_000);
+    for (let attempt = 1; ; attempt++) {
+      if (await check()) return true;
+      if (Date.now() >= deadline) return false;
+      await new Promise((res) => setTimeout(res, Math.min(backoffDelay(attempt, 25, 200), Math.max(0, deadline - Date.now()))));
+    }
+  }
+
+  private get readyTimeoutS(): number {
+    return (this.opts.readyTimeoutMs ?? 10_000) / 1000;
+  }
+
+  /**
    * Ready = the controller observed this generation (status.observedGeneration ≥ generation) and its
    * Ready condition, when it sets one, is not "False". Past readyTimeoutMs: NotReadyError (→ 504).
    */
   private async waitReconciled(plural: Plural, namespace: string, name: string, generation: number, also?: WaitAlso): Promise<void> {
-    const timeoutMs = this.opts.readyTimeoutMs ?? 10_000;
-    const deadline = Date.now() + timeoutMs;
     let why = 'the controller has not reconciled it yet';
-    // The controller usually takes tens of ms: poll soon, then back off to 200 ms.
-    let pause = 25;
-    for (;;) {
+    const done = await this.pollUntil(async () => {
       const obj = await this.get(plural, namespace, name);
-      if (obj === undefined) return; // deleted meanwhile: nothing left to wait for
+      if (obj === undefined) return true; // deleted meanwhile: nothing left to wait for
       const r = ReconcileState.safeParse(obj);
       const st = r.success ? r.data.status : undefined; // a status the schema does not know counts as not reconciled
       const ready = st?.conditions?.find((c) => c.type === 'Ready');
-      if ((st?.observedGeneration ?? 0) >= generation) {
-        if (ready?.status !== 'False') {
-          if (!also || also.done(obj)) return;
-          why = also.why;
-        } else why = `the controller reports Ready=False${ready.reason ? ` (${ready.reason})` : ''}${ready.message ? `: ${ready.message}` : ''}`;
+      if ((st?.observedGeneration ?? 0) < generation) return false;
+      if (ready?.status === 'False') {
+        why = `the controller reports Ready=False${ready.reason ? ` (${ready.reason})` : ''}${ready.message ? `: ${ready.message}` : ''}`;
+        return false;
       }
-      if (Date.now() >= deadline) break;
-      await new Promise((res) => setTimeout(res, Math.min(pause, Math.max(0, deadline - Date.now()))));
-      pause = Math.min(pause * 2, 200);
-    }
+      if (!also || also.done(obj)) return true;
+      why = also.why;
+      return false;
+    });
+    if (done) return;
     this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}`, why }, 'controller did not report the resource Ready in time');
     throw new NotReadyError(
-      `${KIND_OF[plural]} ${namespace}/${name} was written and exists, but is not Ready after ${timeoutMs / 1000} s: ${why}; it takes effect once reconciled (repeating the request is safe)`,
+      `${KIND_OF[plural]} ${namespace}/${name} was written and exists, but is not Ready after ${this.readyTimeoutS} s: ${why}; it takes effect once reconciled (repeating the request is safe)`,
     );
   }
 
@@ -177,19 +191,11 @@ export class KubeBackend implements ResourceBackend {
    * session and counters, a client's record are out of Redis). Past readyTimeoutMs: NotReadyError (→ 504).
    */
   private async waitGone(plural: Plural, namespace: string, name: string): Promise<void> {
-    const timeoutMs = this.opts.readyTimeoutMs ?? 10_000;
-    const deadline = Date.now() + timeoutMs;
-    let pause = 25;
-    while ((await this.get(plural, namespace, name)) !== undefined) {
-      if (Date.now() >= deadline) {
-        this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}` }, 'controller did not finish a deletion in time');
-        throw new NotReadyError(
-          `${KIND_OF[plural]} ${namespace}/${name} is being deleted, but still exists after ${timeoutMs / 1000} s: the controller has not finished its cleanup yet; it is removed once reconciled (repeating the request is safe)`,
-        );
-      }
-      await new Promise((res) => setTimeout(res, Math.min(pause, Math.max(0, deadline - Date.now()))));
-      pause = Math.min(pause * 2, 200);
-    }
+    if (await this.pollUntil(async () => (await this.get(plural, namespace, name)) === undefined)) return;
+    this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}` }, 'controller did not finish a deletion in time');
+    throw new NotReadyError(
+      `${KIND_OF[plural]} ${namespace}/${name} is being deleted, but still exists after ${this.readyTimeoutS} s: the controller has not finished its cleanup yet; it is removed once reconciled (repeating the request is safe)`,
+    );
   }
 
   async getApi(namespace: string | undefined, apiId: string): Promise<ApiRef | undefined> {
@@ -284,8 +290,16 @@ export class KubeBackend implements ResourceBackend {
     return out.sort((a, b) => a.spec.client_id.localeCompare(b.spec.client_id));
   }
 
+  /** One client of an API (a deleting one only with `terminating`), found without reading the others' Secrets. */
+  private async findClient(apiId: string, clientId: string, opts: { terminating?: boolean } = {}): Promise<OAuthClient | undefined> {
+    return (await this.list('oauthclients', OAuthClientResource)).find(
+      (c) => c.spec.api_id === apiId && c.spec.client_id === clientId && (opts.terminating === true || !terminating(c)),
+    );
+  }
+
   async getClient(apiId: string, clientId: string): Promise<ClientRecord | undefined> {
-    return (await this.listClients(apiId)).find((c) => c.spec.client_id === clientId);
+    const c = await this.findClient(apiId, clientId);
+    return c && { namespace: c.metadata.namespace, name: c.metadata.name, spec: c.spec, secret: await this.secretOf(c) };
   }
 
   async putClient(record: ClientRecord & { secret: string }): Promise<void> {
@@ -316,7 +330,7 @@ export class KubeBackend implements ResourceBackend {
   }
 
   async deleteClient(apiId: string, clientId: string): Promise<boolean> {
-    const c = (await this.list('oauthclients', OAuthClientResource)).find((x) => x.spec.api_id === apiId && x.spec.client_id === clientId);
+    const c = await this.findClient(apiId, clientId, { terminating: true }); // a timed-out earlier DELETE is finished
     if (!c) return false;
     const { namespace, name } = c.metadata;
     await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'oauthclients', name }) as Promise<unknown>);
