@@ -7,6 +7,8 @@ import type { ControllerFlags } from './controller.js';
 import type { FacadeFlags } from './facade.js';
 import type { SidecarFlags } from './sidecar.js';
 import type { WebhookFlags } from './webhook.js';
+// The injection defaults have one home (inject.ts, no runtime imports, cheap to load).
+import { defaultInjectOptions as D } from '../controller/webhook/inject.js';
 import { registerClientCommands } from './client/index.js';
 
 function fail(message: string): never {
@@ -85,17 +87,17 @@ program
   .addOption(env('--listen <host:port>', 'GW_LISTEN', 'HTTPS listen address', '0.0.0.0:8443'))
   .addOption(env('--tls-cert <file>', 'GW_TLS_CERT', 'serving certificate (PEM)').makeOptionMandatory())
   .addOption(env('--tls-key <file>', 'GW_TLS_KEY', 'serving key (PEM)').makeOptionMandatory())
-  .addOption(env('--image <image>', 'GW_SIDECAR_IMAGE', 'image of the injected sidecar', 'gw:0.1.0'))
-  .addOption(env('--image-pull-policy <policy>', 'GW_SIDECAR_IMAGE_PULL_POLICY', 'Always, IfNotPresent or Never', 'IfNotPresent'))
-  .addOption(env('--sidecar-listen-port <port>', 'GW_SIDECAR_LISTEN_PORT', 'port the sidecar proxies on', '15080'))
-  .addOption(env('--sidecar-metrics-port <port>', 'GW_SIDECAR_METRICS_PORT', 'port of the sidecar health and metrics', '15090'))
-  .addOption(env('--redis-secret <name>', 'GW_SIDECAR_REDIS_SECRET', "Secret (pod's namespace, key url) with the Redis URL; empty: none", 'gw-redis'))
+  .addOption(env('--image <image>', 'GW_SIDECAR_IMAGE', 'image of the injected sidecar', D.image))
+  .addOption(env('--image-pull-policy <policy>', 'GW_SIDECAR_IMAGE_PULL_POLICY', 'Always, IfNotPresent or Never', D.imagePullPolicy))
+  .addOption(env('--sidecar-listen-port <port>', 'GW_SIDECAR_LISTEN_PORT', 'port the sidecar proxies on', String(D.listenPort)))
+  .addOption(env('--sidecar-metrics-port <port>', 'GW_SIDECAR_METRICS_PORT', 'port of the sidecar health and metrics', String(D.metricsPort)))
+  .addOption(env('--redis-secret <name>', 'GW_SIDECAR_REDIS_SECRET', "Secret (pod's namespace, key url) with the Redis URL; empty: none", D.redisSecretName))
   .addOption(env('--sidecar-config-map <name>', 'GW_SIDECAR_CONFIG_MAP', "ConfigMap (pod's namespace, key config.yaml) mounted as the sidecar's --config"))
-  .addOption(env('--sidecar-cpu-request <q>', 'GW_SIDECAR_CPU_REQUEST', 'sidecar CPU request', '50m'))
-  .addOption(env('--sidecar-memory-request <q>', 'GW_SIDECAR_MEMORY_REQUEST', 'sidecar memory request', '128Mi'))
+  .addOption(env('--sidecar-cpu-request <q>', 'GW_SIDECAR_CPU_REQUEST', 'sidecar CPU request', D.resources.requests.cpu))
+  .addOption(env('--sidecar-memory-request <q>', 'GW_SIDECAR_MEMORY_REQUEST', 'sidecar memory request', D.resources.requests.memory))
   .addOption(env('--sidecar-cpu-limit <q>', 'GW_SIDECAR_CPU_LIMIT', 'sidecar CPU limit (default: none)'))
-  .addOption(env('--sidecar-memory-limit <q>', 'GW_SIDECAR_MEMORY_LIMIT', 'sidecar memory limit', '512Mi'))
-  .addOption(env('--run-as-user <uid>', 'GW_SIDECAR_RUN_AS_USER', 'UID of the sidecar', '10001'))
+  .addOption(env('--sidecar-memory-limit <q>', 'GW_SIDECAR_MEMORY_LIMIT', 'sidecar memory limit', D.resources.limits.memory))
+  .addOption(env('--run-as-user <uid>', 'GW_SIDECAR_RUN_AS_USER', 'UID of the sidecar', String(D.runAsUser)))
   .action((opts: WebhookFlags) => import('./webhook.js').then((m) => m.runWebhook(opts)).catch((e: unknown) => fail((e as Error).message)));
 
 program.parseAsync(process.argv).catch((e: unknown) => fail((e as Error).message));

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createLogger } from '../lib/logger.js';
 import { drain, listen } from '../lib/serve.js';
 import { createWebhookServer } from '../controller/webhook/server.js';
-import { defaultInjectOptions, type InjectOptions } from '../controller/webhook/inject.js';
+import type { InjectOptions } from '../controller/webhook/inject.js';
 import { onShutdown } from './shutdown.js';
 
 export interface WebhookFlags {
@@ -59,7 +59,6 @@ export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
   const v = r.data;
   if (v.listenPort === v.metricsPort) throw new Error('--sidecar-listen-port and --sidecar-metrics-port must differ');
   return {
-    ...defaultInjectOptions,
     image: v.image,
     imagePullPolicy: v.imagePullPolicy,
     listenPort: v.listenPort,

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readFileSync, statSync } from 'node:fs';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from '../../lib/logger.js';
-import { handleOps } from '../../lib/ops-server.js';
+import { handleOps, json } from '../../lib/ops-server.js';
 import { AdmissionReviewSchema, PodSchema, admissionResponse, describeZodError, type AdmissionResponseBody } from './admission.js';
 import { injectSidecar, type InjectOptions } from './inject.js';
 
@@ -41,12 +41,6 @@ export function review(body: unknown, inject: InjectOptions, logger?: Logger): {
   const name = pod.data.metadata?.name ?? `${pod.data.metadata?.generateName ?? ''}*`;
   logger?.info({ uid: req.uid, namespace: req.namespace, pod: name, outcome: r.outcome, dryRun: req.dryRun ?? false }, 'admission');
   return { status: 200, body: admissionResponse(req.uid, r.patch, r.warnings) };
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
 }
 
 export function createWebhookServer(o: WebhookServerOptions): { server: Server; close: () => void; ready: () => boolean } {
