@@ -21,13 +21,10 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { AccessKeyResource, ApiDefinitionResource, PolicyResource, SecretResource, secretValue, type AccessKey } from '../../crds/kinds.js';
 import { sha256hex } from '../../lib/hash.js';
-import { systemClock } from '../../lib/clock.js';
 import { SESSION_PREFIX } from '../../lib/sessions-redis.js';
 import type { StoredSession } from '../../lib/sessions.js';
-import { RedisQuota } from '../../sidecar/limiters/quota.js';
-import { effectiveSession } from '../../sidecar/engine/effective-session.js';
-import { quotaBuckets } from '../../sidecar/engine/key-limits.js';
-import { limiterIdentity } from '../../sidecar/engine/rate-limit-key.js';
+import { storeKeys } from '../../lib/store/keys.js';
+import { keyQuotaBuckets } from '../../sidecar/engine/key-limits.js';
 import { apiIdOf, QUOTA_RESET_ANNOTATION, SUPPRESS_RESET_ANNOTATION } from '../facade/backend.js';
 import { sessionOf } from '../compile/key-sessions.js';
 import { compileNamespace } from './reconcile-config.js';
@@ -61,19 +58,10 @@ export async function deleteSessionAndCounters(ctx: OperatorContext, hash: strin
   }
 }
 
-const quotas = new WeakMap<object, RedisQuota>();
-function quotaOf(redis: NonNullable<OperatorContext['redis']>): RedisQuota {
-  let q = quotas.get(redis);
-  if (!q) quotas.set(redis, (q = new RedisQuota(redis, systemClock)));
-  return q;
-}
-
 async function resetQuota(ctx: OperatorContext, hash: string, stored: StoredSession): Promise<void> {
   const config = ctx.configs.get(stored.namespace) ?? compileNamespace(ctx, stored.namespace);
-  const eff = effectiveSession(stored, config);
-  const identity = eff instanceof Error ? `h:${hash}` : limiterIdentity(hash, eff.rate_limit_pattern, eff.meta_data);
-  const quota = quotaOf(ctx.redis!);
-  for (const b of quotaBuckets(eff instanceof Error ? undefined : eff, identity)) await storeCall(quota.reset(b));
+  // one DEL per bucket: the buckets carry different hash tags (Redis Cluster)
+  for (const b of keyQuotaBuckets(hash, stored, config)) await storeCall(ctx.redis!.del(storeKeys.quota(b)));
   ctx.metrics.writes.inc({ target: 'quota_reset' });
 }
 

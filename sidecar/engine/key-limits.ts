@@ -9,7 +9,10 @@
  */
 import type { LimitSpec } from '../config/types.js';
 import type { QuotaSpec } from '../limiters/quota.js';
-import type { EffectiveSession } from './effective-session.js';
+import type { CompiledConfig } from '../config/types.js';
+import type { StoredSession } from '../../lib/sessions.js';
+import { effectiveSession, type EffectiveSession } from './effective-session.js';
+import { limiterIdentity } from './rate-limit-key.js';
 import { matchKeyEndpoint } from './endpoint-match.js';
 
 export interface KeyLimit {
@@ -74,4 +77,11 @@ export function quotaFor(eff: EffectiveSession, identity: string, apiId: string)
 /** Every quota bucket a key may have (global and per-API), for a reset. */
 export function quotaBuckets(eff: EffectiveSession | undefined, identity: string): string[] {
   return [`q:${identity}`, ...Object.keys(eff?.access_rights ?? {}).map((a) => `q:${identity}:a:${a}`)];
+}
+
+/** Every quota bucket of a key under `config` (policies applied, custom rate-limit key expanded): what a quota reset clears. */
+export function keyQuotaBuckets(keyHash: string, stored: StoredSession, config: CompiledConfig): string[] {
+  const eff = effectiveSession(stored, config);
+  if (eff instanceof Error) return quotaBuckets(undefined, `h:${keyHash}`);
+  return quotaBuckets(eff, limiterIdentity(keyHash, eff.rate_limit_pattern, eff.meta_data));
 }
