@@ -1,5 +1,6 @@
 /** For integration tests: kubectl against the run's real kube-apiserver (started by jest globalSetup). */
 import { execFile } from 'node:child_process';
+import { kubectlBin } from '../harness/kube.js';
 
 export function kubeconfig(): string {
   const k = process.env.GW_TEST_KUBECONFIG;
@@ -9,7 +10,7 @@ export function kubeconfig(): string {
 
 export function kubectl(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const p = execFile(process.env.GW_TEST_KUBECTL ?? 'kubectl', ['--kubeconfig', kubeconfig(), ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
+    const p = execFile(kubectlBin(), ['--kubeconfig', kubeconfig(), ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
     if (input !== undefined) {
