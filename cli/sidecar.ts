@@ -16,6 +16,7 @@ import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime } from '../sidecar/runtime.js';
 import { SMOOTHING_CHANNEL, type SmoothingEventPayloadT } from '../lib/events.js';
 import { onShutdown } from './shutdown.js';
+import { releaseStartupMemory, tuneHeapForProxying } from '../sidecar/heap-tuning.js';
 import type { CompiledConfig } from '../sidecar/config/types.js';
 
 export interface SidecarFlags {
@@ -30,6 +31,7 @@ export interface SidecarFlags {
 }
 
 export async function runSidecar(flags: SidecarFlags): Promise<void> {
+  tuneHeapForProxying();
   const logger = createLogger('sidecar');
   const options = loadGatewayOptions(flags.config);
   try {
@@ -86,6 +88,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   const ops = createOpsServer(metrics.registry, runtime.ready);
   const gwAddr = await listen(runtime.server, flags.listen, '--listen');
   const opsAddr = await listen(ops, flags.metricsListen, '--metrics-listen');
+  releaseStartupMemory();
   logger.info({ listen: gwAddr, metrics: opsAddr, namespace: flags.namespace, group: flags.group }, 'gw sidecar ready');
   onShutdown(logger, async () => {
     source.stop();

@@ -9,7 +9,7 @@
  * - any other status is a PermanentError (the message is rejected);
  * - max_retries 0 retries for ever; otherwise RetriesExhaustedError after max_retries retries.
  */
-import { Agent, request } from 'undici';
+import { Agent, request } from '../lib/http/undici.js';
 import type { Clock } from '../lib/clock.js';
 import { durationMs, sleep } from './duration.js';
 import type { LocalRateLimit } from './rate-limit.js';
@@ -89,11 +89,10 @@ export class HttpCaller {
       let result: HttpResult | undefined;
       let error: unknown;
       try {
-        const res = await request(this.o.url, {
+        const res = await request(this.agent, this.o.url, {
           method: this.o.verb as 'POST',
           headers,
           body: payload,
-          dispatcher: this.agent,
           signal: AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]),
         });
         result = { status: res.statusCode, headers: res.headers, text: await res.body.text() };

@@ -1,5 +1,7 @@
 /** One request to the facade with undici; every failure becomes a ClientError with its exit code. */
-import { getGlobalDispatcher } from 'undici';
+import { Agent, dispatchRequest, type Dispatcher } from '../../lib/http/undici.js';
+
+let agent: Dispatcher | undefined;
 import { z } from 'zod';
 import type { Connection } from './connection.js';
 import { ClientError, Exit, exitForStatus } from './exit-codes.js';
@@ -58,7 +60,7 @@ export async function callFacade(conn: Connection, call: FacadeCall): Promise<un
   try {
     // Dispatcher.request sends `path` as given: a key id "%2E%2E" is not resolved away as a URL
     // parser would. undici follows no redirect without an interceptor.
-    const r = await getGlobalDispatcher().request({
+    const r = await dispatchRequest((agent ??= new Agent()), {
       origin: conn.origin,
       path: `${conn.basePath}${call.path}`,
       method: call.method,

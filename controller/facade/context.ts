@@ -1,6 +1,6 @@
 /** What every facade route handler gets. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Dispatcher } from 'undici';
+import type { Dispatcher } from '../../lib/http/undici.js';
 import type { Logger } from '../../lib/logger.js';
 import type { GatewayOptionsT } from '../../lib/options.js';
 import type { ResourceBackend } from './backend.js';

@@ -4,7 +4,7 @@
  * and the caller's own Authorization (the facade token) is never forwarded: only body.headers are sent.
  */
 import { z } from 'zod';
-import { errors as undiciErrors, request, type Dispatcher } from 'undici';
+import { errors as undiciErrors, request, type Dispatcher } from '../../lib/http/undici.js';
 import { requireBearer } from './auth.js';
 import type { FacadeContext, Route, RouteArgs } from './context.js';
 import { HttpError, readJson, sendJson, validate } from './http-util.js';
@@ -97,12 +97,11 @@ async function send(ctx: FacadeContext, url: URL, method: string, headers: Recor
   }, timeoutMs);
   try {
     // The dispatcher has no redirect interceptor: a 3xx is answered as it is, never followed.
-    const r = await request(url, {
+    const r = await request(ctx.dispatcher, url, {
       method: method as Dispatcher.HttpMethod,
       headers,
       body,
       signal: ac.signal,
-      dispatcher: ctx.dispatcher,
     });
     const chunks: Buffer[] = [];
     let size = 0;

@@ -4,7 +4,7 @@
  * (custom resources). Logs name the route template, never the raw path (a keyID is a raw key).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { Agent } from 'undici';
+import { Agent } from '../../lib/http/undici.js';
 import type { Logger } from '../../lib/logger.js';
 import type { GatewayOptionsT } from '../../lib/options.js';
 import { ConflictError, NotReadyError, type ResourceBackend } from './backend.js';

@@ -3,7 +3,7 @@
  * keep-alive connection pool): plain REST paths, because the operator needs merge/JSON patches,
  * paging and watch streams, and none of client-node's generated code.
  */
-import { request } from 'undici';
+import { Agent, request, type Dispatcher } from '../http/undici.js';
 import type { KubeConnection } from './connection.js';
 
 export class KubeApiError extends Error {
@@ -52,14 +52,16 @@ async function fail(method: string, path: string, status: number, text: string):
 }
 
 export function createKubeApi(conn: KubeConnection, timeoutMs = 30_000): KubeApi {
+  // a connection without its own dispatcher (plain http from client-node's kubeconfig) gets one keep-alive Agent
+  let fallback: Dispatcher | undefined;
+  const dispatcher = (): Dispatcher => conn.dispatcher ?? (fallback ??= new Agent({ keepAliveTimeout: 30_000 }));
   async function call(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, contentType = 'application/json', query?: Query): Promise<unknown> {
     const headers: Record<string, string> = { ...(await conn.headers()), accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = contentType;
-    const res = await request(url(conn.server, path, query), {
+    const res = await request(dispatcher(), url(conn.server, path, query), {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
-      dispatcher: conn.dispatcher,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });
@@ -76,10 +78,9 @@ export function createKubeApi(conn: KubeConnection, timeoutMs = 30_000): KubeApi
     server: () => conn.server,
     async watch(path, query, onEvent, signal) {
       const headers = { ...(await conn.headers()), accept: 'application/json' };
-      const res = await request(url(conn.server, path, { ...query, watch: true }), {
+      const res = await request(dispatcher(), url(conn.server, path, { ...query, watch: true }), {
         method: 'GET',
         headers,
-        dispatcher: conn.dispatcher,
         signal,
         headersTimeout: timeoutMs,
         bodyTimeout: 5 * 60_000, // the server ends a watch after timeoutSeconds; silence beyond that is a dead connection

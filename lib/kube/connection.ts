@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher } from '../http/undici.js';
 import { parse } from 'yaml';
 import { z } from 'zod';
 

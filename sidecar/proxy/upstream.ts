@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
-import { Pool, errors } from 'undici';
+import { Pool, errors, stream } from '../../lib/http/undici.js';
 import type { HeaderNumbers } from '../engine/types.js';
 import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
 
@@ -121,7 +121,8 @@ export async function forward(
   const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
   let status = 502;
   try {
-    await upstreams.pool(origin).stream(
+    await stream(
+      upstreams.pool(origin),
       {
         path,
         method: (req.method ?? 'GET') as 'GET',

@@ -1,7 +1,9 @@
 import { createServer } from 'node:net';
 
-/** A free TCP port on 127.0.0.1 (bind to 0, read, close). */
-export function freePort(): Promise<number> {
+/** Ports this process has handed out: the kernel may give a just-closed port again on the next bind. */
+const handedOut = new Set<number>();
+
+function bindZero(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);
@@ -11,4 +13,15 @@ export function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
+}
+
+/** A free TCP port on 127.0.0.1 (bind to 0, read, close), never one this process was given before. */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await bindZero();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
