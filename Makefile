@@ -44,9 +44,10 @@ test: build lint crds-check test-servers
 run: build
 	bash scripts/run.sh
 
-# Benchmark tools from Debian (wrk, nginx, taskset, redis-server) are installed when missing.
+# Benchmark tools from Debian (wrk, nginx, taskset, redis-server) are installed when missing; vegeta is built with Go.
 bench: build
 	bash test/servers/install-debian.sh wrk:wrk nginx:nginx-light taskset:util-linux redis-server:redis-server
+	bash test/servers/build-bench-tools.sh   # vegeta (Go module proxy): the fixed-rate latency client
 	node dist/test/bench/run.js
 
 clean:

@@ -18,7 +18,7 @@
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../harness/ports.js';
@@ -196,9 +196,29 @@ interface Fixed {
   max: number;
 }
 
+/** vegeta (test/servers/build-bench-tools.sh): a constant-rate, open-loop load generator. */
+const VEGETA = join(process.env.GW_TEST_CACHE ?? join(homedir(), '.cache', 'gw-test'), 'bin', 'vegeta');
+
+interface VegetaReport {
+  requests: number;
+  latencies: Record<'50th' | '90th' | '99th' | 'max', number>;
+  status_codes: Record<string, number>;
+}
+
+/** RATE req/s open loop on the load CPU over 64 keep-alive connections: 1 s warm-up, then 4 s measured. */
 async function fixedRate(origin: string, path: string, auth?: string): Promise<Fixed> {
-  const { stdout } = await run('taskset', ['-c', LOAD_CPU, process.execPath, resolve('dist/test/bench/fixed-rate.js'), origin, path, String(RATE), '4000', ...(auth ? [auth] : [])], { timeout: 30_000 });
-  return JSON.parse(stdout) as Fixed;
+  const dir = tmp('gw-bench-vegeta-');
+  const targets = join(dir, 'targets');
+  writeFileSync(targets, `GET ${origin}${path}\n${auth ? `authorization: ${auth}\n` : ''}`);
+  const attack = (seconds: number, out: string): Promise<unknown> =>
+    run('taskset', ['-c', LOAD_CPU, VEGETA, 'attack', `-targets=${targets}`, `-rate=${RATE}`, `-duration=${seconds}s`, '-connections=64', '-max-connections=64', '-timeout=5s', `-output=${out}`], { timeout: (seconds + 15) * 1000 });
+  await attack(1, join(dir, 'warm.bin'));
+  await attack(4, join(dir, 'run.bin'));
+  const { stdout } = await run(VEGETA, ['report', '-type=json', join(dir, 'run.bin')], { timeout: 30_000 });
+  const r = JSON.parse(stdout) as VegetaReport;
+  const ok = Object.entries(r.status_codes).reduce((s, [code, n]) => s + (code.startsWith('2') ? n : 0), 0);
+  const msOf = (ns: number): number => ns / 1e6;
+  return { n: r.requests, errors: r.requests - ok, p50: msOf(r.latencies['50th']), p90: msOf(r.latencies['90th']), p99: msOf(r.latencies['99th']), max: msOf(r.latencies.max) };
 }
 
 interface Target {
@@ -273,11 +293,11 @@ const fmt = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : '
 const mark = (ok: boolean): string => (ok ? 'met' : 'MISSED');
 
 async function main(): Promise<void> {
-  for (const [tool, hint] of [['wrk', 'apt-get install wrk'], ['nginx', 'apt-get install nginx-light'], ['taskset', 'util-linux'], ['redis-server', 'apt-get install redis-server']] as const) {
+  for (const [tool, hint] of [['wrk', 'apt-get install wrk'], ['nginx', 'apt-get install nginx-light'], ['taskset', 'util-linux'], ['redis-server', 'apt-get install redis-server'], [VEGETA, 'bash test/servers/build-bench-tools.sh']] as const) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) throw new Error(`gw bench needs ${tool} (${hint})`);
   }
   const dir = tmp('gw-bench-');
-  console.log(`gw bench: proxies on CPU ${PROXY_CPU}; wrk, upstream and Redis on CPU ${LOAD_CPU}; wrk -t1 -c${CONNS} -d${SECONDS}s; fixed rate ${RATE} req/s for 4 s; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+  console.log(`gw bench: proxies on CPU ${PROXY_CPU}; wrk, upstream and Redis on CPU ${LOAD_CPU}; wrk -t1 -c${CONNS} -d${SECONDS}s; fixed rate ${RATE} req/s for 4 s (vegeta, 64 connections); load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
 
   // upstream: nginx returning a small JSON body
   const upPort = await freePort();
