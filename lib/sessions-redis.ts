@@ -38,6 +38,12 @@ export class RedisSessionStore implements SessionStore {
     await sub.subscribe(SESSION_CHANNEL);
   }
 
+  peek(keyHash: string): StoredSession | null | undefined {
+    const hit = this.cache.get(keyHash);
+    if (hit === undefined || Date.now() - hit.at >= this.cacheMs) return undefined;
+    return hit.value ?? null;
+  }
+
   async get(keyHash: string): Promise<StoredSession | undefined> {
     const hit = this.cache.get(keyHash);
     const now = Date.now();

@@ -14,6 +14,11 @@ export interface StoredSession {
 
 export interface SessionStore {
   get(keyHash: string): Promise<StoredSession | undefined>;
+  /**
+   * The answer `get` would give when the store has it without I/O (memory, a fresh cache entry): the
+   * session, or null for none. undefined: only `get` can tell. Lets the request path stay synchronous.
+   */
+  peek(keyHash: string): StoredSession | null | undefined;
   put(keyHash: string, value: StoredSession): Promise<void>;
   delete(keyHash: string): Promise<boolean>;
   list(): Promise<string[]>;
@@ -28,6 +33,9 @@ export class MemorySessionStore implements SessionStore {
 
   async get(keyHash: string): Promise<StoredSession | undefined> {
     return this.map.get(keyHash);
+  }
+  peek(keyHash: string): StoredSession | null {
+    return this.map.get(keyHash) ?? null;
   }
   async put(keyHash: string, value: StoredSession): Promise<void> {
     this.map.set(keyHash, value);
@@ -48,4 +56,10 @@ export class MemorySessionStore implements SessionStore {
   private emit(keyHash: string): void {
     for (const l of this.listeners) l(keyHash);
   }
+}
+
+/** A store's session of a key hash, synchronously when `peek` knows it. */
+export function lookupSession(store: SessionStore, keyHash: string): StoredSession | undefined | Promise<StoredSession | undefined> {
+  const known = store.peek(keyHash);
+  return known === undefined ? store.get(keyHash) : (known ?? undefined);
 }

@@ -7,7 +7,7 @@ import type { Redis, Cluster } from 'ioredis';
 import { systemClock, type Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { GatewayOptionsT } from '../lib/options.js';
-import type { SessionStore } from '../lib/sessions.js';
+import { lookupSession, type SessionStore } from '../lib/sessions.js';
 import type { CompiledConfig } from './config/types.js';
 import { createEngine, type GatewayEngine } from './engine/engine.js';
 import { effectiveSession } from './engine/effective-session.js';
@@ -82,7 +82,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
   const gateway = createGatewayServer({
     streams,
     config: d.config,
-    lookupSession: (h) => d.sessions.get(h),
+    lookupSession: (h) => lookupSession(d.sessions, h),
     accessRights: (stored, config) => {
       const eff = effectiveSession(stored, config);
       return eff instanceof Error ? eff : eff.access_rights;

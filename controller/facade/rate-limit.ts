@@ -31,7 +31,7 @@ export class FacadeLimiter {
 
   /** undefined when admitted, else whole seconds (≥ 1) until one more request would be admitted. */
   take(client: string): number | undefined {
-    const r = this.log.checkSync(`facade:${client}`, { rate: this.limit.rate, per: this.limit.per });
+    const r = this.log.check(`facade:${client}`, { rate: this.limit.rate, per: this.limit.per });
     return r.allowed ? undefined : r.retryAfter;
   }
 }

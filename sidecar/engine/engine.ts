@@ -18,7 +18,7 @@ import { asError, withDeadline } from '../limiters/failure-mode.js';
 import { smoothingActive } from '../limiters/smoothing.js';
 import type { QuotaResult, QuotaSpec, QuotaState } from '../limiters/quota.js';
 import { createLimiters, type Limiters } from '../limiters/select.js';
-import type { LimitResult, SmoothingEvent } from '../limiters/types.js';
+import type { LimitResult, MaybePromise, SmoothingEvent } from '../limiters/types.js';
 import { effectiveSession, type EffectiveSession } from './effective-session.js';
 import { matchApiRule } from './endpoint-match.js';
 import { keyLimitFor, keyQuota, quotaBuckets, quotaFor } from './key-limits.js';
@@ -74,6 +74,12 @@ export interface GatewayEngine extends Engine {
 
 const headersOf = (r: LimitResult): HeaderNumbers => ({ limit: r.limit, remaining: r.remaining, reset: r.reset });
 
+/** A key's effective session and the identity its limits count against. */
+interface Who {
+  eff: EffectiveSession;
+  identity: string;
+}
+
 export function createEngine(d: EngineDeps): GatewayEngine {
   const o = d.options;
   const redis = d.redis ?? d.store;
@@ -96,7 +102,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
 
   const smoothingOn = o.enable_rate_limit_smoothing;
   const reportedUnsupported = new Set<string>();
-  const check = (bucket: string, limit: LimitSpec, apiId: string): Promise<LimitResult> => {
+  const check = (bucket: string, limit: LimitSpec, apiId: string): MaybePromise<LimitResult> => {
     const limiter = limiters.forLimit(limit);
     if (limit.smoothing && smoothingOn && smoothingActive(limit.smoothing)) {
       if (limiters.canSmooth(limiter)) {
@@ -116,13 +122,14 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     return limiter.check(bucket, limit);
   };
 
-  async function consumeQuota(bucket: string, spec: QuotaSpec): Promise<QuotaResult> {
-    try {
-      return await withDeadline(limiters.quota.consume(bucket, spec), limiters.storeDeadlineMs);
-    } catch (e) {
+  /** The quota's answer: synchronous in memory; from the store under its deadline and kv_failure_mode. */
+  function consumeQuota(bucket: string, spec: QuotaSpec): MaybePromise<QuotaResult> {
+    const r = limiters.quota.consume(bucket, spec);
+    if (!(r instanceof Promise)) return r;
+    return withDeadline(r, limiters.storeDeadlineMs).catch((e: unknown) => {
       d.onStoreError?.(asError(e));
       return { allowed: o.kv_failure_mode === 'open', max: spec.max, remaining: 0, renews: 0 };
-    }
+    });
   }
 
   /** Headers of the checked limit(s): with both scopes, the one with fewer requests remaining (the key's on a tie). */
@@ -135,8 +142,8 @@ export function createEngine(d: EngineDeps): GatewayEngine {
 
   // the identity is a function of the key hash and the (cached, never mutated) effective session: kept
   // with the latter so the identity string is not built on every request
-  const identities = new WeakMap<EffectiveSession, { keyHash: string; eff: EffectiveSession; identity: string }>();
-  function who(keyHash: string, stored: StoredSession): { eff: EffectiveSession; identity: string } | Error {
+  const identities = new WeakMap<EffectiveSession, Who & { keyHash: string }>();
+  function who(keyHash: string, stored: StoredSession): Who | Error {
     const eff = effectiveSession(stored, d.config());
     if (eff instanceof Error) return eff;
     const hit = identities.get(eff);
@@ -146,50 +153,60 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     return w;
   }
 
+  // The steps of a check, each a function: with in-process limiters the whole decision is synchronous
+  // (no promise, no async frame per request); a store-backed step continues when its answer arrives.
+
+  function keyScope(req: CheckRequest, apiResult: LimitResult | undefined): MaybePromise<Verdict> {
+    if (apiResult && !apiResult.allowed) {
+      return { kind: 'api_limited', headers: rateHeaders ? headersOf(apiResult) : undefined, retryAfter: apiResult.retryAfter };
+    }
+    if (req.api.keyless || !req.session || req.keyHash === undefined) {
+      return { kind: 'allow', headers: apiResult && rateHeaders ? headersOf(apiResult) : undefined };
+    }
+    // 3. key scope. A key whose policies are missing or inactive is refused before it gets here
+    // (the proxy asks effectiveSession for its access rights); should one arrive, it is refused.
+    const w = who(req.keyHash, req.session);
+    if (w instanceof Error) return { kind: 'key_limited', retryAfter: 1 };
+    const apiId = req.api.api_id;
+    const kl = keyLimitFor(w.eff, w.identity, apiId, req.method, req.path);
+    if (!kl) return quotaStep(req, w, apiResult, undefined);
+    const first = check(kl.bucket, kl.limit, apiId);
+    const retries = w.eff.throttle_retry_limit ?? 0;
+    const again = (): MaybePromise<LimitResult> => check(kl.bucket, kl.limit, apiId);
+    const throttled = (r: LimitResult): MaybePromise<Verdict> =>
+      r.allowed || retries <= 0 ? quotaStep(req, w, apiResult, r) : throttle.retry(r, w.eff.throttle_interval ?? 0, retries, again).then((t) => quotaStep(req, w, apiResult, t));
+    return first instanceof Promise ? first.then(throttled) : throttled(first);
+  }
+
+  function quotaStep(req: CheckRequest, w: Who, apiResult: LimitResult | undefined, keyResult: LimitResult | undefined): MaybePromise<Verdict> {
+    if (keyResult && !keyResult.allowed) return { kind: 'key_limited', headers: rlHeaders(apiResult, keyResult), retryAfter: keyResult.retryAfter };
+    // 4. quota
+    const q = quotaFor(w.eff, w.identity, req.api.api_id);
+    if (!q) return { kind: 'allow', headers: rlHeaders(apiResult, keyResult) };
+    const qr = consumeQuota(q.bucket, q.spec);
+    return qr instanceof Promise ? qr.then((r) => quotaVerdict(q.spec, r, apiResult, keyResult)) : quotaVerdict(q.spec, qr, apiResult, keyResult);
+  }
+
+  function quotaVerdict(spec: QuotaSpec, qr: QuotaResult, apiResult: LimitResult | undefined, keyResult: LimitResult | undefined): Verdict {
+    const headers = rateHeaders ? rlHeaders(apiResult, keyResult) : { limit: qr.max, remaining: qr.remaining, reset: qr.renews };
+    if (!qr.allowed) {
+      const now = Math.floor(d.clock.now() / 1000);
+      return { kind: 'quota_exceeded', headers, retryAfter: qr.renews > 0 ? Math.max(1, qr.renews - now) : Math.max(1, spec.renewal) };
+    }
+    return { kind: 'allow', headers };
+  }
+
   return {
     limiters,
 
-    async check(req: CheckRequest): Promise<Verdict> {
-      const { api, method, path } = req;
-      // 2. API scope
-      let apiResult: LimitResult | undefined;
-      const rule = matchApiRule(api, method, path);
-      // bucket names built only when the API has a limit (most APIs with keys have none)
-      if (rule) apiResult = await check(`a:${api.namespace}/${api.api_id}:e:${rule.id}`, { rate: rule.rate, per: rule.per }, api.api_id);
-      else if (api.apiLimit) apiResult = await check(`a:${api.namespace}/${api.api_id}`, api.apiLimit, api.api_id);
-      if (apiResult && !apiResult.allowed) {
-        return { kind: 'api_limited', headers: rateHeaders ? headersOf(apiResult) : undefined, retryAfter: apiResult.retryAfter };
-      }
-      if (api.keyless || !req.session || req.keyHash === undefined) {
-        return { kind: 'allow', headers: apiResult && rateHeaders ? headersOf(apiResult) : undefined };
-      }
-
-      // 3. key scope. A key whose policies are missing or inactive is refused before it gets here
-      // (the proxy asks effectiveSession for its access rights); should one arrive, it is refused.
-      const w = who(req.keyHash, req.session);
-      if (w instanceof Error) return { kind: 'key_limited', retryAfter: 1 };
-      const { eff, identity } = w;
-      const kl = keyLimitFor(eff, identity, api.api_id, method, path);
-      let keyResult: LimitResult | undefined;
-      if (kl) {
-        keyResult = await check(kl.bucket, kl.limit, api.api_id);
-        const retries = eff.throttle_retry_limit ?? 0;
-        if (!keyResult.allowed && retries > 0) {
-          keyResult = await throttle.retry(keyResult, eff.throttle_interval ?? 0, retries, () => check(kl.bucket, kl.limit, api.api_id));
-        }
-      }
-      if (keyResult && !keyResult.allowed) return { kind: 'key_limited', headers: rlHeaders(apiResult, keyResult), retryAfter: keyResult.retryAfter };
-
-      // 4. quota
-      const q = quotaFor(eff, identity, api.api_id);
-      if (!q) return { kind: 'allow', headers: rlHeaders(apiResult, keyResult) };
-      const qr = await consumeQuota(q.bucket, q.spec);
-      const headers = rateHeaders ? rlHeaders(apiResult, keyResult) : { limit: qr.max, remaining: qr.remaining, reset: qr.renews };
-      if (!qr.allowed) {
-        const now = Math.floor(d.clock.now() / 1000);
-        return { kind: 'quota_exceeded', headers, retryAfter: qr.renews > 0 ? Math.max(1, qr.renews - now) : Math.max(1, q.spec.renewal) };
-      }
-      return { kind: 'allow', headers };
+    check(req: CheckRequest): MaybePromise<Verdict> {
+      // 2. API scope: bucket names built only when the API has a limit (most APIs with keys have none)
+      const { api } = req;
+      const rule = matchApiRule(api, req.method, req.path);
+      let r: MaybePromise<LimitResult> | undefined;
+      if (rule) r = check(`a:${api.namespace}/${api.api_id}:e:${rule.id}`, { rate: rule.rate, per: rule.per }, api.api_id);
+      else if (api.apiLimit) r = check(`a:${api.namespace}/${api.api_id}`, api.apiLimit, api.api_id);
+      return r instanceof Promise ? r.then((apiResult) => keyScope(req, apiResult)) : keyScope(req, r);
     },
 
     async resetQuota(keyHash: string, stored?: StoredSession): Promise<void> {

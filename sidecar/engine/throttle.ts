@@ -3,6 +3,8 @@
  * and is checked again, up to throttle_retry_limit times. Waiting is a timer (no worker held); the
  * number of requests waiting at once is bounded, and a request over the bound is refused at once.
  */
+import type { MaybePromise } from '../limiters/types.js';
+
 export type Sleep = (ms: number) => Promise<void>;
 export const realSleep: Sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -18,7 +20,7 @@ export class Throttle {
   }
 
   /** Re-runs `check` after each interval until it passes or the retries are used up. */
-  async retry<T extends { allowed: boolean }>(first: T, intervalS: number, retries: number, check: () => Promise<T>): Promise<T> {
+  async retry<T extends { allowed: boolean }>(first: T, intervalS: number, retries: number, check: () => MaybePromise<T>): Promise<T> {
     let r = first;
     for (let i = 0; i < retries && !r.allowed; i++) {
       if (this.waiting >= this.maxWaiting) return r;

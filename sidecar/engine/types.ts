@@ -4,6 +4,7 @@
  */
 import type { CompiledApi } from '../config/types.js';
 import type { StoredSession } from '../../lib/sessions.js';
+import type { MaybePromise } from '../limiters/types.js';
 
 export interface HeaderNumbers {
   limit: number;
@@ -29,5 +30,6 @@ export type Verdict =
   | { kind: 'quota_exceeded'; headers?: HeaderNumbers; retryAfter: number };
 
 export interface Engine {
-  check(req: CheckRequest): Promise<Verdict>;
+  /** Synchronous when every limit involved is in process; a promise when the store answers. */
+  check(req: CheckRequest): MaybePromise<Verdict>;
 }

@@ -33,7 +33,7 @@ export class DrlLimiter implements Limiter {
     return Math.max(1, limit.rate / Math.max(1, this.peers()));
   }
 
-  async check(bucketKey: string, limit: LimitSpec): Promise<LimitResult> {
+  check(bucketKey: string, limit: LimitSpec): LimitResult {
     const now = this.clock.now();
     if (limit.rate <= 0) return result(false, 0, 0, now, now + Math.max(1, limit.per * 1000));
     const capacity = this.share(limit);

@@ -5,7 +5,7 @@
  */
 import type { Clock } from '../../lib/clock.js';
 import type { LimitSpec } from '../config/types.js';
-import { allowanceOf, result, type Limiter, type LimitResult } from './types.js';
+import { allowanceOf, result, type Limiter, type LimitResult, type MaybePromise } from './types.js';
 
 export type FailureMode = 'open' | 'closed';
 
@@ -43,15 +43,22 @@ export class WithFailureMode implements Limiter {
     this.name = inner.name;
   }
 
-  async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
+  check(bucket: string, limit: LimitSpec): MaybePromise<LimitResult> {
+    let r: MaybePromise<LimitResult>;
     try {
-      return await withDeadline(this.inner.check(bucket, limit), this.deadlineMs);
+      r = this.inner.check(bucket, limit);
     } catch (e) {
-      this.onError(asError(e));
-      const now = this.clock.now();
-      const allowance = allowanceOf(limit.rate);
-      return this.mode === 'open' ? result(true, allowance, allowance, now, now) : result(false, allowance, 0, now, now + 1000);
+      return this.failed(e, limit);
     }
+    if (!(r instanceof Promise)) return r;
+    return withDeadline(r, this.deadlineMs).catch((e: unknown) => this.failed(e, limit));
+  }
+
+  private failed(e: unknown, limit: LimitSpec): LimitResult {
+    this.onError(asError(e));
+    const now = this.clock.now();
+    const allowance = allowanceOf(limit.rate);
+    return this.mode === 'open' ? result(true, allowance, allowance, now, now) : result(false, allowance, 0, now, now + 1000);
   }
 
   async reset(bucket: string): Promise<void> {

@@ -29,7 +29,7 @@ export class MemoryFixedWindow implements Limiter {
     this.counters = new ExpiringMap(clock);
   }
 
-  async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
+  check(bucket: string, limit: LimitSpec): LimitResult {
     const now = this.clock.now();
     const w = fixedWindow(now, limit.per);
     let c = this.counters.get(bucket, now);

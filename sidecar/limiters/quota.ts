@@ -8,6 +8,7 @@ import { ExpiringMap } from '../../lib/store/memory.js';
 import type { StoreClient } from '../../lib/store/redis.js';
 import { defineScript, type ScriptRunner } from '../../lib/store/scripts.js';
 import { storeKeys } from '../../lib/store/keys.js';
+import type { MaybePromise } from './types.js';
 
 export interface QuotaSpec {
   max: number;
@@ -30,7 +31,8 @@ export interface QuotaState {
 }
 
 export interface QuotaStore {
-  consume(bucket: string, q: QuotaSpec): Promise<QuotaResult>;
+  /** Synchronous in memory, a promise from the store. */
+  consume(bucket: string, q: QuotaSpec): MaybePromise<QuotaResult>;
   read(bucket: string, q: QuotaSpec): Promise<QuotaState>;
   reset(bucket: string): Promise<void>;
 }
@@ -48,7 +50,7 @@ export class MemoryQuota implements QuotaStore {
     this.state = new ExpiringMap(clock);
   }
 
-  async consume(bucket: string, q: QuotaSpec): Promise<QuotaResult> {
+  consume(bucket: string, q: QuotaSpec): QuotaResult {
     const now = this.clock.now();
     let s = this.state.get(bucket, now);
     if (!s) {

@@ -33,11 +33,11 @@ export class MemorySentinel implements Limiter {
     this.log = new MemorySlidingLog(clock, onSmoothing, smoothingEnabled);
   }
 
-  async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
+  check(bucket: string, limit: LimitSpec): LimitResult {
     const now = this.clock.now();
     const until = this.sentinels.get(bucket, now);
     if (until !== undefined) return result(false, allowanceOf(limit.rate), 0, now, until);
-    const r = this.log.checkSync(bucket, limit);
+    const r = this.log.check(bucket, limit);
     const win = limit.per * 1000;
     if (!r.allowed || r.remaining === 0) this.sentinels.set(bucket, now + win, now + win);
     if (!r.allowed) return result(false, r.limit, 0, now, now + win);

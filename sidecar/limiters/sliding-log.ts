@@ -34,11 +34,7 @@ export class MemorySlidingLog implements Limiter {
     this.smooth = new ExpiringMap(clock);
   }
 
-  async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
-    return this.checkSync(bucket, limit);
-  }
-
-  checkSync(bucket: string, limit: LimitSpec): LimitResult {
+  check(bucket: string, limit: LimitSpec): LimitResult {
     const now = this.clock.now();
     const win = windowMs(limit.per);
     const log = this.logs.get(bucket, now) ?? [];

@@ -24,9 +24,13 @@ export interface SmoothingEvent {
 /** Receives smoothing events and the new allowance (for a gauge). */
 export type SmoothingListener = (e: SmoothingEvent, allowance: number) => void;
 
+/** A value now (in-process limiters) or later (the store's): the request path stays synchronous when it can. */
+export type MaybePromise<T> = T | Promise<T>;
+
 export interface Limiter {
   readonly name: string;
-  check(bucket: string, limit: LimitSpec): Promise<LimitResult>;
+  /** In-process limiters answer synchronously; store-backed ones with a promise. */
+  check(bucket: string, limit: LimitSpec): MaybePromise<LimitResult>;
   /** Forget a bucket (tests, key deletion). */
   reset?(bucket: string): Promise<void>;
 }

@@ -8,16 +8,18 @@ import type { Clock } from '../../lib/clock.js';
 import type { StoredSession } from '../../lib/sessions.js';
 import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
 import type { CompiledConfig } from '../config/types.js';
-import type { Engine, Verdict } from '../engine/types.js';
+import type { CheckRequest, Engine, Verdict } from '../engine/types.js';
+import type { MaybePromise } from '../limiters/types.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { accessAllowed, extractKey, keyHashOf, sessionUsable } from './auth.js';
 import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
 import { route } from './router.js';
-import { forward, Upstreams } from './upstream.js';
+import { forward, Upstreams, type Forwarding } from './upstream.js';
 
 export interface GatewayDeps {
   config(): CompiledConfig;
-  lookupSession(keyHash: string): Promise<StoredSession | undefined>;
+  /** The session of a key hash: synchronous when the store knows it without I/O. */
+  lookupSession(keyHash: string): MaybePromise<StoredSession | undefined>;
   /** Effective access rights of a session (policies applied); an Error when its policies cannot be resolved. */
   accessRights(stored: StoredSession, config: CompiledConfig): Record<string, AccessDefinitionT> | null | undefined | Error;
   engine: Engine;
@@ -58,7 +60,19 @@ function targetOf(url: string): { origin: string; basePath: string } {
 
 const STATUS_CLASS = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 
-export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingMessage, res: ServerResponse): Promise<void>; upstreams: Upstreams } {
+/** One request through the gateway: the engine's CheckRequest and forward()'s Forwarding in one object. */
+interface Exchange extends CheckRequest, Forwarding {
+  config: CompiledConfig;
+  url: string;
+  /** Index of '?' in url, -1 without a query. */
+  q: number;
+  /** url without the query. (`path` is the path relative to the API's listen path.) */
+  urlPath: string;
+  /** performance.now() when the decision, then the upstream call, started. */
+  t0: number;
+}
+
+export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingMessage, res: ServerResponse): void; upstreams: Upstreams } {
   const upstreams = new Upstreams({ timeoutMs: deps.upstreamTimeoutMs ?? 30_000 });
   const { metrics } = deps;
   // labelled metric children per api (and status class), resolved once instead of on every request
@@ -89,56 +103,91 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
     h.observe(seconds);
   };
 
-  /** Never rejects: a failure is logged and answered 500 here, so the server needs no catch (a promise and a closure) per request. */
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** Anything unexpected: logged, answered 500 (or the connection dropped once the answer has begun). */
+  function fail(res: ServerResponse, e: unknown, what = 'request failed', x?: Exchange): void {
+    deps.logger.error({ err: (e as Error)?.message ?? String(e), ...(x ? { api: x.api.api_id } : {}) }, what);
+    if (x) countRequest(x.api.api_id, 500);
+    if (!res.headersSent) sendJson(res, 500, { error: 'Internal error' });
+    else res.destroy();
+  }
+
+  /**
+   * The steps of a request, each a function of its Exchange: route and key (handle) → session checks
+   * (authorise) → limits (decide) → answer or forward (decided) → metrics (forwarded). A step that waits
+   * for the store continues with .then; with sessions and limits in process the request runs
+   * synchronously into undici, with no promise or async frame of gw's own.
+   */
+  function handle(req: IncomingMessage, res: ServerResponse): void {
     try {
       const url = req.url ?? '/';
       const q = url.indexOf('?');
-      const path = q === -1 ? url : url.slice(0, q);
-      if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
-      if (path === '/readyz') return sendJson(res, deps.ready() ? 200 : 503, { status: deps.ready() ? 'ready' : 'not ready' });
+      const urlPath = q === -1 ? url : url.slice(0, q);
+      if (urlPath === '/healthz') return sendJson(res, 200, { status: 'ok' });
+      if (urlPath === '/readyz') return sendJson(res, deps.ready() ? 200 : 503, { status: deps.ready() ? 'ready' : 'not ready' });
 
       const config = deps.config();
-      const r = route(config.apis, path);
+      const r = route(config.apis, urlPath);
       if (!r || !r.api.active) return sendJson(res, 404, { error: ERRORS.notFound });
-      const { api, relPath } = r;
-      const method = (req.method ?? 'GET').toUpperCase();
+      const { api } = r;
+      const x: Exchange = {
+        req, res, api, config, url, q, urlPath,
+        method: (req.method ?? 'GET').toUpperCase(),
+        path: r.relPath,
+        keyHash: undefined, session: undefined, rateLimit: undefined,
+        status: 0, t0: 0, done: forwarded,
+      };
+      if (api.keyless) return decide(x);
 
-      let keyHash: string | undefined;
-      let session: StoredSession | undefined;
-      if (!api.keyless) {
-        // authentication (auth.ts), inline: 401 without a key, 403 for an unknown, inactive or expired one
-        const key = extractKey(req.headers, api.authHeader);
-        if (!key) {
-          countRequest(api.api_id, 401);
-          return sendJson(res, 401, { error: ERRORS.authMissing });
-        }
-        const nowSeconds = Math.floor(deps.clock.now() / 1000);
-        keyHash = keyHashOf(key);
-        const found = await deps.lookupSession(keyHash);
-        if (!sessionUsable(found, nowSeconds)) {
-          countRequest(api.api_id, 403);
-          return sendJson(res, 403, { error: ERRORS.disallowed });
-        }
-        session = found;
-        const rights = deps.accessRights(session, config);
-        if (rights instanceof Error || !accessAllowed(rights, api, method, relPath)) {
-          countRequest(api.api_id, 403);
-          return sendJson(res, 403, { error: ERRORS.disallowed });
-        }
+      // authentication (auth.ts), inline: 401 without a key, 403 for an unknown, inactive or expired one
+      const key = extractKey(req.headers, api.authHeader);
+      if (!key) {
+        countRequest(api.api_id, 401);
+        return sendJson(res, 401, { error: ERRORS.authMissing });
       }
+      x.keyHash = keyHashOf(key);
+      const found = deps.lookupSession(x.keyHash);
+      if (found instanceof Promise) found.then((s) => authorise(x, s), (e: unknown) => fail(res, e));
+      else authorise(x, found);
+    } catch (e) {
+      fail(res, e);
+    }
+  }
 
-      const t0 = performance.now();
-      let verdict: Verdict;
-      try {
-        verdict = await deps.engine.check({ api, method, path: relPath, keyHash, session });
-      } catch (e) {
-        deps.logger.error({ err: (e as Error).message, api: api.api_id }, 'limiter failed');
-        countRequest(api.api_id, 500);
-        return sendJson(res, 500, { error: 'Internal error' });
+  function authorise(x: Exchange, found: StoredSession | undefined): void {
+    try {
+      const { api } = x;
+      if (!sessionUsable(found, Math.floor(deps.clock.now() / 1000))) {
+        countRequest(api.api_id, 403);
+        return sendJson(x.res, 403, { error: ERRORS.disallowed });
       }
-      metrics.decision.observe((performance.now() - t0) / 1000);
+      x.session = found;
+      const rights = deps.accessRights(found, x.config);
+      if (rights instanceof Error || !accessAllowed(rights, api, x.method, x.path)) {
+        countRequest(api.api_id, 403);
+        return sendJson(x.res, 403, { error: ERRORS.disallowed });
+      }
+      decide(x);
+    } catch (e) {
+      fail(x.res, e);
+    }
+  }
 
+  function decide(x: Exchange): void {
+    x.t0 = performance.now();
+    let v: MaybePromise<Verdict>;
+    try {
+      v = deps.engine.check(x);
+    } catch (e) {
+      return fail(x.res, e, 'limiter failed', x);
+    }
+    if (v instanceof Promise) v.then((verdict) => decided(x, verdict), (e: unknown) => fail(x.res, e, 'limiter failed', x));
+    else decided(x, v);
+  }
+
+  function decided(x: Exchange, verdict: Verdict): void {
+    try {
+      const { api, res } = x;
+      metrics.decision.observe((performance.now() - x.t0) / 1000);
       if (verdict.kind !== 'allow') {
         const { status, error, scope } = refusal(verdict);
         if (scope === 'quota') metrics.quotaExceeded.inc({ api: api.api_id });
@@ -146,28 +195,30 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
         countRequest(api.api_id, status);
         return sendJson(res, status, { error }, rateLimitHeaders(verdict.headers, verdict.retryAfter));
       }
-
-      if (deps.streams?.tryHandle(api.api_id, relPath, req, res)) {
+      if (deps.streams?.tryHandle(api.api_id, x.path, x.req, res)) {
         countRequest(api.api_id, 202);
         return;
       }
-
       const target = deps.upstreamOverride ?? api.targetUrl;
       if (!target) {
         countRequest(api.api_id, 502);
         return sendJson(res, 502, { error: 'No upstream configured for this API' });
       }
       const { origin, basePath } = targetOf(target);
-      const forwardPath = (api.strip ? basePath + relPath : basePath + path) + (q === -1 ? '' : url.slice(q));
-      const u0 = performance.now();
-      const status = await forward(upstreams, origin, forwardPath || '/', req, res, verdict.headers);
-      observeUpstream(api.api_id, (performance.now() - u0) / 1000);
-      countRequest(api.api_id, status);
+      const forwardPath = (api.strip ? basePath + x.path : basePath + x.urlPath) + (x.q === -1 ? '' : x.url.slice(x.q));
+      x.rateLimit = verdict.headers;
+      x.t0 = performance.now();
+      forward(upstreams, origin, forwardPath || '/', x);
     } catch (e) {
-      deps.logger.error({ err: (e as Error).message }, 'request failed');
-      if (!res.headersSent) sendJson(res, 500, { error: 'Internal error' });
-      else res.destroy();
+      fail(x.res, e);
     }
+  }
+
+  /** Forwarding.done: the upstream exchange is over. */
+  function forwarded(f: Forwarding): void {
+    const x = f as Exchange;
+    observeUpstream(x.api.api_id, (performance.now() - x.t0) / 1000);
+    countRequest(x.api.api_id, x.status);
   }
 
   return { handle, upstreams };
@@ -175,6 +226,6 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
 
 export function createGatewayServer(deps: GatewayDeps): { server: Server; close(): Promise<void> } {
   const { handle, upstreams } = createGatewayHandler(deps);
-  const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => void handle(req, res));
+  const server = createServer({ keepAliveTimeout: 5_000 }, handle);
   return { server, close: () => upstreams.close() };
 }

@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
-import { Pool, errors, stream } from '../../lib/http/undici.js';
+import { Pool, errors, streamTo } from '../../lib/http/undici.js';
 import type { HeaderNumbers } from '../engine/types.js';
 import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
 
@@ -108,42 +108,60 @@ function clientGoneSignal(req: IncomingMessage): EventEmitter {
   return gone;
 }
 
-/** Forwards req to origin+path and streams the answer into res. Never throws. */
-export async function forward(
-  upstreams: Upstreams,
-  origin: string,
-  path: string,
-  req: IncomingMessage,
-  res: ServerResponse,
-  rateLimit: HeaderNumbers | undefined,
-): Promise<number> {
-  const clientGone = clientGoneSignal(req);
-  const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
-  let status = 502;
-  try {
-    await stream(
-      upstreams.pool(origin),
-      {
-        path,
-        method: (req.method ?? 'GET') as 'GET',
-        headers: requestHeaders(req),
-        body: hasBody ? req : null,
-        signal: clientGone,
-      },
-      ({ statusCode, headers }) => {
-        status = statusCode;
-        res.writeHead(statusCode, responseHeaders(headers, rateLimit));
-        return res;
-      },
-    );
-  } catch (e) {
+/** One forwarded request: what forward() needs and what it reports (the gateway's per-request object). */
+export interface Forwarding {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** Our X-RateLimit-* numbers for the response (undefined: none). */
+  rateLimit: HeaderNumbers | undefined;
+  /** The answer's status: the upstream's, or 502 / 504 when it failed. */
+  status: number;
+  /** Called once the exchange is over (response ended, or failed and answered). */
+  done(f: Forwarding): void;
+}
+
+/** undici calls this with the upstream's status and headers; the response body streams into res. */
+function startResponse({ statusCode, headers, opaque }: { statusCode: number; headers: Record<string, string | string[] | undefined>; opaque: unknown }): ServerResponse {
+  const f = opaque as Forwarding;
+  f.status = statusCode;
+  f.res.writeHead(statusCode, responseHeaders(headers, f.rateLimit));
+  return f.res;
+}
+
+function finished(err: Error | null, data: { opaque: unknown }): void {
+  const f = data.opaque as Forwarding;
+  if (err) {
+    const { res } = f;
     if (!res.headersSent) {
-      const timeout = e instanceof errors.HeadersTimeoutError || e instanceof errors.BodyTimeoutError;
-      status = timeout ? 504 : 502;
-      sendJson(res, status, { error: timeout ? ERRORS.timeout : ERRORS.upstream });
+      const timeout = err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError;
+      f.status = timeout ? 504 : 502;
+      sendJson(res, f.status, { error: timeout ? ERRORS.timeout : ERRORS.upstream });
     } else {
       res.destroy();
     }
   }
-  return status;
+  f.done(f);
+}
+
+/**
+ * Forwards f.req to origin+path and streams the answer into f.res; f.done(f) when it is over. Never
+ * throws. undici's callback form with `opaque`: no promise, async frame or closure per request.
+ */
+export function forward(upstreams: Upstreams, origin: string, path: string, f: Forwarding): void {
+  const { req } = f;
+  const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+  f.status = 502;
+  streamTo(
+    upstreams.pool(origin),
+    {
+      path,
+      method: (req.method ?? 'GET') as 'GET',
+      headers: requestHeaders(req),
+      body: hasBody ? req : null,
+      signal: clientGoneSignal(req),
+      opaque: f,
+    },
+    startResponse,
+    finished,
+  );
 }

@@ -30,7 +30,7 @@ function engines(clients: StoreClient[], algo: Record<string, unknown>, clock: M
 
 /** n checks at once, round-robin over the engines; admitted per engine. */
 async function burst(es: GatewayEngine[], api: CompiledApi, n: number): Promise<number[]> {
-  const vs = await Promise.all(Array.from({ length: n }, (_, i) => es[i % es.length]!.check({ api, method: 'GET', path: '/' }).then((v) => ({ i: i % es.length, ok: v.kind === 'allow' }))));
+  const vs = await Promise.all(Array.from({ length: n }, (_, i) => Promise.resolve(es[i % es.length]!.check({ api, method: 'GET', path: '/' })).then((v) => ({ i: i % es.length, ok: v.kind === 'allow' }))));
   const per = es.map(() => 0);
   for (const v of vs) if (v.ok) per[v.i]!++;
   return per;

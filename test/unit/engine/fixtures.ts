@@ -110,7 +110,7 @@ export const CURVE_EVENTS: [number, string, number, number][] = [
 
 /** Drives a limiter with CURVE; returns events as [second, event, old, new] and the allowance after each second. */
 export async function driveCurve(
-  check: (now: number) => Promise<{ limit: number }>,
+  check: (now: number) => { limit: number } | Promise<{ limit: number }>,
   clock: ManualClock,
   events: SmoothingEvent[],
 ): Promise<{ events: [number, string, number, number][]; allowance: number[] }> {
