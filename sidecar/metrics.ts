@@ -1,13 +1,15 @@
 /** Prometheus metrics of the gateway (prom-client). Labels carry api ids and scopes, never keys. */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { HotCounter, HotHistogram } from './hot-metrics.js';
 
 export class GatewayMetrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({ name: 'gw_requests_total', help: 'Requests by API and status class', labelNames: ['api', 'code'], registers: [this.registry] });
+  // written on every request: plain numbers read at scrape time (hot-metrics.ts)
+  readonly requests = new HotCounter('gw_requests_total', 'Requests by API and status class', ['api', 'code'], this.registry);
   readonly rateLimited = new Counter({ name: 'gw_rate_limited_total', help: 'Requests refused by a rate limit, by API and scope', labelNames: ['api', 'scope'], registers: [this.registry] });
   readonly quotaExceeded = new Counter({ name: 'gw_quota_exceeded_total', help: 'Requests refused by a quota', labelNames: ['api'], registers: [this.registry] });
-  readonly decision = new Histogram({ name: 'gw_decision_seconds', help: 'Time to decide allow/deny', buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05], registers: [this.registry] });
-  readonly upstream = new Histogram({ name: 'gw_upstream_seconds', help: 'Upstream latency', labelNames: ['api'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5], registers: [this.registry] });
+  readonly decision = new HotHistogram('gw_decision_seconds', 'Time to decide allow/deny', [], [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05], this.registry);
+  readonly upstream = new HotHistogram('gw_upstream_seconds', 'Upstream latency', ['api'], [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5], this.registry);
   readonly storeErrors = new Counter({ name: 'gw_store_errors_total', help: 'Errors talking to the shared store', registers: [this.registry] });
   readonly drlPeers = new Gauge({ name: 'gw_drl_peers', help: 'Live gateways in the DRL group', registers: [this.registry] });
   readonly smoothingAllowance = new Gauge({ name: 'gw_smoothing_allowance', help: 'Current smoothing allowance', labelNames: ['api'], registers: [this.registry] });
