@@ -3,7 +3,7 @@
  * ConfigMap (watched), sessions and shared limiter state from Redis.
  */
 import { createLogger } from '../lib/logger.js';
-import { createStoreClient } from '../lib/store/redis.js';
+import { createStoreClient, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
 import { loadGatewayOptions } from '../lib/options.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createKubeApi } from '../lib/kube/api.js';
@@ -41,7 +41,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   }
   const kube = createKubeApi(await loadKubeConnection(flags.kubeconfig));
   const metrics = new GatewayMetrics();
-  const redis = flags.redis ? createStoreClient(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
+  const redis = flags.redis ? createStoreClient(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
   redis?.on('error', () => metrics.storeErrors.inc());
   let sessions: SessionStore;
   if (redis) {

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { createLogger } from '../lib/logger.js';
-import { createStoreClient } from '../lib/store/redis.js';
+import { createStoreClient, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
 import { loadGatewayOptions } from '../lib/options.js';
 import { MemorySessionStore } from '../lib/sessions.js';
 import { RedisSessionStore } from '../lib/sessions-redis.js';
@@ -47,7 +47,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   }
 
   const metrics = new GatewayMetrics();
-  const redis = flags.redis ? createStoreClient(flags.redis, { maxRetriesPerRequest: 1 }) : undefined;
+  const redis = flags.redis ? createStoreClient(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1 }) : undefined;
   redis?.on('error', () => metrics.storeErrors.inc());
   const sessions = redis ? new RedisSessionStore(redis, logger) : new MemorySessionStore();
   const source = new DirSource(flags.resources, logger, (errs) => metrics.configErrors.inc(errs.length));

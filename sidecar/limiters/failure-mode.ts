@@ -22,11 +22,20 @@ export class StoreDeadlineError extends Error {
 /** `p`, or a StoreDeadlineError after `ms` (0 or Infinity = no deadline). A late answer is dropped. */
 export function withDeadline<T>(p: Promise<T>, ms: number): Promise<T> {
   if (!(ms > 0) || ms === Infinity) return p;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreDeadlineError(ms)), ms);
+  // one promise and one timer per call (no race, no finally): this runs for every store-backed check
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new StoreDeadlineError(ms)), ms);
+    p.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
   });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 export const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));

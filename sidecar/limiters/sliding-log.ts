@@ -11,7 +11,7 @@
  */
 import type { Clock } from '../../lib/clock.js';
 import { ExpiringMap } from '../../lib/store/memory.js';
-import type { StoreClient } from '../../lib/store/redis.js';
+import { coalesceWrites, type StoreClient } from '../../lib/store/redis.js';
 import { defineScript, type ScriptRunner } from '../../lib/store/scripts.js';
 import { bucketKeys, storeKeys, uniqueMember } from '../../lib/store/keys.js';
 import type { LimitSpec } from '../config/types.js';
@@ -138,7 +138,7 @@ export interface LogWrite {
 export class RedisLogScript {
   private readonly run: ScriptRunner<ScriptReply>;
   constructor(
-    redis: StoreClient,
+    private readonly redis: StoreClient,
     private readonly smoothingEnabled: boolean,
     private readonly onSmoothing: SmoothingListener,
   ) {
@@ -151,6 +151,7 @@ export class RedisLogScript {
     const k = bucketKeys(bucket);
     const args: (string | number)[] = [now, win, limit.rate, uniqueMember(now), writeSentinel ? '1' : '0'];
     if (smooth) args.push(smooth.threshold, smooth.step, smooth.trigger, Math.round(smooth.delay * 1000));
+    coalesceWrites(this.redis);
     const [allowed, n, allowanceStr, nextStr, ev, oldStr] = await this.run([k.log, k.smoothing, k.sentinel], args);
     const allowance = Number(allowanceStr);
     if (ev !== 0) {
