@@ -16,7 +16,7 @@ import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime } from '../sidecar/runtime.js';
 import { SMOOTHING_CHANNEL, type SmoothingEventPayloadT } from '../lib/events.js';
 import { onShutdown } from './shutdown.js';
-import { releaseStartupMemory, tuneHeapForProxying } from '../sidecar/heap-tuning.js';
+import { tuneHeapForProxying } from '../sidecar/heap-tuning.js';
 import type { CompiledConfig } from '../sidecar/config/types.js';
 
 export interface SidecarFlags {
@@ -88,7 +88,6 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   const ops = createOpsServer(metrics.registry, runtime.ready);
   const gwAddr = await listen(runtime.server, flags.listen, '--listen');
   const opsAddr = await listen(ops, flags.metricsListen, '--metrics-listen');
-  releaseStartupMemory();
   logger.info({ listen: gwAddr, metrics: opsAddr, namespace: flags.namespace, group: flags.group }, 'gw sidecar ready');
   onShutdown(logger, async () => {
     source.stop();

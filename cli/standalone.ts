@@ -20,7 +20,7 @@ import { liveQuota } from '../controller/facade/live-quota.js';
 import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime, type GatewayRuntime } from '../sidecar/runtime.js';
 import { onShutdown } from './shutdown.js';
-import { releaseStartupMemory, tuneHeapForProxying } from '../sidecar/heap-tuning.js';
+import { tuneHeapForProxying } from '../sidecar/heap-tuning.js';
 
 export interface StandaloneFlags {
   resources: string;
@@ -98,7 +98,6 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   const admin = createOpsServer(metrics.registry, isReady, (req, res) => facade.emit('request', req, res));
   const adminAddr = await listen(admin, flags.adminListen, '--admin-listen');
   ready = true;
-  releaseStartupMemory();
   process.stdout.write(`gw standalone ready: gateway http://${gwAddr} admin http://${adminAddr}\n`);
 
   onShutdown(logger, async () => {
