@@ -1,6 +1,6 @@
 /**
  * V8 heap settings of the gateway processes (`gw sidecar`, `gw standalone`), each measured in
- * `make bench` (docs/benchmarks.md, "heap tuning"):
+ * `make bench` (docs/benchmarks.md, run H):
  * - Allocation-site pretenuring off. Under proxy load V8 decided that some of undici's and node:http's
  *   per-request allocation sites outlive a scavenge and allocated them straight into the old
  *   generation: ~4 MB of dead requests promoted per scavenge, a Mark-Compact every few seconds, and
