@@ -11,4 +11,24 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
+  {
+    // Product code takes Node's built-ins from process.getBuiltinModule(), not `import`: an ES import of a
+    // built-in builds its namespace by running every lazy getter (node:http's loads Node's bundled fetch
+    // and WebSocket, node:crypto's webcrypto), memory every gw process would carry (docs/benchmarks.md, run I).
+    files: ['cli/**/*.ts', 'controller/**/*.ts', 'sidecar/**/*.ts', 'lib/**/*.ts', 'streams/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^node:',
+              allowTypeImports: true,
+              message: "use process.getBuiltinModule('node:…') for values (types may be imported)",
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

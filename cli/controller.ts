@@ -6,7 +6,7 @@
  * thread only forwards SIGTERM/SIGINT (graceful drain in the worker) and exits with the worker's code.
  * GW_CONTROLLER_THREAD=off runs everything in the main thread.
  */
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+const { isMainThread, parentPort, Worker, workerData } = process.getBuiltinModule('node:worker_threads');
 
 export interface ControllerFlags {
   kubeconfig?: string;

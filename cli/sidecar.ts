@@ -16,7 +16,7 @@ import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime } from '../sidecar/runtime.js';
 import { SMOOTHING_CHANNEL, type SmoothingEventPayloadT } from '../lib/events.js';
 import { onShutdown } from './shutdown.js';
-import { tuneHeapForProxying } from '../sidecar/heap-tuning.js';
+import { releaseStartupMemory, tuneHeapForProxying } from '../sidecar/heap-tuning.js';
 import type { CompiledConfig } from '../sidecar/config/types.js';
 
 export interface SidecarFlags {
@@ -86,6 +86,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   onConfig = (c) => void runtime.applyConfig(c);
   await runtime.applyConfig(source.current());
   const ops = createOpsServer(metrics.registry, runtime.ready);
+  releaseStartupMemory();
   const gwAddr = await listen(runtime.server, flags.listen, '--listen');
   const opsAddr = await listen(ops, flags.metricsListen, '--metrics-listen');
   logger.info({ listen: gwAddr, metrics: opsAddr, namespace: flags.namespace, group: flags.group }, 'gw sidecar ready');

@@ -2,8 +2,6 @@
  * `gw standalone`: the gateway, the facade and the resources in one process. Resources come from a
  * watched directory of manifests; sessions live in memory (or Redis with --redis).
  */
-import { randomBytes } from 'node:crypto';
-import { statSync } from 'node:fs';
 import { createLogger } from '../lib/logger.js';
 import { createStoreClient, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
 import { loadGatewayOptions } from '../lib/options.js';
@@ -20,7 +18,9 @@ import { liveQuota } from '../controller/facade/live-quota.js';
 import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime, type GatewayRuntime } from '../sidecar/runtime.js';
 import { onShutdown } from './shutdown.js';
-import { tuneHeapForProxying } from '../sidecar/heap-tuning.js';
+import { releaseStartupMemory, tuneHeapForProxying } from '../sidecar/heap-tuning.js';
+const { randomBytes } = process.getBuiltinModule('node:crypto');
+const { statSync } = process.getBuiltinModule('node:fs');
 
 export interface StandaloneFlags {
   resources: string;
@@ -93,6 +93,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     },
   });
 
+  releaseStartupMemory();
   const gwAddr = await listen(runtime.server, flags.listen, '--listen');
   const facade = createFacadeServer({ backend, options, gatewayOrigins: [`http://${gwAddr}`], logger, ready: () => ready });
   const admin = createOpsServer(metrics.registry, isReady, (req, res) => facade.emit('request', req, res));

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+const { createHash, timingSafeEqual } = process.getBuiltinModule('node:crypto');
 
 export function sha256hex(value: string): string {
   return createHash('sha256').update(value, 'utf8').digest('hex');

@@ -2,11 +2,11 @@
  * Reads YAML/JSON manifests (multi-document) into validated resources. Every error names the file,
  * the document index, the field path and the rule; a bad document never stops the good ones.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { RESOURCE_SCHEMAS, type AnyResource } from '../crds/kinds.js';
 import { formatZodError } from './errors.js';
+const { readdirSync, readFileSync, statSync } = process.getBuiltinModule('node:fs');
+const { join, relative } = process.getBuiltinModule('node:path');
 
 export interface LoadError {
   file: string;

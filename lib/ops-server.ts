@@ -1,6 +1,7 @@
 /** /healthz, /readyz and /metrics on a process's metrics (or admin) listener. */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
+const { createServer } = process.getBuiltinModule('node:http');
 
 /** A JSON answer with its length (the ops endpoints, the webhook). */
 export function json(res: ServerResponse, status: number, body: unknown): void {

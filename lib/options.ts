@@ -1,8 +1,8 @@
 /** Gateway configuration file (--config, YAML). Option names follow SPEC.md §1. */
-import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { formatZodError } from './errors.js';
+const { readFileSync } = process.getBuiltinModule('node:fs');
 
 export const GatewayOptions = z.strictObject({
   secret: z.string().min(1).optional(),

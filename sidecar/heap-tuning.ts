@@ -1,18 +1,34 @@
 /**
- * V8 heap settings of the gateway processes (`gw sidecar`, `gw standalone`), each measured in
- * `make bench` (docs/benchmarks.md, run H):
+ * V8 heap settings of the gateway processes (`gw sidecar`, `gw standalone`), each measured
+ * (docs/benchmarks.md, runs H and I):
  * - Allocation-site pretenuring off. Under proxy load V8 decided that some of undici's and node:http's
  *   per-request allocation sites outlive a scavenge and allocated them straight into the old
  *   generation: ~4 MB of dead requests promoted per scavenge, a Mark-Compact every few seconds, and
  *   2–3 µs more CPU per request. Without it they die young like the bare proxy's.
- * Tried and not kept: one memory-reducing full GC once the gateway is up (`gc({ type: 'major',
- * flavor: 'last-resort' })` through --expose-gc). It takes the idle RSS from ~104 to ~82 MB, but
- * after any idle period of ~40 s the gateway then ran ~15 % slower for minutes (docs/benchmarks.md,
- * run H), which costs users more than the 22 MB.
+ * - One memory-reducing full GC when start-up is done, before the listeners open. Start-up (module
+ *   loading, schema building, the first config) grows the young generation to its maximum and leaves
+ *   garbage an idle process would keep: idle RSS ~92 → ~77 MB (`gw standalone`, docs/benchmarks.md,
+ *   run I). That GC also arms V8's memory reducer, so after traffic the gateway hands its heap back
+ *   once it has been idle a while: 104 MB instead of ~245 MB after 45 s without requests. The price is
+ *   paid when traffic returns after such an idle period: the heap grows back, and the first ~5 s of
+ *   saturating load cost ~60 % more CPU per request (81 against 48 µs), the windows after that the same.
+ *   (Run H measured the same slowdown and dropped the GC; run I measured what it buys after idle.)
  */
-import { setFlagsFromString } from 'node:v8';
+const { setFlagsFromString } = process.getBuiltinModule('node:v8');
+const { runInNewContext } = process.getBuiltinModule('node:vm');
 
 /** Call first thing in the process, before the request path runs. */
 export function tuneHeapForProxying(): void {
   setFlagsFromString('--no-allocation-site-pretenuring');
+}
+
+type GcOptions = { type: 'major'; execution: 'sync'; flavor: 'last-resort' };
+
+/** Call once start-up is done, before the listeners open (no request can wait on it). Synchronous, ~50–90 ms. */
+export function releaseStartupMemory(): void {
+  // `gc` exists only in contexts created while --expose-gc is set
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as (o: GcOptions) => void;
+  setFlagsFromString('--no-expose-gc');
+  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }

@@ -1,7 +1,7 @@
 /** The request body of a client command: --body JSON, --body-file FILE, or `-` (either flag) for stdin. */
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ClientError, Exit } from './exit-codes.js';
+const { readFileSync } = process.getBuiltinModule('node:fs');
 
 export interface BodyFlags {
   body?: string;

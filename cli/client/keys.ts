@@ -1,11 +1,11 @@
 /** `gw keys create|update|get|delete|list`: /gw/keys of the facade (X-Gw-Authorization). */
-import { randomBytes } from 'node:crypto';
 import { Command } from 'commander';
 import { readBody, type BodyFlags } from './body.js';
 import { addConnectionOptions, resolveConnection, type ConnectionFlags } from './connection.js';
 import { ClientError, Exit, type ExitCode } from './exit-codes.js';
 import { callFacade, seg } from './http.js';
 import { clientAction, printJson, type OutputFlags } from './run.js';
+const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 type KeyFlags = ConnectionFlags & BodyFlags & OutputFlags & { hashed?: boolean; suppressReset?: boolean };
 

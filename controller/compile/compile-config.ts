@@ -2,10 +2,10 @@
  * The set of ApiDefinitions and Policies → CompiledConfig (what sidecars enforce). A bad or
  * conflicting ApiDefinition is reported and left out; the others still compile.
  */
-import { createHash } from 'node:crypto';
 import type { ApiDefinition, Policy } from '../../crds/kinds.js';
 import type { CompiledApi, CompiledConfig, CompiledPolicy } from '../../sidecar/config/types.js';
 import { compileApi } from './compile-api.js';
+const { createHash } = process.getBuiltinModule('node:crypto');
 
 export interface CompileProblem {
   kind: 'ApiDefinition' | 'Policy';

@@ -9,8 +9,6 @@
  *   function. Hand-written keys/clients are readable through the facade but not writable (ConflictError).
  * File I/O is synchronous on purpose: each operation is atomic with respect to the others.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import {
   AccessKeyResource,
@@ -36,6 +34,8 @@ import {
   type QuotaState,
   type ResourceBackend,
 } from './backend.js';
+const { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } = process.getBuiltinModule('node:fs');
+const { join } = process.getBuiltinModule('node:path');
 
 export interface DirBackendOptions {
   /** The standalone resources directory (facade files go to DIR/.gw/). */

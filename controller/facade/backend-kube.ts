@@ -5,7 +5,6 @@
  * for facade-made keys, see findKey): a key kept in a Secret (secretRef) is not visible to the facade in
  * a cluster.
  */
-import { randomUUID } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { Status } from '../../crds/schemas/common.js';
@@ -35,6 +34,7 @@ import {
   type QuotaState,
   type ResourceBackend,
 } from './backend.js';
+const { randomUUID } = process.getBuiltinModule('node:crypto');
 
 export interface KubeBackendOptions {
   kc: KubeConfig;

@@ -1,5 +1,4 @@
 /** /api/apis/oauth/{apiId}[/{clientId}]: OAuth clients of an API (bearer access token). */
-import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { FreeObject } from '../../crds/schemas/common.js';
 import type { OAuthClientSpecT } from '../../crds/schemas/oauth-client.js';
@@ -7,6 +6,7 @@ import { clientResourceName, clientSecretName, type ApiRef, type ClientRecord } 
 import { requireBearer } from './auth.js';
 import type { Route, RouteArgs } from './context.js';
 import { HttpError, readJson, sendJson, validate } from './http-util.js';
+const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 const ClientId = z.string().min(1).max(256).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 

@@ -3,7 +3,7 @@
  * through a ResourceBackend so one facade serves `gw standalone` (manifests directory) and `gw facade`
  * (custom resources). Logs name the route template, never the raw path (a keyID is a raw key).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Agent } from '../../lib/http/undici.js';
 import type { Logger } from '../../lib/logger.js';
 import type { GatewayOptionsT } from '../../lib/options.js';
@@ -15,6 +15,7 @@ import { DEFAULT_FACADE_RATE_LIMIT, FacadeLimiter, type FacadeRateLimit } from '
 import { keyRoutes } from './routes-keys.js';
 import { oauthRoutes } from './routes-oauth.js';
 import { normalizeOrigin, proxyRoutes } from './routes-proxy.js';
+const { createServer } = process.getBuiltinModule('node:http');
 
 export interface FacadeServerOptions {
   backend: ResourceBackend;

@@ -6,7 +6,6 @@
  * back after a disconnect, and when the store marker key vanished (FLUSHALL / failover to an empty
  * replica), so Redis drift is repaired within seconds and any other drift within one resync period.
  */
-import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../lib/logger.js';
 import { RedisSessionStore } from '../../lib/sessions-redis.js';
 import type { StoreClient } from '../../lib/store/redis.js';
@@ -25,6 +24,7 @@ import { SmoothingEvents } from './smoothing-events.js';
 import { StatusWriter } from './status.js';
 import { WorkQueue } from './work-queue.js';
 import { SecretIndex } from './secret-index.js';
+const { randomUUID } = process.getBuiltinModule('node:crypto');
 
 export const STORE_MARKER_KEY = 'gw:controller:marker';
 

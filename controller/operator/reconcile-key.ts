@@ -17,7 +17,6 @@
  * status.keyHash records the hash whose session this AccessKey owns (needed to clean up after a key
  * change or a deleted Secret); hashes are what Redis holds, never raw keys.
  */
-import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { AccessKeyResource, ApiDefinitionResource, PolicyResource, SecretResource, secretValue, type AccessKey } from '../../crds/kinds.js';
 import { sha256hex } from '../../lib/hash.js';
@@ -32,6 +31,7 @@ import { ensureFinalizer, firstIssue, MANAGED_BY, REFS, removeFinalizer, report,
 import type { KubeObject } from '../../lib/kube/informer.js';
 import { codeOf, resourcePath } from '../../lib/kube/api.js';
 import { notReady, ok, type Outcome } from './status.js';
+const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 export const KEY_FINALIZER = 'gw.io/session-cleanup';
 

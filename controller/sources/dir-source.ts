@@ -3,12 +3,13 @@
  * (fs.watch for speed, a 500 ms signature poll as a safety net). Bad documents are reported and
  * skipped; the good ones are kept.
  */
-import { statSync, watch, type FSWatcher } from 'node:fs';
-import { relative } from 'node:path';
+import type { FSWatcher } from 'node:fs';
 import type { AnyResource } from '../../crds/kinds.js';
 import type { Logger } from '../../lib/logger.js';
 import { formatLoadError, loadManifestDir, manifestFiles, type LoadError } from '../../lib/manifests.js';
 import { toSnapshot, type ResourceSnapshot } from './snapshot.js';
+const { statSync, watch } = process.getBuiltinModule('node:fs');
+const { relative } = process.getBuiltinModule('node:path');
 
 export class DirSource {
   private snapshot: ResourceSnapshot;

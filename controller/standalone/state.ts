@@ -2,9 +2,6 @@
  * Standalone's reconciler: the manifests directory → compiled config + sessions, the same job the
  * operator does in a cluster (ConfigMaps + Redis), done in process.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { stringify } from 'yaml';
 import type { Logger } from '../../lib/logger.js';
 import type { SessionStore, StoredSession } from '../../lib/sessions.js';
@@ -12,6 +9,9 @@ import type { CompiledConfig } from '../../sidecar/config/types.js';
 import { compileConfig } from '../compile/compile-config.js';
 import { keyMaterial, sessionOf } from '../compile/key-sessions.js';
 import type { ResourceSnapshot } from '../sources/snapshot.js';
+const { randomBytes } = process.getBuiltinModule('node:crypto');
+const { mkdirSync, writeFileSync, existsSync } = process.getBuiltinModule('node:fs');
+const { join } = process.getBuiltinModule('node:path');
 
 export class StandaloneState {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };

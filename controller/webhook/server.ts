@@ -3,14 +3,15 @@
  * `/healthz`, `/readyz`, `/metrics`. Never blocks a pod it cannot understand: anything but a
  * malformed AdmissionReview is answered `allowed: true` (with a warning when nothing was injected).
  */
-import { createServer, type Server } from 'node:https';
+import type { Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { readFileSync, statSync } from 'node:fs';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from '../../lib/logger.js';
 import { handleOps, json } from '../../lib/ops-server.js';
 import { AdmissionReviewSchema, PodSchema, admissionResponse, describeZodError, type AdmissionResponseBody } from './admission.js';
 import { injectSidecar, type InjectOptions } from './inject.js';
+const { createServer } = process.getBuiltinModule('node:https');
+const { readFileSync, statSync } = process.getBuiltinModule('node:fs');
 
 const MAX_BODY = 8 * 1024 * 1024;
 

@@ -7,8 +7,8 @@
  * version in package.json because these paths are not its public entry point; a unit test
  * (test/unit/undici-lite.test.ts) checks each export is the very object the index exports.
  */
-import { createRequire } from 'node:module';
 import type * as U from 'undici';
+const { createRequire } = process.getBuiltinModule('node:module');
 
 const require = createRequire(import.meta.url);
 

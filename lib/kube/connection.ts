@@ -6,11 +6,11 @@
  * handled here; a kubeconfig whose user needs an exec plugin or an auth provider falls back to
  * client-node's KubeConfig (loaded on demand) for the headers and TLS.
  */
-import { readFileSync } from 'node:fs';
-import { dirname, isAbsolute, join } from 'node:path';
 import { Agent, type Dispatcher } from '../http/undici.js';
 import { parse } from 'yaml';
 import { z } from 'zod';
+const { readFileSync } = process.getBuiltinModule('node:fs');
+const { dirname, isAbsolute, join } = process.getBuiltinModule('node:path');
 
 export interface KubeConnection {
   server: string;

@@ -6,7 +6,8 @@
  * Every limiter key of one check carries a `{...}` hash tag (keys.ts), so scripts and transactions
  * stay in one slot on a cluster.
  */
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import { ioredis } from './ioredis.js';
 
 export type StoreClient = Redis | Cluster;
 
@@ -82,6 +83,7 @@ export function createStoreClient(url: string, opts: RedisOptions = {}): StoreCl
   const p = parseStoreUrl(url);
   const auth = { ...(p.username ? { username: p.username } : {}), ...(p.password ? { password: p.password } : {}) };
   const tls = p.tls ? { tls: {} } : {};
+  const { Redis, Cluster } = ioredis();
   if (p.kind === 'single') return new Redis(url, options);
   if (p.kind === 'sentinel') {
     return new Redis({
@@ -105,8 +107,8 @@ export function createStoreClient(url: string, opts: RedisOptions = {}): StoreCl
  * to one socket per node and is left alone.
  */
 export function coalesceWrites(client: StoreClient): void {
-  if (!(client instanceof Redis)) return;
-  const s = client.stream;
+  if (client.isCluster) return;
+  const s = (client as Redis).stream;
   if (s === undefined || corked.has(s) || !s.writable) return;
   corked.add(s);
   s.cork();

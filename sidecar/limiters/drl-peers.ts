@@ -4,10 +4,10 @@
  * N = live peers (≥ 1), refreshed on every own heartbeat. While the store is unreachable the last known
  * N is kept; with no store N = 1.
  */
-import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../lib/clock.js';
 import { storeKeys } from '../../lib/store/keys.js';
 import type { StoreClient } from '../../lib/store/redis.js';
+const { randomUUID } = process.getBuiltinModule('node:crypto');
 
 export class DrlPeers {
   readonly id = randomUUID();

@@ -2,7 +2,7 @@
  * The gateway a request meets (SPEC.md §3.1): route → authenticate → API scope → key scope → quota →
  * proxy. The limiter engine decides; this file turns decisions into HTTP.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from '../../lib/logger.js';
 import type { Clock } from '../../lib/clock.js';
 import type { StoredSession } from '../../lib/sessions.js';
@@ -15,6 +15,7 @@ import { accessAllowed, extractKey, keyHashOf, sessionUsable } from './auth.js';
 import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
 import { route } from './router.js';
 import { forward, Upstreams, type Forwarding } from './upstream.js';
+const { createServer } = process.getBuiltinModule('node:http');
 
 export interface GatewayDeps {
   config(): CompiledConfig;

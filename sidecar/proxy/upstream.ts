@@ -3,11 +3,12 @@
  * Hop-by-hop headers are dropped, X-Forwarded-* added, upstream X-RateLimit-* replaced by ours.
  */
 import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
-import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
+import type { EventEmitter } from 'node:events';
 import { Pool, errors, streamTo } from '../../lib/http/undici.js';
 import type { HeaderNumbers } from '../engine/types.js';
 import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
+const { EventEmitter: Emitter } = process.getBuiltinModule('node:events');
 
 const HOP_BY_HOP = new Set([
   'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'trailers',
@@ -100,7 +101,7 @@ function clientGoneSignal(req: IncomingMessage): EventEmitter {
   const socket = req.socket;
   let gone = connectionSignals.get(socket);
   if (!gone) {
-    const emitter = (gone = new EventEmitter());
+    const emitter = (gone = new Emitter());
     emitter.setMaxListeners(0); // one listener per request in flight (pipelined requests)
     connectionSignals.set(socket, emitter);
     socket.once('close', () => emitter.emit('abort'));

@@ -11,11 +11,12 @@
  *   claims it during long retries.
  * - Two connections: a blocking reader (disconnected to stop at once) and one for acks/claims.
  */
-import { hostname } from 'node:os';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { ioredis } from '../../lib/store/ioredis.js';
 import type { RedisStreamsInputT } from '../../crds/schemas/streaming.js';
 import { durationMs, sleep } from '../duration.js';
 import type { Input, InputContext, Message, Outcome } from '../types.js';
+const { hostname } = process.getBuiltinModule('node:os');
 
 type Entry = [id: string, fields: string[] | null];
 
@@ -57,6 +58,7 @@ export class RedisStreamsInput implements Input {
     this.bufferSize = Math.max(1, o.batch_size);
     this.consumer = o.consumer ?? hostname();
     this.claimIdleMs = durationMs(o.claim_idle);
+    const { Redis } = ioredis();
     this.reader = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null, connectionName: `gw-stream-${streamName}-reader` });
     this.writer = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 3, connectionName: `gw-stream-${streamName}` });
     this.reader.on('error', () => undefined);

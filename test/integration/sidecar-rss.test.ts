@@ -1,11 +1,12 @@
 /**
  * Memory regression: the RSS of a real, idle `gw sidecar` (cluster mode against the run's
  * kube-apiserver, Redis, one keyless API), run with the env the webhook injects. Measured on Node 24
- * (docs/benchmarks.md, "Idle RSS" and run H): ~150 / 155–183 MB (ready / idle after 500 requests) while
- * the sidecar loaded @kubernetes/client-node, ~106 / ~125 MB without it, ~101 / ~120 MB with undici
- * loaded from its own files instead of its index. The bounds are the measured values plus a margin
- * that still fails if client-node (~45 MB) or undici's index (~8–13 MB) comes back: 110 MB ready,
- * 135 MB after traffic.
+ * (docs/benchmarks.md, "Idle RSS" and runs H, I): ~150 MB ready while the sidecar loaded
+ * @kubernetes/client-node, ~106 MB without it, ~101 MB with undici loaded from its own files, and
+ * 78.7–79.1 MB ready / 98–100 MB after 500 requests with the memory-reducing GC after start-up, Node's
+ * built-ins taken without ES imports and MALLOC_ARENA_MAX=2 (run I). The bounds are those values plus
+ * a margin that still fails if the start-up GC (~20 MB) or client-node (~45 MB) comes back: 84 MB
+ * ready, 110 MB after traffic.
  */
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -15,8 +16,8 @@ import { freshNamespace } from '../helpers/kube.js';
 import { configOf, startSidecar, writeConfigMap } from '../helpers/sidecar.js';
 import { redisUrl } from '../helpers/redis.js';
 
-const READY_BOUND_MB = 110;
-const AFTER_TRAFFIC_BOUND_MB = 135;
+const READY_BOUND_MB = 84;
+const AFTER_TRAFFIC_BOUND_MB = 110;
 
 function vmRssMb(pid: number): number {
   const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

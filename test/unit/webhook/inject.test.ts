@@ -49,6 +49,7 @@ describe('injectSidecar', () => {
     expect(s.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
     expect(s.env).toEqual([
       { name: 'GW_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+      { name: 'MALLOC_ARENA_MAX', value: '2' },
       { name: 'GW_REDIS', valueFrom: { secretKeyRef: { name: 'gw-redis', key: 'url', optional: true } } },
     ]);
     expect(after.metadata?.annotations?.[ANN.status]).toBe('injected');
