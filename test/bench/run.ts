@@ -1,7 +1,7 @@
 /**
  * `make bench`: issue 3 and issue 4 speed figures, every one a ratio against a baseline measured in
  * the same run, so the machine's noise cancels in part. Bounded (a watchdog ends the run after
- * GW_BENCH_DEADLINE_S, default 300 s) and every process it starts is stopped on exit.
+ * GW_BENCH_DEADLINE_S, default 420 s) and every process it starts is stopped on exit.
  *
  *   Engine (issue 3), in a child pinned to the proxy core: ns per in-process decision (DRL, in-memory
  *   sliding log, a whole engine decision) against an empty async call; Redis sliding-log decisions/s
@@ -26,11 +26,13 @@ import { BENCH_KEY, GW_BENCH_ENV, gwStandaloneBench } from './gw-bench-setup.js'
 
 const run = promisify(execFile);
 const SECONDS = Number(process.env.GW_BENCH_SECONDS ?? 5);
+/** wrk warm-up before every measurement, in every round: each proxy sits idle ~60 s while the others run */
+const WARM_S = Number(process.env.GW_BENCH_WARM_S ?? 5);
 const CONNS = Number(process.env.GW_BENCH_CONNECTIONS ?? 50);
 const RATE = Number(process.env.GW_BENCH_RATE ?? 2000);
 const PROXY_CPU = process.env.GW_BENCH_PROXY_CPU ?? '0';
 const LOAD_CPU = process.env.GW_BENCH_LOAD_CPU ?? '1';
-const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 300);
+const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 420);
 const ROUNDS = Number(process.env.GW_BENCH_ROUNDS ?? 3);
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim() || 100);
 const started = Date.now();
@@ -246,8 +248,10 @@ interface Row {
   rssLoad?: number;
 }
 
-async function measureRound(t: Target, row: Row | undefined, warm: boolean): Promise<Row> {
-  if (warm) await wrk(t.origin + t.path, 3, t.auth); // warm-up (JIT, pools, caches; gw reaches its pace after a few seconds)
+async function measureRound(t: Target, row: Row | undefined): Promise<Row> {
+  // warm-up (JIT, pools, caches) in every round: after an idle period gw's heap grows back first
+  // (sidecar/heap-tuning.ts), which costs ~5 s of saturating load
+  await wrk(t.origin + t.path, WARM_S, t.auth);
   let rssLoad = row?.rssLoad ?? 0;
   const sampler = setInterval(() => (rssLoad = Math.max(rssLoad, rssMb(t.pid))), 200);
   const c0 = cpuSeconds(t.pid);
@@ -348,7 +352,7 @@ async function main(): Promise<void> {
   const rows: Record<string, Row> = {};
   for (let r = 0; r < ROUNDS; r++) {
     console.log(`round ${r + 1}/${ROUNDS}`);
-    for (const [k, t] of Object.entries(targets)) rows[k] = await measureRound(t, rows[k], r === 0);
+    for (const [k, t] of Object.entries(targets)) rows[k] = await measureRound(t, rows[k]);
   }
 
   // ---- report
