@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 /** The gw CLI: one binary, four subcommands (SPEC.md §1). Flags win over GW_* environment variables. */
+// First: the gateway commands re-execute themselves with their V8 flags before anything else loads.
+import './gateway-v8-flags.js';
 import { Command, Option } from 'commander';
 // Subcommands load on demand: each process carries only its own dependencies (the controller, for
 // one, never loads @kubernetes/client-node's generated API code).

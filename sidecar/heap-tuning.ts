@@ -8,11 +8,10 @@
  * - One memory-reducing full GC when start-up is done, before the listeners open. Start-up (module
  *   loading, schema building, the first config) grows the young generation to its maximum and leaves
  *   garbage an idle process would keep: idle RSS ~92 → ~77 MB (`gw standalone`, docs/benchmarks.md,
- *   run I). That GC also arms V8's memory reducer, so after traffic the gateway hands its heap back
- *   once it has been idle a while: 104 MB instead of ~245 MB after 45 s without requests. The price is
- *   paid when traffic returns after such an idle period: the heap grows back, and the first ~5 s of
- *   saturating load cost ~60 % more CPU per request (81 against 48 µs), the windows after that the same.
- *   (Run H measured the same slowdown and dropped the GC; run I measured what it buys after idle.)
+ *   run I). That GC would also arm V8's memory reducer, which then hands the heap back after every idle
+ *   period, and the regrowth made the next seconds of traffic 20–60 % more expensive per request (why
+ *   run H had dropped the GC). So the gateway runs with `--no-memory-reducer` (cli/gateway-v8-flags.ts):
+ *   with both, no post-idle cost was measurable (run I).
  */
 const { setFlagsFromString } = process.getBuiltinModule('node:v8');
 const { runInNewContext } = process.getBuiltinModule('node:vm');

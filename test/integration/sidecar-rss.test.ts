@@ -43,6 +43,8 @@ describe('gw sidecar idle RSS', () => {
     const s = await startSidecar({ ns, upstream, redis: redisUrl(), group: 'rss', env: injectedEnv() });
     try {
       await new Promise((r) => setTimeout(r, 2000)); // idle, config loaded
+      // the process re-executed itself in place with the gateway's V8 flags (cli/gateway-v8-flags.ts)
+      expect(readFileSync(`/proc/${s.proc.pid!}/cmdline`, 'utf8').split('\0')).toContain('--no-memory-reducer');
       const ready = vmRssMb(s.proc.pid!);
       for (let i = 0; i < 500; i++) {
         const r = await request(`${s.gw}/a/x`);
