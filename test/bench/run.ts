@@ -276,9 +276,10 @@ async function measureRound(t: Target, row: Row | undefined): Promise<Row> {
   };
 }
 
-async function startGw(name: string, upstream: string, opts: { redis?: string; config?: string }): Promise<Target> {
+async function startGw(name: string, upstream: string, opts: { redis?: string; config?: string; cli?: string }): Promise<Target> {
   const dir = tmp('gw-bench-res-');
   const args = await gwStandaloneBench(dir, upstream);
+  if (opts.cli) args[0] = opts.cli;
   if (opts.redis) args.push('--redis', opts.redis);
   if (opts.config) {
     const f = join(tmp('gw-bench-cfg-'), 'config.yaml');
@@ -339,12 +340,14 @@ async function main(): Promise<void> {
   await waitFor('bare proxy', () => bare.out().includes('ready'), 10_000, bare.out);
 
   const gwDrl = await startGw('gw key auth + DRL', upstream, {});
+  const gwPrev = await startGw('gw DRL, previous landing 096c9d3', upstream, { cli: '/tmp/wt-h/dist/cli/gw.js' });
   const gwLog = await startGw('gw key auth + Redis sliding log', upstream, { redis: redisUrl, config: 'enable_kv_rolling_limiter: true\n' });
   const targets: Record<string, Target> = {
     direct: { name: 'direct upstream (nginx)', origin: upstream, path: '/x' },
     nginx: { name: 'nginx proxy + limit_req', origin: `http://127.0.0.1:${nginxPort}`, path: '/x', pid: ngx.pid },
     bare: { name: 'bare node:http + undici', origin: `http://127.0.0.1:${barePort}`, path: '/x', pid: bare.pid },
     drl: gwDrl,
+    prev: gwPrev,
     log: gwLog,
   };
   // rounds: every target once per round, interleaved, so a burst of outside load hits them alike;
