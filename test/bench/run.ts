@@ -340,14 +340,16 @@ async function main(): Promise<void> {
   await waitFor('bare proxy', () => bare.out().includes('ready'), 10_000, bare.out);
 
   const gwDrl = await startGw('gw key auth + DRL', upstream, {});
-  const gwPrev = await startGw('gw DRL, previous landing 096c9d3', upstream, { cli: '/tmp/wt-h/dist/cli/gw.js' });
+  // GW_BENCH_COMPARE=<another build's dist/cli/gw.js>: the same gw case from that build, in the same rounds
+  const compare = process.env.GW_BENCH_COMPARE;
+  const gwCompare = compare ? await startGw(`gw key auth + DRL, ${compare}`, upstream, { cli: compare }) : undefined;
   const gwLog = await startGw('gw key auth + Redis sliding log', upstream, { redis: redisUrl, config: 'enable_kv_rolling_limiter: true\n' });
   const targets: Record<string, Target> = {
     direct: { name: 'direct upstream (nginx)', origin: upstream, path: '/x' },
     nginx: { name: 'nginx proxy + limit_req', origin: `http://127.0.0.1:${nginxPort}`, path: '/x', pid: ngx.pid },
     bare: { name: 'bare node:http + undici', origin: `http://127.0.0.1:${barePort}`, path: '/x', pid: bare.pid },
     drl: gwDrl,
-    prev: gwPrev,
+    ...(gwCompare ? { compare: gwCompare } : {}),
     log: gwLog,
   };
   // rounds: every target once per round, interleaved, so a burst of outside load hits them alike;
