@@ -38,10 +38,11 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   process.once('SIGINT', stop);
   await new Promise<void>((resolve, reject) => {
     worker.once('error', reject);
+    // No process.exit here: the worker's last log lines (its stdout reaches this thread through a
+    // message port) would be lost. Nothing else keeps this thread alive, so it ends once they are out.
     worker.once('exit', (code) => {
       process.exitCode = code;
       resolve();
-      process.exit(code);
     });
   });
 }
