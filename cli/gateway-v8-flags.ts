@@ -4,7 +4,7 @@
  * whose command line lacks them, it replaces the process (process.execve: same PID, same stdio, the
  * same arguments and environment) with one that has them, however gw was started (`gw`, `node
  * dist/cli/gw.js`, the image's entrypoint). NODE_OPTIONS refuses these flags. On a Node without
- * process.execve (Windows) the gateway runs on without them.
+ * process.execve (Windows), or started with an IPC channel, the gateway runs on without them.
  *
  * - `--no-memory-reducer`: the memory-reducing GC after start-up (sidecar/heap-tuning.ts) would arm
  *   V8's memory reducer, which then hands the heap back whenever the gateway has been idle a while;
@@ -24,5 +24,6 @@ export function reexecArgs(argv: readonly string[], execArgv: readonly string[])
   return [argv[0]!, ...missing, ...execArgv, ...argv.slice(1)];
 }
 
+// Not with an IPC channel (a Node parent's fork()): it does not survive the exec.
 const args = reexecArgs(process.argv, process.execArgv);
-if (args && process.execve) process.execve(process.execPath, args, process.env);
+if (args && process.execve && !process.channel) process.execve(process.execPath, args, process.env);

@@ -18,6 +18,7 @@ import { join, resolve } from 'node:path';
 import { Pool } from 'undici';
 import { freePort } from '../harness/ports.js';
 import { BENCH_KEY, GW_BENCH_ENV, gwStandaloneBench } from './gw-bench-setup.js';
+import { GATEWAY_V8_FLAGS } from '../../cli/gateway-v8-flags.js';
 
 const N = Number(process.env.GW_ALLOC_REQUESTS ?? 20_000);
 const WARMUP = Number(process.env.GW_ALLOC_WARMUP ?? 10_000);
@@ -49,8 +50,8 @@ function ask(c: ChildProcess, msg: string): Promise<ProbeAnswer> {
   });
 }
 
-function spawnProxy(args: string[], ready: string, env: NodeJS.ProcessEnv = process.env): Promise<{ c: ChildProcess; out: () => string }> {
-  const c = fork(args[0]!, args.slice(1), { execArgv: ['--import', PROBE, ...FLAGS], stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env });
+function spawnProxy(args: string[], ready: string, env: NodeJS.ProcessEnv = process.env, nodeFlags: readonly string[] = []): Promise<{ c: ChildProcess; out: () => string }> {
+  const c = fork(args[0]!, args.slice(1), { execArgv: ['--import', PROBE, ...nodeFlags, ...FLAGS], stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env });
   let out = '';
   c.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   c.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -131,7 +132,8 @@ export async function allocPerRequest(only?: string, requests = N, warm = WARMUP
     }
     if (only !== 'bare') {
       const args = await gwStandaloneBench(dir, upstream);
-      const { c, out } = await spawnProxy(args, 'gw standalone ready:', GW_BENCH_ENV);
+      // with the gateway's V8 flags on the command line, as after its re-exec (which an IPC channel prevents)
+      const { c, out } = await spawnProxy(args, 'gw standalone ready:', GW_BENCH_ENV, GATEWAY_V8_FLAGS);
       try {
         const origin = /gateway (http:\/\/[^\s]+)/.exec(out())![1]!;
         results.push(await measure('gw key auth + DRL', c, origin, '/api/x', BENCH_KEY));
