@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import { formatZodError } from '../../lib/errors.js';
 
+/** Largest request body the facade reads (SPEC.md §4); the CLI's client commands check it before sending. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** A C0 control character or DEL (U+0000–U+001F, U+007F); `ch` is one character (code point). */
