@@ -18,7 +18,7 @@ function query(flags: KeyFlags, write: boolean): string {
 }
 
 /** A new random key: 32 bytes (256 bits), base64url. */
-export function generateKey(): string {
+function generateKey(): string {
   return randomBytes(32).toString('base64url');
 }
 
