@@ -22,6 +22,7 @@ import { backoffDelay } from '../../lib/backoff.js';
 import type { Logger } from '../../lib/logger.js';
 import {
   apiIdOf,
+  clientSecretManifest,
   ConflictError,
   keyResourceName,
   NotReadyError,
@@ -304,13 +305,7 @@ export class KubeBackend implements ResourceBackend {
 
   async putClient(record: ClientRecord & { secret: string }): Promise<void> {
     const ref = record.spec.secretRef;
-    const secret: V1Secret = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: ref.name, namespace: record.namespace, labels: { ...MANAGED_BY_LABEL } },
-      type: 'Opaque',
-      data: { [ref.key]: Buffer.from(record.secret, 'utf8').toString('base64') },
-    };
+    const secret: V1Secret = clientSecretManifest(record);
     const current = await orUndefined(this.core.readNamespacedSecret({ namespace: record.namespace, name: ref.name }));
     if (current && current.metadata?.labels?.['app.kubernetes.io/managed-by'] !== MANAGED_BY_LABEL['app.kubernetes.io/managed-by']) {
       throw new ConflictError(`Secret ${record.namespace}/${ref.name} exists and is not managed by the facade`);
