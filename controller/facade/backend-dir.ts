@@ -26,6 +26,7 @@ import {
   apiIdOf,
   clientSecretManifest,
   ConflictError,
+  isManaged,
   keyResourceName,
   MANAGED_BY_LABEL,
   SUPPRESS_RESET_ANNOTATION,
@@ -48,9 +49,6 @@ export interface DirBackendOptions {
   /** Called after every write (e.g. DirSource.reload) so the change applies at once. */
   onWrite?: () => void | Promise<void>;
 }
-
-const isManaged = (labels: Record<string, string> | undefined): boolean =>
-  labels?.['app.kubernetes.io/managed-by'] === MANAGED_BY_LABEL['app.kubernetes.io/managed-by'];
 
 export class DirBackend implements ResourceBackend {
   readonly gwDir: string;
