@@ -1,5 +1,7 @@
 /** The request body of a client command: --body JSON, --body-file FILE, or `-` (either flag) for stdin. */
 import { z } from 'zod';
+// The facade's own limit (one home): a bigger body would only be refused with 413.
+import { MAX_BODY_BYTES } from '../../controller/facade/http-util.js';
 import { ClientError, Exit } from './exit-codes.js';
 const { readFileSync } = process.getBuiltinModule('node:fs');
 
@@ -10,9 +12,6 @@ export interface BodyFlags {
 
 /** The facade's bodies are JSON objects; anything else is refused here, before a request is sent. */
 const JsonObject = z.record(z.string(), z.unknown());
-
-/** Same limit as the facade (SPEC.md §4): a bigger body would only be refused with 413. */
-const MAX_BODY_BYTES = 1024 * 1024;
 
 function readStdin(): string {
   try {

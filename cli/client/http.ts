@@ -3,6 +3,7 @@ import { Agent, dispatchRequest, type Dispatcher } from '../../lib/http/undici.j
 
 let agent: Dispatcher | undefined;
 import { z } from 'zod';
+import { isControlChar } from '../../controller/facade/http-util.js';
 import type { Connection } from './connection.js';
 import { ClientError, Exit, exitForStatus } from './exit-codes.js';
 
@@ -24,8 +25,7 @@ const ErrorBody = z.object({ status: z.literal('error'), message: z.string() });
 export function oneLine(s: string): string {
   let out = '';
   for (const ch of s.replace(/[\r\n\t]+/g, ' ')) {
-    const c = ch.codePointAt(0)!;
-    if (c >= 0x20 && c !== 0x7f) out += ch;
+    if (!isControlChar(ch)) out += ch;
   }
   return out.slice(0, 2000);
 }

@@ -7,8 +7,6 @@ import { keysCommand } from './keys.js';
 import { oauthCommand } from './oauth.js';
 import { proxyCommand } from './proxy.js';
 
-export { Exit } from './exit-codes.js';
-
 export function registerClientCommands(program: Command): void {
   program.addCommand(keysCommand());
   program.addCommand(oauthCommand());

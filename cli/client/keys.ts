@@ -1,10 +1,10 @@
 /** `gw keys create|update|get|delete|list`: /gw/keys of the facade (X-Gw-Authorization). */
 import { Command } from 'commander';
-import { readBody, type BodyFlags } from './body.js';
-import { addConnectionOptions, resolveConnection, type ConnectionFlags } from './connection.js';
+import type { BodyFlags } from './body.js';
+import type { ConnectionFlags } from './connection.js';
 import { ClientError, Exit, type ExitCode } from './exit-codes.js';
-import { callFacade, seg } from './http.js';
-import { clientAction, printJson, type OutputFlags } from './run.js';
+import { seg } from './http.js';
+import { callAndPrint, clientAction, clientOptions, type OutputFlags } from './run.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 type KeyFlags = ConnectionFlags & BodyFlags & OutputFlags & { hashed?: boolean; suppressReset?: boolean };
@@ -18,27 +18,20 @@ function query(flags: KeyFlags, write: boolean): string {
 }
 
 /** A new random key: 32 bytes (256 bits), base64url. */
-export function generateKey(): string {
+function generateKey(): string {
   return randomBytes(32).toString('base64url');
 }
 
 function common(cmd: Command, opts: { body?: boolean; write?: boolean; hashed?: boolean }): Command {
-  if (opts.body) {
-    cmd
-      .option('--body <json>', 'the session as JSON (SPEC key table); "-" reads stdin')
-      .option('--body-file <file>', 'read the session from a file; "-" reads stdin');
-  }
-  if (opts.write) cmd.option('--suppress-reset', 'keep the live quota (suppress_reset=1)');
-  if (opts.hashed) cmd.option('--hashed', 'the key id already is the SHA-256 hex of the key (hashed=true)');
-  cmd.option('--pretty', 'indent the JSON output');
-  return addConnectionOptions(cmd, { secret: true });
+  const body = opts.body ? { json: 'the session as JSON (SPEC key table); "-" reads stdin', file: 'read the session from a file; "-" reads stdin' } : undefined;
+  return clientOptions(cmd, { body, creds: { secret: true } }, (c) => {
+    if (opts.write) c.option('--suppress-reset', 'keep the live quota (suppress_reset=1)');
+    if (opts.hashed) c.option('--hashed', 'the key id already is the SHA-256 hex of the key (hashed=true)');
+  });
 }
 
-async function write(method: 'POST' | 'PUT', keyID: string, flags: KeyFlags): Promise<ExitCode> {
-  const conn = resolveConnection(flags);
-  const body = readBody(flags, {});
-  printJson(await callFacade(conn, { method, path: `/gw/keys/${seg(keyID)}${query(flags, true)}`, credential: 'secret', body }), flags);
-  return Exit.OK;
+function write(method: 'POST' | 'PUT', keyID: string, flags: KeyFlags): Promise<ExitCode> {
+  return callAndPrint(flags, { method, path: `/gw/keys/${seg(keyID)}${query(flags, true)}`, credential: 'secret' }, true);
 }
 
 export function keysCommand(): Command {
@@ -65,27 +58,19 @@ export function keysCommand(): Command {
   common(keys.command('get').description('The session, with live quota_remaining/quota_renews (GET /gw/keys/{keyID})').argument('<keyID>'), {
     hashed: true,
   }).action(
-    clientAction(async (keyID: string, flags: KeyFlags) => {
-      const conn = resolveConnection(flags);
-      printJson(await callFacade(conn, { method: 'GET', path: `/gw/keys/${seg(keyID)}${query(flags, false)}`, credential: 'secret' }), flags);
-      return Exit.OK;
-    }),
+    clientAction(async (keyID: string, flags: KeyFlags) =>
+      callAndPrint(flags, { method: 'GET', path: `/gw/keys/${seg(keyID)}${query(flags, false)}`, credential: 'secret' }),
+    ),
   );
 
   common(keys.command('delete').description('Delete a key (DELETE /gw/keys/{keyID})').argument('<keyID>'), { hashed: true }).action(
-    clientAction(async (keyID: string, flags: KeyFlags) => {
-      const conn = resolveConnection(flags);
-      printJson(await callFacade(conn, { method: 'DELETE', path: `/gw/keys/${seg(keyID)}${query(flags, false)}`, credential: 'secret' }), flags);
-      return Exit.OK;
-    }),
+    clientAction(async (keyID: string, flags: KeyFlags) =>
+      callAndPrint(flags, { method: 'DELETE', path: `/gw/keys/${seg(keyID)}${query(flags, false)}`, credential: 'secret' }),
+    ),
   );
 
   common(keys.command('list').description('SHA-256 hashes of every key (GET /gw/keys)'), {}).action(
-    clientAction(async (flags: KeyFlags) => {
-      const conn = resolveConnection(flags);
-      printJson(await callFacade(conn, { method: 'GET', path: '/gw/keys', credential: 'secret' }), flags);
-      return Exit.OK;
-    }),
+    clientAction(async (flags: KeyFlags) => callAndPrint(flags, { method: 'GET', path: '/gw/keys', credential: 'secret' })),
   );
   return keys;
 }

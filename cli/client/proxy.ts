@@ -2,10 +2,10 @@
 import { Command } from 'commander';
 import { z } from 'zod';
 import { readBody, type BodyFlags } from './body.js';
-import { addConnectionOptions, resolveConnection, type ConnectionFlags } from './connection.js';
+import { resolveConnection, type ConnectionFlags } from './connection.js';
 import { ClientError, Exit, type ExitCode } from './exit-codes.js';
 import { callFacade } from './http.js';
-import { clientAction, printJson, type OutputFlags } from './run.js';
+import { clientAction, clientOptions, printJson, type OutputFlags } from './run.js';
 
 type ProxyFlags = ConnectionFlags & BodyFlags & OutputFlags & { header: string[]; data?: string; fail?: boolean };
 
@@ -65,12 +65,14 @@ export function proxyCommand(): Command {
     .argument('[method]', 'HTTP method (default GET); with one argument it is the URL')
     .argument('[url]', 'absolute gateway URL (an origin in gateway_urls)')
     .option('-H, --header <header>', '"Name: value" header for the proxied request (repeatable)', collect, [])
-    .option('-d, --data <data>', 'body of the proxied request: JSON when it parses, else a string')
-    .option('--body <json>', 'the whole proxy request {method, url, headers, body} as JSON; "-" reads stdin (flags override its fields)')
-    .option('--body-file <file>', 'read the proxy request from a file; "-" reads stdin')
-    .option('--fail', `exit ${Exit.PROXIED_ERROR} when the proxied status is 400 or more (the answer is still printed)`)
-    .option('--pretty', 'indent the JSON output');
-  addConnectionOptions(cmd, { token: true });
+    .option('-d, --data <data>', 'body of the proxied request: JSON when it parses, else a string');
+  const body = {
+    json: 'the whole proxy request {method, url, headers, body} as JSON; "-" reads stdin (flags override its fields)',
+    file: 'read the proxy request from a file; "-" reads stdin',
+  };
+  clientOptions(cmd, { body, creds: { token: true } }, (c) => {
+    c.option('--fail', `exit ${Exit.PROXIED_ERROR} when the proxied status is 400 or more (the answer is still printed)`);
+  });
   cmd.action(
     clientAction(async (method: string | undefined, url: string | undefined, flags: ProxyFlags): Promise<ExitCode> => {
       const conn = resolveConnection(flags);

@@ -1,7 +1,9 @@
 /** Runs a client command: JSON answer on stdout, one line on stderr and the exit code on failure. */
 import type { Command } from 'commander';
+import { readBody, type BodyFlags } from './body.js';
+import { addConnectionOptions, resolveConnection, type ConnectionFlags } from './connection.js';
 import { ClientError, Exit, type ExitCode } from './exit-codes.js';
-import { oneLine } from './http.js';
+import { callFacade, oneLine, type FacadeCall } from './http.js';
 
 export interface OutputFlags {
   pretty?: boolean;
@@ -9,6 +11,32 @@ export interface OutputFlags {
 
 export function printJson(value: unknown, flags: OutputFlags): void {
   process.stdout.write(`${JSON.stringify(value, null, flags.pretty ? 2 : undefined)}\n`);
+}
+
+/**
+ * The options of a `gw keys` / `gw oauth` command: --body and --body-file (help texts `body`), the
+ * command's own options (`more`), --pretty, then the connection options with the credential it sends.
+ */
+export function clientOptions(
+  cmd: Command,
+  o: { body?: { json: string; file: string }; creds: { token?: boolean; secret?: boolean } },
+  more?: (cmd: Command) => void,
+): Command {
+  if (o.body) cmd.option('--body <json>', o.body.json).option('--body-file <file>', o.body.file);
+  more?.(cmd);
+  cmd.option('--pretty', 'indent the JSON output');
+  return addConnectionOptions(cmd, o.creds);
+}
+
+/**
+ * The body of a plain client action: the connection, then the request body (`withBody`: --body /
+ * --body-file, `{}` when neither), one call to the facade, its answer printed; exit 0.
+ */
+export async function callAndPrint(flags: ConnectionFlags & BodyFlags & OutputFlags, call: Omit<FacadeCall, 'body'>, withBody = false): Promise<ExitCode> {
+  const conn = resolveConnection(flags);
+  const body = withBody ? readBody(flags, {}) : undefined;
+  printJson(await callFacade(conn, { ...call, body }), flags);
+  return Exit.OK;
 }
 
 /** The full command name, e.g. "gw keys create", for the error line. */

@@ -24,7 +24,9 @@ import { keyMaterial, sessionOf } from '../compile/key-sessions.js';
 import { findSecret, type ResourceSnapshot } from '../sources/snapshot.js';
 import {
   apiIdOf,
+  clientSecretManifest,
   ConflictError,
+  isManaged,
   keyResourceName,
   MANAGED_BY_LABEL,
   SUPPRESS_RESET_ANNOTATION,
@@ -47,9 +49,6 @@ export interface DirBackendOptions {
   /** Called after every write (e.g. DirSource.reload) so the change applies at once. */
   onWrite?: () => void | Promise<void>;
 }
-
-const isManaged = (labels: Record<string, string> | undefined): boolean =>
-  labels?.['app.kubernetes.io/managed-by'] === MANAGED_BY_LABEL['app.kubernetes.io/managed-by'];
 
 export class DirBackend implements ResourceBackend {
   readonly gwDir: string;
@@ -137,13 +136,7 @@ export class DirBackend implements ResourceBackend {
     const foreign = this.foreignClients(record.spec.api_id).find((c) => c.spec.client_id === record.spec.client_id);
     if (foreign) throw new ConflictError(`client is defined by OAuthClient ${foreign.metadata.namespace}/${foreign.metadata.name} in a hand-written manifest`);
     const ref = record.spec.secretRef;
-    const secret: Secret = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: ref.name, namespace: record.namespace, labels: { ...MANAGED_BY_LABEL } },
-      type: 'Opaque',
-      data: { [ref.key]: Buffer.from(record.secret, 'utf8').toString('base64') },
-    };
+    const secret: Secret = clientSecretManifest(record);
     const client: OAuthClient = {
       apiVersion: API_VERSION,
       kind: 'OAuthClient',

@@ -22,7 +22,9 @@ import { backoffDelay } from '../../lib/backoff.js';
 import type { Logger } from '../../lib/logger.js';
 import {
   apiIdOf,
+  clientSecretManifest,
   ConflictError,
+  isManaged,
   keyResourceName,
   NotReadyError,
   MANAGED_BY_LABEL,
@@ -304,15 +306,9 @@ export class KubeBackend implements ResourceBackend {
 
   async putClient(record: ClientRecord & { secret: string }): Promise<void> {
     const ref = record.spec.secretRef;
-    const secret: V1Secret = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: ref.name, namespace: record.namespace, labels: { ...MANAGED_BY_LABEL } },
-      type: 'Opaque',
-      data: { [ref.key]: Buffer.from(record.secret, 'utf8').toString('base64') },
-    };
+    const secret: V1Secret = clientSecretManifest(record);
     const current = await orUndefined(this.core.readNamespacedSecret({ namespace: record.namespace, name: ref.name }));
-    if (current && current.metadata?.labels?.['app.kubernetes.io/managed-by'] !== MANAGED_BY_LABEL['app.kubernetes.io/managed-by']) {
+    if (current && !isManaged(current.metadata?.labels)) {
       throw new ConflictError(`Secret ${record.namespace}/${ref.name} exists and is not managed by the facade`);
     }
     if (current) {
@@ -336,7 +332,7 @@ export class KubeBackend implements ResourceBackend {
     await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'oauthclients', name }) as Promise<unknown>);
     await this.waitGone('oauthclients', namespace, name); // the controller removed the client's Redis record
     const s = await orUndefined(this.core.readNamespacedSecret({ namespace, name: c.spec.secretRef.name }));
-    if (s?.metadata?.labels?.['app.kubernetes.io/managed-by'] === MANAGED_BY_LABEL['app.kubernetes.io/managed-by']) {
+    if (isManaged(s?.metadata?.labels)) {
       await orUndefined(this.core.deleteNamespacedSecret({ namespace, name: c.spec.secretRef.name }));
     }
     return true;

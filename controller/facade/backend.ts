@@ -89,6 +89,22 @@ export const SUPPRESS_RESET_ANNOTATION = 'gw.io/suppress-reset';
 export const QUOTA_RESET_ANNOTATION = 'gw.io/quota-reset';
 export const MANAGED_BY_LABEL = { 'app.kubernetes.io/managed-by': 'gw-facade' } as const;
 
+/** Whether these labels mark a resource the facade made (and may replace or delete). */
+export const isManaged = (labels: Record<string, string> | undefined): boolean =>
+  labels?.['app.kubernetes.io/managed-by'] === MANAGED_BY_LABEL['app.kubernetes.io/managed-by'];
+
+/** The Secret that holds a facade-made client's secret (record.spec.secretRef names it), as both backends write it. */
+export function clientSecretManifest(record: ClientRecord & { secret: string }) {
+  const ref = record.spec.secretRef;
+  return {
+    apiVersion: 'v1' as const,
+    kind: 'Secret' as const,
+    metadata: { name: ref.name, namespace: record.namespace, labels: { ...MANAGED_BY_LABEL } as Record<string, string> },
+    type: 'Opaque',
+    data: { [ref.key]: Buffer.from(record.secret, 'utf8').toString('base64') },
+  };
+}
+
 /** metadata.name of a facade-imported AccessKey. */
 export function keyResourceName(keyHash: string): string {
   return `key-${keyHash.slice(0, 16)}`;

@@ -3,7 +3,19 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import { formatZodError } from '../../lib/errors.js';
 
+/** Largest request body the facade reads (SPEC.md §4); the CLI's client commands check it before sending. */
 export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** A C0 control character or DEL (U+0000–U+001F, U+007F); `ch` is one character (code point). */
+export function isControlChar(ch: string): boolean {
+  const c = ch.codePointAt(0)!;
+  return c < 0x20 || c === 0x7f;
+}
+
+/** Whether `s` holds a control character (header/log injection; a URL parser silently drops CR/LF/TAB). */
+export function hasControlChar(s: string): boolean {
+  return [...s].some(isControlChar);
+}
 
 /** Thrown anywhere in a handler; answered as {"status":"error","message":...}. */
 export class HttpError extends Error {

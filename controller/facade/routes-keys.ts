@@ -7,7 +7,7 @@ import { sha256hex } from '../../lib/hash.js';
 import { keyResourceName, type KeyRecord } from './backend.js';
 import { requireGwSecret } from './auth.js';
 import type { FacadeContext, Route, RouteArgs } from './context.js';
-import { HttpError, readJson, sendJson, validate } from './http-util.js';
+import { hasControlChar, HttpError, readJson, sendJson, validate } from './http-util.js';
 
 const MAX_KEY_ID = 1024;
 
@@ -30,7 +30,7 @@ function keyHashOf(keyID: string, hashed: boolean): string {
   if (keyID.length > MAX_KEY_ID) throw new HttpError(400, `keyID: longer than ${MAX_KEY_ID} characters`);
   // Never a file name (keys are stored by hash), but a key that looks like a path is refused outright:
   // dot segments (path traversal) and control characters (header/log injection) are no key material.
-  if ([...keyID].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f)) throw new HttpError(400, 'keyID: must not contain control characters');
+  if (hasControlChar(keyID)) throw new HttpError(400, 'keyID: must not contain control characters');
   if (/(^|[/\\])\.\.?($|[/\\])/.test(keyID)) throw new HttpError(400, 'keyID: must not contain "." or ".." path segments');
   if (!hashed) return sha256hex(keyID);
   if (!/^[0-9a-fA-F]{64}$/.test(keyID)) throw new HttpError(400, 'keyID: with hashed=true it must be a SHA-256 hex digest (64 hex digits)');

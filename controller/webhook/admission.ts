@@ -47,7 +47,6 @@ export const AdmissionReviewSchema = z.object({
     object: z.unknown(),
   }),
 });
-export type AdmissionReview = z.infer<typeof AdmissionReviewSchema>;
 
 export interface JsonPatchOp {
   op: 'add' | 'replace' | 'remove';

@@ -44,7 +44,7 @@ export function review(body: unknown, inject: InjectOptions, logger?: Logger): {
   return { status: 200, body: admissionResponse(req.uid, r.patch, r.warnings) };
 }
 
-export function createWebhookServer(o: WebhookServerOptions): { server: Server; close: () => void; ready: () => boolean } {
+export function createWebhookServer(o: WebhookServerOptions): { server: Server; close: () => void } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const admissions = new Counter({ name: 'gw_webhook_admissions_total', help: 'Pod admissions by outcome', labelNames: ['outcome'], registers: [registry] });
@@ -95,5 +95,5 @@ export function createWebhookServer(o: WebhookServerOptions): { server: Server; 
       }, o.reloadMs)
     : undefined;
   timer?.unref();
-  return { server, close: () => timer && clearInterval(timer), ready: () => true };
+  return { server, close: () => timer && clearInterval(timer) };
 }
