@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import { ApiDefinitionResource, API_VERSION, PolicyResource } from '../../crds/kinds.js';
 import { compileConfig } from '../compile/compile-config.js';
-import { CONFIG_MAP_KEY, CONFIG_MAP_NAME } from '../../sidecar/config/schema.js';
+import { CONFIG_MAP_KEY, CONFIG_MAP_NAME, ConfigMapData } from '../../sidecar/config/schema.js';
 import type { CompiledConfig } from '../../sidecar/config/types.js';
 import { firstIssue, MANAGED_BY, REFS, report, type OperatorContext } from './context.js';
 import type { KubeObject } from '../../lib/kube/informer.js';
@@ -30,9 +30,10 @@ export function policiesOf(raw: unknown): string[] {
   return [...new Set(list.filter((x): x is string => typeof x === 'string'))];
 }
 
-const ConfigMapData = z.looseObject({
+/** ConfigMapData plus the metadata compared before a write. */
+const ConfigMapWithMeta = z.looseObject({
+  ...ConfigMapData.shape,
   metadata: z.looseObject({ resourceVersion: z.string().optional(), annotations: z.record(z.string(), z.string()).optional() }),
-  data: z.record(z.string(), z.string()).nullish(),
 });
 
 /**
@@ -124,7 +125,7 @@ async function writeConfigMap(ctx: OperatorContext, ns: string, text: string, ha
     .filter((o) => o.metadata.uid)
     .map((o) => ({ apiVersion: API_VERSION, kind: String((o as { kind?: string }).kind), name: o.metadata.name, uid: o.metadata.uid! }))
     .sort((a, b) => a.uid.localeCompare(b.uid));
-  const cur = existing ? ConfigMapData.safeParse(existing) : undefined;
+  const cur = existing ? ConfigMapWithMeta.safeParse(existing) : undefined;
   const curOwners = JSON.stringify(
     ((existing as { metadata: { ownerReferences?: { uid: string; kind: string; name: string; apiVersion: string }[] } } | undefined)?.metadata.ownerReferences ?? [])
       .map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.name, uid: o.uid }))
