@@ -20,7 +20,7 @@ import {
   type OAuthClient,
   type Secret,
 } from '../../crds/kinds.js';
-import { keyMaterial, sessionOf } from '../compile/key-sessions.js';
+import { keyMaterial, sessionOf, snapshotSecrets } from '../compile/key-sessions.js';
 import { findSecret, type ResourceSnapshot } from '../sources/snapshot.js';
 import {
   apiIdOf,
@@ -114,9 +114,10 @@ export class DirBackend implements ResourceBackend {
     const out = new Set<string>();
     for (const k of this.ownFiles('accesskey-', AccessKeyResource)) if (k.spec.key_hash) out.add(k.spec.key_hash);
     const snap = this.opts.snapshot();
+    const secrets = snapshotSecrets(snap);
     for (const k of snap.keys) {
       if (isManaged(k.metadata.labels)) continue;
-      const m = keyMaterial(k, snap);
+      const m = keyMaterial(k, secrets);
       if (m.ok) out.add(m.keyHash);
     }
     return [...out].sort();
@@ -198,9 +199,10 @@ export class DirBackend implements ResourceBackend {
   /** A key with this hash from a manifest the facade did not write. */
   private foreignKey(keyHash: string): AccessKey | undefined {
     const snap = this.opts.snapshot();
+    const secrets = snapshotSecrets(snap);
     return snap.keys.find((k) => {
       if (isManaged(k.metadata.labels)) return false;
-      const m = keyMaterial(k, snap);
+      const m = keyMaterial(k, secrets);
       return m.ok && m.keyHash === keyHash;
     });
   }

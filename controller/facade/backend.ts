@@ -119,7 +119,13 @@ export function clientSecretName(clientName: string): string {
   return `${clientName}-secret`;
 }
 
+/** What apiIdOf reads of a raw cached ApiDefinition, not validated (any level may be missing). */
+export interface ApiIdSource {
+  metadata: { name: string };
+  spec?: { api_id?: string; oas?: { 'x-gw-api-gateway'?: { info?: { id?: string } } } };
+}
+
 /** The api_id of an ApiDefinition, as the compiler derives it (OAS info.id, then spec.api_id, then the name). */
-export function apiIdOf(api: ApiDefinition): string {
-  return api.spec.oas?.['x-gw-api-gateway'].info?.id ?? api.spec.api_id ?? api.metadata.name;
+export function apiIdOf(api: ApiDefinition | ApiIdSource): string {
+  return api.spec?.oas?.['x-gw-api-gateway']?.info?.id ?? api.spec?.api_id ?? api.metadata.name;
 }

@@ -1,5 +1,5 @@
 /** What every reconciler shares: the caches, the writers, the store, and the kinds' REST names. */
-import { GROUP, VERSION } from '../../crds/kinds.js';
+import { GROUP, SecretResource, VERSION, type Secret } from '../../crds/kinds.js';
 import type { Logger } from '../../lib/logger.js';
 import type { RedisSessionStore } from '../../lib/sessions-redis.js';
 import type { StoreClient } from '../../lib/store/redis.js';
@@ -44,6 +44,14 @@ export interface OperatorContext {
   configs: Map<string, CompiledConfig>;
   /** Key hash → `namespace/name` of the AccessKey that owns its session. */
   keyOwners: Map<string, string>;
+}
+
+/** A Secret from the cache, validated (undefined when absent or not a valid Secret). */
+export function cachedSecret(ctx: OperatorContext, ns: string, name: string): Secret | undefined {
+  const raw = ctx.informers.secrets.get(ns, name);
+  if (!raw) return undefined;
+  const s = SecretResource.safeParse({ apiVersion: 'v1', kind: 'Secret', ...raw });
+  return s.success ? s.data : undefined;
 }
 
 /** Status write + a Warning Event when the reason changed to a failure. */

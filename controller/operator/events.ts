@@ -6,6 +6,7 @@
 import type { Logger } from '../../lib/logger.js';
 import type { KubeObject, ResourceRef } from '../../lib/kube/informer.js';
 import { resourcePath, type KubeApi } from '../../lib/kube/api.js';
+import { kubeTime } from './status.js';
 
 export class EventRecorder {
   constructor(
@@ -17,7 +18,7 @@ export class EventRecorder {
 
   async record(ref: ResourceRef, obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const ns = obj.metadata.namespace ?? 'default';
-    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const now = kubeTime(new Date());
     const body = {
       apiVersion: 'v1',
       kind: 'Event',

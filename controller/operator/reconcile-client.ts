@@ -9,9 +9,9 @@
  * status.recordKey remembers the Redis key written, so a changed client_id or api_id cleans up the old one.
  */
 import { z } from 'zod';
-import { OAuthClientResource, SecretResource, secretValue, type OAuthClient } from '../../crds/kinds.js';
+import { OAuthClientResource, secretValue, type OAuthClient } from '../../crds/kinds.js';
 import { safeEqual, sha256hex } from '../../lib/hash.js';
-import { ensureFinalizer, firstIssue, REFS, removeFinalizer, report, storeCall, StoreUnavailable, type OperatorContext } from './context.js';
+import { cachedSecret, ensureFinalizer, firstIssue, REFS, removeFinalizer, report, storeCall, StoreUnavailable, type OperatorContext } from './context.js';
 import type { KubeObject } from '../../lib/kube/informer.js';
 import { apiIdsIn } from './reconcile-key.js';
 import { notReady, ok, type Outcome } from './status.js';
@@ -107,9 +107,8 @@ export async function reconcileClient(ctx: OperatorContext, ns: string, name: st
   const recordKey = clientRecordKey(ns, c.spec.api_id, c.spec.client_id);
 
   let problem: Outcome | undefined;
-  const secretRaw = ctx.informers.secrets.get(ns, c.spec.secretRef.name);
-  const secretParsed = secretRaw && SecretResource.safeParse({ apiVersion: 'v1', kind: 'Secret', ...secretRaw });
-  const secret = secretParsed?.success ? secretValue(secretParsed.data, c.spec.secretRef.key) : undefined;
+  const secretObj = cachedSecret(ctx, ns, c.spec.secretRef.name);
+  const secret = secretObj && secretValue(secretObj, c.spec.secretRef.key);
   if (!apiIdsIn(ctx, ns).has(c.spec.api_id)) problem = notReady('ApiNotFound', `API ${c.spec.api_id} not found in namespace ${ns}`);
   else if (c.spec.policy_id && !ctx.informers.policies.get(ns, c.spec.policy_id)) problem = notReady('PolicyNotFound', `policy ${c.spec.policy_id} not found in namespace ${ns}`);
   else if (!secret) problem = notReady('SecretNotFound', `Secret ${ns}/${c.spec.secretRef.name} with key ${JSON.stringify(c.spec.secretRef.key)} not found`);

@@ -7,9 +7,9 @@
  * written: every ApiDefinition of the namespace says ConfigTooLarge and the previous config stays.
  */
 import { z } from 'zod';
-import { ApiDefinitionResource, API_VERSION, PolicyResource, type ApiDefinition, type Policy } from '../../crds/kinds.js';
+import { ApiDefinitionResource, API_VERSION, PolicyResource } from '../../crds/kinds.js';
 import { compileConfig } from '../compile/compile-config.js';
-import { CONFIG_MAP_KEY, CONFIG_MAP_NAME } from '../../sidecar/config/schema.js';
+import { CONFIG_MAP_KEY, CONFIG_MAP_NAME, ConfigMapData } from '../../sidecar/config/schema.js';
 import type { CompiledConfig } from '../../sidecar/config/types.js';
 import { firstIssue, MANAGED_BY, REFS, report, type OperatorContext } from './context.js';
 import type { KubeObject } from '../../lib/kube/informer.js';
@@ -30,47 +30,46 @@ export function policiesOf(raw: unknown): string[] {
   return [...new Set(list.filter((x): x is string => typeof x === 'string'))];
 }
 
-const ConfigMapData = z.looseObject({
+/** ConfigMapData plus the metadata compared before a write. */
+const ConfigMapWithMeta = z.looseObject({
+  ...ConfigMapData.shape,
   metadata: z.looseObject({ resourceVersion: z.string().optional(), annotations: z.record(z.string(), z.string()).optional() }),
-  data: z.record(z.string(), z.string()).nullish(),
 });
+
+/**
+ * The cached resources of one kind that parse: the parsed ones in cache order, the raw object of each
+ * by name, and an InvalidSpec outcome for each that does not (into `invalid`, when given).
+ */
+function parseCached<T extends { metadata: { name: string } }>(
+  raws: KubeObject[],
+  schema: z.ZodType<T>,
+  invalid?: Map<KubeObject, Outcome>,
+): { parsed: T[]; byName: Map<string, KubeObject> } {
+  const parsed: T[] = [];
+  const byName = new Map<string, KubeObject>();
+  for (const raw of raws) {
+    const r = schema.safeParse(raw);
+    if (!r.success) invalid?.set(raw, notReady('InvalidSpec', firstIssue(r.error)));
+    else {
+      parsed.push(r.data);
+      byName.set(r.data.metadata.name, raw);
+    }
+  }
+  return { parsed, byName };
+}
 
 /** The compiled config of a namespace from the cache, without writing anything. */
 export function compileNamespace(ctx: OperatorContext, ns: string): CompiledConfig {
-  const apis = ctx.informers.apis.list(ns).flatMap((r) => {
-    const p = ApiDefinitionResource.safeParse(r);
-    return p.success ? [p.data] : [];
-  });
-  const policies = ctx.informers.policies.list(ns).flatMap((r) => {
-    const p = PolicyResource.safeParse(r);
-    return p.success ? [p.data] : [];
-  });
+  const apis = parseCached(ctx.informers.apis.list(ns), ApiDefinitionResource).parsed;
+  const policies = parseCached(ctx.informers.policies.list(ns), PolicyResource).parsed;
   return compileConfig(apis, policies).config;
 }
 
 export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise<void> {
   const { informers: inf } = ctx;
   const outcomes = new Map<KubeObject, Outcome>();
-  const apis: ApiDefinition[] = [];
-  const apiRaw = new Map<string, KubeObject>();
-  for (const raw of inf.apis.list(ns)) {
-    const r = ApiDefinitionResource.safeParse(raw);
-    if (!r.success) outcomes.set(raw, notReady('InvalidSpec', firstIssue(r.error)));
-    else {
-      apis.push(r.data);
-      apiRaw.set(r.data.metadata.name, raw);
-    }
-  }
-  const policies: Policy[] = [];
-  const policyRaw = new Map<string, KubeObject>();
-  for (const raw of inf.policies.list(ns)) {
-    const r = PolicyResource.safeParse(raw);
-    if (!r.success) outcomes.set(raw, notReady('InvalidSpec', firstIssue(r.error)));
-    else {
-      policies.push(r.data);
-      policyRaw.set(r.data.metadata.name, raw);
-    }
-  }
+  const { parsed: apis, byName: apiRaw } = parseCached(inf.apis.list(ns), ApiDefinitionResource, outcomes);
+  const { parsed: policies, byName: policyRaw } = parseCached(inf.policies.list(ns), PolicyResource, outcomes);
   const { config, problems } = compileConfig(apis, policies);
   ctx.configs.set(ns, config);
   for (const p of problems) {
@@ -126,7 +125,7 @@ async function writeConfigMap(ctx: OperatorContext, ns: string, text: string, ha
     .filter((o) => o.metadata.uid)
     .map((o) => ({ apiVersion: API_VERSION, kind: String((o as { kind?: string }).kind), name: o.metadata.name, uid: o.metadata.uid! }))
     .sort((a, b) => a.uid.localeCompare(b.uid));
-  const cur = existing ? ConfigMapData.safeParse(existing) : undefined;
+  const cur = existing ? ConfigMapWithMeta.safeParse(existing) : undefined;
   const curOwners = JSON.stringify(
     ((existing as { metadata: { ownerReferences?: { uid: string; kind: string; name: string; apiVersion: string }[] } } | undefined)?.metadata.ownerReferences ?? [])
       .map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.name, uid: o.uid }))

@@ -18,16 +18,16 @@
  * change or a deleted Secret); hashes are what Redis holds, never raw keys.
  */
 import { z } from 'zod';
-import { AccessKeyResource, ApiDefinitionResource, PolicyResource, SecretResource, secretValue, type AccessKey } from '../../crds/kinds.js';
+import { AccessKeyResource, ApiDefinitionResource, PolicyResource, type AccessKey } from '../../crds/kinds.js';
 import { sha256hex } from '../../lib/hash.js';
 import { SESSION_PREFIX } from '../../lib/sessions-redis.js';
 import type { StoredSession } from '../../lib/sessions.js';
 import { storeKeys } from '../../lib/store/keys.js';
 import { keyQuotaBuckets } from '../../sidecar/engine/key-limits.js';
 import { apiIdOf, QUOTA_RESET_ANNOTATION, SUPPRESS_RESET_ANNOTATION } from '../facade/backend.js';
-import { sessionOf } from '../compile/key-sessions.js';
+import { keyMaterial, sessionOf } from '../compile/key-sessions.js';
 import { compileNamespace } from './reconcile-config.js';
-import { ensureFinalizer, firstIssue, MANAGED_BY, REFS, removeFinalizer, report, storeCall, StoreUnavailable, type OperatorContext } from './context.js';
+import { cachedSecret, ensureFinalizer, firstIssue, MANAGED_BY, REFS, removeFinalizer, report, storeCall, StoreUnavailable, type OperatorContext } from './context.js';
 import type { KubeObject } from '../../lib/kube/informer.js';
 import { codeOf, resourcePath } from '../../lib/kube/api.js';
 import { notReady, ok, type Outcome } from './status.js';
@@ -67,11 +67,9 @@ async function resetQuota(ctx: OperatorContext, hash: string, stored: StoredSess
 
 /** The key material: a hash, or the reason there is none yet. Creates the Secret when it does not exist. */
 async function keyHashOf(ctx: OperatorContext, key: AccessKey, raw: KubeObject): Promise<{ hash: string } | { outcome: Outcome }> {
-  if (key.spec.key_hash) return { hash: key.spec.key_hash };
-  const ref = key.spec.secretRef!;
   const ns = key.metadata.namespace;
-  const cached = ctx.informers.secrets.get(ns, ref.name);
-  if (!cached) {
+  const ref = key.spec.secretRef;
+  if (!key.spec.key_hash && ref && !ctx.informers.secrets.get(ns, ref.name)) {
     const value = randomBytes(24).toString('base64url');
     const body = {
       apiVersion: 'v1',
@@ -97,10 +95,8 @@ async function keyHashOf(ctx: OperatorContext, key: AccessKey, raw: KubeObject):
       ctx.informers.secrets.remember(await ctx.api.get(resourcePath(REFS.Secret, ns, ref.name)));
     }
   }
-  const s = SecretResource.safeParse({ apiVersion: 'v1', kind: 'Secret', ...ctx.informers.secrets.get(ns, ref.name) });
-  const value = s.success ? secretValue(s.data, ref.key) : undefined;
-  if (!value) return { outcome: notReady('SecretNotFound', `Secret ${ns}/${ref.name} has no key ${JSON.stringify(ref.key)}`) };
-  return { hash: sha256hex(value) };
+  const m = keyMaterial(key, (n, name) => cachedSecret(ctx, n, name));
+  return m.ok ? { hash: m.keyHash } : { outcome: notReady(m.reason, m.message) };
 }
 
 export async function reconcileKey(ctx: OperatorContext, ns: string, name: string): Promise<void> {

@@ -8,6 +8,7 @@
 import type { Redis, Cluster } from 'ioredis';
 import { SMOOTHING_CHANNEL, SmoothingEventPayload } from '../../lib/events.js';
 import type { Logger } from '../../lib/logger.js';
+import { apiIdOf, type ApiIdSource } from '../facade/backend.js';
 import { REFS, type OperatorContext } from './context.js';
 import type { KubeObject, ResourceRef } from '../../lib/kube/informer.js';
 
@@ -38,10 +39,8 @@ export class SmoothingEvents {
     const inf = this.ctx.informers;
     const api = /^a:([^/]+)\/([^:]+)/.exec(limiterKey);
     if (api) {
-      const obj = inf.apis.list(api[1]).find((o) => {
-        const s = (o as { spec?: { api_id?: string; oas?: { 'x-gw-api-gateway'?: { info?: { id?: string } } } } }).spec;
-        return (s?.oas?.['x-gw-api-gateway']?.info?.id ?? s?.api_id ?? o.metadata.name) === api[2];
-      });
+      // raw cached objects, not validated: apiIdOf tolerates any missing level
+      const obj = inf.apis.list(api[1]).find((o) => apiIdOf(o as ApiIdSource) === api[2]);
       return obj && { ref: REFS.ApiDefinition, obj };
     }
     const key = /^k:h:([0-9a-f]{64})/.exec(limiterKey);

@@ -17,6 +17,9 @@ export interface Outcome {
   extra?: Record<string, unknown>;
 }
 
+/** A Kubernetes Time (RFC 3339, whole seconds) as conditions and Events carry it. */
+export const kubeTime = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+
 export const ok = (message = 'reconciled', extra?: Record<string, unknown>): Outcome => ({ ready: true, reason: 'Reconciled', message, extra });
 export const notReady = (reason: Reason, message: string, extra?: Record<string, unknown>): Outcome => ({ ready: false, reason, message, extra });
 
@@ -82,7 +85,7 @@ export class StatusWriter {
 
   /** Returns the written object, or undefined when nothing had to be written. */
   async write(ref: ResourceRef, obj: KubeObject, outcome: Outcome): Promise<unknown> {
-    const desired = desiredStatus(obj, outcome, new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'));
+    const desired = desiredStatus(obj, outcome, kubeTime(new Date(this.now())));
     if (statusEqual(obj, desired)) return undefined;
     const path = resourcePath(ref, obj.metadata.namespace, obj.metadata.name, 'status');
     const written = await this.api.patch(path, [{ op: 'add', path: '/status', value: desired }], 'json');

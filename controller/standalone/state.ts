@@ -7,7 +7,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { SessionStore, StoredSession } from '../../lib/sessions.js';
 import type { CompiledConfig } from '../../sidecar/config/types.js';
 import { compileConfig } from '../compile/compile-config.js';
-import { keyMaterial, sessionOf } from '../compile/key-sessions.js';
+import { keyMaterial, sessionOf, snapshotSecrets } from '../compile/key-sessions.js';
 import type { ResourceSnapshot } from '../sources/snapshot.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 const { mkdirSync, writeFileSync, existsSync } = process.getBuiltinModule('node:fs');
@@ -46,8 +46,9 @@ export class StandaloneState {
     }
 
     const next = new Map<string, { stored: StoredSession; annotations: Record<string, string> }>();
+    const secrets = snapshotSecrets(snapshot);
     for (const key of snapshot.keys) {
-      const m = keyMaterial(key, snapshot);
+      const m = keyMaterial(key, secrets);
       if (!m.ok) {
         this.generateSecret(key.metadata.namespace, key.spec.secretRef!.name, key.spec.secretRef!.key, key.metadata.name);
         continue;

@@ -6,17 +6,13 @@
  * the last good config keeps serving. A deleted ConfigMap keeps the last config too. No
  * @kubernetes/client-node here: it alone would be ~50 MB of the sidecar's RSS.
  */
-import { z } from 'zod';
 import type { Logger } from '../../lib/logger.js';
 import type { KubeApi } from '../../lib/kube/api.js';
 import { Informer, type KubeObject, type ResourceRef } from '../../lib/kube/informer.js';
 import type { CompiledConfig } from './types.js';
-import { CONFIG_MAP_KEY, CONFIG_MAP_NAME, parseCompiledConfig } from './schema.js';
+import { CONFIG_MAP_KEY, CONFIG_MAP_NAME, ConfigMapData, parseCompiledConfig } from './schema.js';
 
 const CONFIG_MAPS: ResourceRef = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' };
-
-/** The part of a ConfigMap read here; its `config.json` is validated by schema.ts. */
-const ConfigMapData = z.looseObject({ data: z.record(z.string(), z.string()).nullish() });
 
 export class KubeConfigSource {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };

@@ -45,6 +45,9 @@ export const CompiledConfigSchema = z.object({
 export const CONFIG_MAP_NAME = 'gw-config';
 export const CONFIG_MAP_KEY = 'config.json';
 
+/** The part of a ConfigMap the sidecar and the controller read; its `config.json` is validated by parseCompiledConfig. */
+export const ConfigMapData = z.looseObject({ data: z.record(z.string(), z.string()).nullish() });
+
 export function parseCompiledConfig(text: string): { ok: true; config: CompiledConfig } | { ok: false; message: string } {
   let raw: unknown;
   try {
