@@ -1,5 +1,6 @@
 /** ApiDefinition (classic or OAS form) → CompiledApi. Throws with a field-named message on a bad definition. */
 import type { ApiDefinition } from '../../crds/kinds.js';
+import { apiIdOf } from '../../crds/schemas/api-definition.js';
 import type { CompiledApi, EndpointRule, LimitSpec } from '../../sidecar/config/types.js';
 import { durationSeconds } from '../../lib/duration.js';
 import { endpointPattern } from './path-pattern.js';
@@ -46,7 +47,7 @@ export function compileApi(res: ApiDefinition): CompiledApi {
     const apiLimit = up?.enabled && !s.disable_rate_limit ? limitOrUndefined(up.rate, durationSeconds(up.per)) : undefined;
     return {
       ...base,
-      api_id: x.info?.id ?? s.api_id ?? res.metadata.name,
+      api_id: apiIdOf(res),
       active: x.info?.state?.active ?? s.active,
       keyless: s.use_keyless || x.server.authentication?.enabled === false,
       listenPath: x.server.listenPath.value,
@@ -68,7 +69,7 @@ export function compileApi(res: ApiDefinition): CompiledApi {
   const g = s.global_rate_limit;
   return {
     ...base,
-    api_id: s.api_id ?? res.metadata.name,
+    api_id: apiIdOf(res),
     active: s.active,
     keyless: s.use_keyless,
     listenPath: proxy.listen_path,

@@ -22,8 +22,8 @@ import {
 } from '../../crds/kinds.js';
 import { keyMaterial, sessionOf, snapshotSecrets } from '../compile/key-sessions.js';
 import { findSecret, type ResourceSnapshot } from '../sources/snapshot.js';
+import { apiIdOf } from '../../crds/schemas/api-definition.js';
 import {
-  apiIdOf,
   clientSecretManifest,
   ConflictError,
   isManaged,

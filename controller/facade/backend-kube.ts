@@ -20,8 +20,8 @@ import {
 } from '../../crds/kinds.js';
 import { backoffDelay } from '../../lib/backoff.js';
 import type { Logger } from '../../lib/logger.js';
+import { apiIdOf } from '../../crds/schemas/api-definition.js';
 import {
-  apiIdOf,
   clientSecretManifest,
   ConflictError,
   isManaged,

@@ -3,7 +3,6 @@
  * (backend-dir.ts: YAML manifests under DIR/.gw/) and the cluster (backend-kube.ts: custom resources).
  * The facade itself never knows where resources live.
  */
-import type { ApiDefinition } from '../../crds/kinds.js';
 import type { KeySessionT } from '../../crds/schemas/access-key.js';
 import type { OAuthClientSpecT } from '../../crds/schemas/oauth-client.js';
 import { sha256hex } from '../../lib/hash.js';
@@ -117,15 +116,4 @@ export function clientResourceName(namespace: string, apiId: string, clientId: s
 
 export function clientSecretName(clientName: string): string {
   return `${clientName}-secret`;
-}
-
-/** What apiIdOf reads of a raw cached ApiDefinition, not validated (any level may be missing). */
-export interface ApiIdSource {
-  metadata: { name: string };
-  spec?: { api_id?: string; oas?: { 'x-gw-api-gateway'?: { info?: { id?: string } } } };
-}
-
-/** The api_id of an ApiDefinition, as the compiler derives it (OAS info.id, then spec.api_id, then the name). */
-export function apiIdOf(api: ApiDefinition | ApiIdSource): string {
-  return api.spec?.oas?.['x-gw-api-gateway']?.info?.id ?? api.spec?.api_id ?? api.metadata.name;
 }

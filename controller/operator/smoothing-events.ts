@@ -8,7 +8,7 @@
 import type { Redis, Cluster } from 'ioredis';
 import { SMOOTHING_CHANNEL, SmoothingEventPayload } from '../../lib/events.js';
 import type { Logger } from '../../lib/logger.js';
-import { apiIdOf, type ApiIdSource } from '../facade/backend.js';
+import { apiIdOf, type ApiIdSource } from '../../crds/schemas/api-definition.js';
 import { REFS, type OperatorContext } from './context.js';
 import type { KubeObject, ResourceRef } from '../../lib/kube/informer.js';
 

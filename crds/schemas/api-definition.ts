@@ -164,3 +164,14 @@ export const ApiDefinitionSpec = z
 
 export type ApiDefinitionSpecT = z.infer<typeof ApiDefinitionSpec>;
 export type OasDocumentT = z.infer<typeof OasDocument>;
+
+/** What apiIdOf reads of an ApiDefinition; also a raw cached one, not validated (any level may be missing). */
+export interface ApiIdSource {
+  metadata: { name: string };
+  spec?: { api_id?: string; oas?: { 'x-gw-api-gateway'?: { info?: { id?: string } } } };
+}
+
+/** The api_id of an ApiDefinition: OAS info.id, then spec.api_id, then the name (the compiler, facade and operator all use this). */
+export function apiIdOf(api: { metadata: { name: string }; spec: ApiDefinitionSpecT } | ApiIdSource): string {
+  return api.spec?.oas?.['x-gw-api-gateway']?.info?.id ?? api.spec?.api_id ?? api.metadata.name;
+}
