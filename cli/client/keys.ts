@@ -17,9 +17,15 @@ function query(flags: KeyFlags, write: boolean): string {
   return s ? `?${s}` : '';
 }
 
-/** A new random key: 32 bytes (256 bits), base64url. */
-function generateKey(): string {
-  return randomBytes(32).toString('base64url');
+/**
+ * A new random key: 32 bytes (256 bits), base64url, never starting with '-' (one in 64 would, and
+ * `gw keys delete "$key"` would then read it as an option), so such a draw is drawn again.
+ */
+export function generateKey(): string {
+  for (;;) {
+    const key = randomBytes(32).toString('base64url');
+    if (!key.startsWith('-')) return key;
+  }
 }
 
 function common(cmd: Command, opts: { body?: boolean; write?: boolean; hashed?: boolean }): Command {

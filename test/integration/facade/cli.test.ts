@@ -193,6 +193,15 @@ describe('gw keys', () => {
     expectFailure(await gw(['keys', 'delete', generated]), Exit.NOT_FOUND, /HTTP 404/);
   });
 
+  slow("a key id that begins with '-' goes after '--' (create, get, delete)", async () => {
+    const dash = '-dash-key-0123456789abcdef';
+    const c = await gw(['keys', 'create', '--body', '{"rate": 5, "per": 60}', '--', dash]);
+    expect([c.code, c.stderr]).toEqual([Exit.OK, '']);
+    expect(c.json).toMatchObject({ key: dash, action: 'added' });
+    expect((await gw(['keys', 'get', '--', dash])).code).toBe(Exit.OK);
+    expect((await gw(['keys', 'delete', '--', dash])).json).toMatchObject({ key: dash, action: 'deleted' });
+  });
+
   slow('a key id with "/", ".." or "?" is one path segment, never a path (percent-encoded)', async () => {
     const odd = '../../x/../y?z=1#f';
     const r = await gw(['keys', 'create', odd, '--body', '{"rate": 1, "per": 1}']);
