@@ -68,6 +68,10 @@ export async function startSidecar(o: {
   env?: Record<string, string>;
   /** The compiled CLI to run (default: this tree's dist/cli/gw.js). */
   cli?: string;
+  /** What to wait for before returning (default /readyz; /healthz when no config is there yet). */
+  waitFor?: '/readyz' | '/healthz';
+  /** How long to wait for it, ms (default 20 000). */
+  waitMs?: number;
 }): Promise<Sidecar> {
   const [gp, mp] = [await freePort(), await freePort()];
   const args = [o.cli ?? CLI, 'sidecar', '--upstream', o.upstream, '--kubeconfig', o.kubeconfig ?? kubeconfig(), '--namespace', o.ns, '--listen', `127.0.0.1:${gp}`, '--metrics-listen', `127.0.0.1:${mp}`];
@@ -94,7 +98,8 @@ export async function startSidecar(o: {
         proc.kill('SIGTERM');
       }),
   };
-  await eventually(async () => (await status(`${s.ops}/readyz`)) === 200, 20_000, 'sidecar ready').catch((e: Error) => {
+  const path = o.waitFor ?? '/readyz';
+  await eventually(async () => (await status(`${s.ops}${path}`)) === 200, o.waitMs ?? 20_000, `sidecar ${path === '/readyz' ? 'ready' : 'alive'}`).catch((e: Error) => {
     proc.kill('SIGKILL');
     throw new Error(`${e.message}\n${out}`);
   });

@@ -5,15 +5,13 @@
  * reaches the sidecar within 2 s.
  */
 import { jest } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
 import { request } from 'undici';
 import { startEcho } from '../../../scripts/echo-upstream.js';
-import { freePort } from '../../harness/ports.js';
-import { CLI } from '../../helpers/standalone.js';
-import { freshNamespace, kubeconfig } from '../../helpers/kube.js';
+import { freshNamespace } from '../../helpers/kube.js';
 import { freshRedis, redisUrl } from '../../helpers/redis.js';
+import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';
 import { accessKey, apiDef, apply, eventually, policy, secret, startController, type Controller } from './helpers.js';
 
 jest.setTimeout(60_000);
@@ -25,41 +23,24 @@ describe('controller + sidecar end to end', () => {
   let redis: Redis;
   let ctl: Controller;
   let echo: { server: Server; url: string };
-  let sidecar: ChildProcess;
-  let gw: string;
-  let out = '';
+  let sidecar: Sidecar;
 
   beforeAll(async () => {
     ns = await freshNamespace('e2e');
     redis = await freshRedis();
     echo = await startEcho();
     ctl = await startController(ns);
-    const [gp, mp] = [await freePort(), await freePort()];
-    gw = `http://127.0.0.1:${gp}`;
-    sidecar = spawn(
-      process.execPath,
-      [CLI, 'sidecar', '--upstream', echo.url, '--kubeconfig', kubeconfig(), '--namespace', ns, '--redis', redisUrl(), '--listen', `127.0.0.1:${gp}`, '--metrics-listen', `127.0.0.1:${mp}`],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GW_LOG_LEVEL: 'info' } },
-    );
-    sidecar.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    sidecar.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    await eventually(async () => {
-      const r = await request(`http://127.0.0.1:${mp}/healthz`);
-      await r.body.dump();
-      return r.statusCode === 200;
-    }, 15_000, 'sidecar alive').catch((e: Error) => {
-      throw new Error(`${e.message}\n${out}`);
-    });
+    sidecar = await startSidecar({ ns, upstream: echo.url, redis: redisUrl(), waitFor: '/healthz', waitMs: 15_000 });
   });
   afterAll(async () => {
-    sidecar?.kill('SIGTERM');
+    sidecar?.proc.kill('SIGTERM');
     await ctl?.stop();
     echo?.server.close();
     redis?.disconnect();
   });
 
   const call = async (): Promise<number> => {
-    const r = await request(`${gw}/orders/1`, { headers: { authorization: RAW_KEY } });
+    const r = await request(`${sidecar.gw}/orders/1`, { headers: { authorization: RAW_KEY } });
     await r.body.dump();
     return r.statusCode;
   };
