@@ -3,16 +3,13 @@
  * compiled-config ConfigMap runs in the sidecar, is stopped when the ConfigMap drops it (the path goes
  * back to the upstream), and SIGTERM drains the messages in flight before the process exits 0.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import { request } from 'undici';
-import { stringify } from 'yaml';
 import { compileConfig } from '../../../controller/compile/compile-config.js';
 import { ApiDefinitionResource } from '../../../crds/kinds.js';
 import { startEcho } from '../../../scripts/echo-upstream.js';
-import { freePort } from '../../harness/ports.js';
-import { freshNamespace, kubeconfig, kubectl } from '../../helpers/kube.js';
-import { CLI } from '../../helpers/standalone.js';
+import { freshNamespace } from '../../helpers/kube.js';
+import { metricsText, startSidecar, writeConfigMap, type Sidecar } from '../../helpers/sidecar.js';
 import { receiver, until, type Receiver } from './helpers.js';
 
 function config(ns: string, streaming: unknown): string {
@@ -25,12 +22,6 @@ function config(ns: string, streaming: unknown): string {
   return JSON.stringify(compileConfig([api], []).config);
 }
 
-async function writeConfigMap(ns: string, text: string): Promise<void> {
-  const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'gw-config', namespace: ns }, data: { 'config.json': text } };
-  const r = await kubectl(['apply', '-f', '-'], stringify(cm));
-  if (r.code !== 0) throw new Error(r.stderr);
-}
-
 async function post(url: string, body: unknown): Promise<{ status: number; text: string }> {
   const r = await request(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
   return { status: r.statusCode, text: await r.body.text() };
@@ -40,10 +31,8 @@ describe('streams in gw sidecar', () => {
   let ns: string;
   let echo: { server: Server; url: string };
   let rx: Receiver;
-  let proc: ChildProcess;
-  let out = '';
+  let sc: Sidecar;
   let gw: string;
-  let ops: string;
 
   const streaming = (url: string) => ({
     rate_limit_resources: [{ label: 'peer', local: { count: 2, interval: '1s' } }],
@@ -55,24 +44,11 @@ describe('streams in gw sidecar', () => {
     echo = await startEcho();
     rx = await receiver();
     await writeConfigMap(ns, config(ns, streaming(`${rx.url}/hook`)));
-    const [gp, mp] = [await freePort(), await freePort()];
-    gw = `http://127.0.0.1:${gp}`;
-    ops = `http://127.0.0.1:${mp}`;
-    proc = spawn(
-      process.execPath,
-      [CLI, 'sidecar', '--upstream', echo.url, '--kubeconfig', kubeconfig(), '--namespace', ns, '--listen', `127.0.0.1:${gp}`, '--metrics-listen', `127.0.0.1:${mp}`],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GW_LOG_LEVEL: 'info' } },
-    );
-    proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    await until(async () => (await request(`${ops}/readyz`).then(async (r) => (await r.body.dump(), r.statusCode)).catch(() => 0)) === 200, 15_000, 'sidecar ready').catch(
-      (e: Error) => {
-        throw new Error(`${e.message}\n${out}`);
-      },
-    );
+    sc = await startSidecar({ ns, upstream: echo.url, waitMs: 15_000 });
+    gw = sc.gw;
   });
   afterAll(async () => {
-    if (proc && proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    if (sc && sc.proc.exitCode === null && sc.proc.signalCode === null) sc.proc.kill('SIGKILL');
     echo?.server.close();
     await rx?.close();
   });
@@ -82,7 +58,7 @@ describe('streams in gw sidecar', () => {
     await rx.waitFor(4, 15_000);
     expect(rx.hits.map((h) => (h.body as { i: number }).i)).toEqual([0, 1, 2, 3]);
     expect(rx.hits[2]!.t - rx.hits[0]!.t).toBeGreaterThanOrEqual(1000); // 2 per 1 s
-    const m = await (await request(`${ops}/metrics`)).body.text();
+    const m = await metricsText(sc);
     expect(m).toContain('gw_stream_messages_out_total{api="ev",stream="s"} 4');
   });
 
@@ -97,9 +73,7 @@ describe('streams in gw sidecar', () => {
     await writeConfigMap(ns, config(ns, streaming(`${rx.url}/drain`)));
     await until(async () => (await post(`${gw}/ev/in`, { d: 0 })).status === 202, 10_000, 'the stream to start again');
     for (let d = 1; d < 4; d++) expect((await post(`${gw}/ev/in`, { d })).status).toBe(202);
-    const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
-    proc.kill('SIGTERM');
-    expect(await exited).toBe(0);
+    expect(await sc.stop()).toBe(0);
     // all 4 accepted before SIGTERM were delivered (2 per 1 s: the drain really waited)
     expect(rx.hits.filter((h) => h.path === '/drain').map((h) => (h.body as { d: number }).d)).toEqual([0, 1, 2, 3]);
   }, 30_000);
