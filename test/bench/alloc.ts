@@ -18,6 +18,7 @@ import { join, resolve } from 'node:path';
 import { Pool } from 'undici';
 import { freePort } from '../harness/ports.js';
 import { BENCH_KEY, GW_BENCH_ENV, gwStandaloneBench } from './gw-bench-setup.js';
+import { stopChild } from './proc.js';
 import { GATEWAY_V8_FLAGS } from '../../cli/gateway-v8-flags.js';
 
 const N = Number(process.env.GW_ALLOC_REQUESTS ?? 20_000);
@@ -66,14 +67,6 @@ function spawnProxy(args: string[], ready: string, env: NodeJS.ProcessEnv = proc
     }, 50);
     c.once('exit', (code) => (clearTimeout(t), clearInterval(poll), rej(new Error(`proxy exited ${code}:\n${out}`))));
   });
-}
-
-async function stop(c: ChildProcess): Promise<void> {
-  if (c.exitCode !== null || c.signalCode !== null) return;
-  const gone = new Promise((r) => c.once('exit', r));
-  c.kill('SIGTERM');
-  await Promise.race([gone, new Promise((r) => setTimeout(r, 10_000))]);
-  if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 }
 
 let counted = N;
@@ -127,7 +120,7 @@ export async function allocPerRequest(only?: string, requests = N, warm = WARMUP
       try {
         results.push(await measure('bare node:http + undici', c, `http://127.0.0.1:${port}`, '/api/x'));
       } finally {
-        await stop(c);
+        await stopChild(c, 10_000);
       }
     }
     if (only !== 'bare') {
@@ -138,7 +131,7 @@ export async function allocPerRequest(only?: string, requests = N, warm = WARMUP
         const origin = /gateway (http:\/\/[^\s]+)/.exec(out())![1]!;
         results.push(await measure('gw key auth + DRL', c, origin, '/api/x', BENCH_KEY));
       } finally {
-        await stop(c);
+        await stopChild(c, 10_000);
       }
     }
   } finally {

@@ -16,13 +16,14 @@
  * Needs wrk and nginx (Debian: apt-get install wrk nginx-light), taskset and redis-server.
  */
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../harness/ports.js';
 import { BENCH_KEY, GW_BENCH_ENV, gwStandaloneBench } from './gw-bench-setup.js';
+import { cpuSeconds, rssMb, stopChild } from './proc.js';
 
 const run = promisify(execFile);
 const SECONDS = Number(process.env.GW_BENCH_SECONDS ?? 5);
@@ -34,7 +35,6 @@ const PROXY_CPU = process.env.GW_BENCH_PROXY_CPU ?? '0';
 const LOAD_CPU = process.env.GW_BENCH_LOAD_CPU ?? '1';
 const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 420);
 const ROUNDS = Number(process.env.GW_BENCH_ROUNDS ?? 3);
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim() || 100);
 const started = Date.now();
 
 const children: ChildProcess[] = [];
@@ -66,14 +66,6 @@ function pinned(cpu: string, cmd: string, args: string[], env: NodeJS.ProcessEnv
   return Object.assign(c, { out: () => out });
 }
 
-async function stopChild(c: ChildProcess): Promise<void> {
-  if (c.exitCode !== null || c.signalCode !== null) return;
-  const gone = new Promise((r) => c.once('exit', r));
-  c.kill('SIGTERM');
-  await Promise.race([gone, new Promise((r) => setTimeout(r, 5000))]);
-  if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-}
-
 function portOpen(port: number): Promise<boolean> {
   return new Promise((r) => {
     const s = connect(port, '127.0.0.1');
@@ -88,52 +80,6 @@ async function waitFor(what: string, cond: () => Promise<boolean> | boolean, ms 
     if (Date.now() > end) throw new Error(`gw bench: ${what} did not come up${out ? `:\n${out()}` : ''}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-}
-
-/** VmRSS in MB of a process and its direct children (nginx's worker). */
-function rssMb(pid: number | undefined): number {
-  if (!pid) return NaN;
-  const rss = (p: string): number => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-  try {
-    let total = rss(String(pid));
-    for (const d of readdirSync('/proc')) {
-      if (!/^\d+$/.test(d)) continue;
-      try {
-        const st = readFileSync(`/proc/${d}/stat`, 'utf8');
-        if (Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]) === pid) total += rss(d);
-      } catch {
-        // the process ended
-      }
-    }
-    return total;
-  } catch {
-    return NaN;
-  }
-}
-
-/** utime + stime in seconds of a process and its direct children (nginx's worker). */
-function cpuSeconds(pid: number | undefined): number {
-  if (!pid) return NaN;
-  const ticks = (stat: string): number => {
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(f[11]) + Number(f[12]);
-  };
-  let total = 0;
-  try {
-    total += ticks(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-    for (const d of readdirSync('/proc')) {
-      if (!/^\d+$/.test(d)) continue;
-      try {
-        const st = readFileSync(`/proc/${d}/stat`, 'utf8');
-        if (Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]) === pid) total += ticks(st);
-      } catch {
-        // the process ended
-      }
-    }
-  } catch {
-    return NaN;
-  }
-  return total / CLK_TCK;
 }
 
 function nginxConf(dir: string, name: string, server: string, http = ''): string {
@@ -399,7 +345,7 @@ async function main(): Promise<void> {
   }
   p(`run time ${fmt((Date.now() - started) / 1000)} s; load average now ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
   console.log(lines.join('\n'));
-  await Promise.all(children.map(stopChild));
+  await Promise.all(children.map((c) => stopChild(c, 5000)));
   writeFileSync(resolve('dist/bench-last.json'), JSON.stringify({ at: new Date().toISOString(), engine: e, rows }, null, 2));
 }
 

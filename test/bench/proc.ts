@@ -1,0 +1,52 @@
+/** Child processes of the benchmarks: stopping one, and its RSS and CPU time from /proc (Linux). */
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** SIGTERM; SIGKILL when it has not exited after `graceMs`. */
+export async function stopChild(c: ChildProcess, graceMs: number): Promise<void> {
+  if (c.exitCode !== null || c.signalCode !== null) return;
+  const gone = new Promise((r) => c.once('exit', r));
+  c.kill('SIGTERM');
+  await Promise.race([gone, new Promise((r) => setTimeout(r, graceMs))]);
+  if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+}
+
+/** The fields of /proc/<pid>/stat after the command name (state is [0], ppid [1], utime [11], stime [12]). */
+const statFields = (stat: string): string[] => stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+
+/** `own` summed over a process and its direct children (nginx's worker); NaN when there is no such process. */
+function overFamily(pid: number | undefined, own: (pid: string, stat: string) => number): number {
+  if (!pid) return NaN;
+  try {
+    let total = own(String(pid), readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    for (const d of readdirSync('/proc')) {
+      if (!/^\d+$/.test(d)) continue;
+      try {
+        const st = readFileSync(`/proc/${d}/stat`, 'utf8');
+        if (Number(statFields(st)[1]) === pid) total += own(d, st);
+      } catch {
+        // the process ended
+      }
+    }
+    return total;
+  } catch {
+    return NaN;
+  }
+}
+
+/** VmRSS in MB of a process and its direct children. */
+export function rssMb(pid: number | undefined): number {
+  return overFamily(pid, (p) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0) / 1024);
+}
+
+let clkTck: number | undefined;
+
+/** utime + stime in seconds of a process and its direct children. */
+export function cpuSeconds(pid: number | undefined): number {
+  clkTck ??= Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim() || 100);
+  const ticks = (stat: string): number => {
+    const f = statFields(stat);
+    return Number(f[11]) + Number(f[12]);
+  };
+  return overFamily(pid, (_, st) => ticks(st)) / clkTck;
+}
