@@ -16,6 +16,12 @@
 const { setFlagsFromString } = process.getBuiltinModule('node:v8');
 const { runInNewContext } = process.getBuiltinModule('node:vm');
 
+/**
+ * The V8 flags the gateway needs on node's command line (they do nothing when set at run time);
+ * cli/gateway-v8-flags.ts re-executes the process with them.
+ */
+export const GATEWAY_V8_FLAGS: readonly string[] = ['--no-memory-reducer'];
+
 /** Call first thing in the process, before the request path runs. */
 export function tuneHeapForProxying(): void {
   setFlagsFromString('--no-allocation-site-pretenuring');
@@ -23,11 +29,18 @@ export function tuneHeapForProxying(): void {
 
 type GcOptions = { type: 'major'; execution: 'sync'; flavor: 'last-resort' };
 
-/** Call once start-up is done, before the listeners open (no request can wait on it). Synchronous, ~50–90 ms. */
-export function releaseStartupMemory(): void {
+/**
+ * Call once start-up is done, before the listeners open (no request can wait on it). Synchronous,
+ * ~50–90 ms. Only when the process runs with GATEWAY_V8_FLAGS (it could not re-execute: started with
+ * an IPC channel, or no process.execve): with the memory reducer on, this GC would cost more than it
+ * saves. Returns whether it ran.
+ */
+export function releaseStartupMemory(execArgv: readonly string[] = process.execArgv): boolean {
+  if (!GATEWAY_V8_FLAGS.every((f) => execArgv.includes(f))) return false;
   // `gc` exists only in contexts created while --expose-gc is set
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as (o: GcOptions) => void;
   setFlagsFromString('--no-expose-gc');
   gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  return true;
 }

@@ -19,7 +19,7 @@ import { Pool } from 'undici';
 import { freePort } from '../harness/ports.js';
 import { BENCH_KEY, GW_BENCH_ENV, gwStandaloneBench } from './gw-bench-setup.js';
 import { stopChild } from './proc.js';
-import { GATEWAY_V8_FLAGS } from '../../cli/gateway-v8-flags.js';
+import { GATEWAY_V8_FLAGS } from '../../sidecar/heap-tuning.js';
 
 const N = Number(process.env.GW_ALLOC_REQUESTS ?? 20_000);
 const WARMUP = Number(process.env.GW_ALLOC_WARMUP ?? 10_000);

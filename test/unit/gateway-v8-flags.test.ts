@@ -1,4 +1,5 @@
-import { GATEWAY_V8_FLAGS, reexecArgs } from '../../cli/gateway-v8-flags.js';
+import { reexecArgs } from '../../cli/gateway-v8-flags.js';
+import { GATEWAY_V8_FLAGS, releaseStartupMemory } from '../../sidecar/heap-tuning.js';
 
 const NODE = '/usr/bin/node';
 const GW = '/app/dist/cli/gw.js';
@@ -18,5 +19,11 @@ describe('gateway V8 flags (re-exec of gw sidecar / gw standalone)', () => {
     for (const sub of ['controller', 'facade', 'webhook', 'keys', '--help', undefined]) {
       expect(reexecArgs(sub === undefined ? [NODE, GW] : [NODE, GW, sub], [])).toBeUndefined();
     }
+  });
+
+  test('the start-up GC runs only with the flags on the command line (else it would arm the memory reducer)', () => {
+    expect(releaseStartupMemory([])).toBe(false);
+    expect(releaseStartupMemory(['--enable-source-maps'])).toBe(false);
+    expect(releaseStartupMemory(['--no-memory-reducer'])).toBe(true);
   });
 });
