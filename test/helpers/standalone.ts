@@ -20,13 +20,14 @@ export function tempDir(prefix = 'gw-res-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-export async function startStandalone(dir: string, extraArgs: string[] = [], env: Record<string, string> = {}): Promise<Standalone> {
+/** `ipc`: with an IPC channel to the test process, as a Node parent's fork() would give it. */
+export async function startStandalone(dir: string, extraArgs: string[] = [], env: Record<string, string> = {}, o: { ipc?: boolean } = {}): Promise<Standalone> {
   const gp = await freePort();
   const ap = await freePort();
   const proc = spawn(
     process.execPath,
     [CLI, 'standalone', '--resources', dir, '--listen', `127.0.0.1:${gp}`, '--admin-listen', `127.0.0.1:${ap}`, ...extraArgs],
-    { env: { ...process.env, GW_SECRET: 'test-secret', GW_ACCESS_TOKENS: 'test-token', GW_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    { env: { ...process.env, GW_SECRET: 'test-secret', GW_ACCESS_TOKENS: 'test-token', GW_LOG_LEVEL: 'warn', ...env }, stdio: o.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));

@@ -3,10 +3,8 @@
  * (cli/gateway-v8-flags.ts): same PID, flags on the command line, still serving; but not when started
  * with an IPC channel, which an exec would cut.
  */
-import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { freePort } from '../harness/ports.js';
-import { CLI, startStandalone, tempDir } from '../helpers/standalone.js';
+import { startStandalone, tempDir } from '../helpers/standalone.js';
 
 const cmdline = (pid: number): string[] => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
 
@@ -21,22 +19,13 @@ describe('gateway re-exec with its V8 flags', () => {
     }
   });
 
-  test('forked with an IPC channel: no re-exec, the channel stays open', async () => {
-    const c = fork(CLI, ['standalone', '--resources', tempDir(), '--listen', `127.0.0.1:${await freePort()}`, '--admin-listen', `127.0.0.1:${await freePort()}`], {
-      env: { ...process.env, GW_SECRET: 's', GW_ACCESS_TOKENS: 't', GW_LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    });
-    let out = '';
-    c.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  test('started with an IPC channel: no re-exec (it would cut the channel), the channel stays open', async () => {
+    const s = await startStandalone(tempDir(), [], {}, { ipc: true });
     try {
-      for (let i = 0; i < 150 && !out.includes('gw standalone ready:'); i++) await new Promise((r) => setTimeout(r, 100));
-      expect(out).toContain('gw standalone ready:');
-      expect(cmdline(c.pid!)).not.toContain('--no-memory-reducer');
-      expect(c.connected).toBe(true);
+      expect(cmdline(s.proc.pid!)).not.toContain('--no-memory-reducer');
+      expect(s.proc.connected).toBe(true);
     } finally {
-      const exited = new Promise((r) => c.once('exit', r));
-      c.kill('SIGTERM');
-      await exited;
+      await s.stop();
     }
-  }, 30_000);
+  });
 });
