@@ -53,7 +53,6 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   const server = createOpsServer(registry, () => ready, (req, res) => facade.emit('request', req, res));
   const addr = await listen(server, flags.listen, '--listen');
   ready = true;
-  logger.info({ listen: addr }, 'gw facade ready');
   onShutdown(logger, async () => {
     ready = false;
     await drain(server);
@@ -62,4 +61,6 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
     await sessions?.close();
     redis?.disconnect();
   });
+  // announced only once SIGTERM drains: a supervisor may stop the process the moment it reads this
+  logger.info({ listen: addr }, 'gw facade ready');
 }

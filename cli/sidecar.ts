@@ -89,7 +89,6 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   releaseStartupMemory();
   const gwAddr = await listen(runtime.server, flags.listen, '--listen');
   const opsAddr = await listen(ops, flags.metricsListen, '--metrics-listen');
-  logger.info({ listen: gwAddr, metrics: opsAddr, namespace: flags.namespace, group: flags.group }, 'gw sidecar ready');
   onShutdown(logger, async () => {
     source.stop();
     await Promise.all([drain(runtime.server), drain(ops)]);
@@ -97,4 +96,6 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     await sessions.close();
     redis?.disconnect();
   });
+  // announced only once SIGTERM drains: a supervisor may stop the process the moment it reads this
+  logger.info({ listen: gwAddr, metrics: opsAddr, namespace: flags.namespace, group: flags.group }, 'gw sidecar ready');
 }

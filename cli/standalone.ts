@@ -99,7 +99,6 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   const admin = createOpsServer(metrics.registry, isReady, (req, res) => facade.emit('request', req, res));
   const adminAddr = await listen(admin, flags.adminListen, '--admin-listen');
   ready = true;
-  process.stdout.write(`gw standalone ready: gateway http://${gwAddr} admin http://${adminAddr}\n`);
 
   onShutdown(logger, async () => {
     ready = false;
@@ -110,4 +109,6 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     await sessions.close();
     redis?.disconnect();
   });
+  // announced only once SIGTERM drains: a supervisor may stop the process the moment it reads this
+  process.stdout.write(`gw standalone ready: gateway http://${gwAddr} admin http://${adminAddr}\n`);
 }

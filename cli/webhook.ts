@@ -83,9 +83,10 @@ export async function runWebhook(flags: WebhookFlags): Promise<void> {
     throw new Error(`--tls-cert/--tls-key: cannot load: ${(e as Error).message}`, { cause: e });
   }
   const addr = await listen(webhook.server, flags.listen, '--listen');
-  logger.info({ listen: addr, image: inject.image }, 'gw webhook ready');
   onShutdown(logger, async () => {
     webhook.close();
     await drain(webhook.server);
   });
+  // announced only once SIGTERM drains: a supervisor may stop the process the moment it reads this
+  logger.info({ listen: addr, image: inject.image }, 'gw webhook ready');
 }

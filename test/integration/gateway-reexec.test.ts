@@ -25,7 +25,7 @@ describe('gateway re-exec with its V8 flags', () => {
       expect(cmdline(s.proc.pid!)).not.toContain('--no-memory-reducer');
       expect(s.proc.connected).toBe(true);
     } finally {
-      await s.stop();
+      expect(await s.stop()).toBe(0);
     }
   });
 });
