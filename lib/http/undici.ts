@@ -19,13 +19,7 @@ export type Pool = U.Pool;
 export type Agent = U.Agent;
 
 type ApiRequest = (this: U.Dispatcher, opts: U.Dispatcher.RequestOptions) => Promise<U.Dispatcher.ResponseData>;
-type ApiStream = (this: U.Dispatcher, opts: StreamOptions, factory: StreamFactory, callback?: StreamCallback) => Promise<StreamData> | undefined;
-export type StreamOptions = U.Dispatcher.RequestOptions<unknown>;
-export type StreamFactory = U.Dispatcher.StreamFactory<unknown>;
-export type StreamData = U.Dispatcher.StreamData<unknown>;
-export type StreamCallback = (err: Error | null, data: StreamData) => void;
 const apiRequest = require('undici/lib/api/api-request.js') as ApiRequest;
-const apiStream = require('undici/lib/api/api-stream.js') as ApiStream;
 
 export type RequestOptions = Omit<U.Dispatcher.RequestOptions, 'origin' | 'path' | 'method'> & { method?: U.Dispatcher.HttpMethod };
 
@@ -38,16 +32,6 @@ export function request(dispatcher: U.Dispatcher, url: string | URL, opts: Reque
 /** `dispatcher.request(opts)`: origin and path sent exactly as given (no URL parsing, so "%2E%2E" stays). */
 export function dispatchRequest(dispatcher: U.Dispatcher, opts: U.Dispatcher.RequestOptions): Promise<U.Dispatcher.ResponseData> {
   return apiRequest.call(dispatcher, opts);
-}
-
-/** `dispatcher.stream(opts, factory)`: the response body goes straight into the writable the factory returns. */
-export function stream(dispatcher: U.Dispatcher, opts: StreamOptions, factory: StreamFactory): Promise<StreamData> {
-  return apiStream.call(dispatcher, opts, factory) as Promise<StreamData>;
-}
-
-/** The callback form of stream(): no promise. `opts.opaque` reaches the factory and the callback. */
-export function streamTo(dispatcher: U.Dispatcher, opts: StreamOptions, factory: StreamFactory, callback: StreamCallback): void {
-  apiStream.call(dispatcher, opts, factory, callback);
 }
 
 export type { Dispatcher } from 'undici';

@@ -4,11 +4,9 @@
  */
 import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
-import type { EventEmitter } from 'node:events';
-import { Pool, errors, streamTo } from '../../lib/http/undici.js';
+import { Pool, errors, type Dispatcher } from '../../lib/http/undici.js';
 import type { HeaderNumbers } from '../engine/types.js';
 import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
-const { EventEmitter: Emitter } = process.getBuiltinModule('node:events');
 
 const HOP_BY_HOP = new Set([
   'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'trailers',
@@ -88,27 +86,6 @@ function responseHeaders(raw: Record<string, string | string[] | undefined>, rl:
   return rateLimitHeaders(rl, undefined, out);
 }
 
-/**
- * The abort signal of the upstream requests of one client connection: it fires when the connection
- * closes, which is when a response can close before it is finished (the client went away), and aborts
- * what is still in flight upstream. undici takes an EventEmitter as the signal (far cheaper than an
- * AbortController, an EventTarget; it must not carry an `aborted` property, or undici would treat it as a
- * native signal) and removes its listener when a request completes. One per connection, not per request:
- * no emitter, closure or 'close' listener is allocated per request on a keep-alive connection.
- */
-const connectionSignals = new WeakMap<Socket, EventEmitter>();
-function clientGoneSignal(req: IncomingMessage): EventEmitter {
-  const socket = req.socket;
-  let gone = connectionSignals.get(socket);
-  if (!gone) {
-    const emitter = (gone = new Emitter());
-    emitter.setMaxListeners(0); // one listener per request in flight (pipelined requests)
-    connectionSignals.set(socket, emitter);
-    socket.once('close', () => emitter.emit('abort'));
-  }
-  return gone;
-}
-
 /** One forwarded request: what forward() needs and what it reports (the gateway's per-request object). */
 export interface Forwarding {
   req: IncomingMessage;
@@ -121,17 +98,68 @@ export interface Forwarding {
   done(f: Forwarding): void;
 }
 
-/** undici calls this with the upstream's status and headers; the response body streams into res. */
-function startResponse({ statusCode, headers, opaque }: { statusCode: number; headers: Record<string, string | string[] | undefined>; opaque: unknown }): ServerResponse {
-  const f = opaque as Forwarding;
-  f.status = statusCode;
-  f.res.writeHead(statusCode, responseHeaders(headers, f.rateLimit));
-  return f.res;
+/**
+ * The upstream calls in flight on each client connection. When the connection closes (the client went
+ * away, or the server destroyed it) they are aborted: undici stops the upstream request and the body
+ * stops flowing into a response nobody reads. One Set and one 'close' listener per connection, nothing
+ * per request but the add and delete.
+ */
+const inFlight = new WeakMap<Socket, Set<UpstreamCall>>();
+function callsOf(socket: Socket): Set<UpstreamCall> {
+  let calls = inFlight.get(socket);
+  if (!calls) {
+    const set = (calls = new Set());
+    inFlight.set(socket, set);
+    socket.once('close', () => {
+      for (const call of set) call.clientGone();
+    });
+  }
+  return calls;
 }
 
-function finished(err: Error | null, data: { opaque: unknown }): void {
-  const f = data.opaque as Forwarding;
-  if (err) {
+/**
+ * undici's handler for one forwarded request (the Dispatcher handler API): the upstream's status and
+ * headers become the response's, its body is written through as it arrives, with backpressure (undici
+ * pauses reading the upstream while the client's socket is full). Used instead of undici's `stream()`,
+ * whose per-request AsyncResource and four listeners on the response cost ~10 % of the proxy's own CPU
+ * (docs/benchmarks.md, run J).
+ */
+class UpstreamCall implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | null = null;
+  private gone = false;
+  private resume: (() => void) | null = null;
+
+  constructor(
+    private readonly f: Forwarding,
+    private readonly calls: Set<UpstreamCall>,
+  ) {}
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    if (this.gone) controller.abort(new errors.RequestAbortedError());
+    else this.controller = controller;
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    if (statusCode < 200) return; // 1xx interim answers are not forwarded (node:http sends its own 100-continue)
+    const { f } = this;
+    f.status = statusCode;
+    f.res.writeHead(statusCode, responseHeaders(headers, f.rateLimit));
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const { res } = this.f;
+    if (res.write(chunk)) return;
+    controller.pause();
+    res.once('drain', (this.resume ??= () => controller.resume()));
+  }
+
+  onResponseEnd(): void {
+    this.f.res.end();
+    this.finish();
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController | null, err: Error): void {
+    const { f } = this;
     const { res } = f;
     if (!res.headersSent) {
       const timeout = err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError;
@@ -140,29 +168,34 @@ function finished(err: Error | null, data: { opaque: unknown }): void {
     } else {
       res.destroy();
     }
+    this.finish();
   }
-  f.done(f);
+
+  /** The client connection closed: abort the upstream request (now, or as soon as undici starts it). */
+  clientGone(): void {
+    this.gone = true;
+    this.controller?.abort(new errors.RequestAbortedError());
+  }
+
+  private finish(): void {
+    this.calls.delete(this);
+    this.f.done(this.f);
+  }
 }
 
 /**
  * Forwards f.req to origin+path and streams the answer into f.res; f.done(f) when it is over. Never
- * throws. undici's callback form with `opaque`: no promise, async frame or closure per request.
+ * throws: undici reports a request it cannot send to onResponseError.
  */
 export function forward(upstreams: Upstreams, origin: string, path: string, f: Forwarding): void {
   const { req } = f;
   const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
   f.status = 502;
-  streamTo(
-    upstreams.pool(origin),
-    {
-      path,
-      method: (req.method ?? 'GET') as 'GET',
-      headers: requestHeaders(req),
-      body: hasBody ? req : null,
-      signal: clientGoneSignal(req),
-      opaque: f,
-    },
-    startResponse,
-    finished,
+  const calls = callsOf(req.socket);
+  const call = new UpstreamCall(f, calls);
+  calls.add(call);
+  upstreams.pool(origin).dispatch(
+    { origin, path, method: (req.method ?? 'GET') as 'GET', headers: requestHeaders(req), body: hasBody ? req : null },
+    call,
   );
 }

@@ -22,6 +22,7 @@ describe('gateway proxy mechanics', () => {
   let dir: string;
   let lastHeaders: IncomingMessage['headers'] = {};
   let aborted = 0;
+  let endlessClosed = 0;
   let lastUrl = '';
 
   beforeAll(async () => {
@@ -60,6 +61,17 @@ describe('gateway proxy mechanics', () => {
       }
       if (req.url === '/hang') {
         req.socket.once('close', () => aborted++);
+        return;
+      }
+      if (req.url === '/endless') {
+        // a body that never ends, written as fast as the gateway takes it
+        req.socket.once('close', () => endlessClosed++);
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        const chunk = Buffer.alloc(64 * 1024, 101);
+        const pump = (): void => {
+          while (!res.destroyed) if (!res.write(chunk)) return void res.once('drain', pump);
+        };
+        pump();
         return;
       }
       let n = 0;
@@ -168,5 +180,22 @@ describe('gateway proxy mechanics', () => {
     const end = Date.now() + 2000;
     while (aborted === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
     expect(aborted).toBe(1);
+  });
+
+  test('a client that goes away mid-download stops the upstream transfer, and the gateway serves on', async () => {
+    for (let i = 1; i <= 3; i++) {
+      const r = await request(`${gw.gateway}/s/endless`);
+      expect(r.statusCode).toBe(200);
+      let got = 0;
+      for await (const c of r.body) {
+        got += (c as Buffer).length;
+        if (got > 1024 * 1024) break; // leaving the loop destroys the body: the client connection closes
+      }
+      const end = Date.now() + 3000;
+      while (endlessClosed < i && Date.now() < end) await new Promise((res) => setTimeout(res, 20));
+      expect(endlessClosed).toBe(i);
+    }
+    const ok = await request(`${gw.gateway}/s/small`, { method: 'POST', body: 'x' });
+    expect(await ok.body.json()).toEqual({ received: 1 });
   });
 });

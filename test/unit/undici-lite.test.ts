@@ -1,15 +1,14 @@
 /**
  * lib/http/undici.ts loads undici's dispatchers and APIs from their own files: the exports must be the
- * objects the package index exports, the calls must behave like undici.request / dispatcher.stream,
+ * objects the package index exports, the calls must behave like undici.request,
  * and loading it (the gateway's whole module graph) must not load the index.
  */
 import { execFileSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
-import { Writable } from 'node:stream';
 import * as full from 'undici';
-import { Agent, Pool, errors, request, stream } from '../../lib/http/undici.js';
+import { Agent, Pool, errors, request } from '../../lib/http/undici.js';
 
 let server: Server;
 let origin: string;
@@ -45,27 +44,6 @@ test('request(dispatcher, url, opts) sends method, path with query, headers and 
     expect(await g.body.json()).toMatchObject({ method: 'GET', url: '/plain' });
   } finally {
     await agent.close();
-  }
-});
-
-test('stream(pool, opts, factory) writes the response into the factory writable', async () => {
-  const pool = new Pool(origin);
-  try {
-    let got = '';
-    let status = 0;
-    await stream(pool, { path: '/s?q=1', method: 'GET' }, ({ statusCode }) => {
-      status = statusCode;
-      return new Writable({
-        write(chunk: Buffer, _enc, cb) {
-          got += chunk.toString();
-          cb();
-        },
-      });
-    });
-    expect(status).toBe(200);
-    expect(JSON.parse(got)).toMatchObject({ method: 'GET', url: '/s?q=1' });
-  } finally {
-    await pool.close();
   }
 });
 
