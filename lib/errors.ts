@@ -1,5 +1,14 @@
 import type { z } from 'zod';
 
+/**
+ * The first line of a parser's message: the yaml package appends a code frame (the offending line and a
+ * caret) after "… at line L, column C:", and gw reports bad input in one line (SPEC.md §1).
+ */
+export function firstLine(message: string): string {
+  const nl = message.indexOf('\n');
+  return (nl === -1 ? message : message.slice(0, nl)).replace(/:$/, '');
+}
+
 /** One line per issue: `field.path: message`. */
 export function formatZodError(err: z.ZodError, prefix: (string | number)[] = []): string {
   return err.issues

@@ -4,7 +4,7 @@
  */
 import { parseAllDocuments } from 'yaml';
 import { RESOURCE_SCHEMAS, type AnyResource } from '../crds/kinds.js';
-import { formatZodError } from './errors.js';
+import { firstLine, formatZodError } from './errors.js';
 const { readdirSync, readFileSync, statSync } = process.getBuiltinModule('node:fs');
 const { join, relative } = process.getBuiltinModule('node:path');
 
@@ -65,7 +65,7 @@ export function loadManifestText(text: string, file: string, into: LoadResult): 
     docs = [];
     parseAllDocuments(text).forEach((d, i) => {
       if (d.errors.length) {
-        into.errors.push({ file, index: i, message: `invalid YAML: ${d.errors[0]!.message.split('\n')[0]}` });
+        into.errors.push({ file, index: i, message: `invalid YAML: ${firstLine(d.errors[0]!.message)}` });
         docs.push(undefined);
       } else docs.push(d.toJS());
     });

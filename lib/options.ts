@@ -1,8 +1,11 @@
 /** Gateway configuration file (--config, YAML). Option names follow SPEC.md §1. */
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { formatZodError } from './errors.js';
+import { firstLine, formatZodError } from './errors.js';
 const { readFileSync } = process.getBuiltinModule('node:fs');
+
+/** Default of kv_deadline_ms. */
+export const DEFAULT_KV_DEADLINE_MS = 1000;
 
 export const GatewayOptions = z.strictObject({
   secret: z.string().min(1).optional(),
@@ -18,8 +21,12 @@ export const GatewayOptions = z.strictObject({
   rate_limit_response_headers: z.enum(['rate_limits', 'quotas']).default('rate_limits'),
   hash_keys: z.boolean().default(true),
   kv_failure_mode: z.enum(['open', 'closed']).default('open'),
-  /** Deadline in ms of one shared-store call on the request path; over it kv_failure_mode decides. */
-  kv_deadline_ms: z.number().positive().default(50),
+  /**
+   * Deadline in ms of one shared-store call on the request path; over it kv_failure_mode decides. One
+   * second: a store that answers is used (exact counts under load), a hung one is given up on
+   * (docs/limiter-engine.md, "Store deadline").
+   */
+  kv_deadline_ms: z.number().positive().default(DEFAULT_KV_DEADLINE_MS),
   /** Upper bound of requests waiting in throttling at once (SPEC §3.6). */
   max_throttled_requests: z.number().int().min(0).default(1000),
   /** Seconds the gateway waits for an upstream's response headers (and between body chunks): 504 after. */
@@ -54,7 +61,7 @@ export function loadGatewayOptions(file: string | undefined, env: NodeJS.Process
     try {
       raw = parse(text) ?? {};
     } catch (e) {
-      throw new Error(`${file}: invalid YAML: ${(e as Error).message}`, { cause: e });
+      throw new Error(`${file}: invalid YAML: ${firstLine((e as Error).message)}`, { cause: e });
     }
   }
   const parsed = GatewayOptions.safeParse(raw);

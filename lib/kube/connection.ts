@@ -9,6 +9,7 @@
 import { Agent, type Dispatcher } from '../http/undici.js';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { firstLine } from '../errors.js';
 const { readFileSync } = process.getBuiltinModule('node:fs');
 const { dirname, isAbsolute, join } = process.getBuiltinModule('node:path');
 
@@ -78,7 +79,14 @@ function inCluster(): KubeConnection {
 }
 
 async function fromFile(file: string): Promise<KubeConnection> {
-  const parsed = KubeconfigSchema.safeParse(parse(readFileSync(file, 'utf8')));
+  const text = readFileSync(file, 'utf8');
+  let doc: unknown;
+  try {
+    doc = parse(text);
+  } catch (e) {
+    throw new Error(`invalid YAML: ${firstLine((e as Error).message)}`, { cause: e });
+  }
+  const parsed = KubeconfigSchema.safeParse(doc);
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
     throw new Error(`${i.path.join('.')}: ${i.message}`);

@@ -44,7 +44,7 @@ export interface EngineDeps {
   onStoreError?: (e: Error) => void;
   /** Throttling's wait; a timer by default. */
   sleep?: Sleep;
-  /** Deadline of one store call on the request path (ms; default options.kv_deadline_ms = 50); over it kv_failure_mode decides. */
+  /** Deadline of one store call on the request path (ms; default options.kv_deadline_ms = 1000); over it kv_failure_mode decides. */
   storeDeadlineMs?: number;
   /**
    * A limit configures smoothing but the limiter that counts it cannot smooth (fixed window, or the DRL

@@ -1,16 +1,17 @@
 /**
  * kv_failure_mode around a store-backed limiter: when the store errors or misses its deadline
- * (default 50 ms), `open` admits (and reports the error), `closed` refuses with Retry-After 1.
+ * (kv_deadline_ms, default 1 s), `open` admits (and reports the error), `closed` refuses with Retry-After 1.
  * The request path never sees the exception.
  */
 import type { Clock } from '../../lib/clock.js';
+import { DEFAULT_KV_DEADLINE_MS } from '../../lib/options.js';
 import type { LimitSpec } from '../config/types.js';
 import { allowanceOf, result, type Limiter, type LimitResult, type MaybePromise } from './types.js';
 
 export type FailureMode = 'open' | 'closed';
 
-/** Default deadline of one store call on the request path (issue 3 part 8). */
-export const DEFAULT_STORE_DEADLINE_MS = 50;
+/** Default deadline of one store call on the request path: the gateway option's default. */
+export const DEFAULT_STORE_DEADLINE_MS = DEFAULT_KV_DEADLINE_MS;
 
 export class StoreDeadlineError extends Error {
   constructor(ms: number) {

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import type { Server } from 'node:http';
 import { request } from 'undici';
 import { startEcho } from '../../scripts/echo-upstream.js';
-import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
+import { run } from '../helpers/chart-tools.js';
+import { CLI, cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
 
 const apiYaml = (name: string, listen: string, target: string, rate: number, per: number, extra = ''): string => `
 apiVersion: gw.io/v1alpha1
@@ -123,4 +124,25 @@ describe('gw standalone: the ready line', () => {
     }
     expect(codes).toEqual(Array(10).fill(0));
   }, 60_000);
+});
+
+describe('gw standalone with a bad --config', () => {
+  let dir: string;
+  beforeAll(() => (dir = tempDir()));
+  afterAll(() => cleanup(dir));
+
+  test.each([
+    ['broken YAML', 'enable_kv_rolling_limiter: [\n', /invalid YAML: .*line 2, column 1$/],
+    ['an unknown option', 'enable_kv_rollin_limiter: true\n', /enable_kv_rollin_limiter/],
+    ['a wrong type', 'kv_deadline_ms: soon\n', /kv_deadline_ms: .*number/],
+  ])('%s → exit 1 with one line naming the file', async (_what, text, reason) => {
+    const cfg = join(dir, 'gw-config.yml.txt');
+    writeFileSync(cfg, text);
+    const r = await run(process.execPath, [CLI, 'standalone', '--resources', dir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0', '--config', cfg], { timeoutMs: 20_000 });
+    expect(r.code).toBe(1);
+    const lines = r.stderr.split('\n').filter(Boolean);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(cfg);
+    expect(lines[0]).toMatch(reason);
+  });
 });

@@ -1,7 +1,7 @@
 /**
  * Store faults on real servers: a private redis-server stopped in the middle of the test and started
  * again on the same port (decisions follow kv_failure_mode, no exception escapes, limits are enforced
- * again once it is back), and a store that accepts connections but never answers (the 50 ms deadline).
+ * again once it is back), and a store that accepts connections but never answers (a 50 ms deadline; the default is 1 s).
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { ManualClock } from '../../../lib/clock.js';
@@ -100,12 +100,12 @@ describe('store deadline', () => {
     await new Promise((r) => black.close(r));
   });
 
-  test('a store that never answers: each decision follows kv_failure_mode after the 50 ms deadline', async () => {
+  test('a store that never answers: each decision follows kv_failure_mode after its deadline (kv_deadline_ms: 50)', async () => {
     const client = createStoreClient(`redis://127.0.0.1:${port}`, { enableReadyCheck: false, maxRetriesPerRequest: 0 });
     client.on('error', () => {});
     const errors: Error[] = [];
     const mk = (mode: 'open' | 'closed'): GatewayEngine =>
-      createEngine({ options: GatewayOptions.parse({ enable_kv_rolling_limiter: true, kv_failure_mode: mode }), clock: new ManualClock(T0), config: () => cfg, redis: client, onStoreError: (e) => errors.push(e) });
+      createEngine({ options: GatewayOptions.parse({ enable_kv_rolling_limiter: true, kv_failure_mode: mode, kv_deadline_ms: 50 }), clock: new ManualClock(T0), config: () => cfg, redis: client, onStoreError: (e) => errors.push(e) });
     const open = mk('open');
     const closed = mk('closed');
     let t = performance.now();
