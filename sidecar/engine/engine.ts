@@ -132,6 +132,24 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     });
   }
 
+  /**
+   * `quotas` mode, a 429: the headers still carry the key's quota (§3.7), read without consuming it (the
+   * refused request does not count against the quota). No quota, or a store that does not answer in
+   * time: no headers.
+   */
+  function withQuotaHeaders(req: CheckRequest, v: Exclude<Verdict, { kind: 'allow' }>): MaybePromise<Verdict> {
+    if (req.api.keyless || !req.session || req.keyHash === undefined) return v;
+    const w = who(req.keyHash, req.session);
+    if (w instanceof Error) return v;
+    const q = quotaFor(w.eff, w.identity, req.api.api_id);
+    if (!q) return v;
+    const withState = (s: QuotaState): Verdict => ({ ...v, headers: { limit: q.spec.max, remaining: s.remaining, reset: s.renews } });
+    return withDeadline(limiters.quota.read(q.bucket, q.spec), limiters.storeDeadlineMs).then(withState, (e: unknown) => {
+      d.onStoreError?.(asError(e));
+      return v;
+    });
+  }
+
   /** Headers of the checked limit(s): with both scopes, the one with fewer requests remaining (the key's on a tie). */
   function rlHeaders(apiResult: LimitResult | undefined, keyResult: LimitResult | undefined): HeaderNumbers | undefined {
     if (!rateHeaders) return undefined;
@@ -158,7 +176,8 @@ export function createEngine(d: EngineDeps): GatewayEngine {
 
   function keyScope(req: CheckRequest, apiResult: LimitResult | undefined): MaybePromise<Verdict> {
     if (apiResult && !apiResult.allowed) {
-      return { kind: 'api_limited', headers: rateHeaders ? headersOf(apiResult) : undefined, retryAfter: apiResult.retryAfter };
+      const v = { kind: 'api_limited', retryAfter: apiResult.retryAfter } as const;
+      return rateHeaders ? { ...v, headers: headersOf(apiResult) } : withQuotaHeaders(req, v);
     }
     if (req.api.keyless || !req.session || req.keyHash === undefined) {
       return { kind: 'allow', headers: apiResult && rateHeaders ? headersOf(apiResult) : undefined };
@@ -179,7 +198,10 @@ export function createEngine(d: EngineDeps): GatewayEngine {
   }
 
   function quotaStep(req: CheckRequest, w: Who, apiResult: LimitResult | undefined, keyResult: LimitResult | undefined): MaybePromise<Verdict> {
-    if (keyResult && !keyResult.allowed) return { kind: 'key_limited', headers: rlHeaders(apiResult, keyResult), retryAfter: keyResult.retryAfter };
+    if (keyResult && !keyResult.allowed) {
+      const v = { kind: 'key_limited', retryAfter: keyResult.retryAfter } as const;
+      return rateHeaders ? { ...v, headers: rlHeaders(apiResult, keyResult) } : withQuotaHeaders(req, v);
+    }
     // 4. quota
     const q = quotaFor(w.eff, w.identity, req.api.api_id);
     if (!q) return { kind: 'allow', headers: rlHeaders(apiResult, keyResult) };

@@ -112,7 +112,13 @@ spec: {name: Team, rate: 3, per: 60, meta_data: {rate_limit_pattern: '$gw_meta.t
     gw = await startStandalone(dir, ['--config', join(cfg, 'gw.yaml')]);
 
     qdir = tempDir();
-    writeFileSync(join(qdir, 'a.yaml'), keyed('q', '/q/', u) + key('quota', 'key-quota', '  rate: 100\n  per: 60\n  quota_max: 5\n  quota_renewal_rate: 3600'));
+    writeFileSync(
+      join(qdir, 'a.yaml'),
+      keyed('q', '/q/', u) +
+        keyed('qa', '/qa/', u, '  global_rate_limit: {rate: 1, per: 60}\n') +
+        key('quota', 'key-quota', '  rate: 100\n  per: 60\n  quota_max: 5\n  quota_renewal_rate: 3600') +
+        key('quotarate', 'key-quota-rate', '  rate: 2\n  per: 60\n  quota_max: 10\n  quota_renewal_rate: 3600'),
+    );
     writeFileSync(join(cfg, 'quotas.yaml'), 'drl_threshold: 100000\nrate_limit_response_headers: quotas\n');
     quotasGw = await startStandalone(qdir, ['--config', join(cfg, 'quotas.yaml')]);
   }, 60_000);
@@ -187,5 +193,26 @@ spec: {name: Team, rate: 3, per: 60, meta_data: {rate_limit_pattern: '$gw_meta.t
     expect(JSON.parse(over.body)).toEqual({ error: 'Quota exceeded' });
     expect(over.headers['x-ratelimit-remaining']).toBe('0');
     expect(Number(over.headers['retry-after'])).toBeGreaterThan(3500);
+  });
+
+  test('quotas mode: a 429 (key or API level) carries the quota too, unconsumed', async () => {
+    const t = Math.floor(Date.now() / 1000);
+    const quota = (r: Awaited<ReturnType<typeof hit>>): [string | string[] | undefined, string | string[] | undefined] => [r.headers['x-ratelimit-limit'], r.headers['x-ratelimit-remaining']];
+    expect(quota(await hit(`${quotasGw.gateway}/q/x`, 'key-quota-rate'))).toEqual(['10', '9']);
+    expect(quota(await hit(`${quotasGw.gateway}/q/x`, 'key-quota-rate'))).toEqual(['10', '8']);
+    const keyLimited = await hit(`${quotasGw.gateway}/q/x`, 'key-quota-rate');
+    expect(keyLimited.status).toBe(429);
+    expect(JSON.parse(keyLimited.body)).toEqual({ error: 'Rate Limit Exceeded' });
+    expect(quota(keyLimited)).toEqual(['10', '8']); // the refused request consumed no quota
+    expect(Number(keyLimited.headers['x-ratelimit-reset'])).toBeGreaterThanOrEqual(t + 3599);
+    expect(Number(keyLimited.headers['x-ratelimit-reset'])).toBeLessThanOrEqual(t + 3602);
+    expect(Number(keyLimited.headers['retry-after'])).toBeGreaterThan(0);
+    // the API-level limit (1/60) refuses the second request to /qa/ before the key scope
+    expect((await hit(`${quotasGw.gateway}/qa/x`, 'key-quota')).status).toBe(403); // key-quota's quota is spent
+    const q1 = await hit(`${quotasGw.gateway}/qa/x`, 'key-quota-rate');
+    expect(q1.status).toBe(429); // the API's one request went to key-quota
+    expect(JSON.parse(q1.body)).toEqual({ error: 'API Rate Limit Exceeded' });
+    expect(quota(q1)).toEqual(['10', '8']);
+    expect(Number(q1.headers['retry-after'])).toBeGreaterThan(0);
   });
 });
