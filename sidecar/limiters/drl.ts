@@ -3,11 +3,14 @@
  * rate / N per `per`, N = live gateways of the group (drl-peers.ts). Every gateway admits at least one
  * request per window (the share never drops below 1). No store access on the request path.
  * When N changes, a bucket's capacity follows at once (tokens above the new capacity are dropped).
+ * Its header numbers describe the limit as configured, not this gateway's share (SPEC.md §3.7,
+ * X-RateLimit-Limit = the effective rate): limit = rate, remaining = the local tokens × N (what the group
+ * has left when traffic is balanced), at most rate.
  */
 import type { Clock } from '../../lib/clock.js';
 import { ExpiringMap } from '../../lib/store/memory.js';
 import type { LimitSpec } from '../config/types.js';
-import { result, type Limiter, type LimitResult } from './types.js';
+import { allowanceOf, result, type Limiter, type LimitResult } from './types.js';
 
 /** The number of live gateways sharing a limit (≥ 1). */
 export type PeerCount = () => number;
@@ -28,15 +31,11 @@ export class DrlLimiter implements Limiter {
     this.buckets = new ExpiringMap(clock);
   }
 
-  /** This gateway's share of a limit: rate / N, at least 1. */
-  share(limit: LimitSpec): number {
-    return Math.max(1, limit.rate / Math.max(1, this.peers()));
-  }
-
   check(bucketKey: string, limit: LimitSpec): LimitResult {
     const now = this.clock.now();
     if (limit.rate <= 0) return result(false, 0, 0, now, now + Math.max(1, limit.per * 1000));
-    const capacity = this.share(limit);
+    const n = Math.max(1, this.peers());
+    const capacity = Math.max(1, limit.rate / n); // this gateway's share, at least 1
     const perMs = Math.max(1, limit.per * 1000);
     const refill = capacity / perMs; // tokens per ms
     const b = this.buckets.get(bucketKey, now) ?? { tokens: capacity, at: now };
@@ -47,7 +46,8 @@ export class DrlLimiter implements Limiter {
     // an idle bucket is full again after `per`: forgetting it then changes nothing
     this.buckets.set(bucketKey, b, now + perMs);
     const next = b.tokens >= 1 ? now : now + (1 - b.tokens) / refill;
-    return result(allowed, Math.floor(capacity), b.tokens, now, next);
+    const rate = allowanceOf(limit.rate);
+    return result(allowed, rate, Math.min(rate, b.tokens * n), now, next);
   }
 
   async reset(bucketKey: string): Promise<void> {

@@ -30,6 +30,22 @@ describe('DRL token bucket', () => {
     expect(await admitted(drl, 'b', { rate: 100, per: 60 }, 200)).toBe(50);
   });
 
+  test('header numbers describe the configured limit, not the local share (40/2 over 2 gateways)', () => {
+    const clock = new ManualClock(T0);
+    const drl = new DrlLimiter(clock, () => 2);
+    const limit = { rate: 40, per: 2 };
+    const first = drl.check('b', limit);
+    expect([first.limit, first.remaining]).toEqual([40, 38]); // 19 local tokens left × 2 gateways
+    for (let i = 0; i < 18; i++) drl.check('b', limit);
+    const last = drl.check('b', limit); // the 20th: the local share is spent
+    expect([last.allowed, last.limit, last.remaining]).toEqual([true, 40, 0]);
+    const refused = drl.check('b', limit);
+    expect([refused.allowed, refused.limit, refused.remaining]).toEqual([false, 40, 0]);
+    // with one gateway the numbers are the bucket's own
+    const solo = new DrlLimiter(clock, () => 1).check('s', limit);
+    expect([solo.limit, solo.remaining]).toEqual([40, 39]);
+  });
+
   test('every gateway admits at least one request per window', async () => {
     const clock = new ManualClock(T0);
     const drl = new DrlLimiter(clock, () => 4);
