@@ -18,6 +18,7 @@ export function extractKey(headers: IncomingHttpHeaders, headerName: string): st
     const k = v.slice(7).trim();
     return k || undefined;
   }
+  if (v.length === 6 && v.toLowerCase() === 'bearer') return undefined; // "Bearer " with no key: missing
   return v;
 }
 

@@ -120,6 +120,9 @@ spec:
 
   test('missing key → 401, unknown / inactive / expired key → 403 with the spec bodies', async () => {
     expect(await call(`${gw.gateway}/a/x`)).toMatchObject({ status: 401, json: { error: 'Authorization field missing' } });
+    for (const empty of ['', '  ', 'Bearer ', 'bearer']) {
+      expect(await call(`${gw.gateway}/a/x`, { authorization: empty })).toMatchObject({ status: 401, json: { error: 'Authorization field missing' } });
+    }
     for (const k of ['nope', 'inactive-key', 'expired-key']) {
       expect(await call(`${gw.gateway}/a/x`, { authorization: k })).toMatchObject({ status: 403, json: { error: 'Access to this API has been disallowed' } });
     }
