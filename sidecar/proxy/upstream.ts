@@ -128,6 +128,10 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | null = null;
   private gone = false;
   private resume: (() => void) | null = null;
+  /** Body bytes still to come by the upstream's Content-Length (-1: not known, chunked or none). */
+  private left = -1;
+  /** The response was ended with its last chunk (res.end(chunk)): onResponseEnd has nothing to end. */
+  private ended = false;
 
   constructor(
     private readonly f: Forwarding,
@@ -143,18 +147,28 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return; // 1xx interim answers are not forwarded (node:http sends its own 100-continue)
     const { f } = this;
     f.status = statusCode;
+    const cl = headers['content-length'];
+    this.left = typeof cl === 'string' && f.req.method !== 'HEAD' ? Number(cl) : -1;
     f.res.writeHead(statusCode, responseHeaders(headers, f.rateLimit));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const { res } = this.f;
+    if (this.left === chunk.length) {
+      // the whole (rest of the) body: headers and body leave in one write, with no separate end() step
+      this.left = 0;
+      this.ended = true;
+      res.end(chunk);
+      return;
+    }
+    if (this.left > 0) this.left -= chunk.length;
     if (res.write(chunk)) return;
     controller.pause();
     res.once('drain', (this.resume ??= () => controller.resume()));
   }
 
   onResponseEnd(): void {
-    this.f.res.end();
+    if (!this.ended) this.f.res.end();
     this.finish();
   }
 
