@@ -9,6 +9,7 @@ import type { CompiledConfig } from '../../sidecar/config/types.js';
 import { compileConfig } from '../compile/compile-config.js';
 import { keyMaterial, sessionOf, snapshotSecrets } from '../compile/key-sessions.js';
 import type { ResourceSnapshot } from '../sources/snapshot.js';
+import { missingReferences } from './references.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 const { mkdirSync, writeFileSync, existsSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
@@ -17,6 +18,8 @@ export class StandaloneState {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };
   private sessionsJson = new Map<string, string>();
   private applying: Promise<void> = Promise.resolve();
+  /** The missing references last logged per resource, so a directory change logs only what changed. */
+  private reported = new Map<string, string>();
 
   constructor(
     private readonly dir: string,
@@ -45,6 +48,7 @@ export class StandaloneState {
       this.logger.info({ apis: config.apis.length, policies: Object.keys(config.policies).length, hash: config.hash }, 'config applied');
     }
 
+    this.reportMissing(snapshot);
     const next = new Map<string, { stored: StoredSession; annotations: Record<string, string> }>();
     const secrets = snapshotSecrets(snapshot);
     for (const key of snapshot.keys) {
@@ -73,6 +77,19 @@ export class StandaloneState {
         this.sessionsJson.delete(hash);
       }
     }
+  }
+
+  /** Logs (once per change) AccessKeys and OAuthClients that refer to a policy or an API the directory lacks. */
+  private reportMissing(snapshot: ResourceSnapshot): void {
+    const now = new Map<string, string>();
+    for (const r of [...snapshot.keys, ...snapshot.clients]) {
+      const missing = missingReferences(r, snapshot);
+      if (missing === undefined) continue;
+      const id = `${r.kind} ${r.metadata.namespace}/${r.metadata.name}`;
+      now.set(id, missing);
+      if (this.reported.get(id) !== missing) this.logger.warn({ kind: r.kind, namespace: r.metadata.namespace, name: r.metadata.name }, `${id} refers to something missing: ${missing}`);
+    }
+    this.reported = now;
   }
 
   /** A secretRef to a missing Secret: generate a random key into a new Secret manifest (as the operator does). */

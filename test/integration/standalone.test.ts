@@ -105,6 +105,19 @@ describe('gw standalone end to end', () => {
     expect((await get(`${gw.gateway}/keep/x`)).status).toBe(200);
   });
 
+  test('an AccessKey or OAuthClient naming a missing policy or API is logged with what is missing', async () => {
+    writeFileSync(
+      join(dir, 'dangling.yaml'),
+      `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: dangling}\nspec: {key_hash: ${'b'.repeat(64)}, apply_policies: [ghost]}\n---\n` +
+        'apiVersion: gw.io/v1alpha1\nkind: OAuthClient\nmetadata: {name: lost}\nspec: {api_id: no-such-api, client_id: lost-1, secretRef: {name: lost, key: secret}}\n',
+    );
+    const end = Date.now() + 2000;
+    const want = ['AccessKey default/dangling refers to something missing: policy not found in namespace default: ghost', 'OAuthClient default/lost refers to something missing: API not found in namespace default: no-such-api'];
+    while (Date.now() < end && !want.every((w) => gw.output().includes(w))) await new Promise((r) => setTimeout(r, 50));
+    for (const w of want) expect(gw.output()).toContain(w);
+    unlinkSync(join(dir, 'dangling.yaml'));
+  });
+
   test('SIGTERM drains and exits 0', async () => {
     const code = await gw.stop();
     expect(code).toBe(0);
