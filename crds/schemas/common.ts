@@ -1,14 +1,15 @@
 /** Building blocks shared by the four resource kinds. Descriptions end up in the CRDs (kubectl explain). */
 import { z } from 'zod';
+import { DURATION_PATTERN } from '../../lib/duration.js';
 
 export const Rate = z.number().min(0).describe('Maximum requests permitted per window.');
 export const PerSeconds = z.number().min(0).describe('Window length in seconds.');
 
-/** Duration notation of the OAS form and of streams: a number followed by ms, s, m or h (e.g. "10s"). */
+/** Duration notation of the OAS form and of streams: numbers followed by ms, s, m or h (e.g. "10s", "1m30s"). */
 export const DurationString = z
   .string()
-  .regex(/^\d+(\.\d+)?(ms|s|m|h)$/, 'must be a duration such as 10s, 500ms, 1m or 1h')
-  .describe('Duration: a number followed by ms, s, m or h, for example 10s.');
+  .regex(DURATION_PATTERN, 'must be a duration such as 10s, 500ms, 1m, 1h or 1m30s')
+  .describe('Duration: a number followed by ms, s, m or h, or a sequence of them, for example 10s or 1m30s.');
 
 export const RateLimitPair = z
   .strictObject({ rate: Rate, per: PerSeconds })

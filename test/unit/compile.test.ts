@@ -51,7 +51,7 @@ describe('compiling ApiDefinitions', () => {
           'x-gw-api-gateway': {
             info: { id: 'catalog', state: { active: false } },
             server: { listenPath: { value: '/catalog/', strip: false }, authentication: { enabled: false } },
-            upstream: { url: 'http://127.0.0.1:2', rateLimit: { enabled: true, rate: 50, per: '1m' } },
+            upstream: { url: 'http://127.0.0.1:2', rateLimit: { enabled: true, rate: 50, per: '1m30s' } },
             middleware: {
               operations: {
                 listItems: { rateLimit: { enabled: true, rate: 3, per: '10s' } },
@@ -68,7 +68,7 @@ describe('compiling ApiDefinitions', () => {
     expect(c.keyless).toBe(true);
     expect(c.strip).toBe(false);
     expect(c.listenPath).toBe('/catalog/');
-    expect(c.apiLimit).toEqual({ rate: 50, per: 60 });
+    expect(c.apiLimit).toEqual({ rate: 50, per: 90 }); // a Go-style sequence, as Tyk writes it
     expect(c.endpointRules.map((r) => [r.id, r.rate, r.per])).toEqual([
       ['GET /items/{id}', 5, 0.5],
       ['GET /items', 3, 10],
