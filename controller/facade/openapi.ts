@@ -155,7 +155,7 @@ export const facadeOpenApi: Json = {
       parameters: [apiIdParam],
       post: {
         operationId: 'createOAuthClient',
-        summary: 'Create an OAuth client for an existing API (client_id and secret generated when absent)',
+        summary: 'Create an OAuth client for an existing API (client_id and secret generated when absent or empty)',
         security: bearer,
         requestBody: jsonBody(ref('OAuthClientRequest')),
         responses: {

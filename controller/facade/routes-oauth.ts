@@ -10,17 +10,20 @@ const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 const ClientId = z.string().min(1).max(256).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
-/** The request body of the spec's table; unknown fields are refused. api_model is accepted and ignored. */
+/**
+ * The request body of the spec's table; unknown fields are refused. api_model is accepted and ignored.
+ * An empty client_id or secret counts as not supplied (generated), as a templated CI body sends them.
+ */
 export const OAuthClientBody = z.strictObject({
   api_id: z.string().optional(),
   api_model: FreeObject.optional(),
-  client_id: ClientId.optional(),
+  client_id: z.union([z.literal(''), ClientId]).optional(),
   client_name: z.string().max(1024).optional(),
   description: z.string().max(4096).optional(),
   meta_data: FreeObject.nullable().optional(),
   policy_id: z.string().optional(),
   redirect_uri: z.string().max(4096).optional(),
-  secret: z.string().min(1).max(1024).optional(),
+  secret: z.string().max(1024).optional(),
 });
 
 /** The client object of the spec; `secret` only where the spec shows it (create, get one). */
@@ -59,8 +62,8 @@ async function createClient(args: RouteArgs): Promise<void> {
   if (policyId && !(await ctx.backend.getPolicy(api.namespace, policyId))) {
     throw new HttpError(400, `policy_id: policy ${JSON.stringify(policyId)} not found in namespace ${api.namespace}`);
   }
-  const clientId = body.client_id ?? randomBytes(16).toString('hex');
-  const secret = body.secret ?? randomBytes(32).toString('base64url');
+  const clientId = body.client_id || randomBytes(16).toString('hex');
+  const secret = body.secret || randomBytes(32).toString('base64url');
   const name = clientResourceName(api.namespace, api.apiId, clientId);
   const spec: OAuthClientSpecT = {
     api_id: api.apiId,

@@ -33,6 +33,15 @@ describe('OAuth clients', () => {
     expect(c.dcr_registration).toEqual({ access_token: '', client_uri: '', provider: '' });
   });
 
+  test('an empty client_id or secret counts as not supplied: both generated', async () => {
+    const r = await f.call('POST', '/api/apis/oauth/pets', { body: { client_id: '', secret: '' } });
+    expect(r.status).toBe(200);
+    const c = r.body as Record<string, unknown>;
+    expect(c.client_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(Buffer.from(c.secret as string, 'base64url').length).toBeGreaterThanOrEqual(16);
+    expect((await f.call('DELETE', `/api/apis/oauth/pets/${c.client_id as string}`)).status).toBe(200); // the later tests count clients
+  });
+
   test('create with supplied fields: they come back; stored as OAuthClient + Secret manifests', async () => {
     const body = {
       api_id: 'pets',
