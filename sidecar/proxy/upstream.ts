@@ -121,8 +121,8 @@ function callsOf(socket: Socket): Set<UpstreamCall> {
  * undici's handler for one forwarded request (the Dispatcher handler API): the upstream's status and
  * headers become the response's, its body is written through as it arrives, with backpressure (undici
  * pauses reading the upstream while the client's socket is full). Used instead of undici's `stream()`,
- * whose per-request AsyncResource and four listeners on the response cost ~10 % of the proxy's own CPU
- * (docs/benchmarks.md, run J).
+ * which wraps every request in an AsyncResource and adds four listeners to the response (docs/benchmarks.md,
+ * run J).
  */
 class UpstreamCall implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | null = null;
@@ -175,11 +175,12 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   onResponseError(_c: Dispatcher.DispatchController | null, err: Error): void {
     const { f } = this;
     const { res } = f;
+    // once the whole body was handed to the response (this.ended), it is left to finish
     if (!res.headersSent) {
       const timeout = err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError;
       f.status = timeout ? 504 : 502;
       sendJson(res, f.status, { error: timeout ? ERRORS.timeout : ERRORS.upstream });
-    } else {
+    } else if (!this.ended) {
       res.destroy();
     }
     this.finish();
