@@ -14,7 +14,7 @@ import type { StoredSession } from '../../lib/sessions.js';
 import type { StoreClient } from '../../lib/store/redis.js';
 import type { CompiledConfig, LimitSpec } from '../config/types.js';
 import type { PeerCount } from '../limiters/drl.js';
-import { asError, withDeadline } from '../limiters/failure-mode.js';
+import { asError, StoreUnavailableError, withDeadline } from '../limiters/failure-mode.js';
 import { smoothingActive } from '../limiters/smoothing.js';
 import type { QuotaResult, QuotaSpec, QuotaState } from '../limiters/quota.js';
 import { createLimiters, type Limiters } from '../limiters/select.js';
@@ -124,12 +124,14 @@ export function createEngine(d: EngineDeps): GatewayEngine {
 
   /** The quota's answer: synchronous in memory; from the store under its deadline and kv_failure_mode. */
   function consumeQuota(bucket: string, spec: QuotaSpec): MaybePromise<QuotaResult> {
-    const r = limiters.quota.consume(bucket, spec);
-    if (!(r instanceof Promise)) return r;
-    return withDeadline(r, limiters.storeDeadlineMs).catch((e: unknown) => {
+    const failed = (e: unknown): QuotaResult => {
       d.onStoreError?.(asError(e));
       return { allowed: o.kv_failure_mode === 'open', max: spec.max, remaining: 0, renews: 0 };
-    });
+    };
+    if (!limiters.storeReady()) return failed(new StoreUnavailableError());
+    const r = limiters.quota.consume(bucket, spec);
+    if (!(r instanceof Promise)) return r;
+    return withDeadline(r, limiters.storeDeadlineMs).catch(failed);
   }
 
   /**
@@ -142,7 +144,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     const w = who(req.keyHash, req.session);
     if (w instanceof Error) return v;
     const q = quotaFor(w.eff, w.identity, req.api.api_id);
-    if (!q) return v;
+    if (!q || !limiters.storeReady()) return v;
     const withState = (s: QuotaState): Verdict => ({ ...v, headers: { limit: q.spec.max, remaining: s.remaining, reset: s.renews } });
     return withDeadline(limiters.quota.read(q.bucket, q.spec), limiters.storeDeadlineMs).then(withState, (e: unknown) => {
       d.onStoreError?.(asError(e));

@@ -1,6 +1,7 @@
 /**
- * kv_failure_mode around a store-backed limiter: when the store errors or misses its deadline
- * (kv_deadline_ms, default 1 s), `open` admits (and reports the error), `closed` refuses with Retry-After 1.
+ * kv_failure_mode around a store-backed limiter: when the store is disconnected, errors or misses its
+ * deadline (kv_deadline_ms, default 1 s), `open` admits (and reports the error), `closed` refuses with
+ * Retry-After 1.
  * The request path never sees the exception.
  */
 import type { Clock } from '../../lib/clock.js';
@@ -12,6 +13,23 @@ export type FailureMode = 'open' | 'closed';
 
 /** Default deadline of one store call on the request path: the gateway option's default. */
 export const DEFAULT_STORE_DEADLINE_MS = DEFAULT_KV_DEADLINE_MS;
+
+/** The store connection is lost: the call is not made (it would wait in a queue for a reconnection). */
+export class StoreUnavailableError extends Error {
+  constructor() {
+    super('shared store connection lost');
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** ioredis statuses of a connection that was lost and is not back: calls would queue until it is. */
+const LOST = new Set(['reconnecting', 'close', 'end']);
+
+/**
+ * Whether store calls are worth making (ioredis' status, single node or cluster): not while the
+ * connection is lost. While it is first being made, calls queue and leave as soon as it is up.
+ */
+export const storeReady = (client: { status: string }) => (): boolean => !LOST.has(client.status);
 
 export class StoreDeadlineError extends Error {
   constructor(ms: number) {
@@ -49,11 +67,14 @@ export class WithFailureMode implements Limiter {
     private readonly clock: Clock,
     private readonly onError: (e: Error) => void,
     private readonly deadlineMs = DEFAULT_STORE_DEADLINE_MS,
+    /** false while the store is disconnected: decided by the failure mode at once, without a call. */
+    private readonly ready: () => boolean = () => true,
   ) {
     this.name = inner.name;
   }
 
   check(bucket: string, limit: LimitSpec): MaybePromise<LimitResult> {
+    if (!this.ready()) return this.failed(new StoreUnavailableError(), limit);
     let r: MaybePromise<LimitResult>;
     try {
       r = this.inner.check(bucket, limit);

@@ -9,7 +9,7 @@ import { selectedAlgorithm, type Algorithm, type GatewayOptionsT } from '../../l
 import type { StoreClient } from '../../lib/store/redis.js';
 import type { LimitSpec } from '../config/types.js';
 import { DrlLimiter, type PeerCount } from './drl.js';
-import { DEFAULT_STORE_DEADLINE_MS, WithFailureMode } from './failure-mode.js';
+import { DEFAULT_STORE_DEADLINE_MS, WithFailureMode, storeReady } from './failure-mode.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './fixed-window.js';
 import { MemoryQuota, RedisQuota, type QuotaStore } from './quota.js';
 import { MemorySentinel, RedisSentinel } from './sentinel.js';
@@ -25,7 +25,7 @@ export interface LimiterDeps {
   peers: PeerCount;
   onSmoothing?: SmoothingListener;
   onStoreError?: (e: Error) => void;
-  /** Deadline of one store call on the request path (ms, default 50). */
+  /** Deadline of one store call on the request path (ms, default options.kv_deadline_ms). */
   storeDeadlineMs?: number;
 }
 
@@ -40,6 +40,8 @@ export interface Limiters {
   readonly quota: QuotaStore;
   /** The store's deadline (ms) for calls on the request path. */
   readonly storeDeadlineMs: number;
+  /** Whether the store is connected (always true without one): store calls on the request path are skipped while it is not. */
+  readonly storeReady: () => boolean;
   /** Whether a limit's smoothing can take effect with the limiter that counts it now. */
   canSmooth(limiter: Limiter): boolean;
   /** Resolves when background store writes (sentinel log) have finished. */
@@ -70,7 +72,8 @@ export function createLimiters(d: LimiterDeps): Limiters {
       ? new RedisSlidingLog(d.redis, d.clock, { transactional: !o.enable_non_transactional_rate_limiter, smoothingEnabled: smoothing }, d.onSmoothing)
       : new MemorySlidingLog(d.clock, d.onSmoothing, smoothing);
   }
-  const store = d.redis ? new WithFailureMode(inner, o.kv_failure_mode, d.clock, onError, d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS) : inner;
+  const ready = d.redis ? storeReady(d.redis) : () => true;
+  const store = d.redis ? new WithFailureMode(inner, o.kv_failure_mode, d.clock, onError, d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS, ready) : inner;
   const quota: QuotaStore = d.redis ? new RedisQuota(d.redis, d.clock) : new MemoryQuota(d.clock);
 
   return {
@@ -79,6 +82,7 @@ export function createLimiters(d: LimiterDeps): Limiters {
     drl,
     quota,
     storeDeadlineMs: d.redis ? (d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS) : 0,
+    storeReady: ready,
     canSmooth: (limiter) => limiter !== drl && algorithm !== 'fixed_window',
     forLimit(limit: LimitSpec): Limiter {
       if (algorithm !== 'drl') return store;

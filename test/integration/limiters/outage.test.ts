@@ -10,7 +10,7 @@ import { createStoreClient, type StoreClient } from '../../../lib/store/redis.js
 import { createEngine, type GatewayEngine } from '../../../sidecar/engine/engine.js';
 import type { CompiledApi } from '../../../sidecar/config/types.js';
 import type { Verdict } from '../../../sidecar/engine/types.js';
-import { StoreDeadlineError } from '../../../sidecar/limiters/failure-mode.js';
+import { StoreDeadlineError, StoreUnavailableError } from '../../../sidecar/limiters/failure-mode.js';
 import { startNode, stopNode, type Node } from '../../harness/redis-cluster.js';
 
 const T0 = 1_700_000_040_000;
@@ -81,6 +81,36 @@ describe('store outage: redis-server stopped mid-test, then back', () => {
     }
     expect(errors).toEqual([]);
   }, 60_000);
+});
+
+describe('store outage with an offline queue (the standalone client): no call waits for a reconnection', () => {
+  test('while the connection is lost, each decision follows kv_failure_mode at once', async () => {
+    const node = await startNode();
+    // as cli/standalone.ts builds it, with a reconnection delay long enough to see a call wait for it
+    const client = createStoreClient(`redis://127.0.0.1:${node.port}`, { maxRetriesPerRequest: 1, retryStrategy: () => 10_000 });
+    client.on('error', () => {});
+    try {
+      await until(() => client.status === 'ready', 5_000);
+      const errors: Error[] = [];
+      const mk = (mode: 'open' | 'closed'): GatewayEngine =>
+        createEngine({ options: GatewayOptions.parse({ enable_kv_rolling_limiter: true, kv_failure_mode: mode, kv_deadline_ms: 3_000 }), clock: new ManualClock(T0), config: () => cfg, redis: client, onStoreError: (e) => errors.push(e) });
+      const open = mk('open');
+      const closed = mk('closed');
+      expect((await open.check({ api: api('q'), method: 'GET', path: '/', keyHash: 'k', session })).kind).toBe('allow');
+      await stopNode(node, true);
+      await until(() => client.status === 'reconnecting', 5_000);
+      const t = performance.now();
+      for (let i = 0; i < 5; i++) {
+        expect((await open.check({ api: api('q'), method: 'GET', path: '/', keyHash: 'k', session })).kind).toBe('allow');
+        expect((await closed.check({ api: api('q'), method: 'GET', path: '/', keyHash: 'k', session })).kind).toBe('api_limited');
+      }
+      expect(performance.now() - t).toBeLessThan(1_000); // ten decisions; a queued call would wait 3 s for its deadline
+      expect(errors.length).toBeGreaterThanOrEqual(10);
+      expect(errors.every((e) => e instanceof StoreUnavailableError)).toBe(true);
+    } finally {
+      client.disconnect();
+    }
+  }, 30_000);
 });
 
 describe('store deadline', () => {
