@@ -40,6 +40,15 @@ export type GatewayOptionsT = z.infer<typeof GatewayOptions>;
 
 export type Algorithm = 'drl' | 'sliding_log' | 'sentinel' | 'fixed_window';
 
+/**
+ * Algorithm flags that selectedAlgorithm() ignores: with the fixed window on, the sliding-log flags
+ * (the sentinel variant with or without enable_kv_rolling_limiter is one algorithm, not a conflict).
+ */
+export function ignoredAlgorithmFlags(o: GatewayOptionsT): string[] {
+  if (!o.enable_fixed_window_rate_limiter) return [];
+  return (['enable_sentinel_rate_limiter', 'enable_kv_rolling_limiter', 'enable_non_transactional_rate_limiter'] as const).filter((f) => o[f]);
+}
+
 /** The one algorithm the gateway runs for store-backed limits (DRL may still take fast limits, §3.2). */
 export function selectedAlgorithm(o: GatewayOptionsT): Algorithm {
   if (o.enable_fixed_window_rate_limiter) return 'fixed_window';

@@ -6,7 +6,7 @@ import type { Server } from 'node:http';
 import type { Redis, Cluster } from 'ioredis';
 import { systemClock, type Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import type { GatewayOptionsT } from '../lib/options.js';
+import { ignoredAlgorithmFlags, selectedAlgorithm, type GatewayOptionsT } from '../lib/options.js';
 import { lookupSession, type SessionStore } from '../lib/sessions.js';
 import type { CompiledConfig } from './config/types.js';
 import { createEngine, type GatewayEngine } from './engine/engine.js';
@@ -48,6 +48,8 @@ export interface GatewayRuntime {
 export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRuntime> {
   const clock = d.clock ?? systemClock;
   const { metrics, logger } = d;
+  const ignored = ignoredAlgorithmFlags(d.options);
+  if (ignored.length) logger.warn({ algorithm: selectedAlgorithm(d.options), ignored }, `more than one limiter algorithm enabled: ${selectedAlgorithm(d.options)} is used, ${ignored.join(', ')} ignored`);
   const peers = new DrlPeers(d.redis, d.group ?? 'default', d.options.drl_notification_frequency, clock, () => metrics.storeErrors.inc());
   peers.onChange((n) => {
     metrics.drlPeers.set(n);

@@ -158,4 +158,15 @@ describe('gw standalone with a bad --config', () => {
     expect(lines[0]).toContain(cfg);
     expect(lines[0]).toMatch(reason);
   });
+
+  test('conflicting algorithm flags start, with a warning naming the one used and the ones ignored', async () => {
+    const cfg = join(dir, 'algorithms.yml.txt');
+    writeFileSync(cfg, 'enable_fixed_window_rate_limiter: true\nenable_sentinel_rate_limiter: true\n');
+    const gw = await startStandalone(dir, ['--config', cfg]);
+    try {
+      expect(gw.output()).toContain('more than one limiter algorithm enabled: fixed_window is used, enable_sentinel_rate_limiter ignored');
+    } finally {
+      expect(await gw.stop()).toBe(0);
+    }
+  });
 });

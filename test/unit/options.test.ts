@@ -1,0 +1,19 @@
+/** The gateway configuration file's algorithm flags (SPEC.md §1): which one runs, which are ignored. */
+import { GatewayOptions, ignoredAlgorithmFlags, selectedAlgorithm } from '../../lib/options.js';
+
+test.each([
+  [{}, 'drl', []],
+  [{ enable_kv_rolling_limiter: true }, 'sliding_log', []],
+  [{ enable_kv_rolling_limiter: true, enable_sentinel_rate_limiter: true }, 'sentinel', []],
+  [{ enable_fixed_window_rate_limiter: true }, 'fixed_window', []],
+  [{ enable_fixed_window_rate_limiter: true, enable_sentinel_rate_limiter: true }, 'fixed_window', ['enable_sentinel_rate_limiter']],
+  [{ enable_fixed_window_rate_limiter: true, enable_kv_rolling_limiter: true, enable_non_transactional_rate_limiter: true }, 'fixed_window', ['enable_kv_rolling_limiter', 'enable_non_transactional_rate_limiter']],
+])('%j → %s, ignoring %j', (flags, algorithm, ignored) => {
+  const o = GatewayOptions.parse(flags);
+  expect(selectedAlgorithm(o)).toBe(algorithm);
+  expect(ignoredAlgorithmFlags(o)).toEqual(ignored);
+});
+
+test('the store deadline defaults to 1 s', () => {
+  expect(GatewayOptions.parse({}).kv_deadline_ms).toBe(1000);
+});
