@@ -25,7 +25,6 @@ const env = (flag: string, envName: string, description: string, def?: string): 
 
 const program = new Command('gw')
   .description('gw: a Kubernetes-native API gateway that rate-limits traffic')
-  .showHelpAfterError()
   .configureOutput({ writeErr: (s) => process.stderr.write(s) });
 
 program
