@@ -1,4 +1,4 @@
-import { ApiDefinitionResource, type ApiDefinition } from '../../crds/kinds.js';
+import { ApiDefinitionResource, PolicyResource, type ApiDefinition, type Policy } from '../../crds/kinds.js';
 import { compileApi } from '../../controller/compile/compile-api.js';
 import { compileConfig } from '../../controller/compile/compile-config.js';
 import { route } from '../../sidecar/proxy/router.js';
@@ -87,6 +87,34 @@ describe('compiling ApiDefinitions', () => {
     expect(config.apis.map((a) => a.name)).toEqual(['good']);
     expect(problems.map((p) => p.name).sort()).toEqual(['badregex', 'clash']);
     expect(problems.find((p) => p.name === 'badregex')!.message).toContain('spec.extended_paths.rate_limit[0].path');
+  });
+});
+
+describe('the compiled config depends on the resources, not on their order', () => {
+  const at = (name: string, listen: string, created: string): ApiDefinition => {
+    const r = api(name, { proxy: { listen_path: listen } });
+    (r.metadata as Record<string, unknown>).creationTimestamp = created;
+    return r;
+  };
+  const pol = (name: string): Policy => PolicyResource.parse({ apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name }, spec: { rate: 1, per: 1 } });
+
+  test('policies and APIs in any order give the same config and hash', () => {
+    const apis = [at('a', '/a/', '2026-01-01T00:00:00Z'), at('b', '/b/', '2026-01-02T00:00:00Z'), at('c', '/c/', '2026-01-03T00:00:00Z')];
+    const pols = [pol('p1'), pol('pat'), pol('pe')];
+    const one = compileConfig(apis, pols).config;
+    const two = compileConfig([...apis].reverse(), [pols[0]!, pols[2]!, pols[1]!]).config;
+    expect(JSON.stringify(two)).toBe(JSON.stringify(one));
+    expect(two.hash).toBe(one.hash);
+  });
+
+  test('of two APIs on one listen path the older wins, whichever arrives first', () => {
+    const older = at('zz-older', '/same/', '2026-01-01T00:00:00Z');
+    const newer = at('aa-newer', '/same/', '2026-02-01T00:00:00Z');
+    for (const input of [[older, newer], [newer, older]]) {
+      const { config, problems } = compileConfig(input, []);
+      expect(config.apis.map((x) => x.name)).toEqual(['zz-older']);
+      expect(problems.map((p) => p.name)).toEqual(['aa-newer']);
+    }
   });
 });
 
