@@ -59,6 +59,10 @@ const QuotaResetState = z.looseObject({ status: z.looseObject({ quotaReset: z.st
 
 const Terminating = z.looseObject({ metadata: z.looseObject({ deletionTimestamp: z.string().optional() }) });
 /** Marked for deletion, waiting for the controller's finalizer (session / client record cleanup). */
+/** An AccessKey with the hash the controller recorded for a key kept in a Secret (status.keyHash). */
+const AccessKeyWithHash = AccessKeyResource.extend({ status: z.looseObject({ keyHash: z.string().regex(/^[0-9a-f]{64}$/).optional() }).optional() });
+type AccessKeyWithHash = z.infer<typeof AccessKeyWithHash>;
+const hashOf = (k: AccessKeyWithHash): string | undefined => k.spec.key_hash ?? k.status?.keyHash;
 const terminating = (obj: unknown): boolean => Terminating.safeParse(obj).data?.metadata.deletionTimestamp !== undefined;
 
 /** Besides Ready for the generation: what else the controller must have reported (and why it counts as not reconciled yet). */
@@ -211,20 +215,21 @@ export class KubeBackend implements ResourceBackend {
   }
 
   /**
-   * The AccessKey with spec.key_hash = keyHash. Facade-made keys are named after the hash
+   * The AccessKey whose key hashes to keyHash: spec.key_hash, or for a key kept in a Secret (secretRef,
+   * e.g. applied with kubectl) the status.keyHash the controller recorded. Facade-made keys are named after the hash
    * (keyResourceName) in the facade's namespace: one GET. When that misses (a hand-written AccessKey
    * with key_hash under a name of its own, or no such key) the scan covers only resources that are not
    * facade-made (server-side label selector), so its cost does not grow with the keys the facade
    * imported. Without a namespace (all namespaces) the whole list is scanned, as before.
    */
-  private async findKey(keyHash: string, opts: { terminating?: boolean } = {}): Promise<AccessKey | undefined> {
-    const match = (k: AccessKey): boolean => k.spec.key_hash === keyHash && (opts.terminating === true || !terminating(k));
+  private async findKey(keyHash: string, opts: { terminating?: boolean } = {}): Promise<AccessKeyWithHash | undefined> {
+    const match = (k: AccessKeyWithHash): boolean => hashOf(k) === keyHash && (opts.terminating === true || !terminating(k));
     const ns = this.opts.namespace;
-    if (ns === undefined) return (await this.list('accesskeys', AccessKeyResource)).find(match);
-    const direct = AccessKeyResource.safeParse(await this.get('accesskeys', ns, keyResourceName(keyHash)));
+    if (ns === undefined) return (await this.list('accesskeys', AccessKeyWithHash)).find(match);
+    const direct = AccessKeyWithHash.safeParse(await this.get('accesskeys', ns, keyResourceName(keyHash)));
     if (direct.success && match(direct.data)) return direct.data;
     const [labelKey, labelValue] = Object.entries(MANAGED_BY_LABEL)[0]!;
-    return (await this.list('accesskeys', AccessKeyResource, `${labelKey}!=${labelValue}`)).find(match);
+    return (await this.list('accesskeys', AccessKeyWithHash, `${labelKey}!=${labelValue}`)).find(match);
   }
 
   async getKey(keyHash: string): Promise<KeyRecord | undefined> {
@@ -252,7 +257,8 @@ export class KubeBackend implements ResourceBackend {
         apiVersion: API_VERSION,
         kind: 'AccessKey',
         metadata: { name, namespace, labels: existing ? { ...(existing.metadata.labels ?? {}) } : { ...MANAGED_BY_LABEL }, annotations },
-        spec: { ...record.spec, key_hash: keyHash },
+        // a key kept in a Secret stays there (its manifest, e.g. kubectl's, still names the Secret)
+        spec: existing?.spec.secretRef ? { ...record.spec, secretRef: existing.spec.secretRef } : { ...record.spec, key_hash: keyHash },
       },
       resetToken === undefined
         ? undefined
@@ -271,7 +277,10 @@ export class KubeBackend implements ResourceBackend {
   }
 
   async listKeys(): Promise<string[]> {
-    const hashes = (await this.list('accesskeys', AccessKeyResource)).flatMap((k) => (k.spec.key_hash && !terminating(k) ? [k.spec.key_hash] : []));
+    const hashes = (await this.list('accesskeys', AccessKeyWithHash)).flatMap((k) => {
+      const h = hashOf(k);
+      return h && !terminating(k) ? [h] : [];
+    });
     return [...new Set(hashes)].sort();
   }
 

@@ -51,10 +51,19 @@ export function normalizeSession(s: KeySessionT): KeySessionT {
   return out;
 }
 
-async function checkPolicies(ctx: FacadeContext, session: KeySessionT, namespace: string): Promise<void> {
+/**
+ * The policies and APIs a key body names must exist in the key's namespace: 400 naming the field at once,
+ * rather than a key the controller reports as not Ready (and the facade waiting for it until its timeout).
+ */
+async function checkReferences(ctx: FacadeContext, session: KeySessionT, namespace: string): Promise<void> {
   for (const [i, p] of (session.apply_policies ?? []).entries()) {
     if (!(await ctx.backend.getPolicy(namespace, p))) {
       throw new HttpError(400, `apply_policies.${i}: policy ${JSON.stringify(p)} not found in namespace ${namespace}`);
+    }
+  }
+  for (const apiId of Object.keys(session.access_rights ?? {})) {
+    if (!(await ctx.backend.getApi(namespace, apiId))) {
+      throw new HttpError(400, `access_rights.${apiId}: API ${JSON.stringify(apiId)} not found in namespace ${namespace}`);
     }
   }
 }
@@ -73,7 +82,7 @@ async function addKey(args: RouteArgs): Promise<void> {
   const action = await ctx.locks.run(`key:${keyHash}`, async () => {
     const existing = await ctx.backend.getKey(keyHash);
     const namespace = existing?.namespace ?? ctx.keyNamespace;
-    await checkPolicies(ctx, spec, namespace);
+    await checkReferences(ctx, spec, namespace);
     const record: KeyRecord = { namespace, name: existing?.name ?? keyResourceName(keyHash), spec, suppressReset };
     await ctx.backend.putKey(keyHash, record);
     return existing ? 'modified' : 'added';
@@ -90,7 +99,7 @@ async function replaceKey(args: RouteArgs): Promise<void> {
   await ctx.locks.run(`key:${keyHash}`, async () => {
     const existing = await ctx.backend.getKey(keyHash);
     if (!existing) throw new HttpError(404, 'key not found');
-    await checkPolicies(ctx, spec, existing.namespace);
+    await checkReferences(ctx, spec, existing.namespace);
     await ctx.backend.putKey(keyHash, { namespace: existing.namespace, name: existing.name, spec, suppressReset });
   });
   ctx.logger.info({ keyHash, action: 'modified', suppressReset }, 'key saved');

@@ -22,7 +22,7 @@ import { freePort } from '../../harness/ports.js';
 import { CLI } from '../../helpers/standalone.js';
 import { freshNamespace, kubeconfig, kubectl } from '../../helpers/kube.js';
 import { freshRedis, redisUrl } from '../../helpers/redis.js';
-import { apiDef, apply, eventually, getJson, policy, ready, startController, type Controller } from '../operator/helpers.js';
+import { accessKey, apiDef, apply, eventually, getJson, policy, ready, secret, startController, waitReady, type Controller } from '../operator/helpers.js';
 
 jest.setTimeout(90_000);
 
@@ -308,6 +308,33 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     expect((await atSidecar(hash)).status).toBe(403); // the hash is not a key
     expect(JSON.stringify(await keyResource(hash))).not.toContain(raw);
     expect(asRecord((await call('GET', `/gw/keys/${hash}?hashed=true`)).body)).toMatchObject({ rate: 2, per: 10 });
+  });
+
+  test('a key applied with kubectl (secretRef) is the same key to the facade: listed, read, modified in place (no second AccessKey)', async () => {
+    const raw = 'kubectl-key-0123456789abcdef';
+    const hash = sha256hex(raw);
+    await apply(ns, secret('kubectl-key', { key: raw }), accessKey('kubectl-key', { secretRef: { name: 'kubectl-key', key: 'key' }, rate: 5, per: 10 }));
+    await waitReady(ns, 'accesskey', 'kubectl-key', 'True', 'Reconciled', 15_000);
+    expect(asRecord((await call('GET', '/gw/keys')).body).keys).toContain(hash);
+    expect(asRecord((await call('GET', `/gw/keys/${raw}`)).body)).toMatchObject({ rate: 5, per: 10 });
+    expect(asRecord((await call('GET', `/gw/keys/${hash}?hashed=true`)).body)).toMatchObject({ rate: 5, per: 10 });
+    const w = await postKey(raw, { rate: 1, per: 10 });
+    expect(w.status).toBe(200);
+    expect(w.body).toEqual({ key: raw, key_hash: hash, action: 'modified', status: 'ok' });
+    const k = await getJson(ns, 'accesskey', 'kubectl-key');
+    expect(asRecord(k?.spec)).toMatchObject({ secretRef: { name: 'kubectl-key', key: 'key' }, rate: 1, per: 10 });
+    expect(asRecord(k?.spec).key_hash).toBeUndefined();
+    expect(await keyResource(hash)).toBeUndefined(); // no facade-made twin
+    expect([(await atSidecar(raw)).status, (await atSidecar(raw)).status]).toEqual([200, 429]);
+  });
+
+  test('a key naming an API that does not exist → 400 at once, nothing written', async () => {
+    const t0 = Date.now();
+    const r = await postKey('ghost-key-0123456789abcdef', { access_rights: { ghost: { api_id: 'ghost' } } });
+    expect(r.status).toBe(400);
+    expect(asRecord(r.body).message).toMatch(/access_rights\.ghost: API "ghost" not found/);
+    expect(Date.now() - t0).toBeLessThan(READY_TIMEOUT_S * 1000);
+    expect(await keyResource(sha256hex('ghost-key-0123456789abcdef'))).toBeUndefined();
   });
 
   test('a key created with the CLI (apply_policies) is enforced by the policy; DELETE → refused at the sidecar within 1 s, session gone', async () => {
