@@ -59,5 +59,7 @@ export async function runControllerProcess(flags: ControllerFlags, onStop: (drai
     await operator.stop();
     await drain(ops);
     redis?.disconnect();
+    // pino writes asynchronously and, in a worker thread, nothing flushes it at exit: out before exiting
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
   });
 }

@@ -154,8 +154,17 @@ describe('gw controller: reconciling the four kinds', () => {
       accessKey('ka2', { key_hash: sha256hex('ka2'), access_rights: { ghost: {} } }),
       oauthClient('c2', { api_id: 'pets', client_id: 'cid-2', secretRef: { name: 'client-2', key: 'secret' } }),
       policy('bronze', { rate: 1, per: 1, access_rights: { ghost: {} } }),
+      accessKey('kboth', { key_hash: sha256hex('kboth'), apply_policies: ['silver'], access_rights: { ghost: {} } }),
+      oauthClient('c3', { api_id: 'ghost', client_id: 'cid-3', secretRef: { name: 'client-3', key: 'secret' } }),
     );
     expect((await waitReady(ns, 'accesskey', 'kp', 'False', 'PolicyNotFound')).message).toContain('silver');
+    // several missing references: all named, the reason is the first one's
+    const both = (await waitReady(ns, 'accesskey', 'kboth', 'False', 'PolicyNotFound')).message;
+    expect(both).toContain('policy not found in namespace ' + ns + ': silver');
+    expect(both).toContain('API(s) not found in namespace ' + ns + ': ghost');
+    const c3 = (await waitReady(ns, 'oauthclient', 'c3', 'False', 'ApiNotFound')).message;
+    expect(c3).toContain('API ghost not found');
+    expect(c3).toContain('Secret ' + ns + '/client-3');
     expect((await waitReady(ns, 'accesskey', 'ka2', 'False', 'ApiNotFound')).message).toContain('ghost');
     expect((await waitReady(ns, 'oauthclient', 'c2', 'False', 'SecretNotFound')).message).toContain('client-2');
     expect((await waitReady(ns, 'policy', 'bronze', 'False', 'ApiNotFound')).message).toContain('ghost');
