@@ -35,6 +35,19 @@ describe('gw sidecar in a cluster', () => {
     redis?.disconnect();
   });
 
+  test('a namespace without gw-config: ready with the empty config (404), then the config once it is written', async () => {
+    const empty = await freshNamespace('sidecar-empty');
+    const s = await startSidecar({ ns: empty, upstream: echo.url, waitMs: 15_000 }); // waits for /readyz 200
+    try {
+      expect(await status(`${s.gw}/x`)).toBe(404);
+      expect(s.out()).toContain('no gw config in this namespace yet');
+      await writeConfigMap(empty, configFor(empty, 5));
+      await eventually(async () => (await status(`${s.gw}/x`)) === 200, 5_000, 'config applied');
+    } finally {
+      await s.stop();
+    }
+  });
+
   test('enforces the limit from the ConfigMap, proxying to --upstream', async () => {
     const s = [];
     for (let i = 0; i < 4; i++) s.push(await status(`${gw}/x`));
