@@ -58,11 +58,11 @@ const ReconcileState = z.object({ status: Status.optional() });
 const QuotaResetState = z.looseObject({ status: z.looseObject({ quotaReset: z.string().optional() }).optional() });
 
 const Terminating = z.looseObject({ metadata: z.looseObject({ deletionTimestamp: z.string().optional() }) });
-/** Marked for deletion, waiting for the controller's finalizer (session / client record cleanup). */
 /** An AccessKey with the hash the controller recorded for a key kept in a Secret (status.keyHash). */
 const AccessKeyWithHash = AccessKeyResource.extend({ status: z.looseObject({ keyHash: z.string().regex(/^[0-9a-f]{64}$/).optional() }).optional() });
 type AccessKeyWithHash = z.infer<typeof AccessKeyWithHash>;
 const hashOf = (k: AccessKeyWithHash): string | undefined => k.spec.key_hash ?? k.status?.keyHash;
+/** Marked for deletion, waiting for the controller's finalizer (session / client record cleanup). */
 const terminating = (obj: unknown): boolean => Terminating.safeParse(obj).data?.metadata.deletionTimestamp !== undefined;
 
 /** Besides Ready for the generation: what else the controller must have reported (and why it counts as not reconciled yet). */
