@@ -2,7 +2,7 @@
 /** The gw CLI: one binary, four subcommands (SPEC.md §1). Flags win over GW_* environment variables. */
 // First: the gateway commands re-execute themselves with their V8 flags before anything else loads.
 import './gateway-v8-flags.js';
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 // Subcommands load on demand: each process carries only its own dependencies (the controller, for
 // one, never loads @kubernetes/client-node's generated API code).
 import type { ControllerFlags } from './controller.js';
@@ -17,6 +17,13 @@ function fail(message: string): never {
   process.stderr.write(`gw: ${message}\n`);
   process.exit(1);
 }
+
+/** A namespace flag: a Kubernetes namespace name (DNS-1123 label), or commander's one-line error. */
+const namespaceOption = (flag: string, envName: string, description: string, def?: string): Option =>
+  env(flag, envName, description, def).argParser((v: string) => {
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(v)) throw new InvalidArgumentError('must be a Kubernetes namespace name (DNS-1123 label: lower-case letters, digits and -, at most 63).');
+    return v;
+  });
 
 const env = (flag: string, envName: string, description: string, def?: string): Option => {
   const o = new Option(flag, description).env(envName);
@@ -43,13 +50,13 @@ program
   .command('controller')
   .description('Operator: reconciles the four resource kinds into ConfigMaps and Redis')
   .addOption(env('--kubeconfig <file>', 'GW_KUBECONFIG', 'kubeconfig (default: in-cluster)'))
-  .addOption(env('--namespace <ns>', 'GW_NAMESPACE', 'namespace to watch (default: all)'))
+  .addOption(namespaceOption('--namespace <ns>', 'GW_NAMESPACE', 'namespace to watch (default: all)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
   .addOption(new Option('--leader-elect', 'enable leader election').env('GW_LEADER_ELECT'))
   .addOption(env('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9090'))
   .addOption(env('--resync-period <seconds>', 'GW_RESYNC_PERIOD', 'full resync period', '60').hideHelp())
   .addOption(env('--lease-duration <seconds>', 'GW_LEASE_DURATION', 'leader election lease duration', '15').hideHelp())
-  .addOption(env('--lease-namespace <ns>', 'GW_LEASE_NAMESPACE', 'namespace of the leader-election Lease (default: $POD_NAMESPACE, else --namespace, else default)'))
+  .addOption(namespaceOption('--lease-namespace <ns>', 'GW_LEASE_NAMESPACE', 'namespace of the leader-election Lease (default: $POD_NAMESPACE, else --namespace, else default)'))
   .addOption(env('--identity <id>', 'GW_IDENTITY', 'leader election identity (default: hostname + random)').hideHelp())
   .addOption(env('--concurrency <n>', 'GW_CONCURRENCY', 'reconciles running at once', '32').hideHelp())
   .addOption(env('--store-check-period <seconds>', 'GW_STORE_CHECK_PERIOD', 'how often the Redis marker key is checked', '5').hideHelp())
@@ -59,7 +66,7 @@ program
   .command('facade')
   .description('Management endpoints over the custom resources')
   .addOption(env('--kubeconfig <file>', 'GW_KUBECONFIG', 'kubeconfig (default: in-cluster)'))
-  .addOption(env('--namespace <ns>', 'GW_NAMESPACE', 'namespace for created resources', 'default'))
+  .addOption(namespaceOption('--namespace <ns>', 'GW_NAMESPACE', 'namespace for created resources', 'default'))
   .addOption(env('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8081'))
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL (live quota values)'))
@@ -72,7 +79,7 @@ program
   .addOption(env('--upstream <url>', 'GW_UPSTREAM', 'the application URL').makeOptionMandatory())
   .addOption(env('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8080'))
   .addOption(env('--kubeconfig <file>', 'GW_KUBECONFIG', 'kubeconfig (default: in-cluster)'))
-  .addOption(env('--namespace <ns>', 'GW_NAMESPACE', 'namespace of the compiled config', 'default'))
+  .addOption(namespaceOption('--namespace <ns>', 'GW_NAMESPACE', 'namespace of the compiled config', 'default'))
   .addOption(env('--group <name>', 'GW_GROUP', 'DRL peer group', 'default'))
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))

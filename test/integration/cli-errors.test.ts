@@ -1,6 +1,6 @@
 /**
  * SPEC.md §1: every subcommand exits non-zero with a one-line reason on bad configuration: a missing
- * required flag, an unknown flag, an unreadable or malformed kubeconfig.
+ * required flag, an unknown flag, an invalid namespace name, an unreadable or malformed kubeconfig.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +21,7 @@ describe('bad configuration: non-zero exit, one line on stderr', () => {
     ['sidecar without --upstream', ['sidecar', '--listen', '127.0.0.1:0'], /--upstream/],
     ['controller with an unknown flag', ['controller', '--bogus-flag'], /unknown option '--bogus-flag'/],
     ['an unknown subcommand', ['frobnicate'], /unknown command 'frobnicate'/],
+    ['a namespace that cannot exist', ['controller', '--namespace', 'Bad_NS!'], /--namespace.*'Bad_NS!' is invalid\. must be a Kubernetes namespace name/],
     ['facade with a malformed kubeconfig', ['facade', '--kubeconfig', '<bad>', '--listen', '127.0.0.1:0'], /--kubeconfig: cannot load .*kubeconfig\.yaml: .*/],
     ['controller with a missing kubeconfig', ['controller', '--kubeconfig', join('/nonexistent', 'kubeconfig'), '--metrics-listen', '127.0.0.1:0'], /--kubeconfig/],
   ])('%s', async (_what, args, reason) => {
