@@ -14,7 +14,7 @@ import type { StoredSession } from '../../lib/sessions.js';
 import type { StoreClient } from '../../lib/store/redis.js';
 import type { CompiledConfig, LimitSpec } from '../config/types.js';
 import type { PeerCount } from '../limiters/drl.js';
-import { asError, StoreUnavailableError, withDeadline } from '../limiters/failure-mode.js';
+import { asError, StoreUnavailableError } from '../limiters/failure-mode.js';
 import { smoothingActive } from '../limiters/smoothing.js';
 import type { QuotaResult, QuotaSpec, QuotaState } from '../limiters/quota.js';
 import { createLimiters, type Limiters } from '../limiters/select.js';
@@ -131,7 +131,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     if (!limiters.storeReady()) return failed(new StoreUnavailableError());
     const r = limiters.quota.consume(bucket, spec);
     if (!(r instanceof Promise)) return r;
-    return withDeadline(r, limiters.storeDeadlineMs).catch(failed);
+    return limiters.storeDeadline.run(r).catch(failed);
   }
 
   /**
@@ -146,7 +146,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     const q = quotaFor(w.eff, w.identity, req.api.api_id);
     if (!q || !limiters.storeReady()) return v;
     const withState = (s: QuotaState): Verdict => ({ ...v, headers: { limit: q.spec.max, remaining: s.remaining, reset: s.renews } });
-    return withDeadline(limiters.quota.read(q.bucket, q.spec), limiters.storeDeadlineMs).then(withState, (e: unknown) => {
+    return limiters.storeDeadline.run(limiters.quota.read(q.bucket, q.spec)).then(withState, (e: unknown) => {
       d.onStoreError?.(asError(e));
       return v;
     });

@@ -38,23 +38,47 @@ export class StoreDeadlineError extends Error {
   }
 }
 
-/** `p`, or a StoreDeadlineError after `ms` (0 or Infinity = no deadline). A late answer is dropped. */
-export function withDeadline<T>(p: Promise<T>, ms: number): Promise<T> {
-  if (!(ms > 0) || ms === Infinity) return p;
-  // one promise and one timer per call (no race, no finally): this runs for every store-backed check
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new StoreDeadlineError(ms)), ms);
-    p.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(timer);
-        reject(e);
-      },
-    );
-  });
+/** The deadline a store call gets after a call missed the full one, until the store answers again (ms). */
+export const SUSPECT_DEADLINE_MS = 50;
+
+/**
+ * The deadline of the store calls on one gateway's request path. Normally `fullMs` (kv_deadline_ms): a
+ * store that answers, even slowly under load, is waited for, so counts stay exact. Once a call misses
+ * it, the store is suspect: the following calls get SUSPECT_DEADLINE_MS (at most fullMs) until one is
+ * answered (in time or late). A store that hangs (accepts, never answers) therefore holds one request
+ * for the full deadline and the rest for the short one, instead of every request for a second per step.
+ */
+export class StoreDeadline {
+  private suspect = false;
+  readonly shortMs: number;
+
+  constructor(readonly fullMs: number) {
+    this.shortMs = Math.min(SUSPECT_DEADLINE_MS, fullMs);
+  }
+
+  /** `p`, or a StoreDeadlineError after the current deadline (0 or Infinity = none). A late answer is dropped. */
+  run<T>(p: Promise<T>): Promise<T> {
+    const ms = this.suspect ? this.shortMs : this.fullMs;
+    if (!(ms > 0) || ms === Infinity) return p;
+    // one promise and one timer per call (no race, no finally): this runs for every store-backed check
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.suspect = true;
+        reject(new StoreDeadlineError(ms));
+      }, ms);
+      p.then(
+        (v) => {
+          clearTimeout(timer);
+          this.suspect = false;
+          resolve(v);
+        },
+        (e: unknown) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      );
+    });
+  }
 }
 
 export const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
@@ -66,7 +90,7 @@ export class WithFailureMode implements Limiter {
     private readonly mode: FailureMode,
     private readonly clock: Clock,
     private readonly onError: (e: Error) => void,
-    private readonly deadlineMs = DEFAULT_STORE_DEADLINE_MS,
+    private readonly deadline = new StoreDeadline(DEFAULT_STORE_DEADLINE_MS),
     /** false while the store is disconnected: decided by the failure mode at once, without a call. */
     private readonly ready: () => boolean = () => true,
   ) {
@@ -82,7 +106,7 @@ export class WithFailureMode implements Limiter {
       return this.failed(e, limit);
     }
     if (!(r instanceof Promise)) return r;
-    return withDeadline(r, this.deadlineMs).catch((e: unknown) => this.failed(e, limit));
+    return this.deadline.run(r).catch((e: unknown) => this.failed(e, limit));
   }
 
   private failed(e: unknown, limit: LimitSpec): LimitResult {
@@ -94,7 +118,7 @@ export class WithFailureMode implements Limiter {
 
   async reset(bucket: string): Promise<void> {
     try {
-      await withDeadline(this.inner.reset?.(bucket) ?? Promise.resolve(), this.deadlineMs);
+      await this.deadline.run(this.inner.reset?.(bucket) ?? Promise.resolve());
     } catch (e) {
       this.onError(asError(e));
     }

@@ -9,7 +9,7 @@ import { selectedAlgorithm, type Algorithm, type GatewayOptionsT } from '../../l
 import type { StoreClient } from '../../lib/store/redis.js';
 import type { LimitSpec } from '../config/types.js';
 import { DrlLimiter, type PeerCount } from './drl.js';
-import { DEFAULT_STORE_DEADLINE_MS, WithFailureMode, storeReady } from './failure-mode.js';
+import { DEFAULT_STORE_DEADLINE_MS, StoreDeadline, WithFailureMode, storeReady } from './failure-mode.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './fixed-window.js';
 import { MemoryQuota, RedisQuota, type QuotaStore } from './quota.js';
 import { MemorySentinel, RedisSentinel } from './sentinel.js';
@@ -38,8 +38,8 @@ export interface Limiters {
   readonly store: Limiter;
   readonly drl: DrlLimiter;
   readonly quota: QuotaStore;
-  /** The store's deadline (ms) for calls on the request path. */
-  readonly storeDeadlineMs: number;
+  /** The deadline of store calls on the request path (shared: a missed one shortens the next ones). */
+  readonly storeDeadline: StoreDeadline;
   /** Whether the store is connected (always true without one): store calls on the request path are skipped while it is not. */
   readonly storeReady: () => boolean;
   /** Whether a limit's smoothing can take effect with the limiter that counts it now. */
@@ -73,7 +73,8 @@ export function createLimiters(d: LimiterDeps): Limiters {
       : new MemorySlidingLog(d.clock, d.onSmoothing, smoothing);
   }
   const ready = d.redis ? storeReady(d.redis) : () => true;
-  const store = d.redis ? new WithFailureMode(inner, o.kv_failure_mode, d.clock, onError, d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS, ready) : inner;
+  const deadline = new StoreDeadline(d.redis ? (d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS) : 0);
+  const store = d.redis ? new WithFailureMode(inner, o.kv_failure_mode, d.clock, onError, deadline, ready) : inner;
   const quota: QuotaStore = d.redis ? new RedisQuota(d.redis, d.clock) : new MemoryQuota(d.clock);
 
   return {
@@ -81,7 +82,7 @@ export function createLimiters(d: LimiterDeps): Limiters {
     store,
     drl,
     quota,
-    storeDeadlineMs: d.redis ? (d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS) : 0,
+    storeDeadline: deadline,
     storeReady: ready,
     canSmooth: (limiter) => limiter !== drl && algorithm !== 'fixed_window',
     forLimit(limit: LimitSpec): Limiter {

@@ -152,4 +152,23 @@ describe('store deadline', () => {
     expect(performance.now() - t).toBeLessThan(50 + 1000);
     client.disconnect();
   });
+
+  test('the default 1 s deadline: the first decision waits it out once, the following ones get the short deadline', async () => {
+    const client = createStoreClient(`redis://127.0.0.1:${port}`, { enableReadyCheck: false, maxRetriesPerRequest: 0 });
+    client.on('error', () => {});
+    try {
+      const engine = createEngine({ options: GatewayOptions.parse({ enable_kv_rolling_limiter: true }), clock: new ManualClock(T0), config: () => cfg, redis: client });
+      const decide = async (): Promise<number> => {
+        const t = performance.now();
+        expect((await engine.check({ api: api('d'), method: 'GET', path: '/', keyHash: 'k', session })).kind).toBe('allow');
+        return performance.now() - t;
+      };
+      const first = await decide();
+      expect(first).toBeGreaterThanOrEqual(1000 - 5); // the API limit's call waited the full second
+      expect(first).toBeLessThan(1000 + 2 * 50 + 1000); // then key limit and quota: short deadlines
+      for (let i = 0; i < 3; i++) expect(await decide()).toBeLessThan(3 * 50 + 500);
+    } finally {
+      client.disconnect();
+    }
+  }, 20_000);
 });

@@ -1,5 +1,5 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { WithFailureMode } from '../../../sidecar/limiters/failure-mode.js';
+import { StoreDeadline, StoreDeadlineError, SUSPECT_DEADLINE_MS, WithFailureMode } from '../../../sidecar/limiters/failure-mode.js';
 import type { Limiter } from '../../../sidecar/limiters/types.js';
 import { T0 } from './fixtures.js';
 
@@ -24,5 +24,38 @@ describe('kv_failure_mode', () => {
     expect(r.allowed).toBe(false);
     expect(r.retryAfter).toBe(1);
     expect(errors).toHaveLength(1);
+  });
+});
+
+describe('store deadline', () => {
+  const never = (): Promise<never> => new Promise<never>(() => {});
+  const timed = async (p: Promise<unknown>): Promise<{ ms: number; error?: unknown }> => {
+    const t = performance.now();
+    try {
+      await p;
+      return { ms: performance.now() - t };
+    } catch (error) {
+      return { ms: performance.now() - t, error };
+    }
+  };
+
+  test('full deadline until a call misses it; then the short one until the store answers again', async () => {
+    const d = new StoreDeadline(400);
+    expect(d.shortMs).toBe(SUSPECT_DEADLINE_MS);
+    const first = await timed(d.run(never()));
+    expect(first.error).toBeInstanceOf(StoreDeadlineError);
+    expect(first.ms).toBeGreaterThanOrEqual(390);
+    const second = await timed(d.run(never())); // suspect: the short deadline
+    expect(second.error).toBeInstanceOf(StoreDeadlineError);
+    expect(second.ms).toBeLessThan(300);
+    expect(await d.run(Promise.resolve('ok'))).toBe('ok'); // the store answered
+    const third = await timed(d.run(never())); // the full deadline again
+    expect(third.ms).toBeGreaterThanOrEqual(390);
+  });
+
+  test('a deadline below the short one is kept; 0 means none', async () => {
+    expect(new StoreDeadline(20).shortMs).toBe(20);
+    const p = Promise.resolve(1);
+    expect(new StoreDeadline(0).run(p)).toBe(p);
   });
 });
