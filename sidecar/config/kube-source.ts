@@ -3,8 +3,7 @@
  * the API server (lib/kube/informer.ts: fieldSelector metadata.name=gw-config, which is all the chart's
  * RBAC allows; an ended watch resumes, 410 Gone relists, failures retry with exponential backoff). A bad
  * config is refused (log line + metric) and the previous one kept; while the API server is unreachable
- * the last good config keeps serving. A deleted ConfigMap keeps the last config too. No ConfigMap at all
- * once the API server answered: the empty config (a namespace without gw resources), and ready. No
+ * the last good config keeps serving. A deleted ConfigMap keeps the last config too. No
  * @kubernetes/client-node here: it alone would be ~50 MB of the sidecar's RSS.
  */
 import type { Logger } from '../../lib/logger.js';
@@ -18,8 +17,6 @@ const CONFIG_MAPS: ResourceRef = { group: '', version: 'v1', plural: 'configmaps
 export class KubeConfigSource {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };
   private loaded = false;
-  /** A gw-config ConfigMap was listed or watched (valid or not). */
-  private seen = false;
   private informer?: Informer;
 
   constructor(
@@ -49,9 +46,7 @@ export class KubeConfigSource {
         fieldSelector: `metadata.name=${CONFIG_MAP_NAME}`,
         logger: this.logger,
         onChange: (type, obj) => {
-          if (type === 'delete' || obj.metadata.name !== CONFIG_MAP_NAME) return;
-          this.seen = true;
-          this.apply(obj);
+          if (type !== 'delete' && obj.metadata.name === CONFIG_MAP_NAME) this.apply(obj);
         },
         onError: (err, retryInMs) => {
           this.logger.warn(
@@ -64,17 +59,7 @@ export class KubeConfigSource {
           }
         },
       });
-      void this.informer.whenSynced().then(() => {
-        // The API server answered and there is no gw-config (yet): a namespace without APIs. That is a
-        // config, the empty one (every path 404), so /readyz turns 200; otherwise the app pods of a
-        // namespace with injection but no gw resources would never become Ready. (A gw-config that is
-        // there but refused leaves the sidecar not ready.)
-        if (!this.loaded && !this.seen) {
-          this.loaded = true;
-          this.logger.info({ configMap: `${this.namespace}/${CONFIG_MAP_NAME}` }, 'no gw config in this namespace yet: serving none (every path 404) until the controller writes one');
-        }
-        resolve();
-      });
+      void this.informer.whenSynced().then(resolve);
       this.informer.start();
     });
   }

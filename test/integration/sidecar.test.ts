@@ -35,14 +35,15 @@ describe('gw sidecar in a cluster', () => {
     redis?.disconnect();
   });
 
-  test('a namespace without gw-config: ready with the empty config (404), then the config once it is written', async () => {
+  test('no gw-config in its namespace: alive but not ready until the config is written (readyz = config loaded)', async () => {
     const empty = await freshNamespace('sidecar-empty');
-    const s = await startSidecar({ ns: empty, upstream: echo.url, waitMs: 15_000 }); // waits for /readyz 200
+    const s = await startSidecar({ ns: empty, upstream: echo.url, waitFor: '/healthz', waitMs: 15_000 });
     try {
-      expect(await status(`${s.gw}/x`)).toBe(404);
-      expect(s.out()).toContain('no gw config in this namespace yet');
+      await new Promise((r) => setTimeout(r, 500)); // the API server has answered by now: still no config
+      expect(await status(`${s.ops}/readyz`)).toBe(503);
       await writeConfigMap(empty, configFor(empty, 5));
-      await eventually(async () => (await status(`${s.gw}/x`)) === 200, 5_000, 'config applied');
+      await eventually(async () => (await status(`${s.ops}/readyz`)) === 200, 5_000, 'ready once the config is loaded');
+      expect(await status(`${s.gw}/x`)).toBe(200);
     } finally {
       await s.stop();
     }
