@@ -81,6 +81,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     snapshot: () => source.current(),
     quota: liveQuota(sessions, engine),
     onWrite: () => state.apply(source.reload()),
+    refresh: () => source.refresh(),
   });
   // Adding a key through the facade resets its quota unless suppress_reset=1 (SPEC.md §3.5).
   const backend: ResourceBackend = Object.assign(Object.create(dirBackend) as ResourceBackend, {

@@ -48,6 +48,12 @@ export interface DirBackendOptions {
   quota?: (keyHash: string) => Promise<QuotaState | undefined>;
   /** Called after every write (e.g. DirSource.reload) so the change applies at once. */
   onWrite?: () => void | Promise<void>;
+  /**
+   * The resources re-read when a file changed since the last read (DirSource.refresh): a reference
+   * check that misses tries it once, so a manifest written a moment before the request (before the
+   * directory watch fired) is found.
+   */
+  refresh?: () => ResourceSnapshot;
 }
 
 export class DirBackend implements ResourceBackend {
@@ -57,15 +63,18 @@ export class DirBackend implements ResourceBackend {
     this.gwDir = join(opts.dir, '.gw');
   }
 
+  /** A resource found in the snapshot, or else in the directory re-read when it changed since. */
+  private lookup<T>(find: (s: ResourceSnapshot) => T | undefined): T | undefined {
+    return find(this.opts.snapshot()) ?? (this.opts.refresh ? find(this.opts.refresh()) : undefined);
+  }
+
   async getApi(namespace: string | undefined, apiId: string): Promise<ApiRef | undefined> {
-    const api = this.opts
-      .snapshot()
-      .apis.find((a) => (namespace === undefined || a.metadata.namespace === namespace) && apiIdOf(a) === apiId);
+    const api = this.lookup((s) => s.apis.find((a) => (namespace === undefined || a.metadata.namespace === namespace) && apiIdOf(a) === apiId));
     return api && { namespace: api.metadata.namespace, name: api.metadata.name, apiId };
   }
 
   async getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string } | undefined> {
-    const p = this.opts.snapshot().policies.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
+    const p = this.lookup((s) => s.policies.find((x) => x.metadata.namespace === namespace && x.metadata.name === name));
     return p && { namespace, name };
   }
 

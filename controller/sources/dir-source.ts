@@ -68,6 +68,12 @@ export class DirSource {
     return this.snapshot;
   }
 
+  /** The snapshot, re-read first when a file changed since (a caller that cannot wait for the watch). */
+  refresh(): ResourceSnapshot {
+    this.poll();
+    return this.snapshot;
+  }
+
   private schedule(): void {
     if (this.debounce) clearTimeout(this.debounce);
     this.debounce = setTimeout(() => this.poll(), 50);

@@ -105,6 +105,26 @@ describe('gw standalone end to end', () => {
     expect((await get(`${gw.gateway}/keep/x`)).status).toBe(200);
   });
 
+  test('a key for an API whose manifest was written a moment ago is accepted (no wait for the directory watch)', async () => {
+    writeFileSync(join(dir, 'fresh.yaml'), apiYaml('fresh', '/fresh/', echo.url, 100, 60).replace('use_keyless: true', 'use_keyless: false'));
+    const r = await request(`${gw.admin}/gw/keys/fresh-key-0123456789`, {
+      method: 'POST',
+      headers: { 'x-gw-authorization': 'test-secret', 'content-type': 'application/json' },
+      body: JSON.stringify({ rate: 10, per: 60, access_rights: { fresh: { api_id: 'fresh' } } }),
+    });
+    expect(r.statusCode).toBe(200);
+    expect(await r.body.json()).toMatchObject({ action: 'added' });
+    expect((await get(`${gw.gateway}/fresh/x`, { authorization: 'fresh-key-0123456789' })).status).toBe(200);
+    const missing = await request(`${gw.admin}/gw/keys/other-key-0123456789`, {
+      method: 'POST',
+      headers: { 'x-gw-authorization': 'test-secret', 'content-type': 'application/json' },
+      body: JSON.stringify({ access_rights: { nowhere: { api_id: 'nowhere' } } }),
+    });
+    expect(missing.statusCode).toBe(400);
+    expect(JSON.stringify(await missing.body.json())).toContain('access_rights.nowhere');
+    unlinkSync(join(dir, 'fresh.yaml'));
+  });
+
   test('an AccessKey or OAuthClient naming a missing policy or API is logged with what is missing', async () => {
     writeFileSync(
       join(dir, 'dangling.yaml'),
