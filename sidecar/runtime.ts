@@ -49,7 +49,10 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
   const clock = d.clock ?? systemClock;
   const { metrics, logger } = d;
   const ignored = ignoredAlgorithmFlags(d.options);
-  if (ignored.length) logger.warn({ algorithm: selectedAlgorithm(d.options), ignored }, `more than one limiter algorithm enabled: ${selectedAlgorithm(d.options)} is used, ${ignored.join(', ')} ignored`);
+  if (ignored.length) {
+    const algorithm = selectedAlgorithm(d.options);
+    logger.warn({ algorithm, ignored }, `more than one limiter algorithm enabled: ${algorithm} is used, ${ignored.join(', ')} ignored`);
+  }
   const peers = new DrlPeers(d.redis, d.group ?? 'default', d.options.drl_notification_frequency, clock, () => metrics.storeErrors.inc());
   peers.onChange((n) => {
     metrics.drlPeers.set(n);

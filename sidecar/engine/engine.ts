@@ -14,7 +14,6 @@ import type { StoredSession } from '../../lib/sessions.js';
 import type { StoreClient } from '../../lib/store/redis.js';
 import type { CompiledConfig, LimitSpec } from '../config/types.js';
 import type { PeerCount } from '../limiters/drl.js';
-import { asError, StoreUnavailableError } from '../limiters/failure-mode.js';
 import { smoothingActive } from '../limiters/smoothing.js';
 import type { QuotaResult, QuotaSpec, QuotaState } from '../limiters/quota.js';
 import { createLimiters, type Limiters } from '../limiters/select.js';
@@ -124,14 +123,10 @@ export function createEngine(d: EngineDeps): GatewayEngine {
 
   /** The quota's answer: synchronous in memory; from the store under its deadline and kv_failure_mode. */
   function consumeQuota(bucket: string, spec: QuotaSpec): MaybePromise<QuotaResult> {
-    const failed = (e: unknown): QuotaResult => {
-      d.onStoreError?.(asError(e));
-      return { allowed: o.kv_failure_mode === 'open', max: spec.max, remaining: 0, renews: 0 };
-    };
-    if (!limiters.storeReady()) return failed(new StoreUnavailableError());
-    const r = limiters.quota.consume(bucket, spec);
-    if (!(r instanceof Promise)) return r;
-    return limiters.storeDeadline.run(r).catch(failed);
+    return limiters.storeCalls.guard(
+      () => limiters.quota.consume(bucket, spec),
+      () => ({ allowed: o.kv_failure_mode === 'open', max: spec.max, remaining: 0, renews: 0 }),
+    );
   }
 
   /**
@@ -144,12 +139,11 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     const w = who(req.keyHash, req.session);
     if (w instanceof Error) return v;
     const q = quotaFor(w.eff, w.identity, req.api.api_id);
-    if (!q || !limiters.storeReady()) return v;
-    const withState = (s: QuotaState): Verdict => ({ ...v, headers: { limit: q.spec.max, remaining: s.remaining, reset: s.renews } });
-    return limiters.storeDeadline.run(limiters.quota.read(q.bucket, q.spec)).then(withState, (e: unknown) => {
-      d.onStoreError?.(asError(e));
-      return v;
-    });
+    if (!q) return v;
+    return limiters.storeCalls.guard(
+      () => limiters.quota.read(q.bucket, q.spec).then((s): Verdict => ({ ...v, headers: { limit: q.spec.max, remaining: s.remaining, reset: s.renews } })),
+      () => v,
+    );
   }
 
   /** Headers of the checked limit(s): with both scopes, the one with fewer requests remaining (the key's on a tie). */

@@ -42,22 +42,43 @@ export class StoreDeadlineError extends Error {
 export const SUSPECT_DEADLINE_MS = 50;
 
 /**
- * The deadline of the store calls on one gateway's request path. Normally `fullMs` (kv_deadline_ms): a
- * store that answers, even slowly under load, is waited for, so counts stay exact. Once a call misses
- * it, the store is suspect: the following calls get SUSPECT_DEADLINE_MS (at most fullMs) until one is
- * answered (in time or late). A store that hangs (accepts, never answers) therefore holds one request
- * for the full deadline and the rest for the short one, instead of every request for a second per step.
+ * The policy of one gateway's store calls on the request path, in one place: no call while the
+ * connection is lost (StoreUnavailableError at once: a queued call would wait for a reconnection), a
+ * deadline for the others, and every failure reported (onError) and answered by the caller's fallback.
+ *
+ * The deadline is normally `fullMs` (kv_deadline_ms): a store that answers, even slowly under load, is
+ * waited for, so counts stay exact. Once a call misses it, the store is suspect: the following calls
+ * get SUSPECT_DEADLINE_MS (at most fullMs) until one is answered (in time or late). A store that hangs
+ * (accepts, never answers) therefore holds one request for the full deadline and the rest for the short
+ * one, instead of every request for a second per step.
  */
-export class StoreDeadline {
+export class StoreCalls {
   private suspect = false;
   readonly shortMs: number;
 
-  constructor(readonly fullMs: number) {
+  constructor(
+    readonly fullMs: number,
+    private readonly ready: () => boolean = () => true,
+    private readonly onError: (e: Error) => void = () => {},
+  ) {
     this.shortMs = Math.min(SUSPECT_DEADLINE_MS, fullMs);
   }
 
+  /** `call()` under the policy; `fallback()` answers when it fails. A synchronous answer comes back as is. */
+  guard<T>(call: () => MaybePromise<T>, fallback: () => T): MaybePromise<T> {
+    if (!this.ready()) return this.failed(new StoreUnavailableError(), fallback);
+    let r: MaybePromise<T>;
+    try {
+      r = call();
+    } catch (e) {
+      return this.failed(e, fallback);
+    }
+    if (!(r instanceof Promise)) return r;
+    return this.deadline(r).catch((e: unknown) => this.failed(e, fallback));
+  }
+
   /** `p`, or a StoreDeadlineError after the current deadline (0 or Infinity = none). A late answer is dropped. */
-  run<T>(p: Promise<T>): Promise<T> {
+  deadline<T>(p: Promise<T>): Promise<T> {
     const ms = this.suspect ? this.shortMs : this.fullMs;
     if (!(ms > 0) || ms === Infinity) return p;
     // one promise and one timer per call (no race, no finally): this runs for every store-backed check
@@ -79,6 +100,11 @@ export class StoreDeadline {
       );
     });
   }
+
+  private failed<T>(e: unknown, fallback: () => T): T {
+    this.onError(asError(e));
+    return fallback();
+  }
 }
 
 export const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
@@ -89,38 +115,29 @@ export class WithFailureMode implements Limiter {
     private readonly inner: Limiter,
     private readonly mode: FailureMode,
     private readonly clock: Clock,
-    private readonly onError: (e: Error) => void,
-    private readonly deadline = new StoreDeadline(DEFAULT_STORE_DEADLINE_MS),
-    /** false while the store is disconnected: decided by the failure mode at once, without a call. */
-    private readonly ready: () => boolean = () => true,
+    private readonly calls = new StoreCalls(DEFAULT_STORE_DEADLINE_MS),
   ) {
     this.name = inner.name;
   }
 
   check(bucket: string, limit: LimitSpec): MaybePromise<LimitResult> {
-    if (!this.ready()) return this.failed(new StoreUnavailableError(), limit);
-    let r: MaybePromise<LimitResult>;
-    try {
-      r = this.inner.check(bucket, limit);
-    } catch (e) {
-      return this.failed(e, limit);
-    }
-    if (!(r instanceof Promise)) return r;
-    return this.deadline.run(r).catch((e: unknown) => this.failed(e, limit));
+    return this.calls.guard(
+      () => this.inner.check(bucket, limit),
+      () => this.failed(limit),
+    );
   }
 
-  private failed(e: unknown, limit: LimitSpec): LimitResult {
-    this.onError(asError(e));
+  /** The decision of kv_failure_mode for a limit whose store call failed. */
+  private failed(limit: LimitSpec): LimitResult {
     const now = this.clock.now();
     const allowance = allowanceOf(limit.rate);
     return this.mode === 'open' ? result(true, allowance, allowance, now, now) : result(false, allowance, 0, now, now + 1000);
   }
 
   async reset(bucket: string): Promise<void> {
-    try {
-      await this.deadline.run(this.inner.reset?.(bucket) ?? Promise.resolve());
-    } catch (e) {
-      this.onError(asError(e));
-    }
+    await this.calls.guard(
+      () => this.inner.reset?.(bucket),
+      () => undefined,
+    );
   }
 }

@@ -9,7 +9,7 @@ import { selectedAlgorithm, type Algorithm, type GatewayOptionsT } from '../../l
 import type { StoreClient } from '../../lib/store/redis.js';
 import type { LimitSpec } from '../config/types.js';
 import { DrlLimiter, type PeerCount } from './drl.js';
-import { DEFAULT_STORE_DEADLINE_MS, StoreDeadline, WithFailureMode, storeReady } from './failure-mode.js';
+import { DEFAULT_STORE_DEADLINE_MS, StoreCalls, WithFailureMode, storeReady } from './failure-mode.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './fixed-window.js';
 import { MemoryQuota, RedisQuota, type QuotaStore } from './quota.js';
 import { MemorySentinel, RedisSentinel } from './sentinel.js';
@@ -38,10 +38,8 @@ export interface Limiters {
   readonly store: Limiter;
   readonly drl: DrlLimiter;
   readonly quota: QuotaStore;
-  /** The deadline of store calls on the request path (shared: a missed one shortens the next ones). */
-  readonly storeDeadline: StoreDeadline;
-  /** Whether the store is connected (always true without one): store calls on the request path are skipped while it is not. */
-  readonly storeReady: () => boolean;
+  /** How store calls on the request path are made (connection check, deadline, error report); shared by the limiters and the quota. */
+  readonly storeCalls: StoreCalls;
   /** Whether a limit's smoothing can take effect with the limiter that counts it now. */
   canSmooth(limiter: Limiter): boolean;
   /** Resolves when background store writes (sentinel log) have finished. */
@@ -72,9 +70,8 @@ export function createLimiters(d: LimiterDeps): Limiters {
       ? new RedisSlidingLog(d.redis, d.clock, { transactional: !o.enable_non_transactional_rate_limiter, smoothingEnabled: smoothing }, d.onSmoothing)
       : new MemorySlidingLog(d.clock, d.onSmoothing, smoothing);
   }
-  const ready = d.redis ? storeReady(d.redis) : () => true;
-  const deadline = new StoreDeadline(d.redis ? (d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS) : 0);
-  const store = d.redis ? new WithFailureMode(inner, o.kv_failure_mode, d.clock, onError, deadline, ready) : inner;
+  const calls = d.redis ? new StoreCalls(d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS, storeReady(d.redis), onError) : new StoreCalls(0, undefined, onError);
+  const store = d.redis ? new WithFailureMode(inner, o.kv_failure_mode, d.clock, calls) : inner;
   const quota: QuotaStore = d.redis ? new RedisQuota(d.redis, d.clock) : new MemoryQuota(d.clock);
 
   return {
@@ -82,8 +79,7 @@ export function createLimiters(d: LimiterDeps): Limiters {
     store,
     drl,
     quota,
-    storeDeadline: deadline,
-    storeReady: ready,
+    storeCalls: calls,
     canSmooth: (limiter) => limiter !== drl && algorithm !== 'fixed_window',
     forLimit(limit: LimitSpec): Limiter {
       if (algorithm !== 'drl') return store;

@@ -1,5 +1,5 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { StoreDeadline, StoreDeadlineError, SUSPECT_DEADLINE_MS, WithFailureMode } from '../../../sidecar/limiters/failure-mode.js';
+import { StoreCalls, StoreDeadlineError, SUSPECT_DEADLINE_MS, WithFailureMode } from '../../../sidecar/limiters/failure-mode.js';
 import type { Limiter } from '../../../sidecar/limiters/types.js';
 import { T0 } from './fixtures.js';
 
@@ -11,7 +11,7 @@ const broken: Limiter = {
 describe('kv_failure_mode', () => {
   test('open admits and reports the store error', async () => {
     const errors: Error[] = [];
-    const l = new WithFailureMode(broken, 'open', new ManualClock(T0), (e) => errors.push(e));
+    const l = new WithFailureMode(broken, 'open', new ManualClock(T0), new StoreCalls(0, undefined, (e) => errors.push(e)));
     const r = await l.check('b', { rate: 5, per: 1 });
     expect(r.allowed).toBe(true);
     expect(errors.map((e) => e.message)).toEqual(['connection refused']);
@@ -19,7 +19,7 @@ describe('kv_failure_mode', () => {
 
   test('closed refuses with Retry-After 1', async () => {
     const errors: Error[] = [];
-    const l = new WithFailureMode(broken, 'closed', new ManualClock(T0), (e) => errors.push(e));
+    const l = new WithFailureMode(broken, 'closed', new ManualClock(T0), new StoreCalls(0, undefined, (e) => errors.push(e)));
     const r = await l.check('b', { rate: 5, per: 1 });
     expect(r.allowed).toBe(false);
     expect(r.retryAfter).toBe(1);
@@ -40,22 +40,22 @@ describe('store deadline', () => {
   };
 
   test('full deadline until a call misses it; then the short one until the store answers again', async () => {
-    const d = new StoreDeadline(400);
+    const d = new StoreCalls(400);
     expect(d.shortMs).toBe(SUSPECT_DEADLINE_MS);
-    const first = await timed(d.run(never()));
+    const first = await timed(d.deadline(never()));
     expect(first.error).toBeInstanceOf(StoreDeadlineError);
     expect(first.ms).toBeGreaterThanOrEqual(390);
-    const second = await timed(d.run(never())); // suspect: the short deadline
+    const second = await timed(d.deadline(never())); // suspect: the short deadline
     expect(second.error).toBeInstanceOf(StoreDeadlineError);
     expect(second.ms).toBeLessThan(300);
-    expect(await d.run(Promise.resolve('ok'))).toBe('ok'); // the store answered
-    const third = await timed(d.run(never())); // the full deadline again
+    expect(await d.deadline(Promise.resolve('ok'))).toBe('ok'); // the store answered
+    const third = await timed(d.deadline(never())); // the full deadline again
     expect(third.ms).toBeGreaterThanOrEqual(390);
   });
 
   test('a deadline below the short one is kept; 0 means none', async () => {
-    expect(new StoreDeadline(20).shortMs).toBe(20);
+    expect(new StoreCalls(20).shortMs).toBe(20);
     const p = Promise.resolve(1);
-    expect(new StoreDeadline(0).run(p)).toBe(p);
+    expect(new StoreCalls(0).deadline(p)).toBe(p);
   });
 });
