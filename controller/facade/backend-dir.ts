@@ -73,6 +73,12 @@ export class DirBackend implements ResourceBackend {
     return api && { namespace: api.metadata.namespace, name: api.metadata.name, apiId };
   }
 
+  async missingApis(namespace: string, apiIds: string[]): Promise<string[]> {
+    const missing: string[] = [];
+    for (const id of apiIds) if (!(await this.getApi(namespace, id))) missing.push(id);
+    return missing;
+  }
+
   async getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string } | undefined> {
     const p = this.lookup((s) => s.policies.find((x) => x.metadata.namespace === namespace && x.metadata.name === name));
     return p && { namespace, name };

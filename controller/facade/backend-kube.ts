@@ -210,6 +210,12 @@ export class KubeBackend implements ResourceBackend {
     return a && { namespace: a.metadata.namespace, name: a.metadata.name, apiId };
   }
 
+  async missingApis(namespace: string, apiIds: string[]): Promise<string[]> {
+    if (apiIds.length === 0) return [];
+    const present = new Set((await this.list('apidefinitions', ApiDefinitionResource)).filter((x) => x.metadata.namespace === namespace).map(apiIdOf));
+    return apiIds.filter((id) => !present.has(id));
+  }
+
   async getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string } | undefined> {
     return (await this.get('policies', namespace, name)) ? { namespace, name } : undefined;
   }

@@ -45,6 +45,8 @@ export interface QuotaState {
 export interface ResourceBackend {
   /** The API with this api_id; within `namespace` when given, else in any namespace (first match). */
   getApi(namespace: string | undefined, apiId: string): Promise<ApiRef | undefined>;
+  /** Those of `apiIds` that name no API in `namespace` (one read of the APIs, however many ids). */
+  missingApis(namespace: string, apiIds: string[]): Promise<string[]>;
   /** Whether Policy `name` exists in `namespace`. */
   getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string } | undefined>;
 

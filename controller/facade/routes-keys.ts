@@ -61,11 +61,8 @@ async function checkReferences(ctx: FacadeContext, session: KeySessionT, namespa
       throw new HttpError(400, `apply_policies.${i}: policy ${JSON.stringify(p)} not found in namespace ${namespace}`);
     }
   }
-  for (const apiId of Object.keys(session.access_rights ?? {})) {
-    if (!(await ctx.backend.getApi(namespace, apiId))) {
-      throw new HttpError(400, `access_rights.${apiId}: API ${JSON.stringify(apiId)} not found in namespace ${namespace}`);
-    }
-  }
+  const [missing] = await ctx.backend.missingApis(namespace, Object.keys(session.access_rights ?? {}));
+  if (missing !== undefined) throw new HttpError(400, `access_rights.${missing}: API ${JSON.stringify(missing)} not found in namespace ${namespace}`);
 }
 
 function keyParams(args: RouteArgs): { keyID: string; keyHash: string } {

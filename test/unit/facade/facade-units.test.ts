@@ -135,6 +135,7 @@ describe('DirBackend', () => {
     const api = await b.getApi(undefined, 'a');
     expect(api).toEqual({ namespace: 'ns1', name: 'a', apiId: 'a' });
     expect(await b.getApi('other', 'a')).toBeUndefined();
+    expect(await b.missingApis(api!.namespace, ['a', 'ghost'])).toEqual(['ghost']);
     const name = clientResourceName('ns1', 'a', 'c1');
     await b.putClient({ namespace: 'ns1', name, secret: 's3', spec: { api_id: 'a', client_id: 'c1', secretRef: { name: `${name}-secret`, key: 'secret' } } });
     const secretFile = join(dir, '.gw', `secret-ns1-${name}-secret.yaml`);
