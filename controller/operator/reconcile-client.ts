@@ -14,7 +14,7 @@ import { safeEqual, sha256hex } from '../../lib/hash.js';
 import { cachedSecret, ensureFinalizer, firstIssue, REFS, removeFinalizer, report, storeCall, StoreUnavailable, type OperatorContext } from './context.js';
 import type { KubeObject } from '../../lib/kube/informer.js';
 import { apiIdsIn } from './reconcile-key.js';
-import { notReady, ok, type Outcome, type Reason } from './status.js';
+import { notReady, notReadyAll, ok, type Reason } from './status.js';
 
 export const CLIENT_FINALIZER = 'gw.io/client-cleanup';
 export const CLIENT_PREFIX = 'gw:oauth:client:';
@@ -113,7 +113,7 @@ export async function reconcileClient(ctx: OperatorContext, ns: string, name: st
   if (!apiIdsIn(ctx, ns).has(c.spec.api_id)) missing.push(['ApiNotFound', `API ${c.spec.api_id} not found in namespace ${ns}`]);
   if (c.spec.policy_id && !ctx.informers.policies.get(ns, c.spec.policy_id)) missing.push(['PolicyNotFound', `policy ${c.spec.policy_id} not found in namespace ${ns}`]);
   if (!secret) missing.push(['SecretNotFound', `Secret ${ns}/${c.spec.secretRef.name} with key ${JSON.stringify(c.spec.secretRef.key)} not found`]);
-  const problem: Outcome | undefined = missing.length ? notReady(missing[0]![0], missing.map(([, m]) => m).join('; ')) : undefined;
+  const problem = notReadyAll(missing);
 
   if (!ctx.redis) return report(ctx, REFS.OAuthClient, inf, raw, problem ?? notReady('StoreUnavailable', 'the controller runs without --redis'));
   try {

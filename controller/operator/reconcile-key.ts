@@ -31,7 +31,8 @@ import { compileNamespace } from './reconcile-config.js';
 import { cachedSecret, ensureFinalizer, firstIssue, MANAGED_BY, REFS, removeFinalizer, report, storeCall, StoreUnavailable, type OperatorContext } from './context.js';
 import type { KubeObject } from '../../lib/kube/informer.js';
 import { codeOf, resourcePath } from '../../lib/kube/api.js';
-import { notReady, ok, type Outcome, type Reason } from './status.js';
+import { missingKeyReferences } from '../compile/key-references.js';
+import { notReady, notReadyAll, ok, type Outcome } from './status.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 export const KEY_FINALIZER = 'gw.io/session-cleanup';
@@ -171,15 +172,9 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
 
   // References: reported, the session stays (the sidecar resolves policies and fails closed).
   const extra = { keyHash: hash, ...(resetWanted !== undefined ? { quotaReset: resetWanted } : {}) };
-  const names = stored.session.apply_policies ?? [];
-  // every missing reference is named (the reason is the first one's)
-  const missing: [Reason, string][] = [];
-  const missingPolicies = names.filter((p) => !validPolicy(ctx, ns, p));
-  if (missingPolicies.length) missing.push(['PolicyNotFound', `policy not found in namespace ${ns}: ${missingPolicies.join(', ')}`]);
   const apiIds = apiIdsIn(ctx, ns);
-  const missingApis = Object.keys(stored.session.access_rights ?? {}).filter((a) => !apiIds.has(a));
-  if (missingApis.length) missing.push(['ApiNotFound', `access_rights name API(s) not found in namespace ${ns}: ${missingApis.join(', ')}`]);
-  if (missing.length) return report(ctx, REFS.AccessKey, inf, raw, notReady(missing[0]![0], missing.map(([, m]) => m).join('; '), extra));
+  const missing = notReadyAll(missingKeyReferences(stored.session, ns, (p) => validPolicy(ctx, ns, p), (a) => apiIds.has(a)), extra);
+  if (missing) return report(ctx, REFS.AccessKey, inf, raw, missing);
   await report(ctx, REFS.AccessKey, inf, raw, ok('session stored', extra));
 }
 

@@ -22,6 +22,9 @@ export const kubeTime = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/
 
 export const ok = (message = 'reconciled', extra?: Record<string, unknown>): Outcome => ({ ready: true, reason: 'Reconciled', message, extra });
 export const notReady = (reason: Reason, message: string, extra?: Record<string, unknown>): Outcome => ({ ready: false, reason, message, extra });
+/** Not ready for several missing things at once: every one named, the reason is the first one's. */
+export const notReadyAll = (missing: [Reason, string][], extra?: Record<string, unknown>): Outcome | undefined =>
+  missing.length ? notReady(missing[0]![0], missing.map(([, m]) => m).join('; '), extra) : undefined;
 
 interface Condition {
   type: string;

@@ -5,23 +5,34 @@
  */
 import { apiIdOf } from '../../crds/schemas/api-definition.js';
 import type { AccessKey, OAuthClient } from '../../crds/kinds.js';
+import { missingKeyReferences } from '../compile/key-references.js';
+import { sessionOf } from '../compile/key-sessions.js';
 import type { ResourceSnapshot } from '../sources/snapshot.js';
 
+/** What exists, as `namespace/api_id` and `namespace/policy`: built once per snapshot. */
+export interface ReferenceIndex {
+  apis: Set<string>;
+  policies: Set<string>;
+}
+
+export function referenceIndex(s: ResourceSnapshot): ReferenceIndex {
+  return {
+    apis: new Set(s.apis.map((a) => `${a.metadata.namespace}/${apiIdOf(a)}`)),
+    policies: new Set(s.policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)),
+  };
+}
+
 /** One line naming the missing references of a resource, or undefined when nothing is missing. */
-export function missingReferences(r: AccessKey | OAuthClient, s: ResourceSnapshot): string | undefined {
+export function missingReferences(r: AccessKey | OAuthClient, index: ReferenceIndex): string | undefined {
   const ns = r.metadata.namespace;
-  const apiIds = new Set(s.apis.filter((a) => a.metadata.namespace === ns).map(apiIdOf));
-  const policies = new Set(s.policies.filter((p) => p.metadata.namespace === ns).map((p) => p.metadata.name));
+  const hasApi = (id: string): boolean => index.apis.has(`${ns}/${id}`);
+  const hasPolicy = (name: string): boolean => index.policies.has(`${ns}/${name}`);
   const missing: string[] = [];
   if (r.kind === 'AccessKey') {
-    const named = r.spec.apply_policies?.length ? r.spec.apply_policies : r.spec.apply_policy_id ? [r.spec.apply_policy_id] : [];
-    const lostPolicies = named.filter((p) => !policies.has(p));
-    if (lostPolicies.length) missing.push(`policy not found in namespace ${ns}: ${lostPolicies.join(', ')}`);
-    const lostApis = Object.keys(r.spec.access_rights ?? {}).filter((a) => !apiIds.has(a));
-    if (lostApis.length) missing.push(`access_rights name API(s) not found in namespace ${ns}: ${lostApis.join(', ')}`);
+    for (const [, message] of missingKeyReferences(sessionOf(r).session, ns, hasPolicy, hasApi)) missing.push(message);
   } else {
-    if (!apiIds.has(r.spec.api_id)) missing.push(`API not found in namespace ${ns}: ${r.spec.api_id}`);
-    if (r.spec.policy_id && !policies.has(r.spec.policy_id)) missing.push(`policy not found in namespace ${ns}: ${r.spec.policy_id}`);
+    if (!hasApi(r.spec.api_id)) missing.push(`API not found in namespace ${ns}: ${r.spec.api_id}`);
+    if (r.spec.policy_id && !hasPolicy(r.spec.policy_id)) missing.push(`policy not found in namespace ${ns}: ${r.spec.policy_id}`);
   }
   return missing.length ? missing.join('; ') : undefined;
 }

@@ -9,7 +9,7 @@ import type { CompiledConfig } from '../../sidecar/config/types.js';
 import { compileConfig } from '../compile/compile-config.js';
 import { keyMaterial, sessionOf, snapshotSecrets } from '../compile/key-sessions.js';
 import type { ResourceSnapshot } from '../sources/snapshot.js';
-import { missingReferences } from './references.js';
+import { missingReferences, referenceIndex } from './references.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 const { mkdirSync, writeFileSync, existsSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
@@ -82,8 +82,9 @@ export class StandaloneState {
   /** Logs (once per change) AccessKeys and OAuthClients that refer to a policy or an API the directory lacks. */
   private reportMissing(snapshot: ResourceSnapshot): void {
     const now = new Map<string, string>();
+    const index = referenceIndex(snapshot);
     for (const r of [...snapshot.keys, ...snapshot.clients]) {
-      const missing = missingReferences(r, snapshot);
+      const missing = missingReferences(r, index);
       if (missing === undefined) continue;
       const id = `${r.kind} ${r.metadata.namespace}/${r.metadata.name}`;
       now.set(id, missing);

@@ -2,7 +2,7 @@
 import { parse } from 'yaml';
 import { validateDocument } from '../../../lib/manifests.js';
 import type { AnyResource } from '../../../crds/kinds.js';
-import { missingReferences } from '../../../controller/standalone/references.js';
+import { missingReferences, referenceIndex } from '../../../controller/standalone/references.js';
 import { toSnapshot } from '../../../controller/sources/snapshot.js';
 
 function res(yaml: string): AnyResource {
@@ -27,5 +27,5 @@ test.each([
 ])('%s', (_what, yaml, expected) => {
   const r = res(`apiVersion: gw.io/v1alpha1\n${yaml}`);
   if (r.kind !== 'AccessKey' && r.kind !== 'OAuthClient') throw new Error('fixture');
-  expect(missingReferences(r, snapshot)).toBe(expected);
+  expect(missingReferences(r, referenceIndex(snapshot))).toBe(expected);
 });
