@@ -9,14 +9,14 @@
  *
  * Why each flag: sidecar/heap-tuning.ts.
  */
-import { GATEWAY_V8_FLAGS } from '../sidecar/heap-tuning.js';
+import { missingV8Flags } from '../sidecar/heap-tuning.js';
 
 const GATEWAY_COMMANDS = new Set(['sidecar', 'standalone']);
 
 /** The command line to re-execute with, or undefined when this process needs none. */
 export function reexecArgs(argv: readonly string[], execArgv: readonly string[]): string[] | undefined {
   if (!GATEWAY_COMMANDS.has(argv[2] ?? '')) return undefined;
-  const missing = GATEWAY_V8_FLAGS.filter((f) => !execArgv.includes(f));
+  const missing = missingV8Flags(execArgv);
   if (missing.length === 0) return undefined;
   return [argv[0]!, ...missing, ...execArgv, ...argv.slice(1)];
 }

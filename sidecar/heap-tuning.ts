@@ -22,6 +22,11 @@ const { runInNewContext } = process.getBuiltinModule('node:vm');
  */
 export const GATEWAY_V8_FLAGS: readonly string[] = ['--no-memory-reducer'];
 
+/** The GATEWAY_V8_FLAGS a command line lacks. */
+export function missingV8Flags(execArgv: readonly string[]): string[] {
+  return GATEWAY_V8_FLAGS.filter((f) => !execArgv.includes(f));
+}
+
 /** Call first thing in the process, before the request path runs. */
 export function tuneHeapForProxying(): void {
   setFlagsFromString('--no-allocation-site-pretenuring');
@@ -36,7 +41,7 @@ type GcOptions = { type: 'major'; execution: 'sync'; flavor: 'last-resort' };
  * saves. Returns whether it ran.
  */
 export function releaseStartupMemory(execArgv: readonly string[] = process.execArgv): boolean {
-  if (!GATEWAY_V8_FLAGS.every((f) => execArgv.includes(f))) return false;
+  if (missingV8Flags(execArgv).length) return false;
   // `gc` exists only in contexts created while --expose-gc is set
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as (o: GcOptions) => void;

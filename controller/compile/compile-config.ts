@@ -55,7 +55,7 @@ export function compileConfig(apis: ApiDefinition[], policies: Policy[]): { conf
   }
   const pols: Record<string, CompiledPolicy> = {};
   for (const p of [...policies].sort((a, b) => nsName(a).localeCompare(nsName(b)))) {
-    pols[`${p.metadata.namespace}/${p.metadata.name}`] = { namespace: p.metadata.namespace, name: p.metadata.name, spec: p.spec };
+    pols[nsName(p)] = { namespace: p.metadata.namespace, name: p.metadata.name, spec: p.spec };
   }
   compiled.sort((a, b) => b.listenPath.length - a.listenPath.length || a.listenPath.localeCompare(b.listenPath));
   const body = { apis: compiled, policies: pols };
