@@ -34,6 +34,11 @@ function overFamily(pid: number | undefined, own: (pid: string, stat: string) =>
   }
 }
 
+/** The command line of a process (argv, from /proc/PID/cmdline). */
+export function cmdline(pid: number): string[] {
+  return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+}
+
 /** VmRSS in MB of a process and its direct children. */
 export function rssMb(pid: number | undefined): number {
   return overFamily(pid, (p) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0) / 1024);

@@ -70,8 +70,6 @@ export async function startSidecar(o: {
   cli?: string;
   /** What to wait for before returning (default /readyz; /healthz when no config is there yet). */
   waitFor?: '/readyz' | '/healthz';
-  /** How long to wait for it, ms (default 20 000). */
-  waitMs?: number;
 }): Promise<Sidecar> {
   const [gp, mp] = [await freePort(), await freePort()];
   const args = [o.cli ?? CLI, 'sidecar', '--upstream', o.upstream, '--kubeconfig', o.kubeconfig ?? kubeconfig(), '--namespace', o.ns, '--listen', `127.0.0.1:${gp}`, '--metrics-listen', `127.0.0.1:${mp}`];
@@ -99,7 +97,7 @@ export async function startSidecar(o: {
       }),
   };
   const path = o.waitFor ?? '/readyz';
-  await eventually(async () => (await status(`${s.ops}${path}`)) === 200, o.waitMs ?? 20_000, `sidecar ${path === '/readyz' ? 'ready' : 'alive'}`).catch((e: Error) => {
+  await eventually(async () => (await status(`${s.ops}${path}`)) === 200, 20_000, `sidecar ${path === '/readyz' ? 'ready' : 'alive'}`).catch((e: Error) => {
     proc.kill('SIGKILL');
     throw new Error(`${e.message}\n${out}`);
   });

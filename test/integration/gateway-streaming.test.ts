@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import { createServer, request as httpRequest, type Server, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { request } from 'undici';
+import { eventually } from '../helpers/sidecar.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
 
 const HUNDRED_MB = 100 * 1024 * 1024;
@@ -191,8 +192,7 @@ describe('gateway proxy mechanics', () => {
         got += (c as Buffer).length;
         if (got > 1024 * 1024) break; // leaving the loop destroys the body: the client connection closes
       }
-      const end = Date.now() + 3000;
-      while (endlessClosed < i && Date.now() < end) await new Promise((res) => setTimeout(res, 20));
+      await eventually(async () => endlessClosed >= i, 3000, 'upstream socket closed');
       expect(endlessClosed).toBe(i);
     }
     const ok = await request(`${gw.gateway}/s/small`, { method: 'POST', body: 'x' });

@@ -8,22 +8,16 @@
  * a margin that still fails if the start-up GC (~20 MB) or client-node (~45 MB) comes back: 84 MB
  * ready, 110 MB after traffic.
  */
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { request } from 'undici';
 import { defaultInjectOptions, sidecarContainer } from '../../controller/webhook/inject.js';
+import { cmdline, rssMb } from '../bench/proc.js';
 import { freshNamespace } from '../helpers/kube.js';
 import { configOf, startSidecar, writeConfigMap } from '../helpers/sidecar.js';
 import { redisUrl } from '../helpers/redis.js';
 
 const READY_BOUND_MB = 84;
 const AFTER_TRAFFIC_BOUND_MB = 110;
-
-function vmRssMb(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no VmRSS for ${pid}`);
-  return Number(m[1]) / 1024;
-}
 
 /** The env the injected sidecar container gets as literal values (NODE_OPTIONS among them). */
 function injectedEnv(): Record<string, string> {
@@ -44,15 +38,15 @@ describe('gw sidecar idle RSS', () => {
     try {
       await new Promise((r) => setTimeout(r, 2000)); // idle, config loaded
       // the process re-executed itself in place with the gateway's V8 flags (cli/gateway-v8-flags.ts)
-      expect(readFileSync(`/proc/${s.proc.pid!}/cmdline`, 'utf8').split('\0')).toContain('--no-memory-reducer');
-      const ready = vmRssMb(s.proc.pid!);
+      expect(cmdline(s.proc.pid!)).toContain('--no-memory-reducer');
+      const ready = rssMb(s.proc.pid!);
       for (let i = 0; i < 500; i++) {
         const r = await request(`${s.gw}/a/x`);
         await r.body.dump();
         expect(r.statusCode).toBe(200);
       }
       await new Promise((r) => setTimeout(r, 5000)); // idle
-      const after = vmRssMb(s.proc.pid!);
+      const after = rssMb(s.proc.pid!);
       console.log(`gw sidecar idle RSS: ${ready.toFixed(1)} MB ready, ${after.toFixed(1)} MB after 500 requests (NODE_OPTIONS=${injectedEnv().NODE_OPTIONS ?? ''})`);
       expect(ready).toBeLessThanOrEqual(READY_BOUND_MB);
       expect(after).toBeLessThanOrEqual(AFTER_TRAFFIC_BOUND_MB);

@@ -26,18 +26,18 @@ describe('gw sidecar in a cluster', () => {
     redis = await freshRedis();
     echo = await startEcho();
     await writeConfigMap(ns, configFor(ns, 3));
-    sc = await startSidecar({ ns, upstream: echo.url, redis: redisUrl(), group: 'g1', waitMs: 15_000 });
+    sc = await startSidecar({ ns, upstream: echo.url, redis: redisUrl(), group: 'g1' });
     gw = sc.gw;
   });
   afterAll(async () => {
-    sc?.proc.kill('SIGTERM');
+    await sc?.stop();
     echo?.server.close();
     redis?.disconnect();
   });
 
   test('no gw-config in its namespace: alive but not ready until the config is written (readyz = config loaded)', async () => {
     const empty = await freshNamespace('sidecar-empty');
-    const s = await startSidecar({ ns: empty, upstream: echo.url, waitFor: '/healthz', waitMs: 15_000 });
+    const s = await startSidecar({ ns: empty, upstream: echo.url, waitFor: '/healthz' });
     try {
       await new Promise((r) => setTimeout(r, 500)); // the API server has answered by now: still no config
       expect(await status(`${s.ops}/readyz`)).toBe(503);

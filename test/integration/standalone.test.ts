@@ -5,6 +5,7 @@ import type { Server } from 'node:http';
 import { request } from 'undici';
 import { startEcho } from '../../scripts/echo-upstream.js';
 import { run } from '../helpers/chart-tools.js';
+import { eventually } from '../helpers/sidecar.js';
 import { CLI, cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
 
 const apiYaml = (name: string, listen: string, target: string, rate: number, per: number, extra = ''): string => `
@@ -107,19 +108,13 @@ describe('gw standalone end to end', () => {
 
   test('a key for an API whose manifest was written a moment ago is accepted (no wait for the directory watch)', async () => {
     writeFileSync(join(dir, 'fresh.yaml'), apiYaml('fresh', '/fresh/', echo.url, 100, 60).replace('use_keyless: true', 'use_keyless: false'));
-    const r = await request(`${gw.admin}/gw/keys/fresh-key-0123456789`, {
-      method: 'POST',
-      headers: { 'x-gw-authorization': 'test-secret', 'content-type': 'application/json' },
-      body: JSON.stringify({ rate: 10, per: 60, access_rights: { fresh: { api_id: 'fresh' } } }),
-    });
+    const postKey = (key: string, body: unknown) =>
+      request(`${gw.admin}/gw/keys/${key}`, { method: 'POST', headers: { 'x-gw-authorization': 'test-secret', 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await postKey('fresh-key-0123456789', { rate: 10, per: 60, access_rights: { fresh: { api_id: 'fresh' } } });
     expect(r.statusCode).toBe(200);
     expect(await r.body.json()).toMatchObject({ action: 'added' });
     expect((await get(`${gw.gateway}/fresh/x`, { authorization: 'fresh-key-0123456789' })).status).toBe(200);
-    const missing = await request(`${gw.admin}/gw/keys/other-key-0123456789`, {
-      method: 'POST',
-      headers: { 'x-gw-authorization': 'test-secret', 'content-type': 'application/json' },
-      body: JSON.stringify({ access_rights: { nowhere: { api_id: 'nowhere' } } }),
-    });
+    const missing = await postKey('other-key-0123456789', { access_rights: { nowhere: { api_id: 'nowhere' } } });
     expect(missing.statusCode).toBe(400);
     expect(JSON.stringify(await missing.body.json())).toContain('access_rights.nowhere');
     unlinkSync(join(dir, 'fresh.yaml'));
@@ -131,9 +126,8 @@ describe('gw standalone end to end', () => {
       `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: dangling}\nspec: {key_hash: ${'b'.repeat(64)}, apply_policies: [ghost]}\n---\n` +
         'apiVersion: gw.io/v1alpha1\nkind: OAuthClient\nmetadata: {name: lost}\nspec: {api_id: no-such-api, client_id: lost-1, secretRef: {name: lost, key: secret}}\n',
     );
-    const end = Date.now() + 2000;
     const want = ['AccessKey default/dangling refers to something missing: policy not found in namespace default: ghost', 'OAuthClient default/lost refers to something missing: API not found in namespace default: no-such-api'];
-    while (Date.now() < end && !want.every((w) => gw.output().includes(w))) await new Promise((r) => setTimeout(r, 50));
+    await eventually(async () => want.every((w) => gw.output().includes(w)), 2000, 'missing-reference log lines');
     for (const w of want) expect(gw.output()).toContain(w);
     unlinkSync(join(dir, 'dangling.yaml'));
   });

@@ -30,10 +30,10 @@ describe('controller + sidecar end to end', () => {
     redis = await freshRedis();
     echo = await startEcho();
     ctl = await startController(ns);
-    sidecar = await startSidecar({ ns, upstream: echo.url, redis: redisUrl(), waitFor: '/healthz', waitMs: 15_000 });
+    sidecar = await startSidecar({ ns, upstream: echo.url, redis: redisUrl(), waitFor: '/healthz' });
   });
   afterAll(async () => {
-    sidecar?.proc.kill('SIGTERM');
+    await sidecar?.stop();
     await ctl?.stop();
     echo?.server.close();
     redis?.disconnect();

@@ -44,7 +44,7 @@ describe('streams in gw sidecar', () => {
     echo = await startEcho();
     rx = await receiver();
     await writeConfigMap(ns, config(ns, streaming(`${rx.url}/hook`)));
-    sc = await startSidecar({ ns, upstream: echo.url, waitMs: 15_000 });
+    sc = await startSidecar({ ns, upstream: echo.url });
     gw = sc.gw;
   });
   afterAll(async () => {

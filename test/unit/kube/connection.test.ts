@@ -46,7 +46,7 @@ describe('operator kube connection (kubeconfig without client-node)', () => {
   test('a malformed kubeconfig or a missing file is a one-line error naming the flag', async () => {
     await expect(loadKubeConnection(kubeconfig('token: x', 'server: not a url'))).rejects.toThrow(/--kubeconfig: .*clusters\.0\.cluster\.server/);
     await expect(loadKubeConnection('/nonexistent/kubeconfig')).rejects.toThrow(/--kubeconfig: cannot load/);
-    const badYaml = join(tmpdir(), `gw-kubeconfig-${process.pid}.yaml`);
+    const badYaml = join(mkdtempSync(join(tmpdir(), 'gw-kc-')), 'config');
     writeFileSync(badYaml, 'clusters: [\n');
     const err = await loadKubeConnection(badYaml).then(() => undefined, (e: Error) => e);
     expect(err?.message).toMatch(/^--kubeconfig: cannot load .*: invalid YAML: .*line 2, column 1$/);
