@@ -2,16 +2,24 @@
  * jest globalSetup: one real redis-server and one real kube-apiserver + etcd (with the gw CRDs
  * installed and Established) per test run. Tests find them through GW_TEST_* environment variables.
  */
-import { resolve } from 'node:path';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { startRedis, type RedisHandle } from './redis.js';
 import { applyCrds, kubectlBin, startKube, type KubeHandle } from './kube.js';
 
 declare global {
   var __GW_REDIS__: RedisHandle | undefined;
   var __GW_KUBE__: KubeHandle | undefined;
+  var __GW_TMP__: string | undefined;
 }
 
 export default async function globalSetup(): Promise<void> {
+  // Every temporary directory of the run (tests, the servers below, the gateways the tests spawn) is made
+  // under one root: test workers and child processes inherit TMPDIR, and the teardown removes the root.
+  const tmp = mkdtempSync(join(tmpdir(), 'gw-test-run-'));
+  globalThis.__GW_TMP__ = tmp;
+  process.env.TMPDIR = tmp;
   const redis = await startRedis();
   globalThis.__GW_REDIS__ = redis;
   process.env.GW_TEST_REDIS_URL = redis.url;
