@@ -3,7 +3,7 @@ import type { ApiDefinition } from '../../crds/kinds.js';
 import { apiIdOf } from '../../crds/schemas/api-definition.js';
 import type { CompiledApi, EndpointRule, LimitSpec } from '../../sidecar/config/types.js';
 import { durationSeconds } from '../../lib/duration.js';
-import { endpointPattern } from './path-pattern.js';
+import { endpointPattern } from '../../lib/path-pattern.js';
 
 const OAS_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 

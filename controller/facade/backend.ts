@@ -37,9 +37,12 @@ export interface ClientRecord {
 }
 
 export interface QuotaState {
-  remaining: number;
+  /** The key's own quota (absent when it has none). */
+  remaining?: number;
   /** Unix seconds. */
-  renews: number;
+  renews?: number;
+  /** Per-API quotas (access_rights[api].limit.quota_max), by api_id. */
+  apis?: Record<string, { remaining: number; renews: number }>;
 }
 
 export interface ResourceBackend {

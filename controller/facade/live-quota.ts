@@ -12,7 +12,18 @@ export function liveQuota(sessions: SessionStore, engine: Pick<GatewayEngine, 'r
   return async (keyHash) => {
     const s = await sessions.get(keyHash);
     if (!s) return undefined;
+    const out: QuotaState = {};
     const q = await engine.readQuota(keyHash, s);
-    return q && { remaining: q.remaining, renews: q.renews };
+    if (q) {
+      out.remaining = q.remaining;
+      out.renews = q.renews;
+    }
+    for (const [apiId, def] of Object.entries(s.session.access_rights ?? {})) {
+      const max = def.limit?.quota_max;
+      if (max === undefined || max <= 0) continue;
+      const a = await engine.readQuota(keyHash, s, apiId);
+      if (a) (out.apis ??= {})[apiId] = { remaining: a.remaining, renews: a.renews };
+    }
+    return out.remaining === undefined && !out.apis ? undefined : out;
   };
 }

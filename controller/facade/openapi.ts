@@ -9,9 +9,16 @@ import { OAuthClientBody } from './routes-oauth.js';
 type Json = { [k: string]: unknown };
 
 function fromZod(schema: z.ZodType): Json {
-  const s = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as Json;
+  const s = withoutKubernetesKeywords(z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' })) as Json;
   delete s.$schema;
   return s;
+}
+
+/** The schemas' x-kubernetes-* keywords (CEL rules, preserve-unknown-fields) are for the CRDs, not for this document. */
+function withoutKubernetesKeywords(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(withoutKubernetesKeywords);
+  if (typeof v !== 'object' || v === null) return v;
+  return Object.fromEntries(Object.entries(v).filter(([k]) => !k.startsWith('x-kubernetes-')).map(([k, x]) => [k, withoutKubernetesKeywords(x)]));
 }
 
 const str = { type: 'string' };

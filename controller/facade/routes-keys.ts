@@ -55,10 +55,12 @@ export function normalizeSession(s: KeySessionT): KeySessionT {
  * The policies and APIs a key body names must exist in the key's namespace: 400 naming the field at once,
  * rather than a key the controller reports as not Ready (and the facade waiting for it until its timeout).
  */
-async function checkReferences(ctx: FacadeContext, session: KeySessionT, namespace: string): Promise<void> {
+async function checkReferences(ctx: FacadeContext, session: KeySessionT, namespace: string, body: KeySessionT): Promise<void> {
+  // the field the client sent: the deprecated apply_policy_id when it was the one that set the policy
+  const fromDeprecated = !body.apply_policies?.length && !!body.apply_policy_id;
   for (const [i, p] of (session.apply_policies ?? []).entries()) {
     if (!(await ctx.backend.getPolicy(namespace, p))) {
-      throw new HttpError(400, `apply_policies.${i}: policy ${JSON.stringify(p)} not found in namespace ${namespace}`);
+      throw new HttpError(400, `${fromDeprecated ? 'apply_policy_id' : `apply_policies.${i}`}: policy ${JSON.stringify(p)} not found in namespace ${namespace}`);
     }
   }
   const [missing] = await ctx.backend.missingApis(namespace, Object.keys(session.access_rights ?? {}));
@@ -75,11 +77,12 @@ async function addKey(args: RouteArgs): Promise<void> {
   const { ctx, res, query } = args;
   const { keyID, keyHash } = keyParams(args);
   const suppressReset = suppressResetParam(query);
-  const spec = normalizeSession(validate(KeySession, await readJson(args.req)));
+  const body = validate(KeySession, await readJson(args.req));
+  const spec = normalizeSession(body);
   const action = await ctx.locks.run(`key:${keyHash}`, async () => {
     const existing = await ctx.backend.getKey(keyHash);
     const namespace = existing?.namespace ?? ctx.keyNamespace;
-    await checkReferences(ctx, spec, namespace);
+    await checkReferences(ctx, spec, namespace, body);
     const record: KeyRecord = { namespace, name: existing?.name ?? keyResourceName(keyHash), spec, suppressReset };
     await ctx.backend.putKey(keyHash, record);
     return existing ? 'modified' : 'added';
@@ -92,11 +95,12 @@ async function replaceKey(args: RouteArgs): Promise<void> {
   const { ctx, res, query } = args;
   const { keyID, keyHash } = keyParams(args);
   const suppressReset = suppressResetParam(query);
-  const spec = normalizeSession(validate(KeySession, await readJson(args.req)));
+  const body = validate(KeySession, await readJson(args.req));
+  const spec = normalizeSession(body);
   await ctx.locks.run(`key:${keyHash}`, async () => {
     const existing = await ctx.backend.getKey(keyHash);
     if (!existing) throw new HttpError(404, 'key not found');
-    await checkReferences(ctx, spec, existing.namespace);
+    await checkReferences(ctx, spec, existing.namespace, body);
     await ctx.backend.putKey(keyHash, { namespace: existing.namespace, name: existing.name, spec, suppressReset });
   });
   ctx.logger.info({ keyHash, action: 'modified', suppressReset }, 'key saved');
@@ -110,9 +114,17 @@ async function getKey(args: RouteArgs): Promise<void> {
   if (!existing) throw new HttpError(404, 'key not found');
   const live = await ctx.backend.quota(keyHash);
   const body: KeySessionT = { ...existing.spec };
-  if (live) {
+  if (live?.remaining !== undefined) {
     body.quota_remaining = live.remaining;
     body.quota_renews = live.renews;
+  }
+  if (live?.apis && body.access_rights) {
+    const rights = { ...body.access_rights };
+    for (const [apiId, q] of Object.entries(live.apis)) {
+      const def = rights[apiId];
+      if (def?.limit) rights[apiId] = { ...def, limit: { ...def.limit, quota_remaining: q.remaining } };
+    }
+    body.access_rights = rights;
   }
   sendJson(res, 200, body);
 }

@@ -1,6 +1,7 @@
 /** One entry of access_rights (keys and policies): which API, which URLs, and per-API / per-endpoint limits. */
 import { z } from 'zod';
-import { PerSeconds, Rate, RateLimitPair, Smoothing, StringList } from './common.js';
+import { INVALID_PATTERN, validEndpointPattern } from '../../lib/path-pattern.js';
+import { PER_RULE, PerSeconds, Rate, RateLimitPair, refinePer, Smoothing, StringList, ThrottleInterval, ThrottleRetryLimit } from './common.js';
 
 export const ApiLimit = z
   .strictObject({
@@ -9,15 +10,17 @@ export const ApiLimit = z
     quota_max: z.number().int().optional().describe('Requests per quota period; 0 or less is unlimited.'),
     quota_remaining: z.number().int().optional().describe('Requests left in the current quota period (kept current by the gateway).'),
     quota_renewal_rate: z.number().int().optional().describe('Quota period in seconds; 0 or less never renews.'),
-    throttle_interval: z.number().min(0).optional().describe('Seconds to wait before re-checking a refused request.'),
-    throttle_retry_limit: z.number().int().min(0).optional().describe('How many times a refused request is re-checked.'),
+    throttle_interval: ThrottleInterval.optional(),
+    throttle_retry_limit: ThrottleRetryLimit.optional(),
     smoothing: Smoothing.nullable().optional(),
   })
-  .describe('Per-API limit of a key or policy.');
+  .meta({ 'x-kubernetes-validations': [PER_RULE] })
+  .superRefine(refinePer)
+  .describe('Per-API limit of a key or policy; its throttle fields, when set, apply to its per-API and per-endpoint limits.');
 
 export const EndpointLimit = z
   .strictObject({
-    path: z.string().min(1).describe('Endpoint path (literal, {name} wildcards or a regex).'),
+    path: z.string().min(1).refine(validEndpointPattern, INVALID_PATTERN).describe('Endpoint path (literal, {name} wildcards or a regex).'),
     methods: z
       .array(z.strictObject({ name: z.string().min(1).describe('HTTP method.'), limit: RateLimitPair }).describe('A method and its limit.'))
       .min(1)
@@ -34,7 +37,7 @@ export const AccessDefinition = z
       .array(
         z
           .strictObject({
-            url: z.string().min(1).describe('URL pattern (regex) relative to the listen path.'),
+            url: z.string().min(1).refine(validEndpointPattern, INVALID_PATTERN).describe('URL pattern (regex) relative to the listen path.'),
             methods: StringList.describe('HTTP methods allowed on the URL.'),
           })
           .describe('An allowed URL and its methods.'),

@@ -1,10 +1,10 @@
 /** AccessKey: the session object of one key (the spec's key body) plus where the key material lives. */
 import { z } from 'zod';
 import { AccessRights } from './access-definition.js';
-import { FreeObject, PerSeconds, Rate, SecretRef, Smoothing, StringList } from './common.js';
+import { FreeObject, PER_RULE, PerSeconds, Rate, refinePer, SecretRef, Smoothing, StringList, ThrottleInterval, ThrottleRetryLimit } from './common.js';
 
-/** The key body of POST /gw/keys/{keyID}: every field of the spec's table, all optional. */
-export const KeySession = z.strictObject({
+/** The fields of the key body of POST /gw/keys/{keyID}: every field of the spec's table, all optional. */
+const KeySessionFields = z.strictObject({
   access_rights: AccessRights.nullable().optional().describe('Map from an API id to its access definition; empty = every API.'),
   alias: z.string().optional().describe('Human-readable alias of the key.'),
   allowance: z.number().optional().describe('Requests left in the current window; set it equal to rate.'),
@@ -41,25 +41,30 @@ export const KeySession = z.strictObject({
   session_lifetime: z.number().int().optional().describe('Session lifetime in seconds (kept for compatibility; not used by gw).'),
   smoothing: Smoothing.nullable().optional().describe('Rate limit smoothing of the key-level global limit.'),
   tags: StringList.nullable().optional().describe('Free-form tags.'),
-  throttle_interval: z.number().min(0).optional().describe('Seconds to wait before re-checking a request refused by the key-level limit.'),
-  throttle_retry_limit: z.number().int().min(0).optional().describe('How many times a refused request is re-checked before its 429.'),
+  throttle_interval: ThrottleInterval.optional(),
+  throttle_retry_limit: ThrottleRetryLimit.optional(),
 });
+
+/** The key body of POST /gw/keys/{keyID}. */
+export const KeySession = KeySessionFields.meta({ 'x-kubernetes-validations': [PER_RULE] }).superRefine(refinePer);
 
 export const KeyHash = z.string().regex(/^[0-9a-f]{64}$/, 'must be a lower-case SHA-256 hex digest');
 
-export const AccessKeySpec = KeySession.extend({
+export const AccessKeySpec = KeySessionFields.extend({
   secretRef: SecretRef.optional().describe('Secret holding the raw key; generated when the Secret does not exist.'),
   key_hash: KeyHash.optional().describe('SHA-256 hex of the raw key (the raw key is never stored).'),
 })
   .meta({
     'x-kubernetes-validations': [
       { rule: 'has(self.secretRef) != has(self.key_hash)', message: 'exactly one of secretRef and key_hash is required' },
+      PER_RULE,
     ],
   })
   .superRefine((spec, ctx) => {
     if (!!spec.secretRef === !!spec.key_hash) {
       ctx.addIssue({ code: 'custom', path: ['secretRef'], message: 'exactly one of secretRef and key_hash is required' });
     }
+    refinePer(spec, ctx);
   })
   .describe('An access key and its session.');
 

@@ -1,6 +1,7 @@
 /** ApiDefinition: one upstream API, its listen path and its API-level limits (classic or OAS form). */
 import { z } from 'zod';
-import { DurationString, PerSeconds, Rate, RateLimitPair } from './common.js';
+import { INVALID_PATTERN, validEndpointPattern } from '../../lib/path-pattern.js';
+import { DurationString, PER_RULE, PerSeconds, Rate, RateLimitPair, refinePer } from './common.js';
 import { StreamingSpec } from './streaming.js';
 
 const HttpMethod = z
@@ -10,12 +11,14 @@ const HttpMethod = z
 
 export const ClassicEndpointRule = z
   .strictObject({
-    path: z.string().min(1).describe('Endpoint path: a literal path or a regex pattern (e.g. .* matches everything).'),
+    path: z.string().min(1).refine(validEndpointPattern, INVALID_PATTERN).describe('Endpoint path: a literal path or a regex pattern (e.g. .* matches everything).'),
     method: HttpMethod,
     enabled: z.boolean().default(true).describe('Turns the rule on or off.'),
     rate: Rate,
     per: PerSeconds,
   })
+  .meta({ 'x-kubernetes-validations': [PER_RULE] })
+  .superRefine(refinePer)
   .describe('Per-endpoint API-level limit; rules are evaluated in array order.');
 
 const OasRateLimit = z

@@ -11,15 +11,28 @@ export const DurationString = z
   .regex(DURATION_PATTERN, 'must be a duration such as 10s, 500ms, 1m, 1h or 1m30s')
   .describe('Duration: a number followed by ms, s, m or h, or a sequence of them, for example 10s or 1m30s.');
 
+const PER_MESSAGE = 'per must be greater than 0 when rate is greater than 0 (rate and per both 0 disable the limit)';
+
+/** A rate needs a window: rate > 0 with per 0 or no per is refused. The CEL form for the CRDs: */
+export const PER_RULE = { rule: '!has(self.rate) || self.rate <= 0 || (has(self.per) && self.per > 0)', message: PER_MESSAGE };
+
+/** The zod form of PER_RULE, for a superRefine of an object holding rate and per. */
+export function refinePer(v: { rate?: number; per?: number }, ctx: z.RefinementCtx): void {
+  // a negative per has its own error already
+  if (v.rate !== undefined && v.rate > 0 && (v.per === undefined || v.per === 0)) ctx.addIssue({ code: 'custom', path: ['per'], message: PER_MESSAGE });
+}
+
 export const RateLimitPair = z
   .strictObject({ rate: Rate, per: PerSeconds })
+  .meta({ 'x-kubernetes-validations': [PER_RULE] })
+  .superRefine(refinePer)
   .describe('A rate limit: rate requests per per seconds. rate and per both 0 disable the limiter.');
 
 export const Smoothing = z
   .strictObject({
     enabled: z.boolean().describe('Turns smoothing on or off.'),
-    threshold: z.number().min(0).describe('Initial (lowest) current allowance; the lower bound.'),
-    step: z.number().min(0).describe('Amount by which the current allowance moves on each smoothing event.'),
+    threshold: z.number().min(0).default(0).describe('Initial (lowest) current allowance; the lower bound.'),
+    step: z.number().min(0).default(0).describe('Amount by which the current allowance moves on each smoothing event (0: no movement, smoothing off).'),
     trigger: z
       .number()
       .min(0)
@@ -28,6 +41,10 @@ export const Smoothing = z
     delay: z.number().min(0).default(30).describe('Hold-off in seconds between smoothing events.'),
   })
   .describe('Rate limit smoothing (sliding window log and sentinel limiters only). The upper bound is rate.');
+
+/** Throttling (SPEC.md §3.6); Tyk writes -1 for "off", so any value ≤ 0 is accepted and means no throttling. */
+export const ThrottleInterval = z.number().describe('Seconds to wait before re-checking a request refused by the key-level limit (≤ 0: no wait).');
+export const ThrottleRetryLimit = z.number().int().describe('How many times a refused request is re-checked before its 429 (≤ 0: no throttling).');
 
 /** Free-form object: kept as given (x-kubernetes-preserve-unknown-fields in the CRD). */
 export const FreeObject = z

@@ -1,6 +1,6 @@
 /** Matching a request to per-endpoint rules: API-level compiled rules and key-level access_rights endpoints. */
 import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
-import { endpointPattern } from '../../controller/compile/path-pattern.js';
+import { endpointPattern } from '../../lib/path-pattern.js';
 import type { CompiledApi, EndpointRule } from '../config/types.js';
 
 const regexCache = new Map<string, RegExp>();

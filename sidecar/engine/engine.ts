@@ -101,7 +101,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
 
   const smoothingOn = o.enable_rate_limit_smoothing;
   const reportedUnsupported = new Set<string>();
-  const check = (bucket: string, limit: LimitSpec, apiId: string): MaybePromise<LimitResult> => {
+  const check = (bucket: string, limit: LimitSpec, apiId: string, retry = false): MaybePromise<LimitResult> => {
     const limiter = limiters.forLimit(limit);
     if (limit.smoothing && smoothingOn && smoothingActive(limit.smoothing)) {
       if (limiters.canSmooth(limiter)) {
@@ -118,7 +118,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
         });
       }
     }
-    return limiter.check(bucket, limit);
+    return limiter.check(bucket, limit, retry);
   };
 
   /** The quota's answer: synchronous in memory; from the store under its deadline and kv_failure_mode. */
@@ -186,10 +186,10 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     const kl = keyLimitFor(w.eff, w.identity, apiId, req.method, req.path);
     if (!kl) return quotaStep(req, w, apiResult, undefined);
     const first = check(kl.bucket, kl.limit, apiId);
-    const retries = w.eff.throttle_retry_limit ?? 0;
-    const again = (): MaybePromise<LimitResult> => check(kl.bucket, kl.limit, apiId);
+    const retries = kl.throttle.retries;
+    const again = (): MaybePromise<LimitResult> => check(kl.bucket, kl.limit, apiId, true);
     const throttled = (r: LimitResult): MaybePromise<Verdict> =>
-      r.allowed || retries <= 0 ? quotaStep(req, w, apiResult, r) : throttle.retry(r, w.eff.throttle_interval ?? 0, retries, again).then((t) => quotaStep(req, w, apiResult, t));
+      r.allowed || retries <= 0 ? quotaStep(req, w, apiResult, r) : throttle.retry(r, kl.throttle.interval, retries, again).then((t) => quotaStep(req, w, apiResult, t));
     return first instanceof Promise ? first.then(throttled) : throttled(first);
   }
 

@@ -19,6 +19,8 @@ export interface KeyLimit {
   bucket: string;
   limit: LimitSpec;
   scope: 'endpoint' | 'api' | 'global';
+  /** Throttling of a refusal (SPEC.md §3.6): the per-API limit's fields for a per-API or per-endpoint limit when it sets them, else the key's; ≤ 0 retries = none. */
+  throttle: { interval: number; retries: number };
 }
 
 /** A rate limit is in force when rate and per are given and not both 0. */
@@ -48,13 +50,16 @@ export function keyLimitFor(eff: EffectiveSession, identity: string, apiId: stri
 
 function computeKeyLimit(eff: EffectiveSession, identity: string, apiId: string, method: string, path: string): KeyLimit | undefined {
   const def = eff.access_rights[apiId];
-  const ep = matchKeyEndpoint(def, method, path);
-  if (ep && enabled(ep.limit)) return { bucket: `k:${identity}:a:${apiId}:e:${ep.id}`, limit: ep.limit, scope: 'endpoint' };
+  const keyThrottle = { interval: eff.throttle_interval ?? 0, retries: eff.throttle_retry_limit ?? 0 };
   const apiLimit = def?.limit;
+  const apiThrottle =
+    apiLimit?.throttle_retry_limit !== undefined ? { interval: apiLimit.throttle_interval ?? 0, retries: apiLimit.throttle_retry_limit } : keyThrottle;
+  const ep = matchKeyEndpoint(def, method, path);
+  if (ep && enabled(ep.limit)) return { bucket: `k:${identity}:a:${apiId}:e:${ep.id}`, limit: ep.limit, scope: 'endpoint', throttle: apiThrottle };
   if (enabled(apiLimit)) {
-    return { bucket: `k:${identity}:a:${apiId}`, limit: { rate: apiLimit.rate, per: apiLimit.per, smoothing: def?.limit?.smoothing }, scope: 'api' };
+    return { bucket: `k:${identity}:a:${apiId}`, limit: { rate: apiLimit.rate, per: apiLimit.per, smoothing: def?.limit?.smoothing }, scope: 'api', throttle: apiThrottle };
   }
-  if (enabled(eff)) return { bucket: `k:${identity}`, limit: { rate: eff.rate, per: eff.per, smoothing: eff.smoothing }, scope: 'global' };
+  if (enabled(eff)) return { bucket: `k:${identity}`, limit: { rate: eff.rate, per: eff.per, smoothing: eff.smoothing }, scope: 'global', throttle: keyThrottle };
   return undefined;
 }
 

@@ -120,9 +120,9 @@ export class WithFailureMode implements Limiter {
     this.name = inner.name;
   }
 
-  check(bucket: string, limit: LimitSpec): MaybePromise<LimitResult> {
+  check(bucket: string, limit: LimitSpec, retry?: boolean): MaybePromise<LimitResult> {
     return this.calls.guard(
-      () => this.inner.check(bucket, limit),
+      () => this.inner.check(bucket, limit, retry),
       () => this.failed(limit),
     );
   }

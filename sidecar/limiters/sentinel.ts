@@ -33,15 +33,16 @@ export class MemorySentinel implements Limiter {
     this.log = new MemorySlidingLog(clock, onSmoothing, smoothingEnabled);
   }
 
-  check(bucket: string, limit: LimitSpec): LimitResult {
+  check(bucket: string, limit: LimitSpec, retry = false): LimitResult {
     const now = this.clock.now();
     const until = this.sentinels.get(bucket, now);
     if (until !== undefined) return result(false, allowanceOf(limit.rate), 0, now, until);
-    const r = this.log.check(bucket, limit);
+    const r = this.log.check(bucket, limit, retry);
+    if (r.allowed && r.remaining > 0) return r;
+    // the limit is reached: the sentinel refuses for one window, so that is when one more is admitted
     const win = limit.per * 1000;
-    if (!r.allowed || r.remaining === 0) this.sentinels.set(bucket, now + win, now + win);
-    if (!r.allowed) return result(false, r.limit, 0, now, now + win);
-    return r;
+    this.sentinels.set(bucket, now + win, now + win);
+    return result(r.allowed, r.limit, 0, now, now + win);
   }
 
   async reset(bucket: string): Promise<void> {
@@ -76,13 +77,14 @@ export class RedisSentinel implements Limiter {
     const p = this.writeLog(bucket, limit, now).catch((e: unknown) => this.onBackgroundError(e instanceof Error ? e : new Error(String(e))));
     this.pending.add(p);
     void p.finally(() => this.pending.delete(p));
-    const seen = this.lastCount.get(bucket) ?? 0;
-    return result(true, allowance, allowance - seen - 1, now, now);
+    const remaining = allowance - (this.lastCount.get(bucket) ?? 0) - 1;
+    // this request's log write reaches the allowance and writes the sentinel: the next admission is a window away
+    return result(true, allowance, remaining, now, remaining > 0 ? now : now + limit.per * 1000);
   }
 
   /** Off the request path: add to the log; the script writes the sentinel when the log reaches the allowance. */
   private async writeLog(bucket: string, limit: LimitSpec, now: number): Promise<void> {
-    const w = await this.script.write(bucket, limit, now, true);
+    const w = await this.script.write(bucket, limit, now, 'sentinel');
     this.lastCount.set(bucket, w.n, now + limit.per * 1000);
   }
 

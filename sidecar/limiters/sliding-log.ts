@@ -34,7 +34,7 @@ export class MemorySlidingLog implements Limiter {
     this.smooth = new ExpiringMap(clock);
   }
 
-  check(bucket: string, limit: LimitSpec): LimitResult {
+  check(bucket: string, limit: LimitSpec, retry = false): LimitResult {
     const now = this.clock.now();
     const win = windowMs(limit.per);
     const log = this.logs.get(bucket, now) ?? [];
@@ -42,8 +42,6 @@ export class MemorySlidingLog implements Limiter {
     while (drop < log.length && log[drop]! <= now - win) drop++;
     if (drop) log.splice(0, drop);
     const count = log.length;
-    log.push(now);
-    this.logs.set(bucket, log, now + win);
 
     let allowance = allowanceOf(limit.rate);
     if (this.smoothingEnabled && smoothingActive(limit.smoothing)) {
@@ -59,8 +57,13 @@ export class MemorySlidingLog implements Limiter {
       }
       allowance = allowanceOf(step.state.allowance);
     }
-    const n = count + 1;
     const allowed = count < allowance;
+    // every request enters the log, a refused one included; a throttled retry only when admitted
+    if (allowed || !retry) {
+      log.push(now);
+      this.logs.set(bucket, log, now + win);
+    }
+    const n = log.length;
     // one more is admitted once the entry at index n - allowance has left the window
     const edge = log[n - allowance];
     const next = allowance === 0 ? now + win : n - allowance >= 0 && edge !== undefined ? edge + win : now;
@@ -74,17 +77,16 @@ export class MemorySlidingLog implements Limiter {
 }
 
 /**
- * KEYS: log, smoothing hash, sentinel. ARGV: now ms, window ms, rate, member, sentinel on ('1'/'0'),
- * and only for a smoothed limit: threshold, step, trigger, delay ms (fewer arguments on the hot path).
+ * KEYS: log, smoothing hash, sentinel. ARGV: now ms, window ms, rate, member, mode ('0' a request,
+ * '1' a request with the sentinel, '2' a throttled retry: logged only when admitted), and only for a
+ * smoothed limit: threshold, step, trigger, delay ms (fewer arguments on the hot path).
  * Returns {allowed, n (entries after the add), allowance, next admission ms, event (1 up, -1 down, 0), old allowance}.
- * With the sentinel flag, a log reaching the allowance writes the sentinel (value = until ms) too.
+ * In sentinel mode, a log reaching the allowance writes the sentinel (value = until ms) too.
  */
 const SCRIPT = `
 local now = tonumber(ARGV[1]); local win = tonumber(ARGV[2]); local rate = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - win)
 local count = redis.call('ZCARD', KEYS[1])
-redis.call('ZADD', KEYS[1], now, ARGV[4])
-redis.call('PEXPIRE', KEYS[1], win)
 local allowance = rate
 local ev = 0
 local old = rate
@@ -109,7 +111,12 @@ end
 local whole = math.floor(allowance)
 local allowed = 0
 if count < whole then allowed = 1 end
-local n = count + 1
+local n = count
+if allowed == 1 or ARGV[5] ~= '2' then
+  redis.call('ZADD', KEYS[1], now, ARGV[4])
+  redis.call('PEXPIRE', KEYS[1], win)
+  n = count + 1
+end
 local nextTs = now
 if whole == 0 then
   nextTs = now + win
@@ -145,11 +152,11 @@ export class RedisLogScript {
     this.run = defineScript<ScriptReply>(redis, 'gwSlidingLog', 3, SCRIPT);
   }
 
-  async write(bucket: string, limit: LimitSpec, now: number, writeSentinel: boolean): Promise<LogWrite> {
+  async write(bucket: string, limit: LimitSpec, now: number, mode: 'request' | 'sentinel' | 'retry'): Promise<LogWrite> {
     const win = windowMs(limit.per);
     const smooth = this.smoothingEnabled && smoothingActive(limit.smoothing) ? limit.smoothing : undefined;
     const k = bucketKeys(bucket);
-    const args: (string | number)[] = [now, win, limit.rate, uniqueMember(now), writeSentinel ? '1' : '0'];
+    const args: (string | number)[] = [now, win, limit.rate, uniqueMember(now), mode === 'request' ? '0' : mode === 'sentinel' ? '1' : '2'];
     if (smooth) args.push(smooth.threshold, smooth.step, smooth.trigger, Math.round(smooth.delay * 1000));
     coalesceWrites(this.redis);
     const [allowed, n, allowanceStr, nextStr, ev, oldStr] = await this.run([k.log, k.smoothing, k.sentinel], args);
@@ -177,11 +184,12 @@ export class RedisSlidingLog implements Limiter {
     this.script = new RedisLogScript(redis, opts.smoothingEnabled, onSmoothing);
   }
 
-  async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
+  async check(bucket: string, limit: LimitSpec, retry = false): Promise<LimitResult> {
     const now = this.clock.now();
     const smoothed = this.opts.smoothingEnabled && smoothingActive(limit.smoothing);
-    if (!this.opts.transactional && !smoothed) return this.pipelined(bucket, limit, now);
-    const w = await this.script.write(bucket, limit, now, false);
+    // a retry is logged only when admitted, which a pipeline cannot decide: it takes the script
+    if (!this.opts.transactional && !smoothed && !retry) return this.pipelined(bucket, limit, now);
+    const w = await this.script.write(bucket, limit, now, retry ? 'retry' : 'request');
     return result(w.allowed, w.allowance, w.allowance - w.n, now, w.next);
   }
 

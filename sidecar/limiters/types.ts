@@ -29,8 +29,12 @@ export type MaybePromise<T> = T | Promise<T>;
 
 export interface Limiter {
   readonly name: string;
-  /** In-process limiters answer synchronously; store-backed ones with a promise. */
-  check(bucket: string, limit: LimitSpec): MaybePromise<LimitResult>;
+  /**
+   * In-process limiters answer synchronously; store-backed ones with a promise. `retry`: a throttled
+   * re-check of a request that was already counted once (SPEC.md §3.6): a limiter that logs refused
+   * requests (the sliding log) counts it again only when it is admitted, so one request is one entry.
+   */
+  check(bucket: string, limit: LimitSpec, retry?: boolean): MaybePromise<LimitResult>;
   /** Forget a bucket (tests, key deletion). */
   reset?(bucket: string): Promise<void>;
 }

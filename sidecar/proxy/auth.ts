@@ -7,7 +7,7 @@ import { sha256hex } from '../../lib/hash.js';
 import type { StoredSession } from '../../lib/sessions.js';
 import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
 import type { CompiledApi } from '../config/types.js';
-import { endpointPattern } from '../../controller/compile/path-pattern.js';
+import { endpointPattern } from '../../lib/path-pattern.js';
 
 export function extractKey(headers: IncomingHttpHeaders, headerName: string): string | undefined {
   const raw = headers[headerName];

@@ -129,6 +129,18 @@ describe('gw keys', () => {
     expect(s.quota_renews).toBeLessThanOrEqual(Date.now() / 1000 + 3601);
   });
 
+  slow('get: a per-API quota reads live in access_rights[api].limit.quota_remaining', async () => {
+    const PER_API = 'ci-key-per-api';
+    const body = { access_rights: { shop: { api_id: 'shop', limit: { rate: 100, per: 60, quota_max: 3, quota_remaining: 3, quota_renewal_rate: 3600 } } } };
+    expect((await gw(['keys', 'create', PER_API, '--body', JSON.stringify(body)])).code).toBe(Exit.OK);
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await atGateway('/shop/a', PER_API)).status);
+    expect(statuses).toEqual([200, 200, 200, 403]);
+    const s = (await gw(['keys', 'get', PER_API])).json as { access_rights: { shop: { limit: { quota_remaining: number } } }; quota_remaining?: number };
+    expect(s.access_rights.shop.limit.quota_remaining).toBe(0);
+    expect(s.quota_remaining).toBeUndefined(); // the key itself has no quota
+  });
+
   slow('create again with --suppress-reset keeps the live quota; without it the quota is reset', async () => {
     const body = JSON.stringify({ rate: 50, per: 60, quota_max: 10, quota_renewal_rate: 3600 });
     const kept = await gw(['keys', 'create', KEY, '--suppress-reset', '--body', body]);

@@ -221,7 +221,22 @@ describe('keys', () => {
     const p = await f.call('POST', '/gw/keys/k2', { body: { apply_policies: ['gold', 'missing'] } });
     expect(p.status).toBe(400);
     expect((p.body as { message: string }).message).toMatch(/^apply_policies\.1: /);
+    const dep = await f.call('POST', '/gw/keys/k2', { body: { apply_policy_id: 'missing' } });
+    expect(dep.status).toBe(400);
+    expect((dep.body as { message: string }).message).toMatch(/^apply_policy_id: policy "missing" not found/); // the field the client sent
+    const re = await f.call('POST', '/gw/keys/k2', { body: { access_rights: { pets: { allowed_urls: [{ url: '(', methods: ['GET'] }] } } } });
+    expect(re.status).toBe(400);
+    expect((re.body as { message: string }).message).toMatch(/^access_rights\.pets\.allowed_urls\.0\.url: must be a valid regular expression/);
+    const per = await f.call('POST', '/gw/keys/k2', { body: { rate: 5, per: 0 } });
+    expect(per.status).toBe(400);
+    expect((per.body as { message: string }).message).toMatch(/^per: per must be greater than 0 when rate is greater than 0/);
     expect((await f.call('GET', '/gw/keys/k2')).status).toBe(404);
+  });
+
+  test('Tyk-style "off" values are accepted: throttle -1, a smoothing object with only enabled: false', async () => {
+    const r = await f.call('POST', '/gw/keys/k-off', { body: { rate: 5, per: 1, throttle_interval: -1, throttle_retry_limit: -1, smoothing: { enabled: false } } });
+    expect(r.status).toBe(200);
+    expect((await f.call('DELETE', '/gw/keys/k-off')).status).toBe(200);
   });
 
   test('every field of the key body table is accepted', async () => {

@@ -51,6 +51,26 @@ describe('sliding window log in Redis', () => {
       clock.set(T0 + 30_000);
       expect((await l.check(bucket, limit)).allowed).toBe(true);
     });
+
+    test(`${variant}: a throttled retry (§3.6) enters the log only when it is admitted`, async () => {
+      const clock = new ManualClock(T0);
+      const l = new RedisSlidingLog(g.a, clock, { transactional, smoothingEnabled: true });
+      const limit = { rate: 2, per: 3 };
+      const bucket = `retry-${transactional}`;
+      const log = storeKeys.log(bucket);
+      for (let i = 0; i < 3; i++) await l.check(bucket, limit); // 2 admitted, the 3rd refused and logged
+      expect(await g.a.zcard(log)).toBe(3);
+      for (const t of [1_000, 2_000]) {
+        clock.set(T0 + t);
+        const r = await l.check(bucket, limit, true);
+        expect(r.allowed).toBe(false);
+        expect(r.reset).toBe((T0 + 3_000) / 1000); // the T0 entries leave at T0+3s: one more is admitted then
+      }
+      expect(await g.a.zcard(log)).toBe(3); // refused retries are not logged again
+      clock.set(T0 + 3_000);
+      expect((await l.check(bucket, limit, true)).allowed).toBe(true);
+      expect(await g.a.zcard(log)).toBe(1); // the T0 entries left; the admitted retry is logged
+    });
   }
 
   test('the keys of one bucket share a hash tag', () => {

@@ -15,6 +15,7 @@ describe('sentinel variant (memory)', () => {
     const third = await s.check('b', limit); // reaches the limit at T0+4s: the sentinel is written
     expect(third.allowed).toBe(true);
     expect(third.remaining).toBe(0);
+    expect(third.reset).toBe((T0 + 14_000) / 1000); // the sentinel it writes holds one window: that is the next admission
     const refused = await s.check('b', limit);
     expect(refused.allowed).toBe(false);
     expect(refused.reset).toBe((T0 + 14_000) / 1000);

@@ -27,6 +27,26 @@ describe('sliding window log (memory)', () => {
     expect((await log.check('b', limit)).allowed).toBe(true);
   });
 
+  test('a throttled retry is logged only when admitted: one request is one entry', async () => {
+    const { clock, log } = setup();
+    const limit = { rate: 2, per: 3 };
+    for (let i = 0; i < 3; i++) log.check('b', limit); // the 3rd is refused and logged
+    clock.set(T0 + 1_000);
+    expect(log.check('b', limit, true).allowed).toBe(false);
+    clock.set(T0 + 2_000);
+    const r = log.check('b', limit, true);
+    expect(r.allowed).toBe(false);
+    expect(r.reset).toBe((T0 + 3_000) / 1000);
+    clock.set(T0 + 3_000); // the three T0 entries leave; no retry entry holds the window shut
+    expect(log.check('b', limit, true).allowed).toBe(true);
+    expect(log.check('b', limit, true).allowed).toBe(true);
+    expect(log.check('b', limit, true).allowed).toBe(false);
+    // a request (not a retry) is logged even when refused: spike arrest
+    expect(log.check('b', limit).allowed).toBe(false);
+    clock.set(T0 + 5_999);
+    expect(log.check('b', limit).allowed).toBe(false); // the T0+3s entries are still in the window
+  });
+
   test('spike arrest: refused requests enter the log and extend the block', async () => {
     const { clock, log } = setup();
     const limit = { rate: 2, per: 10 };

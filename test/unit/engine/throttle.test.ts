@@ -32,6 +32,46 @@ describe('throttling (SPEC §3.6)', () => {
     expect(waits).toEqual([3000]);
   });
 
+  test('sliding log: a throttled request counts once, so it is admitted as soon as the window frees', async () => {
+    const waits: number[] = [];
+    const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
+    const key = session({ rate: 2, per: 3, throttle_interval: 1, throttle_retry_limit: 5 });
+    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: key };
+    expect((await h.engine.check(r)).kind).toBe('allow');
+    expect((await h.engine.check(r)).kind).toBe('allow');
+    expect((await h.engine.check(r)).kind).toBe('allow'); // refused at T0, retried at +1 s, +2 s, admitted at +3 s
+    expect(waits).toEqual([1000, 1000, 1000]);
+  });
+
+  test('a per-API limit is throttled with its own throttle fields; without them with the key\'s', async () => {
+    const waits: number[] = [];
+    const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
+    const perApi = session({
+      throttle_interval: 5,
+      throttle_retry_limit: 1,
+      access_rights: { a: { api_id: 'a', limit: { rate: 1, per: 60, throttle_interval: 2, throttle_retry_limit: 2 } } },
+    });
+    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: perApi };
+    await h.engine.check(r);
+    expect((await h.engine.check(r)).kind).toBe('key_limited');
+    expect(waits).toEqual([2000, 2000]);
+    waits.length = 0;
+    const keyOnly = session({ throttle_interval: 5, throttle_retry_limit: 1, access_rights: { a: { api_id: 'a', limit: { rate: 1, per: 60 } } } });
+    const r2 = { ...r, keyHash: 'd'.repeat(64), session: keyOnly };
+    await h.engine.check(r2);
+    expect((await h.engine.check(r2)).kind).toBe('key_limited');
+    expect(waits).toEqual([5000]);
+  });
+
+  test('throttle_retry_limit -1 (Tyk\'s "off") refuses at once', async () => {
+    const waits: number[] = [];
+    const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
+    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: session({ rate: 1, per: 3, throttle_interval: -1, throttle_retry_limit: -1 }) };
+    await h.engine.check(r);
+    expect((await h.engine.check(r)).kind).toBe('key_limited');
+    expect(waits).toEqual([]);
+  });
+
   test('without throttle_retry_limit the refusal is immediate', async () => {
     const waits: number[] = [];
     const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });

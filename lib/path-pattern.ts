@@ -9,3 +9,15 @@ export function endpointPattern(path: string): string {
   new RegExp(source); // throws on an invalid pattern, naming it in the caller's error
   return source;
 }
+
+/** Whether endpointPattern accepts `path` (the schemas refuse a path that would never match anything). */
+export function validEndpointPattern(path: string): boolean {
+  try {
+    endpointPattern(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const INVALID_PATTERN = 'must be a valid regular expression ({name} wildcards allowed)';
