@@ -57,6 +57,10 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   });
   await state.apply(source.current());
   source.start();
+  // a store (re)connected may have lost its data (a restart without persistence), or missed writes made
+  // while it was away: every session is written again from the directory, as the operator's full resync
+  // does in a cluster
+  redis?.on('ready', () => void state.resync(source.current()));
 
   let ready = false;
   // /readyz (SPEC §1): config loaded and, with --redis, the store reachable

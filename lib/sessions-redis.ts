@@ -3,11 +3,17 @@
  * when read; every change is published on `gw:sessions` so sidecar caches drop it at once. Readers
  * keep a small in-process cache whose entries also expire after `cacheMs` (1 s), so a missed
  * notification still takes effect within a second.
+ *
+ * Store trouble on a lookup (connection lost, no answer within the deadline, an error) answers with the
+ * last session seen for the key, however old (the store cannot tell of a change either), and without
+ * one rejects with a StoreUnavailableError, which the gateway answers 503. A key of the wrong Redis
+ * type is bad store content: logged, and the key is unknown (403), like a session that fails the schema.
  */
 import type { Redis, Cluster } from 'ioredis';
 import { z } from 'zod';
 import { KeySession } from '../crds/schemas/access-key.js';
 import type { Logger } from './logger.js';
+import { DEFAULT_STORE_DEADLINE_MS, StoreCalls, StoreUnavailableError, storeReady } from './store/store-calls.js';
 import type { SessionStore, StoredSession } from './sessions.js';
 
 export const SESSION_PREFIX = 'gw:session:';
@@ -20,11 +26,16 @@ export class RedisSessionStore implements SessionStore {
   private readonly listeners: ((keyHash: string) => void)[] = [];
   private sub?: Redis | Cluster;
 
+  private readonly calls: StoreCalls;
+
   constructor(
     private readonly redis: Redis | Cluster,
     private readonly logger: Logger,
     private readonly cacheMs = 1000,
-  ) {}
+    deadlineMs = DEFAULT_STORE_DEADLINE_MS,
+  ) {
+    this.calls = new StoreCalls(deadlineMs, storeReady(redis), (e) => logger.warn({ err: e.message }, 'session store error'));
+  }
 
   /** Subscribe to change notifications (readers only). */
   async subscribe(): Promise<void> {
@@ -48,7 +59,24 @@ export class RedisSessionStore implements SessionStore {
     const hit = this.cache.get(keyHash);
     const now = Date.now();
     if (hit && now - hit.at < this.cacheMs) return hit.value;
-    const raw = await this.redis.get(SESSION_PREFIX + keyHash);
+    return this.calls.guard(
+      () => this.fetch(keyHash, now),
+      () => {
+        if (hit) return hit.value;
+        throw new StoreUnavailableError();
+      },
+    );
+  }
+
+  private async fetch(keyHash: string, now: number): Promise<StoredSession | undefined> {
+    let raw: string | null;
+    try {
+      raw = await this.redis.get(SESSION_PREFIX + keyHash);
+    } catch (e) {
+      if (!(e instanceof Error && e.message.startsWith('WRONGTYPE'))) throw e;
+      this.logger.error({ keyHash: keyHash.slice(0, 12) }, 'session in Redis refused: the key is not a string');
+      raw = null;
+    }
     let value: StoredSession | undefined;
     if (raw !== null) {
       try {

@@ -20,6 +20,8 @@ export class StandaloneState {
   private applying: Promise<void> = Promise.resolve();
   /** The missing references last logged per resource, so a directory change logs only what changed. */
   private reported = new Map<string, string>();
+  /** Write every session on the next apply (resync), not only the changed ones. */
+  private rewrite = false;
 
   constructor(
     private readonly dir: string,
@@ -33,10 +35,15 @@ export class StandaloneState {
   }
 
   /** Serialised: snapshots are applied one after another, in order. */
-  apply(snapshot: ResourceSnapshot): Promise<void> {
-    this.applying = this.applying.then(() => this.applyNow(snapshot)).catch((e: unknown) => {
-      this.logger.error({ err: (e as Error).message }, 'applying resources failed');
-    });
+  apply(snapshot: ResourceSnapshot, rewrite = false): Promise<void> {
+    this.applying = this.applying
+      .then(() => {
+        if (rewrite) this.rewrite = true;
+        return this.applyNow(snapshot);
+      })
+      .catch((e: unknown) => {
+        this.logger.error({ err: (e as Error).message }, 'applying resources failed');
+      });
     return this.applying;
   }
 
@@ -65,7 +72,7 @@ export class StandaloneState {
     }
     for (const [hash, { stored, annotations }] of next) {
       const json = JSON.stringify(stored);
-      if (this.sessionsJson.get(hash) === json) continue;
+      if (!this.rewrite && this.sessionsJson.get(hash) === json) continue;
       const isNew = !this.sessionsJson.has(hash);
       await this.sessions.put(hash, stored);
       this.sessionsJson.set(hash, json);
@@ -77,6 +84,17 @@ export class StandaloneState {
         this.sessionsJson.delete(hash);
       }
     }
+    this.rewrite = false;
+  }
+
+  /**
+   * Applies `snapshot` writing every session again, even unchanged ones: the store is back after a lost
+   * connection, possibly empty (a Redis restarted without persistence), and the directory is the source
+   * of truth. Keys written before are not additions: their quotas are not reset. Should the writes fail,
+   * the next apply writes everything again too.
+   */
+  resync(snapshot: ResourceSnapshot): Promise<void> {
+    return this.apply(snapshot, true);
   }
 
   /** Logs (once per change) AccessKeys and OAuthClients that refer to a policy or an API the directory lacks. */

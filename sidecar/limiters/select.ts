@@ -9,7 +9,8 @@ import { selectedAlgorithm, type Algorithm, type GatewayOptionsT } from '../../l
 import type { StoreClient } from '../../lib/store/redis.js';
 import type { LimitSpec } from '../config/types.js';
 import { DrlLimiter, type PeerCount } from './drl.js';
-import { DEFAULT_STORE_DEADLINE_MS, StoreCalls, WithFailureMode, storeReady } from './failure-mode.js';
+import { DEFAULT_STORE_DEADLINE_MS, StoreCalls, storeReady } from '../../lib/store/store-calls.js';
+import { WithFailureMode } from './failure-mode.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './fixed-window.js';
 import { MemoryQuota, RedisQuota, type QuotaStore } from './quota.js';
 import { MemorySentinel, RedisSentinel } from './sentinel.js';

@@ -6,6 +6,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from '../../lib/logger.js';
 import type { Clock } from '../../lib/clock.js';
 import type { StoredSession } from '../../lib/sessions.js';
+import { StoreUnavailableError } from '../../lib/store/store-calls.js';
 import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
 import type { CompiledConfig } from '../config/types.js';
 import type { CheckRequest, Engine, Verdict } from '../engine/types.js';
@@ -147,11 +148,18 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
       }
       x.keyHash = keyHashOf(key);
       const found = deps.lookupSession(x.keyHash);
-      if (found instanceof Promise) found.then((s) => authorise(x, s), (e: unknown) => fail(res, e));
+      if (found instanceof Promise) found.then((s) => authorise(x, s), (e: unknown) => lookupFailed(x, e));
       else authorise(x, found);
     } catch (e) {
       fail(res, e);
     }
+  }
+
+  /** The session store cannot answer and knows nothing of the key: 503, the client may retry (the store's own errors are logged by it). */
+  function lookupFailed(x: Exchange, e: unknown): void {
+    if (!(e instanceof StoreUnavailableError)) return fail(x.res, e);
+    countRequest(x.api.api_id, 503);
+    sendJson(x.res, 503, { error: ERRORS.sessionStore }, { 'retry-after': '1' });
   }
 
   function authorise(x: Exchange, found: StoredSession | undefined): void {

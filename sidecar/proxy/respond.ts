@@ -29,4 +29,5 @@ export const ERRORS = {
   quota: 'Quota exceeded',
   upstream: 'There was a problem proxying the request',
   timeout: 'Upstream request timed out',
+  sessionStore: 'Session store unavailable',
 } as const;

@@ -43,5 +43,8 @@ describe('sessions in real Redis', () => {
     await writerConn.set(SESSION_PREFIX + 'c'.repeat(64), 'not json');
     expect(await writer.get('b'.repeat(64))).toBeUndefined();
     expect(await writer.get('c'.repeat(64))).toBeUndefined();
+    // a key of the wrong Redis type: an unknown key too (no WRONGTYPE error up to the request)
+    await writerConn.hset(SESSION_PREFIX + 'd'.repeat(64), 'a', 'b');
+    expect(await writer.get('d'.repeat(64))).toBeUndefined();
   });
 });

@@ -1,4 +1,8 @@
-/** `gw standalone --redis`: /readyz follows the store (503 while Redis is down, 200 when it is back). */
+/**
+ * `gw standalone --redis`: /readyz follows the store (503 while Redis is down, 200 when it is back); while
+ * it is down a key seen before keeps working and an unseen one gets a quick 503; a store that comes back
+ * empty (restarted without persistence) gets every session of the directory again.
+ */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -7,8 +11,8 @@ import { startNode, stopNode, type Node } from '../harness/redis-cluster.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
 import { eventually } from '../helpers/sidecar.js';
 
-async function code(url: string): Promise<number> {
-  const r = await request(url);
+async function code(url: string, key?: string): Promise<number> {
+  const r = await request(url, key ? { headers: { authorization: key } } : {});
   await r.body.dump();
   return r.statusCode;
 }
@@ -23,6 +27,16 @@ describe('gw standalone with --redis', () => {
     echo = await startEcho();
     dir = tempDir();
     writeFileSync(join(dir, 'a.yaml'), `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: a}\nspec:\n  use_keyless: true\n  proxy: {listen_path: /a/, target_url: '${echo.url}'}\n`);
+    writeFileSync(
+      join(dir, 'k.yaml'),
+      [
+        `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: k}\nspec:\n  proxy: {listen_path: /k/, target_url: '${echo.url}'}`,
+        `apiVersion: v1\nkind: Secret\nmetadata: {name: seen}\nstringData: {key: seen-key-0001}`,
+        `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: seen}\nspec: {secretRef: {name: seen}}`,
+        `apiVersion: v1\nkind: Secret\nmetadata: {name: unseen}\nstringData: {key: unseen-key-0001}`,
+        `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: unseen}\nspec: {secretRef: {name: unseen}}`,
+      ].join('\n---\n'),
+    );
     gw = await startStandalone(dir, ['--redis', `redis://127.0.0.1:${node.port}`]);
   }, 30_000);
   afterAll(async () => {
@@ -35,13 +49,26 @@ describe('gw standalone with --redis', () => {
   test('/readyz is 503 while the store is unreachable and 200 again when it returns; /healthz stays 200', async () => {
     expect(await code(`${gw.admin}/readyz`)).toBe(200);
     expect(await code(`${gw.gateway}/readyz`)).toBe(200);
-    await stopNode(node, true);
+    expect(await code(`${gw.gateway}/k/x`, 'seen-key-0001')).toBe(200);
+    await stopNode(node, true); // --save '': the restarted server comes back empty
     await eventually(async () => (await code(`${gw.admin}/readyz`)) === 503, 5000, 'admin not ready');
     expect(await code(`${gw.gateway}/readyz`)).toBe(503);
     expect(await code(`${gw.admin}/healthz`)).toBe(200);
     expect(await code(`${gw.gateway}/a/x`)).toBe(200); // traffic keeps flowing
+    // keys: the last session seen for a key answers; an unseen key gets a quick 503 (not a 500 after retries)
+    expect(await code(`${gw.gateway}/k/x`, 'seen-key-0001')).toBe(200);
+    const t = Date.now();
+    const unseen = await request(`${gw.gateway}/k/x`, { headers: { authorization: 'unseen-key-0001' } });
+    expect(unseen.statusCode).toBe(503);
+    expect(unseen.headers['retry-after']).toBe('1');
+    expect(await unseen.body.json()).toEqual({ error: 'Session store unavailable' });
+    expect(Date.now() - t).toBeLessThan(500);
     node = await startNode([], node.port, node.dir);
     await eventually(async () => (await code(`${gw.admin}/readyz`)) === 200, 15_000, 'ready again');
     expect(await code(`${gw.gateway}/readyz`)).toBe(200);
+    // the empty store got the directory's sessions again
+    await eventually(async () => (await code(`${gw.gateway}/k/x`, 'unseen-key-0001')) === 200, 5000, 'sessions written again');
+    expect(await code(`${gw.gateway}/k/x`, 'seen-key-0001')).toBe(200);
+    expect(gw.output()).toContain('session store error');
   }, 30_000);
 });

@@ -10,7 +10,7 @@ import { createStoreClient, type StoreClient } from '../../../lib/store/redis.js
 import { createEngine, type GatewayEngine } from '../../../sidecar/engine/engine.js';
 import type { CompiledApi } from '../../../sidecar/config/types.js';
 import type { Verdict } from '../../../sidecar/engine/types.js';
-import { StoreDeadlineError, StoreUnavailableError } from '../../../sidecar/limiters/failure-mode.js';
+import { StoreDeadlineError, StoreUnavailableError } from '../../../lib/store/store-calls.js';
 import { startNode, stopNode, type Node } from '../../harness/redis-cluster.js';
 
 const T0 = 1_700_000_040_000;

@@ -1,5 +1,6 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { StoreCalls, StoreDeadlineError, SUSPECT_DEADLINE_MS, WithFailureMode } from '../../../sidecar/limiters/failure-mode.js';
+import { StoreCalls, StoreDeadlineError, SUSPECT_DEADLINE_MS } from '../../../lib/store/store-calls.js';
+import { WithFailureMode } from '../../../sidecar/limiters/failure-mode.js';
 import type { Limiter } from '../../../sidecar/limiters/types.js';
 import { T0 } from './fixtures.js';
 
