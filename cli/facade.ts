@@ -1,4 +1,5 @@
 /** `gw facade`: the management endpoints over the custom resources of a cluster. */
+import { errorBody } from '../controller/facade/http-util.js';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { createFacadeServer } from '../controller/facade/server.js';
 import { KubeBackend } from '../controller/facade/backend-kube.js';
@@ -50,7 +51,7 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   let ready = false;
-  const server = createOpsServer(registry, () => ready, (req, res) => facade.emit('request', req, res));
+  const server = createOpsServer(registry, () => ready, (req, res) => facade.emit('request', req, res), errorBody);
   const addr = await listen(server, flags.listen, '--listen');
   ready = true;
   onShutdown(logger, async () => {

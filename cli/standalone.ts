@@ -2,6 +2,7 @@
  * `gw standalone`: the gateway, the facade and the resources in one process. Resources come from a
  * watched directory of manifests; sessions live in memory (or Redis with --redis).
  */
+import { errorBody } from '../controller/facade/http-util.js';
 import { createLogger } from '../lib/logger.js';
 import { createStoreClient, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
 import { loadGatewayOptions } from '../lib/options.js';
@@ -101,7 +102,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   releaseStartupMemory();
   const gwAddr = await listen(runtime.server, flags.listen, '--listen');
   const facade = createFacadeServer({ backend, options, gatewayOrigins: [`http://${gwAddr}`], logger, ready: () => ready });
-  const admin = createOpsServer(metrics.registry, isReady, (req, res) => facade.emit('request', req, res));
+  const admin = createOpsServer(metrics.registry, isReady, (req, res) => facade.emit('request', req, res), errorBody);
   const adminAddr = await listen(admin, flags.adminListen, '--admin-listen');
   ready = true;
 

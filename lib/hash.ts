@@ -1,7 +1,8 @@
 const { createHash, timingSafeEqual } = process.getBuiltinModule('node:crypto');
 
-export function sha256hex(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex');
+/** SHA-256 hex of `value`'s bytes in `encoding` (utf8; latin1 for a header value as node:http decodes it). */
+export function sha256hex(value: string, encoding: 'utf8' | 'latin1' = 'utf8'): string {
+  return createHash('sha256').update(value, encoding).digest('hex');
 }
 
 /** Constant-time string comparison (hashes both sides so lengths never leak). */

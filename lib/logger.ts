@@ -3,7 +3,10 @@ import { pino, type Logger } from 'pino';
 
 export type { Logger };
 
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
 export function createLogger(name: string, level = process.env.GW_LOG_LEVEL ?? 'info'): Logger {
+  if (!LEVELS.includes(level)) throw new Error(`GW_LOG_LEVEL: must be one of ${LEVELS.join(', ')} (got ${JSON.stringify(level)})`);
   return pino({
     name,
     level,

@@ -1,6 +1,7 @@
 /** /healthz, /readyz and /metrics on a process's metrics (or admin) listener. */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
+import { answerClientErrorsWithJson } from './http/client-error.js';
 const { createServer } = process.getBuiltinModule('node:http');
 
 /** A JSON answer with its length (the ops endpoints, the webhook). */
@@ -35,10 +36,21 @@ export function handleOps(req: IncomingMessage, res: ServerResponse, registry: R
   return false;
 }
 
-export function createOpsServer(registry: Registry, ready: () => boolean, fallback?: (req: IncomingMessage, res: ServerResponse) => void): Server {
-  return createServer((req, res) => {
+/**
+ * `fallback` serves every other path (the facade's management endpoints); `errorBody` is the JSON body of a
+ * request node:http cannot parse (431, 400, 408), in the shape of the endpoints behind it.
+ */
+export function createOpsServer(
+  registry: Registry,
+  ready: () => boolean,
+  fallback?: (req: IncomingMessage, res: ServerResponse) => void,
+  errorBody: (status: number, reason: string) => unknown = (_status, reason) => ({ error: reason }),
+): Server {
+  const server = createServer((req, res) => {
     if (handleOps(req, res, registry, ready)) return;
     if (fallback) fallback(req, res);
     else json(res, 404, { error: 'Not Found' });
   });
+  answerClientErrorsWithJson(server, errorBody);
+  return server;
 }

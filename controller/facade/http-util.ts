@@ -39,8 +39,11 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/** The facade's error body (SPEC.md §4). */
+export const errorBody = (_status: number, message: string): { status: 'error'; message: string } => ({ status: 'error', message });
+
 export function sendError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
-  sendJson(res, status, { status: 'error', message }, headers);
+  sendJson(res, status, errorBody(status, message), headers);
 }
 
 const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;.*)?$/i;

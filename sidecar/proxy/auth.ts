@@ -29,10 +29,15 @@ export function extractKey(headers: IncomingHttpHeaders, headerName: string): st
  */
 const HASH_CACHE_MAX = 10_000;
 const hashCache = new Map<string, string>();
+/**
+ * `key` as node:http gives a header value: one character per byte (latin1). Hashing those bytes hashes
+ * what the client sent, so a key with non-ASCII characters sent as UTF-8 matches the SHA-256 of the
+ * same key written in a manifest or a facade path (UTF-8). For ASCII keys both are the same.
+ */
 export function keyHashOf(key: string): string {
   let h = hashCache.get(key);
   if (h === undefined) {
-    h = sha256hex(key);
+    h = sha256hex(key, 'latin1');
     if (hashCache.size >= HASH_CACHE_MAX) hashCache.clear();
     hashCache.set(key, h);
   }

@@ -7,6 +7,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { Clock } from '../../lib/clock.js';
 import type { StoredSession } from '../../lib/sessions.js';
 import { StoreUnavailableError } from '../../lib/store/store-calls.js';
+import { answerClientErrorsWithJson } from '../../lib/http/client-error.js';
 import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
 import type { CompiledConfig } from '../config/types.js';
 import type { CheckRequest, Engine, Verdict } from '../engine/types.js';
@@ -236,5 +237,6 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
 export function createGatewayServer(deps: GatewayDeps): { server: Server; close(): Promise<void> } {
   const { handle, upstreams } = createGatewayHandler(deps);
   const server = createServer({ keepAliveTimeout: 5_000 }, handle);
+  answerClientErrorsWithJson(server, (_status, reason) => ({ error: reason }));
   return { server, close: () => upstreams.close() };
 }

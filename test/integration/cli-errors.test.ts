@@ -24,8 +24,15 @@ describe('bad configuration: non-zero exit, one line on stderr', () => {
     ['a namespace that cannot exist', ['controller', '--namespace', 'Bad_NS!'], /--namespace.*'Bad_NS!' is invalid\. must be a Kubernetes namespace name/],
     ['facade with a malformed kubeconfig', ['facade', '--kubeconfig', '<bad>', '--listen', '127.0.0.1:0'], /--kubeconfig: cannot load .*kubeconfig\.yaml: .*/],
     ['controller with a missing kubeconfig', ['controller', '--kubeconfig', join('/nonexistent', 'kubeconfig'), '--metrics-listen', '127.0.0.1:0'], /--kubeconfig/],
+    ['a log level pino does not know', ['standalone', '--resources', '<dir>', '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0', '<GW_LOG_LEVEL=bogus>'], /^gw: GW_LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent \(got "bogus"\)$/],
   ])('%s', async (_what, args, reason) => {
-    const r = await run(process.execPath, [CLI, ...args.map((a) => (a === '<bad>' ? badYaml : a))], { timeoutMs: 20_000, env: { ...process.env, GW_SECRET: 's', GW_ACCESS_TOKENS: 't' } });
+    const env: Record<string, string | undefined> = { ...process.env, GW_SECRET: 's', GW_ACCESS_TOKENS: 't' };
+    const argv = args.filter((a) => !/^<GW_\w+=/.test(a)).map((a) => (a === '<bad>' ? badYaml : a === '<dir>' ? dir : a));
+    for (const a of args) {
+      const m = /^<(GW_\w+)=(.*)>$/.exec(a);
+      if (m) env[m[1]!] = m[2];
+    }
+    const r = await run(process.execPath, [CLI, ...argv], { timeoutMs: 20_000, env });
     expect(r.code).not.toBe(0);
     const lines = r.stderr.split('\n').filter(Boolean);
     expect(lines).toHaveLength(1);

@@ -4,6 +4,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startEcho } from '../../scripts/echo-upstream.js';
@@ -101,6 +102,7 @@ spec:
         key('inactive', 'inactive-key', '  is_inactive: true'),
         key('expired', 'expired-key', `  expires: ${now - 10}`),
         key('future', 'future-key', `  expires: ${now + 3600}`),
+        key('utf8', 'clé-naïve-0001', '  rate: 100\n  per: 60'),
         key('onlya', 'onlya-key', '  access_rights:\n    a:\n      api_id: a\n      allowed_urls: [{url: /allowed.*, methods: [GET]}]'),
         key('quota', 'quota-key', '  quota_max: 2\n  quota_renewal_rate: 3600'),
         key('global3', 'global-key', '  rate: 3\n  per: 60'),
@@ -127,6 +129,13 @@ spec:
       expect(await call(`${gw.gateway}/a/x`, { authorization: k })).toMatchObject({ status: 403, json: { error: 'Access to this API has been disallowed' } });
     }
     expect((await call(`${gw.gateway}/a/x`, { authorization: 'future-key' })).status).toBe(200);
+  });
+
+  test('a key with non-ASCII characters, sent as UTF-8 bytes, matches the SHA-256 of its UTF-8 form', async () => {
+    const utf8OnTheWire = Buffer.from('clé-naïve-0001', 'utf8').toString('latin1'); // undici writes header strings byte per character
+    expect((await call(`${gw.gateway}/a/x`, { authorization: utf8OnTheWire })).status).toBe(200);
+    expect((await call(`${gw.gateway}/a/x`, { authorization: `Bearer ${utf8OnTheWire}` })).status).toBe(200);
+    expect((await call(`${gw.gateway}/a/x`, { authorization: 'clé-naïve-0001' })).status).toBe(403); // latin1 bytes: another key
   });
 
   test('raw or Bearer key, from the configured header', async () => {
@@ -186,5 +195,27 @@ spec:
     const r = await call(`${gw.gateway}/slow/hang`);
     expect(r.status).toBe(504);
     expect(r.json).toHaveProperty('error');
+  });
+
+  test('requests node:http cannot parse get JSON bodies too: 431 for an oversized header, 400 for a bad one (gateway and admin)', async () => {
+    const rawStatus = (base: string, head: string) =>
+      new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+        const u = new URL(base);
+        const sock = connect(Number(u.port), u.hostname, () => sock.write(head));
+        let text = '';
+        sock.on('data', (c: Buffer) => (text += c.toString('latin1')));
+        sock.on('error', reject);
+        sock.on('close', () => {
+          const [headPart = '', bodyPart = ''] = text.split('\r\n\r\n');
+          resolve({ status: Number(headPart.split(' ')[1]), body: bodyPart ? (JSON.parse(bodyPart) as unknown) : undefined });
+        });
+      });
+    const big = `GET /a/x HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(70_000)}\r\n\r\n`;
+    const ctl = 'GET /a/x HTTP/1.1\r\nHost: x\r\nX-Bad: a\x01b\r\n\r\n';
+    expect(await rawStatus(gw.gateway, big)).toEqual({ status: 431, body: { error: 'Request Header Fields Too Large' } });
+    expect(await rawStatus(gw.gateway, ctl)).toEqual({ status: 400, body: { error: 'Bad Request' } });
+    // the admin listener serves the facade: its error shape (SPEC.md §4)
+    expect(await rawStatus(gw.admin, big)).toEqual({ status: 431, body: { status: 'error', message: 'Request Header Fields Too Large' } });
+    expect((await call(`${gw.gateway}/a/x`, { authorization: 'future-key' })).status).toBe(200); // still serving
   });
 });
