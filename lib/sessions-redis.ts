@@ -13,7 +13,7 @@ import type { Redis, Cluster } from 'ioredis';
 import { z } from 'zod';
 import { KeySession } from '../crds/schemas/access-key.js';
 import type { Logger } from './logger.js';
-import { DEFAULT_STORE_DEADLINE_MS, StoreCalls, StoreUnavailableError, storeReady } from './store/store-calls.js';
+import { DEFAULT_STORE_DEADLINE_MS, isWrongType, StoreCalls, StoreUnavailableError, storeReady } from './store/store-calls.js';
 import type { SessionStore, StoredSession } from './sessions.js';
 
 export const SESSION_PREFIX = 'gw:session:';
@@ -73,7 +73,7 @@ export class RedisSessionStore implements SessionStore {
     try {
       raw = await this.redis.get(SESSION_PREFIX + keyHash);
     } catch (e) {
-      if (!(e instanceof Error && e.message.startsWith('WRONGTYPE'))) throw e;
+      if (!(e instanceof Error && isWrongType(e))) throw e;
       this.logger.error({ keyHash: keyHash.slice(0, 12) }, 'session in Redis refused: the key is not a string');
       raw = null;
     }

@@ -81,6 +81,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
       metrics.storeErrors.inc();
       logger.warn({ err: e.message }, 'shared store error');
     },
+    onStoreRepair: (bucket) => logger.warn({ bucket }, 'shared store keys of a limiter bucket held another type: removed, the bucket starts afresh'),
   });
   const streams = createStreamManager({ logger, redisUrl: d.redisUrl, clock });
   streams.metrics(metrics.registry);

@@ -60,8 +60,8 @@ export class StoreCalls {
     this.shortMs = Math.min(SUSPECT_DEADLINE_MS, fullMs);
   }
 
-  /** `call()` under the policy; `fallback()` answers when it fails. A synchronous answer comes back as is. */
-  guard<T>(call: () => MaybePromise<T>, fallback: () => T): MaybePromise<T> {
+  /** `call()` under the policy; `fallback(error)` answers when it fails. A synchronous answer comes back as is. */
+  guard<T>(call: () => MaybePromise<T>, fallback: (e: Error) => T): MaybePromise<T> {
     if (!this.ready()) return this.failed(new StoreUnavailableError(), fallback);
     let r: MaybePromise<T>;
     try {
@@ -97,10 +97,14 @@ export class StoreCalls {
     });
   }
 
-  private failed<T>(e: unknown, fallback: () => T): T {
-    this.onError(asError(e));
-    return fallback();
+  private failed<T>(e: unknown, fallback: (e: Error) => T): T {
+    const err = asError(e);
+    this.onError(err);
+    return fallback(err);
   }
 }
 
 export const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
+
+/** Redis refused a command on a key of another type: bad store content (written by hand, or by something else). */
+export const isWrongType = (e: Error): boolean => e.message.startsWith('WRONGTYPE');

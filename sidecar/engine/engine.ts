@@ -12,6 +12,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { GatewayOptionsT } from '../../lib/options.js';
 import type { StoredSession } from '../../lib/sessions.js';
 import type { StoreClient } from '../../lib/store/redis.js';
+import { isWrongType } from '../../lib/store/store-calls.js';
 import type { CompiledConfig, LimitSpec } from '../config/types.js';
 import type { PeerCount } from '../limiters/drl.js';
 import { smoothingActive } from '../limiters/smoothing.js';
@@ -41,6 +42,8 @@ export interface EngineDeps {
   onSmoothingAllowance?: (api_id: string, allowance: number) => void;
   /** Every store error (the request then follows kv_failure_mode). */
   onStoreError?: (e: Error) => void;
+  /** A limiter or quota bucket whose store keys held another type was removed (bad store content, repaired). */
+  onStoreRepair?: (bucket: string) => void;
   /** Throttling's wait; a timer by default. */
   sleep?: Sleep;
   /** Deadline of one store call on the request path (ms; default options.kv_deadline_ms = 1000); over it kv_failure_mode decides. */
@@ -89,6 +92,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     redis,
     peers: d.peers ?? (() => 1),
     onStoreError: d.onStoreError,
+    onStoreRepair: d.onStoreRepair,
     storeDeadlineMs: d.storeDeadlineMs ?? o.kv_deadline_ms,
     onSmoothing: (e, allowance) => {
       const api_id = bucketApi.get(e.limiterKey) ?? '';
@@ -125,7 +129,13 @@ export function createEngine(d: EngineDeps): GatewayEngine {
   function consumeQuota(bucket: string, spec: QuotaSpec): MaybePromise<QuotaResult> {
     return limiters.storeCalls.guard(
       () => limiters.quota.consume(bucket, spec),
-      () => ({ allowed: o.kv_failure_mode === 'open', max: spec.max, remaining: 0, renews: 0 }),
+      (e) => {
+        if (isWrongType(e)) {
+          d.onStoreRepair?.(bucket);
+          void limiters.quota.reset(bucket).catch(() => undefined);
+        }
+        return { allowed: o.kv_failure_mode === 'open', max: spec.max, remaining: 0, renews: 0 };
+      },
     );
   }
 

@@ -5,7 +5,7 @@
  * The request path never sees the exception.
  */
 import type { Clock } from '../../lib/clock.js';
-import { DEFAULT_STORE_DEADLINE_MS, StoreCalls } from '../../lib/store/store-calls.js';
+import { DEFAULT_STORE_DEADLINE_MS, isWrongType, StoreCalls } from '../../lib/store/store-calls.js';
 import type { LimitSpec } from '../config/types.js';
 import { allowanceOf, result, type Limiter, type LimitResult, type MaybePromise } from './types.js';
 
@@ -18,6 +18,7 @@ export class WithFailureMode implements Limiter {
     private readonly mode: FailureMode,
     private readonly clock: Clock,
     private readonly calls = new StoreCalls(DEFAULT_STORE_DEADLINE_MS),
+    private readonly onRepair: (bucket: string) => void = () => {},
   ) {
     this.name = inner.name;
   }
@@ -25,8 +26,17 @@ export class WithFailureMode implements Limiter {
   check(bucket: string, limit: LimitSpec, retry?: boolean): MaybePromise<LimitResult> {
     return this.calls.guard(
       () => this.inner.check(bucket, limit, retry),
-      () => this.failed(limit),
+      (e) => {
+        if (isWrongType(e)) this.repair(bucket);
+        return this.failed(limit);
+      },
     );
+  }
+
+  /** A bucket's keys hold something of another type (bad store content): removed, so the next check starts it afresh. */
+  private repair(bucket: string): void {
+    this.onRepair(bucket);
+    void this.inner.reset?.(bucket).catch(() => undefined);
   }
 
   /** The decision of kv_failure_mode for a limit whose store call failed. */

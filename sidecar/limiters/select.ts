@@ -26,6 +26,8 @@ export interface LimiterDeps {
   peers: PeerCount;
   onSmoothing?: SmoothingListener;
   onStoreError?: (e: Error) => void;
+  /** A bucket whose store keys held another type (bad store content) was removed to start afresh. */
+  onStoreRepair?: (bucket: string) => void;
   /** Deadline of one store call on the request path (ms, default options.kv_deadline_ms). */
   storeDeadlineMs?: number;
 }
@@ -72,7 +74,7 @@ export function createLimiters(d: LimiterDeps): Limiters {
       : new MemorySlidingLog(d.clock, d.onSmoothing, smoothing);
   }
   const calls = d.redis ? new StoreCalls(d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS, storeReady(d.redis), onError) : new StoreCalls(0, undefined, onError);
-  const store = d.redis ? new WithFailureMode(inner, o.kv_failure_mode, d.clock, calls) : inner;
+  const store = d.redis ? new WithFailureMode(inner, o.kv_failure_mode, d.clock, calls, d.onStoreRepair) : inner;
   const quota: QuotaStore = d.redis ? new RedisQuota(d.redis, d.clock) : new MemoryQuota(d.clock);
 
   return {

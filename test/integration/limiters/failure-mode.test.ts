@@ -2,6 +2,8 @@ import { ManualClock } from '../../../lib/clock.js';
 import { GatewayOptions } from '../../../lib/options.js';
 import { createEngine } from '../../../sidecar/engine/engine.js';
 import type { CompiledApi } from '../../../sidecar/config/types.js';
+import { storeKeys } from '../../../lib/store/keys.js';
+import { freshRedis } from '../../helpers/redis.js';
 import { unreachable } from './gateways.js';
 
 const T0 = 1_700_000_040_000;
@@ -36,6 +38,37 @@ describe('kv_failure_mode with the store unreachable', () => {
     // only a quota, no rate limits: the quota store decides
     const v = await e.check({ api: { ...api, apiLimit: undefined }, method: 'GET', path: '/', keyHash: 'k', session: { namespace: 'default', session: { quota_max: 10, quota_renewal_rate: 60 } } });
     expect(v.kind).toBe('quota_exceeded');
+    redis.disconnect();
+  });
+
+  test('bad store content (a limiter or quota key of another type) follows the failure mode once, then the bucket is repaired', async () => {
+    const redis = await freshRedis();
+    const repaired: string[] = [];
+    const errors: Error[] = [];
+    const e = createEngine({
+      options: GatewayOptions.parse({ enable_kv_rolling_limiter: true, kv_failure_mode: 'closed' }),
+      clock: new ManualClock(T0),
+      config: () => ({ hash: '', apis: [], policies: {} }),
+      redis,
+      onStoreError: (err) => errors.push(err),
+      onStoreRepair: (b) => repaired.push(b),
+    });
+    const req = { api, method: 'GET', path: '/', keyHash: 'k', session };
+    await redis.set(storeKeys.log('a:default/a'), 'garbage'); // the API limit's log, as a string
+    expect((await e.check(req)).kind).toBe('api_limited'); // closed: refused, Retry-After 1
+    expect(errors[0]?.message).toMatch(/^WRONGTYPE/);
+    expect(repaired).toEqual(['a:default/a']);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await redis.exists(storeKeys.log('a:default/a'))).toBe(0);
+    expect((await e.check(req)).kind).toBe('allow'); // the bucket starts afresh
+    // the quota's key of another type: the same
+    const quotaKey = storeKeys.quota('q:h:k');
+    expect(await redis.type(quotaKey)).toBe('hash');
+    await redis.set(quotaKey, 'garbage');
+    expect((await e.check(req)).kind).toBe('quota_exceeded');
+    expect(repaired).toHaveLength(2);
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await e.check(req)).kind).toBe('allow');
     redis.disconnect();
   });
 });
