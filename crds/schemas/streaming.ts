@@ -10,11 +10,8 @@
 import { z } from 'zod';
 import { boundedDuration } from './bounded-duration.js';
 
-const Label = z
-  .string()
-  .min(1)
-  .max(63)
-  .describe('Name of a rate-limit resource declared in rate_limit_resources.');
+/** A label is any string up to 63 characters, '' included: a resource without a label is labelled ''. */
+const Label = z.string().max(63).describe('Name of a rate-limit resource declared in rate_limit_resources.');
 
 /**
  * Windows of rate-limit resources: from 1ms (0 cannot limit anything) to 8784h (366 days, so daily,
@@ -30,7 +27,9 @@ const TimerDuration = boundedDuration({ min: '1ms', max: '24h', why: '0 cannot w
 
 export const RateLimitResource = z
   .strictObject({
-    label: Label.describe('Name that components use to refer to the resource (unique).'),
+    label: Label.default('').describe(
+      "Name that components use to refer to the resource (unique). Default '': a resource without a label is referenced only by a component naming rate_limit: ''.",
+    ),
     local: z
       .strictObject({
         count: z.number().int().min(1).default(1000).describe('Maximum accesses per interval.'),
@@ -250,7 +249,8 @@ export const StreamingSpec = z
     const labels = new Set<string>();
     s.rate_limit_resources.forEach((r, i) => {
       if (labels.has(r.label)) {
-        ctx.addIssue({ code: 'custom', path: ['rate_limit_resources', i, 'label'], message: `duplicate rate-limit label ${JSON.stringify(r.label)}` });
+        const unlabelled = r.label === '' ? ' (a resource without a label is labelled "")' : '';
+        ctx.addIssue({ code: 'custom', path: ['rate_limit_resources', i, 'label'], message: `duplicate rate-limit label ${JSON.stringify(r.label)}${unlabelled}` });
       }
       labels.add(r.label);
     });

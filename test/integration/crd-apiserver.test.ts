@@ -66,6 +66,7 @@ const good: [string, Record<string, unknown>][] = [
   ['OAS API', api({ oas: { openapi: '3.0.3', paths: { '/x': { get: { operationId: 'x' } } }, 'x-gw-api-gateway': { server: { listenPath: { value: '/o/' } }, middleware: { operations: { x: { rateLimit: { enabled: true, rate: 1, per: '10s' } } } } } } })],
   ['OAS API with x-gw-streaming', api({ oas: oas({}, { 'x-gw-streaming': { rate_limit_resources: [{ label: 'x' }], streams: { s: { input: { http_server: {} }, output: { http_client: { url: 'http://h.example/', rate_limit: 'x', verb: 'PUT' } } } } } }) })],
   ['stream resource with a 600h window', api({ proxy: { listen_path: '/a/' }, streaming: { rate_limit_resources: [{ label: 'm', local: { count: 2, interval: '600h' } }], ...stream({ rate_limit: 'm' }) } })],
+  ['stream resource without a label, named by rate_limit ""', api({ proxy: { listen_path: '/a/' }, streaming: { rate_limit_resources: [{ local: { count: 2 } }], ...stream({ rate_limit: '' }) } })],
   ['key with every kind of field', key({ key_hash: HASH, rate: 1, per: 1, meta_data: { a: 1 }, access_rights: { a: { api_id: 'a', limit: { rate: 1, per: 1 } } }, smoothing: { enabled: true, threshold: 1, step: 1 } })],
   ['key with throttling off the Tyk way (-1), smoothing disabled by enabled alone, fractional per', key({ key_hash: HASH, rate: 1, per: 0.5, throttle_interval: -1, throttle_retry_limit: -1, smoothing: { enabled: false }, access_rights: { a: { limit: { rate: 0, per: 60, throttle_retry_limit: -1 } } } })],
   ['policy with rate 0 and per 0 (no limit)', pol({ rate: 0, per: 0 })],

@@ -45,6 +45,8 @@ const bad: [string, unknown][] = [
   ['claim_idle of 0s', { streams: { s: { input: { redis_streams: { stream: 's', group: 'g', claim_idle: '0s' } }, output: { drop: {} } } } }],
   ['claim_idle below 300ms', { streams: { s: { input: { redis_streams: { stream: 's', group: 'g', claim_idle: '299ms' } }, output: { drop: {} } } } }],
   ['a generate interval of 600h', { streams: { s: { input: { generate: { interval: '600h' } }, output: { drop: {} } } } }],
+  ['two resources without a label', { rate_limit_resources: [{ local: { count: 1 } }, { local: { count: 2 } }] }],
+  ['rate_limit "" with no unlabelled resource', { rate_limit_resources: res, streams: { s: { input: { http_server: {} }, output: { http_client: { url: 'http://a.example/', rate_limit: '' } } } } }],
 ];
 const good: [string, unknown][] = [
   [
@@ -63,6 +65,11 @@ const good: [string, unknown][] = [
     },
   ],
   ['a resource with defaults only', { rate_limit_resources: [{ label: 'x' }] }],
+  ['a resource without a label (labelled "")', { rate_limit_resources: [{ local: { count: 2, interval: '1s' } }, { label: 'x' }] }],
+  [
+    'a component naming the unlabelled resource with rate_limit ""',
+    { rate_limit_resources: [{}], streams: { s: { input: { http_server: {} }, output: { http_client: { url: 'http://a.example/', rate_limit: '' } } } } },
+  ],
   [
     'the largest durations: a 8784h window, 24h timers, 24h claim_idle and generate interval',
     {
@@ -132,6 +139,17 @@ describe('spec.streaming: zod and the kube-apiserver agree', () => {
     expect(v.ok ? 'accepted' : v.message).toContain('spec.streaming.streams.s.output.http_client.timeout: must be a duration from 1ms to 24h');
     const r = await kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], stringify(doc));
     expect(r.stderr).toContain('spec.streaming.streams[s].output.http_client.timeout: Invalid value: "600h": must be a duration from 1ms to 24h');
+  });
+
+  test('a resource without a label reads back with label "" (the API server defaults it as zod does)', async () => {
+    const doc = api({ rate_limit_resources: [{ local: { count: 2 } }] }, 'unlabelled');
+    const v = validateDocument(doc);
+    if (!v.ok || v.resource.kind !== 'ApiDefinition') throw new Error(v.ok ? v.resource.kind : v.message);
+    expect(v.resource.spec.streaming?.rate_limit_resources).toEqual([{ label: '', local: { count: 2, interval: '1s' } }]);
+    const r = await kubectl(['apply', '-n', ns, '-f', '-'], stringify(doc));
+    expect(r.stderr).toBe('');
+    const back = JSON.parse((await kubectl(['get', 'apidefinition', 'unlabelled', '-n', ns, '-o', 'json'])).stdout) as { spec: { streaming: unknown } };
+    expect(back.spec.streaming).toEqual(v.resource.spec.streaming);
   });
 
   test('an unknown label is refused by zod with the exact field named (the API server names spec.streaming)', () => {

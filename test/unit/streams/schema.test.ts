@@ -50,8 +50,9 @@ describe('spec.streaming schema', () => {
     ['no component type', streaming({ a: { input: {}, output: { drop: {} } } }), 'streams.a.input'],
     ['negative count', streaming({}, [{ label: 'x', local: { count: -1 } }]), 'rate_limit_resources.0.local.count'],
     ['bad duration', streaming({}, [{ label: 'x', local: { interval: 'soon' } }]), 'rate_limit_resources.0.local.interval'],
-    ['empty label', streaming({}, [{ label: '' }]), 'rate_limit_resources.0.label'],
     ['duplicate label', streaming({}, [{ label: 'x' }, { label: 'x' }]), 'rate_limit_resources.1.label'],
+    ['two resources without a label (both "")', streaming({}, [{}, { label: '' }]), 'rate_limit_resources.1.label'],
+    ['rate_limit "" with no unlabelled resource', streaming({ a: { input: { http_server: {} }, output: out({ rate_limit: '' }) } }), 'streams.a.output.http_client.rate_limit'],
     ['a window of 0s', streaming({}, [{ label: 'x', local: { count: 2, interval: '0s' } }]), 'rate_limit_resources.0.local.interval'],
     ['a window of 0ms', streaming({}, [{ label: 'x', local: { interval: '0ms' } }]), 'rate_limit_resources.0.local.interval'],
     ['a window over 366 days', streaming({}, [{ label: 'x', local: { interval: '8785h' } }]), 'rate_limit_resources.0.local.interval'],
@@ -75,6 +76,14 @@ describe('spec.streaming schema', () => {
   ])('refuses %s and names the field', (_name, spec, field) => {
     const paths = issuePaths(spec);
     expect(paths).toContain(field);
+  });
+
+  test('a resource without a label is labelled ""; only rate_limit "" names it', () => {
+    const s = StreamingSpec.parse(streaming({ a: { input: { http_server: {} }, output: out({ rate_limit: '' }) } }, [{ local: { count: 2 } }, { label: 'x' }]));
+    expect(s.rate_limit_resources.map((r) => r.label)).toEqual(['', 'x']);
+    expect(s.streams.a!.output.http_client!.rate_limit).toBe('');
+    const dup = StreamingSpec.safeParse(streaming({}, [{}, {}]));
+    expect(describeIssues(dup.error!.issues)).toBe('spec.streaming.rate_limit_resources.1.label: duplicate rate-limit label "" (a resource without a label is labelled "")');
   });
 
   test('a long window (600h, 8784h) is accepted: the limiter waits it out (timers chained past 24.8 days)', () => {
