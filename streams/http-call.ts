@@ -97,8 +97,9 @@ export class HttpCaller {
     private readonly clock: Clock,
     connections = 8,
   ) {
-    this.agent = new Agent({ connections, keepAliveTimeout: 10_000 });
     this.timeoutMs = durationMs(o.timeout);
+    // undici's own header/body timeouts (300 s by default) would cut a longer `timeout` short.
+    this.agent = new Agent({ connections, keepAliveTimeout: 10_000, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs });
     this.initialMs = durationMs(o.backoff.initial_interval);
     this.maxMs = Math.max(this.initialMs, durationMs(o.backoff.max_interval));
     const { url, authorization } = splitUserinfo(o.url);
