@@ -7,10 +7,14 @@
  *   (initial_interval doubling up to max_interval), or after the peer's Retry-After (seconds or an HTTP
  *   date) when it sent one — during that pause no worker of the component calls the peer;
  * - any other status is a PermanentError (the message is rejected);
- * - max_retries 0 retries for ever; otherwise RetriesExhaustedError after max_retries retries.
+ * - max_retries 0 retries for ever; otherwise RetriesExhaustedError after max_retries retries;
+ * - userinfo in the URL (http://user:pass@host) is sent as Basic authorization (an explicit
+ *   authorization header wins); error messages show the URL redacted (no userinfo, no query values) and
+ *   never quote a credential of the URL or a header value (lib/redact-url.ts).
  */
 import { Agent, request } from '../lib/http/undici.js';
 import type { Clock } from '../lib/clock.js';
+import { redactUrl, scrub, urlSecrets } from '../lib/redact-url.js';
 import { durationMs, sleep } from './duration.js';
 import type { LocalRateLimit } from './rate-limit.js';
 import { PermanentError, RetriesExhaustedError } from './types.js';
@@ -49,6 +53,26 @@ export function parseRetryAfter(v: string | string[] | undefined, now: number): 
   return Math.min(Math.max(0, t - now), MAX_RETRY_AFTER_MS);
 }
 
+/**
+ * The URL without its userinfo, and the userinfo as a Basic authorization value. undici sends only the
+ * origin and path of a URL: without this the credentials of http://user:pass@host were dropped silently.
+ */
+export function splitUserinfo(raw: string): { url: string; authorization?: string } {
+  const u = new URL(raw);
+  if (!u.username && !u.password) return { url: raw };
+  const decode = (s: string) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      return s; // a stray % is taken literally
+    }
+  };
+  const userPass = `${decode(u.username)}:${decode(u.password)}`;
+  u.username = '';
+  u.password = '';
+  return { url: u.href, authorization: `Basic ${Buffer.from(userPass).toString('base64')}` };
+}
+
 export function encodeBody(body: unknown): { payload: string; contentType: string } {
   if (typeof body === 'string') return { payload: body, contentType: 'text/plain; charset=utf-8' };
   return { payload: JSON.stringify(body ?? null), contentType: 'application/json' };
@@ -60,6 +84,12 @@ export class HttpCaller {
   private readonly timeoutMs: number;
   private readonly initialMs: number;
   private readonly maxMs: number;
+  /** The URL requested (userinfo moved to the headers) and the headers sent. */
+  private readonly url: string;
+  private readonly headers: Record<string, string>;
+  /** "POST http://***@host/x?api_key=***": how errors name the call. */
+  private readonly where: string;
+  private readonly secrets: string[];
 
   constructor(
     private readonly o: HttpCallOptions,
@@ -67,14 +97,21 @@ export class HttpCaller {
     private readonly clock: Clock,
     connections = 8,
   ) {
-    this.agent = new Agent({ connections, keepAliveTimeout: 10_000 });
     this.timeoutMs = durationMs(o.timeout);
+    // undici's own header/body timeouts (300 s by default) would cut a longer `timeout` short.
+    this.agent = new Agent({ connections, keepAliveTimeout: 10_000, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs });
     this.initialMs = durationMs(o.backoff.initial_interval);
     this.maxMs = Math.max(this.initialMs, durationMs(o.backoff.max_interval));
+    const { url, authorization } = splitUserinfo(o.url);
+    this.url = url;
+    this.headers = { ...o.headers };
+    if (authorization && !Object.keys(this.headers).some((h) => h.toLowerCase() === 'authorization')) this.headers.authorization = authorization;
+    this.where = `${o.verb} ${redactUrl(o.url)}`;
+    this.secrets = [...urlSecrets(o.url), ...Object.values(this.headers)];
   }
 
   async call(body: unknown, signal: AbortSignal, hooks: HttpCallHooks = {}): Promise<HttpResult> {
-    const headers: Record<string, string> = { ...this.o.headers };
+    const headers: Record<string, string> = { ...this.headers };
     let payload: string | undefined;
     if (this.o.verb !== 'GET') {
       const enc = encodeBody(body);
@@ -89,7 +126,7 @@ export class HttpCaller {
       let result: HttpResult | undefined;
       let error: unknown;
       try {
-        const res = await request(this.agent, this.o.url, {
+        const res = await request(this.agent, this.url, {
           method: this.o.verb as 'POST',
           headers,
           body: payload,
@@ -104,10 +141,10 @@ export class HttpCaller {
       }
       if (result && result.status >= 200 && result.status < 300) return result;
       const retryable = !result || result.status === 429 || result.status === 408 || result.status >= 500;
-      const reason = result ? `HTTP ${result.status}` : `${(error as Error).message || String(error)}`;
-      if (!retryable) throw new PermanentError(`${this.o.verb} ${this.o.url}: ${reason}`);
+      const reason = result ? `HTTP ${result.status}` : scrub((error as Error).message || String(error), this.secrets);
+      if (!retryable) throw new PermanentError(`${this.where}: ${reason}`);
       if (this.o.max_retries > 0 && attempt >= this.o.max_retries) {
-        throw new RetriesExhaustedError(`${this.o.verb} ${this.o.url}: ${reason} after ${attempt + 1} attempts`);
+        throw new RetriesExhaustedError(`${this.where}: ${reason} after ${attempt + 1} attempts`);
       }
       const retryAfter = result ? parseRetryAfter(result.headers['retry-after'], this.clock.now()) : undefined;
       let delay: number;

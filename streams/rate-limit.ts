@@ -18,6 +18,7 @@
  * - acquire(signal) leaves the queue when the signal aborts (pipeline stopping).
  */
 import type { Clock } from '../lib/clock.js';
+import { clearLongTimeout, setLongTimeout, type LongTimeout } from '../lib/long-timeout.js';
 import { abortReason } from './duration.js';
 
 /**
@@ -31,9 +32,10 @@ export interface Timers {
   clear(handle: unknown): void;
 }
 
+/** Node's timers; an interval longer than 2^31−1 ms (24.8 days) is waited as a chain of timers. */
 export const realTimers: Timers = {
-  set: (fn, ms) => setTimeout(fn, ms),
-  clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+  set: (fn, ms) => setLongTimeout(fn, ms),
+  clear: (h) => clearLongTimeout(h as LongTimeout),
 };
 
 export interface Permit {
@@ -79,13 +81,20 @@ export class LocalRateLimit {
   private timerAt = 0;
 
   constructor(o: LocalRateLimitOptions) {
-    if (!(o.count >= 1) || !(o.intervalMs > 0)) throw new Error('rate limit: count must be ≥ 1 and interval > 0');
+    this.label = o.label ?? '';
+    this.check(o.count, o.intervalMs);
     this.count = o.count;
     this.intervalMs = o.intervalMs;
     this.clock = o.clock ?? preciseClock;
     this.timers = o.timers ?? realTimers;
     this.maxWaiting = o.maxWaiting ?? 10_000;
-    this.label = o.label ?? '';
+  }
+
+  /** The schema refuses these first; this names the resource if a caller skipped it. */
+  private check(count: number, intervalMs: number): void {
+    if (!(count >= 1) || !(intervalMs > 0) || !Number.isFinite(intervalMs)) {
+      throw new Error(`rate limit ${JSON.stringify(this.label)}: count must be ≥ 1 and interval > 0 (got count ${count}, interval ${intervalMs} ms)`);
+    }
   }
 
   get limit(): { count: number; intervalMs: number } {
@@ -105,7 +114,7 @@ export class LocalRateLimit {
 
   /** New count/interval (hot reload); the history is kept, so a reload never opens a fresh window. */
   configure(count: number, intervalMs: number): void {
-    if (!(count >= 1) || !(intervalMs > 0)) throw new Error('rate limit: count must be ≥ 1 and interval > 0');
+    this.check(count, intervalMs);
     this.count = count;
     this.intervalMs = intervalMs;
     this.pump();

@@ -8,21 +8,32 @@
  * carry maxItems/maxProperties so the API server can bound the cost of the CEL rules.
  */
 import { z } from 'zod';
-import { DurationString } from './common.js';
+import { boundedDuration } from './bounded-duration.js';
 
-const Label = z
-  .string()
-  .min(1)
-  .max(63)
-  .describe('Name of a rate-limit resource declared in rate_limit_resources.');
+/** A label is any string up to 63 characters, '' included: a resource without a label is labelled ''. */
+const Label = z.string().max(63).describe('Name of a rate-limit resource declared in rate_limit_resources.');
+
+/**
+ * Windows of rate-limit resources: from 1ms (0 cannot limit anything) to 8784h (366 days, so daily,
+ * monthly and yearly quotas fit; the limiter chains Node timers past their 24.8-day limit).
+ */
+const WindowDuration = boundedDuration({ min: '1ms', max: '8784h', why: 'a window of 0 limits nothing; 8784h is 366 days' });
+
+/**
+ * Timers of components (request timeout, backoff, claim_idle): from 1ms (0 cannot work: a timeout of 0
+ * fails every request, a backoff of 0 never grows) to 24h.
+ */
+const TimerDuration = boundedDuration({ min: '1ms', max: '24h', why: '0 cannot work; more than a day is refused as a likely mistake' });
 
 export const RateLimitResource = z
   .strictObject({
-    label: Label.describe('Name that components use to refer to the resource (unique).'),
+    label: Label.default('').describe(
+      "Name that components use to refer to the resource (unique). Default '': a resource without a label is referenced only by a component naming rate_limit: ''.",
+    ),
     local: z
       .strictObject({
         count: z.number().int().min(1).default(1000).describe('Maximum accesses per interval.'),
-        interval: DurationString.default('1s').describe('Window of the limit: a duration such as 1s or 200ms.'),
+        interval: WindowDuration.default('1s').describe('Window of the limit: a duration such as 1s, 200ms or 24h, from 1ms to 8784h (366 days).'),
       })
       .default({ count: 1000, interval: '1s' })
       .describe('A limit local to one pipeline instance (not shared across gateway processes).'),
@@ -53,8 +64,8 @@ const Headers = z.record(z.string(), z.string()).default({}).describe('Request h
 
 const Backoff = z
   .strictObject({
-    initial_interval: DurationString.default('500ms').describe('Wait before the first retry.'),
-    max_interval: DurationString.default('10s').describe('Upper bound of the exponential backoff.'),
+    initial_interval: TimerDuration.default('500ms').describe('Wait before the first retry (1ms to 24h).'),
+    max_interval: TimerDuration.default('10s').describe('Upper bound of the exponential backoff (1ms to 24h).'),
   })
   .default({ initial_interval: '500ms', max_interval: '10s' })
   .describe('Exponential backoff between retries; a Retry-After of the peer takes precedence.');
@@ -64,7 +75,7 @@ const httpClientFields = {
   verb: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('POST').describe('HTTP method.'),
   headers: Headers,
   rate_limit: Label.optional().describe('Label of the rate-limit resource every request (and retry) of this component takes from.'),
-  timeout: DurationString.default('5s').describe('Timeout of one request.'),
+  timeout: TimerDuration.default('5s').describe('Timeout of one request (1ms to 24h).'),
   max_retries: z
     .number()
     .int()
@@ -106,13 +117,17 @@ export const RedisStreamsInput = z
     body_key: z.string().min(1).default('body').describe('Field holding the message body; without it the message is the object of all fields.'),
     start_from_oldest: z.boolean().default(true).describe('A new group starts at the beginning of the stream (else only new entries).'),
     batch_size: z.number().int().min(1).default(10).describe('Entries read per XREADGROUP.'),
-    claim_idle: DurationString.default('30s').describe('Entries pending this long with another (dead) consumer are claimed and redelivered.'),
+    claim_idle: boundedDuration({ min: '300ms', max: '24h', why: 'entries in flight here are touched every claim_idle/3, at least 100ms apart: below 300ms other consumers claim them mid-delivery' })
+      .default('30s')
+      .describe('Entries pending this long with another (dead) consumer are claimed and redelivered (300ms to 24h).'),
   })
   .describe('A consumer group on a Redis stream; an entry is acknowledged (XACK) only after the output succeeded.');
 
 export const GenerateInput = z
   .strictObject({
-    interval: DurationString.default('1s').describe('Time between messages.'),
+    interval: boundedDuration({ min: '0s', max: '24h', why: '0 generates as fast as the output takes them' })
+      .default('1s')
+      .describe('Time between messages (0s to 24h; 0s: as fast as the output takes them).'),
     count: z.number().int().min(0).default(0).describe('Messages to generate; 0 for ever.'),
     message: z.unknown().optional().describe('Body of every generated message (any JSON value; default {}).'),
   })
@@ -234,7 +249,8 @@ export const StreamingSpec = z
     const labels = new Set<string>();
     s.rate_limit_resources.forEach((r, i) => {
       if (labels.has(r.label)) {
-        ctx.addIssue({ code: 'custom', path: ['rate_limit_resources', i, 'label'], message: `duplicate rate-limit label ${JSON.stringify(r.label)}` });
+        const unlabelled = r.label === '' ? ' (a resource without a label is labelled "")' : '';
+        ctx.addIssue({ code: 'custom', path: ['rate_limit_resources', i, 'label'], message: `duplicate rate-limit label ${JSON.stringify(r.label)}${unlabelled}` });
       }
       labels.add(r.label);
     });

@@ -12,6 +12,7 @@
  * - Two connections: a blocking reader (disconnected to stop at once) and one for acks/claims.
  */
 import type { Redis } from 'ioredis';
+import { scrub, urlSecrets } from '../../lib/redact-url.js';
 import { ioredis } from '../../lib/store/ioredis.js';
 import type { RedisStreamsInputT } from '../../crds/schemas/streaming.js';
 import { durationMs, sleep } from '../duration.js';
@@ -45,6 +46,8 @@ export class RedisStreamsInput implements Input {
   private readonly inFlight = new Set<string>();
   private readonly consumer: string;
   private readonly claimIdleMs: number;
+  /** Credentials of the Redis URL, kept out of the log lines of read failures. */
+  private readonly secrets: string[];
   private loop: Promise<void> | undefined;
   private heartbeat: ReturnType<typeof setInterval> | undefined;
   private stopped = false;
@@ -58,6 +61,7 @@ export class RedisStreamsInput implements Input {
     this.bufferSize = Math.max(1, o.batch_size);
     this.consumer = o.consumer ?? hostname();
     this.claimIdleMs = durationMs(o.claim_idle);
+    this.secrets = urlSecrets(url);
     const { Redis } = ioredis();
     this.reader = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null, connectionName: `gw-stream-${streamName}-reader` });
     this.writer = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 3, connectionName: `gw-stream-${streamName}` });
@@ -168,7 +172,7 @@ export class RedisStreamsInput implements Input {
         await this.deliver(entries, signal);
       } catch (e) {
         if (signal.aborted || this.stopped) return;
-        const msg = (e as Error).message;
+        const msg = scrub((e as Error).message, this.secrets);
         if (msg.includes('NOGROUP')) await this.ensureGroup().catch(() => undefined);
         this.ctx.logger.warn({ stream: this.streamName, err: msg }, 'redis_streams read failed; retrying');
         await sleep(1000, signal).catch(() => undefined);

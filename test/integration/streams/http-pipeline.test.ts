@@ -253,6 +253,25 @@ describe('streams over HTTP', () => {
     ]);
   });
 
+  test('userinfo in the url is sent as Basic authorization (not dropped), the query as given; an explicit authorization header wins', async () => {
+    const rx = await recv();
+    const withCreds = (path: string) => rx.url.replace('http://', 'http://us%40er:p%3Ass@') + path + '?api_key=QK';
+    const { gw } = await setup({
+      streams: {
+        a: { input: { http_server: { path: '/a' } }, output: { http_client: { url: withCreds('/a') } } },
+        b: { input: { http_server: { path: '/b' } }, output: { http_client: { url: withCreds('/b'), headers: { Authorization: 'Bearer explicit' } } } },
+      },
+    });
+    expect((await gw.post('/ev/a', { n: 1 })).status).toBe(202);
+    await rx.waitFor(1);
+    expect((await gw.post('/ev/b', { n: 2 })).status).toBe(202);
+    await rx.waitFor(2);
+    expect(rx.hits.map((h) => [h.path, h.headers.authorization])).toEqual([
+      ['/a?api_key=QK', `Basic ${Buffer.from('us@er:p:ss').toString('base64')}`],
+      ['/b?api_key=QK', 'Bearer explicit'],
+    ]);
+  });
+
   test('tryHandle: only POST to a stream input path is taken; anything else is left to the proxy', async () => {
     const { gw, mgr } = await setup({ streams: { s: { input: { http_server: { path: '/in' } }, output: { drop: {} } } } });
     expect((await gw.post('/ev/in/', { a: 1 })).status).toBe(202);

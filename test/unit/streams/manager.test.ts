@@ -18,6 +18,18 @@ describe('stream manager: rate-limit resources', () => {
     }
   });
 
+  test('a resource without a label runs as the resource labelled "" (named by rate_limit "")', async () => {
+    const mgr = createStreamManager({ logger });
+    try {
+      const out = { input: { http_server: {} }, output: { http_client: { url: 'http://127.0.0.1:1/x', rate_limit: '' } } };
+      await mgr.apply(api({ rate_limit_resources: [{ local: { count: 2 } }], streams: { s: out } }));
+      expect(mgr.limits().map((l) => [l.label, l.count, l.intervalMs])).toEqual([['', 2, 1000]]);
+      expect(mgr.list().map((s) => s.stream)).toEqual(['s']);
+    } finally {
+      await mgr.stop();
+    }
+  });
+
   test('durations resolve (200ms, 1m); a reload changes the limit in place; a bad config keeps the old one', async () => {
     const mgr = createStreamManager({ logger });
     try {

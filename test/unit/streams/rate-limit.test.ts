@@ -1,5 +1,5 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { LocalRateLimit, RateLimitQueueFullError, type Permit, type Timers } from '../../../streams/rate-limit.js';
+import { LocalRateLimit, RateLimitQueueFullError, realTimers, type Permit, type Timers } from '../../../streams/rate-limit.js';
 
 /** Timers driven by a ManualClock: advance() moves the clock and fires what is due, in order. */
 class FakeTimers implements Timers {
@@ -165,5 +165,37 @@ describe('LocalRateLimit (injected clock and timers)', () => {
     await timers.advance(1);
     await extra;
     expect(granted).toHaveLength(1001);
+  });
+});
+
+describe('long windows with the real timers', () => {
+  test('a 600h window (longer than Node’s 2^31−1 ms timer limit) makes the next caller wait on one timer, with no TimeoutOverflowWarning', async () => {
+    // jest gives tests their own `process`; warnings are emitted on the real one
+    const real = process.getBuiltinModule('node:process');
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    real.on('warning', onWarning);
+    let armed = 0;
+    const counting: Timers = { set: (fn, ms) => (armed++, realTimers.set(fn, ms)), clear: (h) => realTimers.clear(h) };
+    const rl = new LocalRateLimit({ count: 2, intervalMs: 600 * 3_600_000, label: 'month', timers: counting });
+    try {
+      (await rl.acquire()).release();
+      (await rl.acquire()).release();
+      let granted = false;
+      const third = rl.acquire().then(
+        () => (granted = true),
+        (e: Error) => e.message,
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      expect(granted).toBe(false);
+      expect(rl.waiting).toBe(1);
+      expect(armed).toBe(1); // not a timer firing every millisecond
+      expect(warnings.filter((w) => w.startsWith('TimeoutOverflowWarning'))).toEqual([]);
+      rl.close(new Error('test over'));
+      expect(await third).toBe('test over');
+    } finally {
+      real.off('warning', onWarning);
+      rl.close();
+    }
   });
 });

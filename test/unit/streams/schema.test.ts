@@ -50,8 +50,23 @@ describe('spec.streaming schema', () => {
     ['no component type', streaming({ a: { input: {}, output: { drop: {} } } }), 'streams.a.input'],
     ['negative count', streaming({}, [{ label: 'x', local: { count: -1 } }]), 'rate_limit_resources.0.local.count'],
     ['bad duration', streaming({}, [{ label: 'x', local: { interval: 'soon' } }]), 'rate_limit_resources.0.local.interval'],
-    ['empty label', streaming({}, [{ label: '' }]), 'rate_limit_resources.0.label'],
     ['duplicate label', streaming({}, [{ label: 'x' }, { label: 'x' }]), 'rate_limit_resources.1.label'],
+    ['two resources without a label (both "")', streaming({}, [{}, { label: '' }]), 'rate_limit_resources.1.label'],
+    ['rate_limit "" with no unlabelled resource', streaming({ a: { input: { http_server: {} }, output: out({ rate_limit: '' }) } }), 'streams.a.output.http_client.rate_limit'],
+    ['a window of 0s', streaming({}, [{ label: 'x', local: { count: 2, interval: '0s' } }]), 'rate_limit_resources.0.local.interval'],
+    ['a window of 0ms', streaming({}, [{ label: 'x', local: { interval: '0ms' } }]), 'rate_limit_resources.0.local.interval'],
+    ['a window over 366 days', streaming({}, [{ label: 'x', local: { interval: '8785h' } }]), 'rate_limit_resources.0.local.interval'],
+    ['an output timeout of 600h', streaming({ a: { input: { http_server: {} }, output: out({ timeout: '600h' }) } }), 'streams.a.output.http_client.timeout'],
+    ['an output timeout of 0s', streaming({ a: { input: { http_server: {} }, output: out({ timeout: '0s' }) } }), 'streams.a.output.http_client.timeout'],
+    [
+      'a processor timeout of 600h',
+      streaming({ a: { input: { http_server: {} }, pipeline: { processors: [{ http_client: { url: 'http://x.test/', timeout: '600h' } }] }, output: { drop: {} } } }),
+      'streams.a.pipeline.processors.0.http_client.timeout',
+    ],
+    ['a backoff starting at 0ms', streaming({ a: { input: { http_server: {} }, output: out({ backoff: { initial_interval: '0ms' } }) } }), 'streams.a.output.http_client.backoff.initial_interval'],
+    ['a backoff capped at 600h', streaming({ a: { input: { http_server: {} }, output: out({ backoff: { max_interval: '600h' } }) } }), 'streams.a.output.http_client.backoff.max_interval'],
+    ['claim_idle 0s', streaming({ a: { input: { redis_streams: { stream: 's', group: 'g', claim_idle: '0s' } }, output: { drop: {} } } }), 'streams.a.input.redis_streams.claim_idle'],
+    ['a generate interval of 600h', streaming({ a: { input: { generate: { interval: '600h' } }, output: { drop: {} } } }), 'streams.a.input.generate.interval'],
     ['max_in_flight 0', streaming({ a: { input: { http_server: {} }, output: out({ max_in_flight: 0 }) } }), 'streams.a.output.http_client.max_in_flight'],
     [
       'two http_server inputs on one path',
@@ -61,6 +76,26 @@ describe('spec.streaming schema', () => {
   ])('refuses %s and names the field', (_name, spec, field) => {
     const paths = issuePaths(spec);
     expect(paths).toContain(field);
+  });
+
+  test('a resource without a label is labelled ""; only rate_limit "" names it', () => {
+    const s = StreamingSpec.parse(streaming({ a: { input: { http_server: {} }, output: out({ rate_limit: '' }) } }, [{ local: { count: 2 } }, { label: 'x' }]));
+    expect(s.rate_limit_resources.map((r) => r.label)).toEqual(['', 'x']);
+    expect(s.streams.a!.output.http_client!.rate_limit).toBe('');
+    const dup = StreamingSpec.safeParse(streaming({}, [{}, {}]));
+    expect(describeIssues(dup.error!.issues)).toBe('spec.streaming.rate_limit_resources.1.label: duplicate rate-limit label "" (a resource without a label is labelled "")');
+  });
+
+  test('a long window (600h, 8784h) is accepted: the limiter waits it out (timers chained past 24.8 days)', () => {
+    const s = StreamingSpec.parse(streaming({}, [{ label: 'm', local: { count: 2, interval: '600h' } }, { label: 'y', local: { interval: '8784h' } }]));
+    expect(s.rate_limit_resources.map((r) => r.local.interval)).toEqual(['600h', '8784h']);
+  });
+
+  test('a zero window is refused naming the field and the range', () => {
+    const r = StreamingSpec.safeParse(streaming({}, [{ label: 'x', local: { count: 2, interval: '0s' } }]));
+    expect(describeIssues(r.error!.issues)).toBe(
+      'spec.streaming.rate_limit_resources.0.local.interval: must be a duration from 1ms to 8784h (a window of 0 limits nothing; 8784h is 366 days)',
+    );
   });
 
   test('the unknown-label message names the label and what is declared', () => {
@@ -84,6 +119,8 @@ describe('spec.streaming schema', () => {
     expect(apidef).toContain('streaming:');
     expect(apidef).toContain('(has(self.http_server) ? 1 : 0) + (has(self.redis_streams) ? 1 : 0) + (has(self.generate) ? 1 : 0) == 1');
     expect(apidef).toContain('self.all(r, self.exists_one(o, o.label == r.label))');
+    expect(apidef).toContain("duration(self) >= duration('1ms') && duration(self) <= duration('8784h')");
+    expect(apidef).toContain("duration(self) >= duration('1ms') && duration(self) <= duration('24h')");
     const section = apidef.slice(apidef.indexOf('streaming:'));
     expect(section).not.toMatch(/anyOf|oneOf|allOf/);
   });
