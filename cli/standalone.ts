@@ -57,6 +57,8 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     if (annotations['gw.io/suppress-reset'] !== 'true') await holder.runtime?.engine.resetQuota(hash, stored);
   });
   await state.apply(source.current());
+  // a directory that cannot be read at start-up leaves nothing loaded: not ready until a read succeeds
+  let configLoaded = source.loaded();
   source.start();
   // a store (re)connected may have lost its data (a restart without persistence), or missed writes made
   // while it was away: every session is written again from the directory, as the operator's full resync
@@ -65,7 +67,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
 
   let ready = false;
   // /readyz (SPEC §1): config loaded and, with --redis, the store reachable
-  const isReady = (): boolean => ready && (!redis || redis.status === 'ready');
+  const isReady = (): boolean => ready && configLoaded && (!redis || redis.status === 'ready');
   const runtime = await createGatewayRuntime({
     options,
     config: () => state.current(),
@@ -79,7 +81,13 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   holder.runtime = runtime;
   const engine = runtime.engine;
   await runtime.applyConfig(state.current());
-  source.onChange(() => void state.apply(source.current()).then(() => runtime.applyConfig(state.current())));
+  source.onChange((snapshot) => {
+    const loaded = source.loaded();
+    void state
+      .apply(snapshot)
+      .then(() => runtime.applyConfig(state.current()))
+      .then(() => (configLoaded ||= loaded));
+  });
 
   const dirBackend = new DirBackend({
     dir: flags.resources,

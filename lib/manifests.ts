@@ -5,37 +5,23 @@
 import { parseAllDocuments } from 'yaml';
 import { RESOURCE_SCHEMAS, type AnyResource } from '../crds/kinds.js';
 import { firstLine, formatZodError } from './errors.js';
-const { readdirSync, readFileSync, statSync } = process.getBuiltinModule('node:fs');
-const { join, relative } = process.getBuiltinModule('node:path');
+import { isProblem, listManifests, type Listing } from './manifest-walk.js';
+import { readManifestFile } from './manifest-read.js';
 
 export interface LoadError {
   file: string;
-  index: number;
+  /** The document in the file; absent when the whole path was refused (unreadable, a loop, too large…). */
+  index?: number;
   message: string;
+  /** The path is a directory that could not be listed (its files' previous versions are kept). */
+  dir?: boolean;
 }
 
 export interface LoadResult {
   resources: { file: string; index: number; resource: AnyResource }[];
   errors: LoadError[];
-}
-
-const EXT = /\.(ya?ml|json)$/i;
-
-/** Every manifest file under dir (recursive, sorted, hidden files skipped except the .gw/ folder). */
-export function manifestFiles(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d).sort()) {
-      if (name.startsWith('.') && name !== '.gw') continue;
-      const p = join(d, name);
-      const st = statSync(p, { throwIfNoEntry: false });
-      if (!st) continue;
-      if (st.isDirectory()) walk(p);
-      else if (EXT.test(name)) out.push(p);
-    }
-  };
-  walk(dir);
-  return out;
+  /** Every manifest path of this read, in read order, refused ones included (files deleted meanwhile not). */
+  files: string[];
 }
 
 /** Validates one parsed document. */
@@ -51,6 +37,7 @@ export function validateDocument(doc: unknown): { ok: true; resource: AnyResourc
   return { ok: true, resource: parsed.data as AnyResource };
 }
 
+/** One file's documents into `into`: any failure is an error naming the file (and document), never a throw. */
 export function loadManifestText(text: string, file: string, into: LoadResult): void {
   let docs: unknown[];
   if (/\.json$/i.test(file)) {
@@ -63,36 +50,64 @@ export function loadManifestText(text: string, file: string, into: LoadResult): 
     }
   } else {
     docs = [];
-    parseAllDocuments(text).forEach((d, i) => {
+    let parsed;
+    try {
+      parsed = parseAllDocuments(text);
+    } catch (e) {
+      into.errors.push({ file, message: `invalid YAML: ${firstLine((e as Error).message)}` });
+      return;
+    }
+    parsed.forEach((d, i) => {
       if (d.errors.length) {
         into.errors.push({ file, index: i, message: `invalid YAML: ${firstLine(d.errors[0]!.message)}` });
         docs.push(undefined);
-      } else docs.push(d.toJS());
+        return;
+      }
+      try {
+        docs.push(d.toJS()); // throws on an alias bomb ("Excessive alias count…", the yaml default limit)
+      } catch (e) {
+        into.errors.push({ file, index: i, message: `invalid YAML: ${firstLine((e as Error).message)}` });
+        docs.push(undefined);
+      }
     });
   }
   docs.forEach((doc, index) => {
     if (doc === undefined || doc === null) return; // empty document or already reported
-    const v = validateDocument(doc);
+    let v: ReturnType<typeof validateDocument>;
+    try {
+      v = validateDocument(doc);
+    } catch (e) {
+      v = { ok: false, message: `cannot validate: ${(e as Error).message}` }; // e.g. nesting deeper than the stack
+    }
     if (v.ok) into.resources.push({ file, index, resource: v.resource });
     else into.errors.push({ file, index, message: v.message });
   });
 }
 
-export function loadManifestDir(dir: string): LoadResult {
-  const result: LoadResult = { resources: [], errors: [] };
-  for (const file of manifestFiles(dir)) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (e) {
-      result.errors.push({ file: relative(dir, file), index: 0, message: `cannot read: ${(e as Error).message}` });
+/** Reads every file of a listing, in its order; the listing's problems become errors. */
+export function loadListing(listing: Listing): LoadResult {
+  const result: LoadResult = { resources: [], errors: [], files: [] };
+  for (const entry of listing.entries) {
+    if (isProblem(entry)) {
+      result.errors.push({ file: entry.rel, message: entry.problem, ...(entry.dir ? { dir: true } : {}) });
+      if (!entry.dir) result.files.push(entry.rel);
       continue;
     }
-    loadManifestText(text, relative(dir, file) || file, result);
+    const read = readManifestFile(entry.path);
+    if (!read.ok) {
+      if (read.gone) continue; // deleted since the listing: the next poll sees it gone
+      result.errors.push({ file: entry.rel, message: read.message });
+    } else loadManifestText(read.text, entry.rel, result);
+    result.files.push(entry.rel);
   }
   return result;
 }
 
+/** Lists and reads dir. Throws only when dir itself cannot be listed. */
+export function loadManifestDir(dir: string): LoadResult {
+  return loadListing(listManifests(dir));
+}
+
 export function formatLoadError(e: LoadError): string {
-  return `${e.file} (document ${e.index}): ${e.message}`;
+  return e.index === undefined ? `${e.file}: ${e.message}` : `${e.file} (document ${e.index}): ${e.message}`;
 }

@@ -16,6 +16,9 @@ export interface CompileProblem {
   namespace: string;
   name: string;
   message: string;
+  /** The refused resource and, for a conflict, the one that keeps its place (callers name their files). */
+  resource: ApiDefinition | Policy;
+  conflictsWith?: ApiDefinition;
 }
 
 const nsName = (r: { metadata: { namespace: string; name: string } }): string => `${r.metadata.namespace}/${r.metadata.name}`;
@@ -34,8 +37,9 @@ export function compileConfig(apis: ApiDefinition[], policies: Policy[]): { conf
   const compiled: CompiledApi[] = [];
   const byListen = new Map<string, CompiledApi>();
   const byId = new Map<string, CompiledApi>();
+  const sourceOf = new Map<CompiledApi, ApiDefinition>();
   for (const res of oldestFirst(apis)) {
-    const where = { kind: 'ApiDefinition' as const, namespace: res.metadata.namespace, name: res.metadata.name };
+    const where = { kind: 'ApiDefinition' as const, namespace: res.metadata.namespace, name: res.metadata.name, resource: res };
     let api: CompiledApi;
     try {
       api = compileApi(res);
@@ -46,9 +50,10 @@ export function compileConfig(apis: ApiDefinition[], policies: Policy[]): { conf
     const idKey = `${api.namespace}/${api.api_id}`;
     const clash = byListen.get(api.listenPath) ?? byId.get(idKey);
     if (clash) {
-      problems.push({ ...where, message: `conflicts with ApiDefinition ${clash.namespace}/${clash.name} (same listen path or api_id)` });
+      problems.push({ ...where, message: `conflicts with ApiDefinition ${clash.namespace}/${clash.name} (same listen path or api_id)`, conflictsWith: sourceOf.get(clash)! });
       continue;
     }
+    sourceOf.set(api, res);
     byListen.set(api.listenPath, api);
     byId.set(idKey, api);
     compiled.push(api);

@@ -22,6 +22,7 @@ import {
 } from '../../crds/kinds.js';
 import { keyMaterial, sessionOf, snapshotSecrets } from '../compile/key-sessions.js';
 import { findSecret, type ResourceSnapshot } from '../sources/snapshot.js';
+import { readManifestFile } from '../../lib/manifest-read.js';
 import { apiIdOf } from '../../crds/schemas/api-definition.js';
 import {
   clientSecretManifest,
@@ -36,7 +37,7 @@ import {
   type QuotaState,
   type ResourceBackend,
 } from './backend.js';
-const { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } = process.getBuiltinModule('node:fs');
+const { existsSync, mkdirSync, readdirSync, renameSync, unlinkSync, writeFileSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 
 export interface DirBackendOptions {
@@ -241,12 +242,9 @@ export class DirBackend implements ResourceBackend {
   }
 
   private readFile<T>(file: string, schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } }): T | undefined {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch {
-      return undefined;
-    }
+    const read = readManifestFile(file); // never blocks on a FIFO, never reads a huge file
+    if (!read.ok) return undefined;
+    const text = read.text;
     let doc: unknown;
     try {
       doc = parse(text);

@@ -7,14 +7,16 @@ export interface ResourceSnapshot {
   keys: AccessKey[];
   clients: OAuthClient[];
   secrets: Secret[];
+  /** The manifest file each resource was read from (a manifests directory; absent elsewhere). */
+  files?: ReadonlyMap<AnyResource, string>;
 }
 
 export function emptySnapshot(): ResourceSnapshot {
   return { apis: [], policies: [], keys: [], clients: [], secrets: [] };
 }
 
-export function toSnapshot(resources: AnyResource[]): ResourceSnapshot {
-  const s = emptySnapshot();
+export function toSnapshot(resources: AnyResource[], files?: ReadonlyMap<AnyResource, string>): ResourceSnapshot {
+  const s: ResourceSnapshot = files ? { ...emptySnapshot(), files } : emptySnapshot();
   for (const r of resources) {
     switch (r.kind) {
       case 'ApiDefinition':
@@ -39,4 +41,10 @@ export function toSnapshot(resources: AnyResource[]): ResourceSnapshot {
 
 export function findSecret(s: ResourceSnapshot, namespace: string, name: string): Secret | undefined {
   return s.secrets.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
+}
+
+/** `Kind namespace/name`, followed by ` (file)` when the snapshot knows the resource's manifest file. */
+export function resourceLabel(s: ResourceSnapshot, r: AnyResource): string {
+  const file = s.files?.get(r);
+  return `${r.kind} ${r.metadata.namespace}/${r.metadata.name}${file ? ` (${file})` : ''}`;
 }

@@ -8,8 +8,10 @@ import type { SessionStore, StoredSession } from '../../lib/sessions.js';
 import type { CompiledConfig } from '../../sidecar/config/types.js';
 import { compileConfig } from '../compile/compile-config.js';
 import { keyMaterial, sessionOf, snapshotSecrets } from '../compile/key-sessions.js';
-import type { ResourceSnapshot } from '../sources/snapshot.js';
+import type { AccessKey } from '../../crds/kinds.js';
+import { resourceLabel, type ResourceSnapshot } from '../sources/snapshot.js';
 import { missingReferences, referenceIndex } from './references.js';
+import { ChangedNotesLog, noteOn, refusalNote, type Notes } from './report.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 const { mkdirSync, writeFileSync, existsSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
@@ -18,8 +20,7 @@ export class StandaloneState {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };
   private sessionsJson = new Map<string, string>();
   private applying: Promise<void> = Promise.resolve();
-  /** The missing references last logged per resource, so a directory change logs only what changed. */
-  private reported = new Map<string, string>();
+  private readonly notesLog: ChangedNotesLog;
   /** Write every session on the next apply (resync), not only the changed ones. */
   private rewrite = false;
 
@@ -28,7 +29,9 @@ export class StandaloneState {
     private readonly sessions: SessionStore,
     private readonly logger: Logger,
     private readonly onKeyAdded: (keyHash: string, stored: StoredSession, annotations: Record<string, string>) => Promise<void> = async () => {},
-  ) {}
+  ) {
+    this.notesLog = new ChangedNotesLog(logger);
+  }
 
   current(): CompiledConfig {
     return this.config;
@@ -49,27 +52,38 @@ export class StandaloneState {
 
   private async applyNow(snapshot: ResourceSnapshot): Promise<void> {
     const { config, problems } = compileConfig(snapshot.apis, snapshot.policies);
-    for (const p of problems) this.logger.warn({ kind: p.kind, namespace: p.namespace, name: p.name }, `resource refused: ${p.message}`);
+    const notes: Notes = new Map();
+    problems.forEach((p) => notes.set(`refused ${resourceLabel(snapshot, p.resource)}`, refusalNote(snapshot, p)));
     if (config.hash !== this.config.hash) {
       this.config = config;
       this.logger.info({ apis: config.apis.length, policies: Object.keys(config.policies).length, hash: config.hash }, 'config applied');
     }
 
-    this.reportMissing(snapshot);
-    const next = new Map<string, { stored: StoredSession; annotations: Record<string, string> }>();
+    this.noteMissingReferences(snapshot, notes);
+    const next = new Map<string, { key: AccessKey; stored: StoredSession; annotations: Record<string, string> }>();
     const secrets = snapshotSecrets(snapshot);
     for (const key of snapshot.keys) {
       const m = keyMaterial(key, secrets);
       if (!m.ok) {
-        this.generateSecret(key.metadata.namespace, key.spec.secretRef!.name, key.spec.secretRef!.key, key.metadata.name);
+        const ns = key.metadata.namespace;
+        const ref = key.spec.secretRef!;
+        const secret = secrets(ns, ref.name);
+        // SPEC §2: only a Secret that does not exist is generated; one without the named key is the
+        // operator's SecretNotFound: the key is not served (a generated Secret would shadow the user's)
+        if (!secret) {
+          const failed = this.generateSecret(ns, ref.name, ref.key, key.metadata.name);
+          if (failed) notes.set(`secret ${resourceLabel(snapshot, key)}`, noteOn(snapshot, key, `not served: ${failed}`));
+        } else notes.set(`secret ${resourceLabel(snapshot, key)}`, noteOn(snapshot, key, `not served: ${resourceLabel(snapshot, secret)} has no key ${JSON.stringify(ref.key)}`));
         continue;
       }
-      if (next.has(m.keyHash)) {
-        this.logger.warn({ name: key.metadata.name }, 'AccessKey refused: another AccessKey has the same key');
+      const first = next.get(m.keyHash);
+      if (first) {
+        notes.set(`duplicate ${resourceLabel(snapshot, key)}`, noteOn(snapshot, key, `refused: ${resourceLabel(snapshot, first.key)} has the same key`));
         continue;
       }
-      next.set(m.keyHash, { stored: sessionOf(key), annotations: key.metadata.annotations ?? {} });
+      next.set(m.keyHash, { key, stored: sessionOf(key), annotations: key.metadata.annotations ?? {} });
     }
+    this.notesLog.log(notes);
     for (const [hash, { stored, annotations }] of next) {
       const json = JSON.stringify(stored);
       if (!this.rewrite && this.sessionsJson.get(hash) === json) continue;
@@ -97,34 +111,37 @@ export class StandaloneState {
     return this.apply(snapshot, true);
   }
 
-  /** Logs (once per change) AccessKeys and OAuthClients that refer to a policy or an API the directory lacks. */
-  private reportMissing(snapshot: ResourceSnapshot): void {
-    const now = new Map<string, string>();
+  /** AccessKeys and OAuthClients that refer to a policy or an API the directory lacks. */
+  private noteMissingReferences(snapshot: ResourceSnapshot, notes: Notes): void {
     const index = referenceIndex(snapshot);
     for (const r of [...snapshot.keys, ...snapshot.clients]) {
       const missing = missingReferences(r, index);
-      if (missing === undefined) continue;
-      const id = `${r.kind} ${r.metadata.namespace}/${r.metadata.name}`;
-      now.set(id, missing);
-      if (this.reported.get(id) !== missing) this.logger.warn({ kind: r.kind, namespace: r.metadata.namespace, name: r.metadata.name }, `${id} refers to something missing: ${missing}`);
+      if (missing !== undefined) notes.set(`missing ${resourceLabel(snapshot, r)}`, noteOn(snapshot, r, `refers to something missing: ${missing}`));
     }
-    this.reported = now;
   }
 
-  /** A secretRef to a missing Secret: generate a random key into a new Secret manifest (as the operator does). */
-  private generateSecret(namespace: string, name: string, dataKey: string, keyName: string): void {
+  /**
+   * A secretRef to a Secret that does not exist: generate a random key into a new Secret manifest (as the
+   * operator does). Undefined when written (or already there), else why not: the AccessKey is then not served.
+   */
+  private generateSecret(namespace: string, name: string, dataKey: string, keyName: string): string | undefined {
     const dir = join(this.dir, '.gw');
     const file = join(dir, `secret-${namespace}-${name}.yaml`);
-    if (existsSync(file)) return;
-    mkdirSync(dir, { recursive: true });
-    const secret = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'gw' } },
-      type: 'Opaque',
-      data: { [dataKey]: Buffer.from(randomBytes(24).toString('base64url')).toString('base64') },
-    };
-    writeFileSync(file, stringify(secret), { mode: 0o600 });
+    try {
+      if (existsSync(file)) return undefined;
+      mkdirSync(dir, { recursive: true });
+      const secret = {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'gw' } },
+        type: 'Opaque',
+        data: { [dataKey]: Buffer.from(randomBytes(24).toString('base64url')).toString('base64') },
+      };
+      writeFileSync(file, stringify(secret), { mode: 0o600, flag: 'wx' });
+    } catch (e) {
+      return `Secret ${namespace}/${name} does not exist and cannot be generated: ${(e as Error).message}`;
+    }
     this.logger.info({ accessKey: keyName, secret: `${namespace}/${name}` }, 'generated a random key into a new Secret');
+    return undefined;
   }
 }

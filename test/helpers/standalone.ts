@@ -20,13 +20,25 @@ export function tempDir(prefix = 'gw-res-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-/** `ipc`: with an IPC channel to the test process, as a Node parent's fork() would give it. */
-export async function startStandalone(dir: string, extraArgs: string[] = [], env: Record<string, string> = {}, o: { ipc?: boolean } = {}): Promise<Standalone> {
+/**
+ * The command prefix that makes file permissions apply to the gateway: as root (CI, containers) it drops
+ * the capabilities that bypass them (setpriv, util-linux), so a mode-000 file is unreadable as for any user.
+ */
+export function permissionsApply(): string[] {
+  return process.getuid?.() === 0 ? ['setpriv', '--bounding-set', '-dac_override,-dac_read_search', '--'] : [];
+}
+
+/**
+ * `ipc`: with an IPC channel to the test process, as a Node parent's fork() would give it.
+ * `permissions`: file permissions apply to the gateway even when the tests run as root.
+ */
+export async function startStandalone(dir: string, extraArgs: string[] = [], env: Record<string, string> = {}, o: { ipc?: boolean; permissions?: boolean } = {}): Promise<Standalone> {
   const gp = await freePort();
   const ap = await freePort();
+  const [cmd, ...prefix] = [...(o.permissions ? permissionsApply() : []), process.execPath];
   const proc = spawn(
-    process.execPath,
-    [CLI, 'standalone', '--resources', dir, '--listen', `127.0.0.1:${gp}`, '--admin-listen', `127.0.0.1:${ap}`, ...extraArgs],
+    cmd!,
+    [...prefix, CLI, 'standalone', '--resources', dir, '--listen', `127.0.0.1:${gp}`, '--admin-listen', `127.0.0.1:${ap}`, ...extraArgs],
     { env: { ...process.env, GW_SECRET: 'test-secret', GW_ACCESS_TOKENS: 'test-token', GW_LOG_LEVEL: 'warn', ...env }, stdio: o.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';

@@ -126,7 +126,10 @@ describe('gw standalone end to end', () => {
       `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: dangling}\nspec: {key_hash: ${'b'.repeat(64)}, apply_policies: [ghost]}\n---\n` +
         'apiVersion: gw.io/v1alpha1\nkind: OAuthClient\nmetadata: {name: lost}\nspec: {api_id: no-such-api, client_id: lost-1, secretRef: {name: lost, key: secret}}\n',
     );
-    const want = ['AccessKey default/dangling refers to something missing: policy not found in namespace default: ghost', 'OAuthClient default/lost refers to something missing: API not found in namespace default: no-such-api'];
+    const want = [
+      'AccessKey default/dangling (dangling.yaml) refers to something missing: policy not found in namespace default: ghost',
+      'OAuthClient default/lost (dangling.yaml) refers to something missing: API not found in namespace default: no-such-api',
+    ];
     await eventually(async () => want.every((w) => gw.output().includes(w)), 2000, 'missing-reference log lines');
     for (const w of want) expect(gw.output()).toContain(w);
     unlinkSync(join(dir, 'dangling.yaml'));

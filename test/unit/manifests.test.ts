@@ -1,7 +1,10 @@
-import { mkdtempSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync, mkdirSync, symlinkSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { loadManifestDir, formatLoadError } from '../../lib/manifests.js';
+import { join, resolve } from 'node:path';
+import { loadListing, loadManifestDir, loadManifestText, formatLoadError, type LoadResult } from '../../lib/manifests.js';
+import { isProblem, listManifests } from '../../lib/manifest-walk.js';
+import { MAX_MANIFEST_BYTES, readManifestFile } from '../../lib/manifest-read.js';
+import { run } from '../helpers/chart-tools.js';
 
 describe('manifest loading', () => {
   let dir: string;
@@ -67,5 +70,81 @@ describe('manifest loading', () => {
     const msgs = r.errors.map(formatLoadError).join('\n');
     expect(msgs).toMatch(/x\.yml \(document 0\): kind: must be one of/);
     expect(msgs).toMatch(/broken\.yaml \(document 0\): invalid YAML/);
+  });
+});
+
+describe('manifest loading: a directory that cannot be trusted', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'gw-manifests-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const policy = (name: string): string => `apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: ${name}}\nspec: {rate: 1, per: 1}\n`;
+
+  test('symbolic-link loops, a link to nothing, a directory linked twice and a FIFO are problems naming the path; the rest is listed in read order', async () => {
+    writeFileSync(join(dir, 'a.yaml'), policy('a'));
+    symlinkSync('lb.yaml', join(dir, 'la.yaml'));
+    symlinkSync('la.yaml', join(dir, 'lb.yaml'));
+    symlinkSync('nowhere.yaml', join(dir, 'dangling.yaml'));
+    mkdirSync(join(dir, 'real'));
+    writeFileSync(join(dir, 'real', 'r.yaml'), policy('r'));
+    symlinkSync('../real', join(dir, 'real', 'self'));
+    symlinkSync('real', join(dir, 'z-alias'));
+    await run('mkfifo', [join(dir, 'pipe.yaml')]);
+    const listed = listManifests(dir).entries.map((e) => (isProblem(e) ? `${e.rel} ! ${e.problem}` : e.rel));
+    expect(listed).toEqual([
+      'a.yaml',
+      'dangling.yaml ! skipped: symbolic link to a missing file',
+      'la.yaml ! skipped: symbolic link loop',
+      'lb.yaml ! skipped: symbolic link loop',
+      'pipe.yaml ! skipped: a FIFO, not a regular file',
+      'real/r.yaml',
+      'real/self ! skipped: symbolic link loop (leads back to real)',
+      'z-alias ! skipped: the same directory as real, read there',
+    ]);
+    const r = loadManifestDir(dir);
+    expect(r.resources.map((x) => x.resource.metadata.name)).toEqual(['a', 'r']);
+    expect(r.errors.map(formatLoadError)).toContain('la.yaml: skipped: symbolic link loop');
+  });
+
+  test('a file deleted between listing and reading is absent, not an error', () => {
+    writeFileSync(join(dir, 'a.yaml'), policy('a'));
+    writeFileSync(join(dir, 'b.yaml'), policy('b'));
+    const listing = listManifests(dir);
+    unlinkSync(join(dir, 'a.yaml'));
+    const r = loadListing(listing);
+    expect(r.errors).toEqual([]);
+    expect(r.files).toEqual(['b.yaml']);
+    expect(r.resources.map((x) => x.resource.metadata.name)).toEqual(['b']);
+  });
+
+  test('a file over the size limit is refused naming its size and the limit', () => {
+    writeFileSync(join(dir, 'big.yaml'), 'x'.repeat(MAX_MANIFEST_BYTES + 1));
+    writeFileSync(join(dir, 'ok.yaml'), policy('ok'));
+    const r = loadManifestDir(dir);
+    expect(r.errors.map(formatLoadError)).toEqual([`big.yaml: too large: ${MAX_MANIFEST_BYTES + 1} bytes, over the limit of ${MAX_MANIFEST_BYTES} bytes per manifest file (split it into several files)`]);
+    expect(r.resources.map((x) => x.resource.metadata.name)).toEqual(['ok']);
+    expect(readManifestFile(join(dir, 'ok.yaml'), 10)).toEqual({ ok: false, message: expect.stringMatching(/^too large: \d+ bytes, over the limit of 10 bytes/) });
+  });
+
+  test('a FIFO put where a file was listed is refused at once (opened non-blocking), not waited on', async () => {
+    const fifo = join(dir, 'late.yaml');
+    await run('mkfifo', [fifo]);
+    // in a child process: a blocking open would hang it, not this test worker
+    const code = `import(${JSON.stringify(resolve('dist/lib/manifest-read.js'))}).then((m) => console.log(JSON.stringify(m.readManifestFile(process.argv[1]))))`;
+    const r = await run(process.execPath, ['--input-type=module', '-e', code, fifo], { timeoutMs: 10_000 });
+    expect(JSON.parse(r.stdout)).toEqual({ ok: false, message: 'skipped: not a regular file' });
+  });
+
+  test('an alias bomb or nesting deeper than the stack is an error naming the file and document, never a throw', () => {
+    const bomb = ['a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]', ...Array.from({ length: 9 }, (_, i) => `a${i + 1}: &a${i + 1} [${Array(10).fill(`*a${i}`).join(', ')}]`)].join('\n');
+    const into: LoadResult = { resources: [], errors: [], files: [] };
+    loadManifestText(`${policy('before')}---\n${bomb}\n---\n${policy('after')}`, 'bomb.yaml', into);
+    loadManifestText(`${'['.repeat(50_000)}${']'.repeat(50_000)}`, 'deep.yaml', into);
+    expect(into.errors.map(formatLoadError)).toEqual([
+      expect.stringMatching(/^bomb\.yaml \(document 1\): invalid YAML: Excessive alias count/),
+      expect.stringMatching(/^deep\.yaml \(document 0\): invalid YAML: Maximum call stack size exceeded/),
+    ]);
+    expect(into.resources.map((x) => x.resource.metadata.name)).toEqual(['before', 'after']);
   });
 });

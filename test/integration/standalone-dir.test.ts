@@ -1,0 +1,244 @@
+/**
+ * gw standalone on a hostile resources directory (real process, real HTTP): symbolic-link loops, an
+ * alias bomb, a FIFO, a huge file, an unreadable file or directory, a Secret without the named key and
+ * conflicting files. The path at fault is refused with one line naming it; everything else loads, serves
+ * and keeps reloading.
+ */
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Server } from 'node:http';
+import { request } from 'undici';
+import { startEcho } from '../../scripts/echo-upstream.js';
+import { run } from '../helpers/chart-tools.js';
+import { eventually } from '../helpers/sidecar.js';
+import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
+
+const apiYaml = (name: string, listen: string, target: string, o: { rate?: number; keyless?: boolean } = {}): string => `
+apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: ${name}}
+spec:
+  use_keyless: ${o.keyless ?? true}
+  proxy: {listen_path: ${listen}, target_url: ${target}}
+  global_rate_limit: {rate: ${o.rate ?? 1000}, per: 60}
+`;
+
+/** "Billion laughs": 10 aliases per level, 10 levels. */
+const aliasBomb = ['a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]', ...Array.from({ length: 9 }, (_, i) => `a${i + 1}: &a${i + 1} [${Array(10).fill(`*a${i}`).join(', ')}]`)].join('\n') + '\n';
+
+async function status(url: string, headers: Record<string, string> = {}): Promise<number> {
+  const r = await request(url, { headers });
+  await r.body.dump();
+  return r.statusCode;
+}
+
+/** The log lines (JSON or not) that contain every one of the given strings. */
+const linesWith = (gw: Standalone, ...parts: string[]): string[] =>
+  gw
+    .output()
+    .split('\n')
+    .filter((l) => parts.every((p) => l.includes(p)));
+
+const mkfifo = async (path: string): Promise<void> => {
+  const r = await run('mkfifo', [path], { timeoutMs: 5000 });
+  if (r.code !== 0) throw new Error(`mkfifo ${path}: ${r.stderr}`);
+};
+
+let echo: { server: Server; url: string };
+beforeAll(async () => {
+  echo = await startEcho();
+});
+afterAll(() => echo?.server.close());
+
+describe('gw standalone: a hostile directory at start-up', () => {
+  let gw: Standalone;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = tempDir();
+    writeFileSync(join(dir, 'good.yaml'), apiYaml('good', '/good/', echo.url));
+    // symbolic-link loops: two files pointing at each other, a directory linking back to itself
+    symlinkSync('lb.yaml', join(dir, 'la.yaml'));
+    symlinkSync('la.yaml', join(dir, 'lb.yaml'));
+    mkdirSync(join(dir, 'loopdir'));
+    symlinkSync('../loopdir', join(dir, 'loopdir', 'self'));
+    writeFileSync(join(dir, 'loopdir', 'inner.yaml'), apiYaml('inner', '/inner/', echo.url));
+    writeFileSync(join(dir, 'bomb.yaml'), aliasBomb);
+    // over the 1 MiB limit per file: a valid manifest padded with a comment
+    writeFileSync(join(dir, 'huge.yaml'), apiYaml('huge', '/huge/', echo.url) + `# ${'x'.repeat(1024 * 1024)}\n`);
+    writeFileSync(join(dir, 'locked.yaml'), apiYaml('locked', '/locked/', echo.url));
+    chmodSync(join(dir, 'locked.yaml'), 0o000);
+    mkdirSync(join(dir, 'locked-dir'));
+    writeFileSync(join(dir, 'locked-dir', 'hidden.yaml'), apiYaml('hidden', '/hidden/', echo.url));
+    chmodSync(join(dir, 'locked-dir'), 0o000);
+    await mkfifo(join(dir, 'pipe.yaml'));
+    // conflicts: the same ApiDefinition in two files; two APIs on one listen path
+    writeFileSync(join(dir, 'twin-a.yaml'), apiYaml('twin', '/twin-a/', echo.url));
+    writeFileSync(join(dir, 'twin-b.yaml'), apiYaml('twin', '/twin-b/', echo.url));
+    writeFileSync(join(dir, 'path-a.yaml'), apiYaml('path-a', '/shared/', echo.url));
+    writeFileSync(join(dir, 'path-b.yaml'), apiYaml('path-b', '/shared/', echo.url));
+    // keys: a Secret without the named key; a Secret that does not exist (generated, SPEC §2)
+    writeFileSync(join(dir, 'keyed.yaml'), apiYaml('keyed', '/keyed/', echo.url, { keyless: false }));
+    writeFileSync(join(dir, 'otherkey.yaml'), 'apiVersion: v1\nkind: Secret\nmetadata: {name: otherkey}\nstringData: {notthekey: not-the-key-0123456789}\n');
+    const key = (name: string, secret: string): string =>
+      `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: ${name}}\nspec: {secretRef: {name: ${secret}, key: key}, access_rights: {keyed: {api_id: keyed}}}\n`;
+    writeFileSync(join(dir, 'keys.yaml'), `${key('wrongkey', 'otherkey')}---\n${key('generated', 'absent')}`);
+    gw = await startStandalone(dir, [], { GW_LOG_LEVEL: 'info' }, { permissions: true });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    chmodSync(join(dir, 'locked-dir'), 0o700);
+    cleanup(dir);
+  });
+
+  test('the good APIs serve and /readyz is 200; nothing failed as a whole', async () => {
+    expect(await status(`${gw.gateway}/good/x`)).toBe(200);
+    expect(await status(`${gw.gateway}/inner/x`)).toBe(200); // loopdir read once, by its real path
+    expect(await status(`${gw.admin}/readyz`)).toBe(200);
+    expect(gw.output()).not.toContain('applying resources failed');
+    expect(gw.output()).not.toContain('cannot read resources directory');
+  });
+
+  test('a symbolic-link loop (files or a directory) is skipped with one warning naming it', () => {
+    expect(linesWith(gw, 'la.yaml', 'symbolic link loop')).toHaveLength(1);
+    expect(linesWith(gw, 'lb.yaml', 'symbolic link loop')).toHaveLength(1);
+    expect(linesWith(gw, 'loopdir/self', 'symbolic link loop (leads back to loopdir)')).toHaveLength(1);
+  });
+
+  test('an alias bomb refuses only its file, with a line naming it', async () => {
+    expect(linesWith(gw, 'resource refused: bomb.yaml (document 0): invalid YAML: Excessive alias count')).toHaveLength(1);
+  });
+
+  test('a FIFO named *.yaml is skipped with one warning (the start-up did not block on it)', () => {
+    expect(linesWith(gw, 'resource refused: pipe.yaml: skipped: a FIFO, not a regular file')).toHaveLength(1);
+  });
+
+  test('a file over 1 MiB is refused naming it and the limit; it is not served', async () => {
+    expect(linesWith(gw, 'resource refused: huge.yaml: too large:', 'over the limit of 1048576 bytes')).toHaveLength(1);
+    expect(await status(`${gw.gateway}/huge/x`)).toBe(404);
+  });
+
+  test('an unreadable file or directory is refused naming it and why', async () => {
+    expect(linesWith(gw, 'resource refused: locked.yaml: cannot read: EACCES: permission denied')).toHaveLength(1);
+    expect(await status(`${gw.gateway}/locked/x`)).toBe(404);
+    expect(linesWith(gw, 'resource refused: locked-dir: directory skipped: EACCES: permission denied')).toHaveLength(1);
+    expect(await status(`${gw.gateway}/hidden/x`)).toBe(404);
+  });
+
+  test('a Secret without the named key: no Secret generated, one line naming the AccessKey, its file and the key; not served', async () => {
+    expect(existsSync(join(dir, '.gw', 'secret-default-otherkey.yaml'))).toBe(false);
+    expect(linesWith(gw, 'generated a random key', 'otherkey')).toEqual([]);
+    expect(linesWith(gw, 'AccessKey default/wrongkey (keys.yaml) not served: Secret default/otherkey (otherkey.yaml) has no key \\"key\\"')).toHaveLength(1);
+    expect(await status(`${gw.gateway}/keyed/x`, { authorization: 'not-the-key-0123456789' })).toBe(403);
+  });
+
+  test('a Secret that does not exist is still generated, and its key is served', async () => {
+    const file = join(dir, '.gw', 'secret-default-absent.yaml');
+    await eventually(async () => existsSync(file), 5000, 'generated Secret');
+    const b64 = /key: (\S+)/.exec(readFileSync(file, 'utf8'))![1]!;
+    const raw = Buffer.from(b64, 'base64').toString('utf8');
+    await eventually(async () => (await status(`${gw.gateway}/keyed/x`, { authorization: raw })) === 200, 5000, 'generated key served');
+  });
+
+  test('conflict lines name both files', async () => {
+    expect(linesWith(gw, 'resource refused: ApiDefinition default/twin (twin-b.yaml) conflicts with ApiDefinition default/twin (twin-a.yaml)')).toHaveLength(1);
+    expect(linesWith(gw, 'resource refused: ApiDefinition default/path-b (path-b.yaml) conflicts with ApiDefinition default/path-a (path-a.yaml)')).toHaveLength(1);
+    expect(await status(`${gw.gateway}/twin-a/x`)).toBe(200);
+    expect(await status(`${gw.gateway}/twin-b/x`)).toBe(404);
+  });
+});
+
+describe('gw standalone: hazards appearing while serving', () => {
+  let gw: Standalone;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = tempDir();
+    writeFileSync(join(dir, 'good.yaml'), apiYaml('good', '/good/', echo.url));
+    gw = await startStandalone(dir, [], { GW_LOG_LEVEL: 'info' }, { permissions: true });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    cleanup(dir);
+  });
+
+  const served = (path: string, want: number, what: string) => eventually(async () => (await status(`${gw.gateway}${path}`)) === want, 5000, what);
+
+  test('after a symbolic-link loop appears, edits to good files still take effect; the loop is warned about once', async () => {
+    expect(await status(`${gw.gateway}/good/x`)).toBe(200);
+    symlinkSync('lb.yaml', join(dir, 'la.yaml'));
+    symlinkSync('la.yaml', join(dir, 'lb.yaml'));
+    mkdirSync(join(dir, 'loopdir'));
+    symlinkSync('../loopdir', join(dir, 'loopdir', 'self'));
+    await eventually(async () => linesWith(gw, 'loopdir/self', 'symbolic link loop').length > 0, 5000, 'loop warning');
+    expect(await status(`${gw.gateway}/good/x`)).toBe(200);
+    writeFileSync(join(dir, 'good.yaml'), apiYaml('good', '/moved/', echo.url));
+    await served('/moved/x', 200, 'edit after the loop');
+    expect(await status(`${gw.gateway}/good/x`)).toBe(404);
+    writeFileSync(join(dir, 'second.yaml'), apiYaml('second', '/second/', echo.url));
+    await served('/second/x', 200, 'a new file after the loop');
+    for (const path of ['la.yaml', 'lb.yaml', 'loopdir/self']) expect(linesWith(gw, path, 'symbolic link loop')).toHaveLength(1);
+    expect(gw.output()).not.toContain('applying resources failed');
+  });
+
+  test('a FIFO named *.yaml does not freeze the process: one warning, and later edits still apply', async () => {
+    await mkfifo(join(dir, 'pipe.yaml'));
+    await eventually(async () => linesWith(gw, 'pipe.yaml', 'FIFO').length > 0, 5000, 'FIFO warning');
+    expect(await status(`${gw.admin}/healthz`)).toBe(200);
+    writeFileSync(join(dir, 'third.yaml'), apiYaml('third', '/third/', echo.url));
+    await served('/third/x', 200, 'a new file after the FIFO');
+    expect(linesWith(gw, 'pipe.yaml', 'FIFO')).toHaveLength(1);
+  });
+
+  test('a file that turns into an alias bomb keeps serving its previous version; the line names it', async () => {
+    writeFileSync(join(dir, 'second.yaml'), aliasBomb);
+    await eventually(async () => linesWith(gw, 'second.yaml', 'Excessive alias count').length > 0, 5000, 'alias bomb refused');
+    expect(linesWith(gw, 'second.yaml', 'keeping its previous version')).toHaveLength(1);
+    expect(await status(`${gw.gateway}/second/x`)).toBe(200);
+    expect(await status(`${gw.gateway}/moved/x`)).toBe(200);
+  });
+
+  test('a file or a subdirectory that turns unreadable keeps serving its previous version; the line names it', async () => {
+    mkdirSync(join(dir, 'sub'));
+    writeFileSync(join(dir, 'sub', 'deep.yaml'), apiYaml('deep', '/deep/', echo.url));
+    writeFileSync(join(dir, 'lockme.yaml'), apiYaml('lockme', '/lockme/', echo.url));
+    await served('/deep/x', 200, 'sub/deep.yaml served');
+    await served('/lockme/x', 200, 'lockme.yaml served');
+    chmodSync(join(dir, 'sub'), 0o000);
+    chmodSync(join(dir, 'lockme.yaml'), 0o000);
+    await eventually(async () => linesWith(gw, 'lockme.yaml', 'EACCES').length > 0 && linesWith(gw, 'resource refused: sub:', 'EACCES').length > 0, 5000, 'unreadable paths refused');
+    expect(linesWith(gw, 'sub/deep.yaml', 'keeping its previous version')).toHaveLength(1);
+    expect(linesWith(gw, 'lockme.yaml', 'keeping its previous version')).toHaveLength(1);
+    expect(await status(`${gw.gateway}/deep/x`)).toBe(200);
+    expect(await status(`${gw.gateway}/lockme/x`)).toBe(200);
+    chmodSync(join(dir, 'sub'), 0o755);
+    chmodSync(join(dir, 'lockme.yaml'), 0o644);
+  });
+});
+
+describe('gw standalone: a directory that cannot be read at start-up', () => {
+  let gw: Standalone;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = tempDir();
+    writeFileSync(join(dir, 'good.yaml'), apiYaml('good', '/good/', echo.url));
+    chmodSync(dir, 0o300); // searchable, not listable
+    gw = await startStandalone(dir, [], {}, { permissions: true });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    chmodSync(dir, 0o700);
+    cleanup(dir);
+  });
+
+  test('/readyz is 503 while nothing has been loaded, and 200 once the directory can be read', async () => {
+    expect(gw.output()).toContain('cannot read resources directory; nothing loaded yet');
+    expect(gw.output()).not.toContain('applying resources failed');
+    expect(await status(`${gw.admin}/readyz`)).toBe(503);
+    expect(await status(`${gw.gateway}/good/x`)).toBe(404);
+    chmodSync(dir, 0o755);
+    await eventually(async () => (await status(`${gw.admin}/readyz`)) === 200, 5000, 'ready once readable');
+    expect(await status(`${gw.gateway}/good/x`)).toBe(200);
+  });
+});
