@@ -1,6 +1,7 @@
 /** ApiDefinition: one upstream API, its listen path and its API-level limits (classic or OAS form). */
 import { z } from 'zod';
 import { INVALID_PATTERN, validEndpointPattern } from '../../lib/path-pattern.js';
+import { DURATION_PATTERN, durationMs } from '../../lib/duration.js';
 import { DurationString, PER_RULE, PerSeconds, Rate, RateLimitPair, refinePer } from './common.js';
 import { StreamingSpec } from './streaming.js';
 
@@ -21,11 +22,21 @@ export const ClassicEndpointRule = z
   .superRefine(refinePer)
   .describe('Per-endpoint API-level limit; rules are evaluated in array order.');
 
+/** The OAS form of PER_RULE: an enabled limit with a rate needs a window longer than 0s. */
+const OAS_PER_RULE = {
+  rule: "(has(self.enabled) && !self.enabled) || self.rate <= 0 || duration(self.per) > duration('0s')",
+  message: 'per must be longer than 0s when rate is greater than 0',
+};
+
 const OasRateLimit = z
   .strictObject({
     enabled: z.boolean().default(true).describe('Turns the limit on for this scope.'),
     rate: Rate,
     per: DurationString.describe('Window length as a duration, for example 10s.'),
+  })
+  .meta({ 'x-kubernetes-validations': [OAS_PER_RULE] })
+  .superRefine((v, ctx) => {
+    if (v.enabled && v.rate > 0 && DURATION_PATTERN.test(v.per) && durationMs(v.per) === 0) ctx.addIssue({ code: 'custom', path: ['per'], message: OAS_PER_RULE.message });
   })
   .describe('A rate limit of the OAS form: rate requests per duration.');
 

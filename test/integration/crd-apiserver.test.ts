@@ -46,6 +46,7 @@ const bad: [string, Record<string, unknown>, string, string][] = [
   ['neither secretRef nor key_hash', key({ rate: 1, per: 1 }), 'exactly one of secretRef and key_hash', 'exactly one of secretRef and key_hash'],
   ['both secretRef and key_hash', key({ key_hash: HASH, secretRef: { name: 's' } }), 'exactly one of secretRef and key_hash', 'exactly one of secretRef and key_hash'],
   ['OAS per not a duration', api({ oas: oas({ upstream: { rateLimit: { enabled: true, rate: 1, per: 'ten' } } }) }), 'spec.oas.x-gw-api-gateway.upstream.rateLimit.per', 'spec.oas.x-gw-api-gateway.upstream.rateLimit.per'],
+  ['OAS limit with a rate and per 0s', api({ oas: oas({ upstream: { rateLimit: { enabled: true, rate: 1, per: '0s' } } }) }), 'spec.oas.x-gw-api-gateway.upstream.rateLimit.per', 'per must be longer than 0s when rate is greater than 0'],
   ['OAS version 3.1', api({ oas: { ...oas({}), openapi: '3.1.0' } }), 'spec.oas.openapi', 'spec.oas.openapi'],
   ['OAS without a listen path', api({ oas: { openapi: '3.0.3', paths: {}, 'x-gw-api-gateway': { server: {} } } }), 'spec.oas.x-gw-api-gateway.server.listenPath', 'spec.oas.x-gw-api-gateway.server.listenPath'],
   ['OAS x-gw-streaming with a negative count', api({ oas: oas({}, { 'x-gw-streaming': { rate_limit_resources: [{ label: 'x', local: { count: -1 } }] } }) }), 'spec.oas.x-gw-streaming.rate_limit_resources.0.local.count', 'spec.oas.x-gw-streaming.rate_limit_resources[0].local.count'],
@@ -64,6 +65,7 @@ const bad: [string, Record<string, unknown>, string, string][] = [
 const good: [string, Record<string, unknown>][] = [
   ['classic API', api({ proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 0, per: 0 } })],
   ['OAS API', api({ oas: { openapi: '3.0.3', paths: { '/x': { get: { operationId: 'x' } } }, 'x-gw-api-gateway': { server: { listenPath: { value: '/o/' } }, middleware: { operations: { x: { rateLimit: { enabled: true, rate: 1, per: '10s' } } } } } } })],
+  ['OAS API with a disabled 0s limit and a 0/0s one', api({ oas: oas({ upstream: { rateLimit: { enabled: false, rate: 5, per: '0s' } } }, { paths: { '/x': { get: { operationId: 'x' } } } }) })],
   ['OAS API with x-gw-streaming', api({ oas: oas({}, { 'x-gw-streaming': { rate_limit_resources: [{ label: 'x' }], streams: { s: { input: { http_server: {} }, output: { http_client: { url: 'http://h.example/', rate_limit: 'x', verb: 'PUT' } } } } } }) })],
   ['stream resource with a 600h window', api({ proxy: { listen_path: '/a/' }, streaming: { rate_limit_resources: [{ label: 'm', local: { count: 2, interval: '600h' } }], ...stream({ rate_limit: 'm' }) } })],
   ['stream resource without a label, named by rate_limit ""', api({ proxy: { listen_path: '/a/' }, streaming: { rate_limit_resources: [{ local: { count: 2 } }], ...stream({ rate_limit: '' }) } })],
