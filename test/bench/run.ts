@@ -287,8 +287,14 @@ async function main(): Promise<void> {
 
   const gwDrl = await startGw('gw key auth + DRL', upstream, {});
   // GW_BENCH_COMPARE=<another build's dist/cli/gw.js>: the same gw case from that build, in the same rounds
+  // (the DRL case; with GW_BENCH_COMPARE_CASE=redis the Redis sliding-log case)
   const compare = process.env.GW_BENCH_COMPARE;
-  const gwCompare = compare ? await startGw(`gw key auth + DRL, ${compare}`, upstream, { cli: compare }) : undefined;
+  const compareRedis = process.env.GW_BENCH_COMPARE_CASE === 'redis';
+  const gwCompare = !compare
+    ? undefined
+    : compareRedis
+      ? await startGw(`gw key auth + Redis sliding log, ${compare}`, upstream, { cli: compare, redis: redisUrl, config: 'enable_kv_rolling_limiter: true\n' })
+      : await startGw(`gw key auth + DRL, ${compare}`, upstream, { cli: compare });
   const gwLog = await startGw('gw key auth + Redis sliding log', upstream, { redis: redisUrl, config: 'enable_kv_rolling_limiter: true\n' });
   const targets: Record<string, Target> = {
     direct: { name: 'direct upstream (nginx)', origin: upstream, path: '/x' },
