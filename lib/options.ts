@@ -8,8 +8,10 @@ const { readFileSync } = process.getBuiltinModule('node:fs');
 export const DEFAULT_KV_DEADLINE_MS = 1000;
 
 export const GatewayOptions = z.strictObject({
-  secret: z.string().min(1).optional(),
-  access_tokens: z.array(z.string().min(1)).optional(),
+  // credentials arrive in HTTP headers, whose surrounding whitespace never reaches the comparison: a secret
+  // read from a file with its trailing newline would never match, so whitespace around them is dropped
+  secret: z.string().trim().min(1).optional(),
+  access_tokens: z.array(z.string().trim().min(1)).optional(),
   gateway_urls: z.array(z.string().url()).optional(),
   enable_kv_rolling_limiter: z.boolean().default(false),
   enable_sentinel_rate_limiter: z.boolean().default(false),
@@ -76,7 +78,7 @@ export function loadGatewayOptions(file: string | undefined, env: NodeJS.Process
   const parsed = GatewayOptions.safeParse(raw);
   if (!parsed.success) throw new Error(`${file ?? 'config'}: ${formatZodError(parsed.error)}`);
   const o = parsed.data;
-  if (!o.secret && env.GW_SECRET) o.secret = env.GW_SECRET;
+  if (!o.secret && env.GW_SECRET?.trim()) o.secret = env.GW_SECRET.trim();
   if (!o.access_tokens && env.GW_ACCESS_TOKENS) {
     o.access_tokens = env.GW_ACCESS_TOKENS.split(',').map((s) => s.trim()).filter(Boolean);
   }

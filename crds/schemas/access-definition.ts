@@ -49,8 +49,16 @@ export const AccessDefinition = z
   })
   .describe('Access definition of one API.');
 
+const API_ID_MESSAGE = 'api_id must equal the map key (the API id) or be left out';
+
 export const AccessRights = z
   .record(z.string(), AccessDefinition)
+  .meta({ 'x-kubernetes-validations': [{ rule: "self.all(k, !has(self[k].api_id) || self[k].api_id == '' || self[k].api_id == k)", message: API_ID_MESSAGE }] })
+  .superRefine((rights, ctx) => {
+    for (const [k, d] of Object.entries(rights)) {
+      if (d.api_id && d.api_id !== k) ctx.addIssue({ code: 'custom', path: [k, 'api_id'], message: `${API_ID_MESSAGE} (${JSON.stringify(d.api_id)} under ${JSON.stringify(k)})` });
+    }
+  })
   .describe('Map from an API id to its access definition.');
 
 export type AccessDefinitionT = z.infer<typeof AccessDefinition>;

@@ -40,6 +40,7 @@ const bad: [string, Record<string, unknown>, string, string][] = [
   ['a key rate without a window (per 0)', key({ key_hash: HASH, rate: 5, per: 0 }), 'spec.per', 'per must be greater than 0 when rate is greater than 0'],
   ['a policy rate without per', pol({ rate: 5 }), 'spec.per', 'per must be greater than 0 when rate is greater than 0'],
   ['an API limit with per 0', api({ proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 3, per: 0 } }), 'spec.global_rate_limit.per', 'spec.global_rate_limit: Invalid value'],
+  ['an access definition whose api_id is not its map key', key({ key_hash: HASH, access_rights: { a: { api_id: 'b' } } }), 'spec.access_rights.a.api_id', 'api_id must equal the map key'],
   ['a per-API limit with per 0', key({ key_hash: HASH, access_rights: { a: { limit: { rate: 2, per: 0 } } } }), 'spec.access_rights.a.limit.per', 'per must be greater than 0'],
   ['an endpoint rule with per 0', api({ proxy: { listen_path: '/a/' }, extended_paths: { rate_limit: [{ path: '/x', method: 'GET', rate: 1, per: 0 }] } }), 'spec.extended_paths.rate_limit.0.per', 'spec.extended_paths.rate_limit[0]: Invalid value'],
   ['key_hash not hex', key({ key_hash: 'xyz' }), 'spec.key_hash', 'spec.key_hash'],

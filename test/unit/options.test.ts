@@ -1,5 +1,5 @@
 /** The gateway configuration file's algorithm flags (SPEC.md §1): which one runs, which are ignored. */
-import { GatewayOptions, ignoredAlgorithmFlags, selectedAlgorithm } from '../../lib/options.js';
+import { GatewayOptions, ignoredAlgorithmFlags, loadGatewayOptions, selectedAlgorithm } from '../../lib/options.js';
 
 test.each([
   [{}, 'drl', []],
@@ -16,4 +16,10 @@ test.each([
 
 test('the store deadline defaults to 1 s', () => {
   expect(GatewayOptions.parse({}).kv_deadline_ms).toBe(1000);
+});
+
+test('credentials lose surrounding whitespace (a secret file ends in a newline; header values never carry it)', () => {
+  expect(loadGatewayOptions(undefined, { GW_SECRET: 'sek3\n', GW_ACCESS_TOKENS: ' tokC\n, tokD ' })).toMatchObject({ secret: 'sek3', access_tokens: ['tokC', 'tokD'] });
+  expect(loadGatewayOptions(undefined, { GW_SECRET: ' \n' }).secret).toBeUndefined();
+  expect(GatewayOptions.parse({ secret: ' s \n', access_tokens: ['t\n'] })).toMatchObject({ secret: 's', access_tokens: ['t'] });
 });

@@ -227,6 +227,9 @@ describe('keys', () => {
     const re = await f.call('POST', '/gw/keys/k2', { body: { access_rights: { pets: { allowed_urls: [{ url: '(', methods: ['GET'] }] } } } });
     expect(re.status).toBe(400);
     expect((re.body as { message: string }).message).toMatch(/^access_rights\.pets\.allowed_urls\.0\.url: must be a valid regular expression/);
+    const mismatch = await f.call('POST', '/gw/keys/k2', { body: { access_rights: { pets: { api_id: 'other' } } } });
+    expect(mismatch.status).toBe(400);
+    expect((mismatch.body as { message: string }).message).toMatch(/^access_rights\.pets\.api_id: api_id must equal the map key/);
     const per = await f.call('POST', '/gw/keys/k2', { body: { rate: 5, per: 0 } });
     expect(per.status).toBe(400);
     expect((per.body as { message: string }).message).toMatch(/^per: per must be greater than 0 when rate is greater than 0/);
