@@ -25,6 +25,27 @@ const namespaceOption = (flag: string, envName: string, description: string, def
     return v;
   });
 
+/**
+ * An on/off flag that its environment variable can also turn off: commander sets a plain boolean flag
+ * whenever its variable is set, so GW_X=false would mean true. The flag alone is true.
+ */
+const boolOption = (flag: string, envName: string, description: string): Option =>
+  new Option(flag, description)
+    .env(envName)
+    .preset('true')
+    .argParser((v: string) => {
+      const b = { true: true, '1': true, yes: true, false: false, '0': false, no: false }[v.trim().toLowerCase()];
+      if (b === undefined) throw new InvalidArgumentError('must be true or false.');
+      return b;
+    });
+
+/** A listen address flag: HOST:PORT, checked when the flags are read (before any start-up work). */
+const addressOption = (flag: string, envName: string, description: string, def: string): Option =>
+  env(flag, envName, description, def).argParser((v: string) => {
+    if (!/^.*:\d+$/.test(v) || Number(v.slice(v.lastIndexOf(':') + 1)) > 65535) throw new InvalidArgumentError('expected HOST:PORT.');
+    return v;
+  });
+
 const env = (flag: string, envName: string, description: string, def?: string): Option => {
   const o = new Option(flag, description).env(envName);
   return def === undefined ? o : o.default(def);
@@ -38,8 +59,8 @@ program
   .command('standalone')
   .description('Gateway, facade and resources in one process, from a directory of manifests')
   .addOption(env('--resources <dir>', 'GW_RESOURCES', 'directory of YAML/JSON manifests').makeOptionMandatory())
-  .addOption(env('--listen <host:port>', 'GW_LISTEN', 'gateway listen address', '0.0.0.0:8080'))
-  .addOption(env('--admin-listen <host:port>', 'GW_ADMIN_LISTEN', 'management (facade) and metrics listen address', '127.0.0.1:8081'))
+  .addOption(addressOption('--listen <host:port>', 'GW_LISTEN', 'gateway listen address', '0.0.0.0:8080'))
+  .addOption(addressOption('--admin-listen <host:port>', 'GW_ADMIN_LISTEN', 'management (facade) and metrics listen address', '127.0.0.1:8081'))
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'shared store URL (default: in memory)'))
   .action((opts: { resources: string; listen: string; adminListen: string; config?: string; redis?: string }) =>
@@ -52,8 +73,8 @@ program
   .addOption(env('--kubeconfig <file>', 'GW_KUBECONFIG', 'kubeconfig (default: in-cluster)'))
   .addOption(namespaceOption('--namespace <ns>', 'GW_NAMESPACE', 'namespace to watch (default: all)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
-  .addOption(new Option('--leader-elect', 'enable leader election').env('GW_LEADER_ELECT'))
-  .addOption(env('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9090'))
+  .addOption(boolOption('--leader-elect [enabled]', 'GW_LEADER_ELECT', 'enable leader election (true/false; the flag alone: true)'))
+  .addOption(addressOption('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9090'))
   .addOption(env('--resync-period <seconds>', 'GW_RESYNC_PERIOD', 'full resync period', '60').hideHelp())
   .addOption(env('--lease-duration <seconds>', 'GW_LEASE_DURATION', 'leader election lease duration', '15').hideHelp())
   .addOption(namespaceOption('--lease-namespace <ns>', 'GW_LEASE_NAMESPACE', 'namespace of the leader-election Lease (default: $POD_NAMESPACE, else --namespace, else default)'))
@@ -67,7 +88,7 @@ program
   .description('Management endpoints over the custom resources')
   .addOption(env('--kubeconfig <file>', 'GW_KUBECONFIG', 'kubeconfig (default: in-cluster)'))
   .addOption(namespaceOption('--namespace <ns>', 'GW_NAMESPACE', 'namespace for created resources', 'default'))
-  .addOption(env('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8081'))
+  .addOption(addressOption('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8081'))
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL (live quota values)'))
   .addOption(env('--ready-timeout <seconds>', 'GW_READY_TIMEOUT', 'how long a write waits for the controller to report it Ready (then 504)', '10'))
@@ -77,13 +98,13 @@ program
   .command('sidecar')
   .description('Reverse proxy in front of the pod application, enforcing every limit')
   .addOption(env('--upstream <url>', 'GW_UPSTREAM', 'the application URL').makeOptionMandatory())
-  .addOption(env('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8080'))
+  .addOption(addressOption('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8080'))
   .addOption(env('--kubeconfig <file>', 'GW_KUBECONFIG', 'kubeconfig (default: in-cluster)'))
   .addOption(namespaceOption('--namespace <ns>', 'GW_NAMESPACE', 'namespace of the compiled config', 'default'))
   .addOption(env('--group <name>', 'GW_GROUP', 'DRL peer group', 'default'))
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
-  .addOption(env('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9091'))
+  .addOption(addressOption('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9091'))
   .action((opts: SidecarFlags) => import('./sidecar.js').then((m) => m.runSidecar(opts)).catch((e: unknown) => fail((e as Error).message)));
 
 // Clients of the facade for CI pipelines: gw keys|oauth|proxy (docs/facade.md, exit-code table).
@@ -92,7 +113,7 @@ registerClientCommands(program);
 program
   .command('webhook')
   .description('Mutating admission webhook: injects `gw sidecar` into pods annotated gw.io/inject: "true"')
-  .addOption(env('--listen <host:port>', 'GW_LISTEN', 'HTTPS listen address', '0.0.0.0:8443'))
+  .addOption(addressOption('--listen <host:port>', 'GW_LISTEN', 'HTTPS listen address', '0.0.0.0:8443'))
   .addOption(env('--tls-cert <file>', 'GW_TLS_CERT', 'serving certificate (PEM)').makeOptionMandatory())
   .addOption(env('--tls-key <file>', 'GW_TLS_KEY', 'serving key (PEM)').makeOptionMandatory())
   .addOption(env('--image <image>', 'GW_SIDECAR_IMAGE', 'image of the injected sidecar', D.image))

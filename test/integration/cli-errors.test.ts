@@ -24,6 +24,8 @@ describe('bad configuration: non-zero exit, one line on stderr', () => {
     ['a namespace that cannot exist', ['controller', '--namespace', 'Bad_NS!'], /--namespace.*'Bad_NS!' is invalid\. must be a Kubernetes namespace name/],
     ['facade with a malformed kubeconfig', ['facade', '--kubeconfig', '<bad>', '--listen', '127.0.0.1:0'], /--kubeconfig: cannot load .*kubeconfig\.yaml: .*/],
     ['controller with a missing kubeconfig', ['controller', '--kubeconfig', join('/nonexistent', 'kubeconfig'), '--metrics-listen', '127.0.0.1:0'], /--kubeconfig/],
+    ['a listen address that is not HOST:PORT, refused before any start-up work', ['standalone', '--resources', '<dir>', '--listen', 'bogus'], /^error: option '--listen <host:port>' argument 'bogus' is invalid\. expected HOST:PORT\.$/],
+    ['GW_LEADER_ELECT neither true nor false', ['controller', '<GW_LEADER_ELECT=maybe>'], /GW_LEADER_ELECT.*is invalid\. must be true or false/],
     ['a log level pino does not know', ['standalone', '--resources', '<dir>', '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0', '<GW_LOG_LEVEL=bogus>'], /^gw: GW_LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent \(got "bogus"\)$/],
   ])('%s', async (_what, args, reason) => {
     const env: Record<string, string | undefined> = { ...process.env, GW_SECRET: 's', GW_ACCESS_TOKENS: 't' };

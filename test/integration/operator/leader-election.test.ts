@@ -72,4 +72,17 @@ describe('gw controller: leader election', () => {
     expect(await writes(follower, 'session')).toBe(10);
     expect(await sessions(20, 'first')).toBe(20);
   });
+
+  test('GW_LEADER_ELECT=false turns leader election off (commander would take any value of a plain flag\'s variable as on)', async () => {
+    const ns2 = await freshNamespace('lease-off');
+    for (const [value, want] of [['false', false], ['0', false], ['true', true]] as const) {
+      const c = await startController(ns2, ['--lease-namespace', ns2, '--lease-duration', String(LEASE_S)], { env: { GW_LEADER_ELECT: value } });
+      try {
+        await eventually(async () => c.output().includes('"leaderElect"'), 10_000, 'ready line');
+        expect(c.output()).toContain(`"leaderElect":${want}`);
+      } finally {
+        await c.stop('SIGTERM');
+      }
+    }
+  });
 });
