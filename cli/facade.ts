@@ -47,6 +47,7 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   const engine = redis && config ? createEngine({ options, clock: systemClock, config: () => config.current(), redis }) : undefined;
   const quota = sessions && engine ? liveQuota(sessions, engine) : undefined;
   const backend = new KubeBackend({ kc, namespace: flags.namespace, logger, readyTimeoutMs, ...(quota ? { quota } : {}) });
+  if (!options.gateway_urls?.length) logger.warn('no gateway_urls in --config: POST /api/proxy refuses every URL (the facade is not a gateway; list the gateways\' origins)');
   const facade = createFacadeServer({ backend, options, gatewayOrigins: options.gateway_urls ?? [], logger, namespace: flags.namespace });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });

@@ -139,6 +139,10 @@ describe('RBAC: kubectl auth can-i as each ServiceAccount', () => {
       [facade, 'list', 'apidefinitions.gw.io', '', '', false],
       [facade, 'update', 'apidefinitions.gw.io', rel, 'status', false],
       [facade, 'create', 'configmaps', rel, '', false],
+      // reads the compiled config gw-config (live quota values with Redis), and no other ConfigMap
+      [facade, 'get', 'configmaps/gw-config', rel, '', true],
+      [facade, 'watch', 'configmaps/gw-config', rel, '', true],
+      [facade, 'get', 'configmaps/other', rel, '', false],
       [facade, 'get', 'pods', rel, '', false],
       [facade, 'create', 'leases.coordination.k8s.io', rel, '', false],
       // webhook: nothing at all (no token is even mounted)
