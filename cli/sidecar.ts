@@ -65,7 +65,9 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     sessions,
     redis,
     redisUrl: flags.redis,
-    group: flags.group,
+    // a group is counted within the namespace whose config the sidecars enforce: sidecars of another
+    // namespace with the same --group (e.g. the default one) share neither limits nor the DRL split
+    group: `${flags.namespace}/${flags.group}`,
     metrics,
     logger,
     upstreamOverride: flags.upstream,

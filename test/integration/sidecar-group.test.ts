@@ -82,7 +82,21 @@ describe('gw sidecar processes of one group', () => {
       expect(await sc[2]!.stop()).toBe(0); // graceful: deregisters from the group
       await eventually(async () => (await Promise.all(sc.slice(0, 2).map(metricsText))).every((t) => gauge(t, 'gw_drl_peers') === 2), 5000, 're-split to 2');
       expect(await Promise.all(sc.slice(0, 2).map((s) => admitted(s, '/b/x', 20)))).toEqual([15, 15]);
-      expect(await redis.zcard('gw:drl:{drl}:peers')).toBe(2);
+      expect(await redis.zcard(`gw:drl:{${ns}/drl}:peers`)).toBe(2);
+    } finally {
+      await Promise.all(sc.map((s) => s.stop()));
+    }
+  }, 60_000);
+
+  test('DRL groups are per namespace: a sidecar of another namespace with the same --group does not halve the split', async () => {
+    const other = await freshNamespace('sidecars-other');
+    await writeConfigMap(other, configOf(other, apis(100000)));
+    const options = 'drl_threshold: 0\ndrl_notification_frequency: 0.2\n';
+    const sc = await Promise.all([ns, other].map((n) => startSidecar({ ns: n, upstream, redis: redisUrl(), group: 'same', options })));
+    try {
+      await new Promise((r) => setTimeout(r, 1000)); // five heartbeat periods
+      expect((await Promise.all(sc.map(metricsText))).map((t) => gauge(t, 'gw_drl_peers'))).toEqual([1, 1]);
+      expect(await admitted(sc[0]!, '/c/x', 25)).toBe(20); // the whole 20 per 60 s: no split with the other namespace
     } finally {
       await Promise.all(sc.map((s) => s.stop()));
     }
