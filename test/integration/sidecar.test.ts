@@ -76,7 +76,7 @@ describe('gw sidecar in a cluster', () => {
   });
 
   test('registers itself as a DRL peer of its group', async () => {
-    const peers = await redis.zcard('gw:drl:{g1}:peers');
+    const peers = await redis.zcard(`gw:drl:{${ns}/g1}:peers`); // the group within its namespace
     expect(peers).toBe(1);
   });
 });
