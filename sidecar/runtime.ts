@@ -8,6 +8,7 @@ import { systemClock, type Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { ignoredAlgorithmFlags, selectedAlgorithm, type GatewayOptionsT } from '../lib/options.js';
 import { lookupSession, type SessionStore } from '../lib/sessions.js';
+import { throttledLog } from '../lib/log-throttle.js';
 import type { CompiledConfig } from './config/types.js';
 import { createEngine, type GatewayEngine } from './engine/engine.js';
 import { effectiveSession } from './engine/effective-session.js';
@@ -60,6 +61,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
   });
   metrics.drlPeers.set(1);
   await peers.start();
+  const logStoreError = throttledLog<Error>(1000, (e, suppressed) => logger.warn({ err: e.message, ...(suppressed ? { suppressed } : {}) }, 'shared store error'));
   const engine = createEngine({
     options: d.options,
     clock,
@@ -79,7 +81,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     onSmoothingAllowance: (api, allowance) => metrics.smoothingAllowance.set({ api }, allowance),
     onStoreError: (e) => {
       metrics.storeErrors.inc();
-      logger.warn({ err: e.message }, 'shared store error');
+      logStoreError(e);
     },
     onStoreRepair: (bucket) => logger.warn({ bucket }, 'shared store keys of a limiter bucket held another type: removed, the bucket starts afresh'),
   });

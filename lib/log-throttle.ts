@@ -1,0 +1,19 @@
+/**
+ * A log line per event is too many while a dependency is down (every request fails the same way): the
+ * first event of each period is logged, with the number of events since the last line; the others are
+ * only counted (metrics still count every one).
+ */
+export function throttledLog<T>(periodMs: number, log: (event: T, suppressed: number) => void, now: () => number = Date.now): (event: T) => void {
+  let last = -Infinity;
+  let suppressed = 0;
+  return (event) => {
+    const t = now();
+    if (t - last < periodMs) {
+      suppressed++;
+      return;
+    }
+    last = t;
+    log(event, suppressed);
+    suppressed = 0;
+  };
+}
