@@ -99,5 +99,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     redis?.disconnect();
   });
   // announced only once SIGTERM drains: a supervisor may stop the process the moment it reads this
-  logger.info({ listen: gwAddr, metrics: opsAddr, namespace: flags.namespace, group: flags.group }, 'gw sidecar ready');
+  // "listening": /readyz may still say 503 (no gw-config readable yet, or the store unreachable)
+  const ready = runtime.ready();
+  logger.info({ listen: gwAddr, metrics: opsAddr, namespace: flags.namespace, group: flags.group, ready }, ready ? 'gw sidecar listening and ready' : 'gw sidecar listening; not ready until gw-config is read and the store reached (/readyz)');
 }
