@@ -105,7 +105,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
 
   const smoothingOn = o.enable_rate_limit_smoothing;
   const reportedUnsupported = new Set<string>();
-  const check = (bucket: string, limit: LimitSpec, apiId: string, retry = false): MaybePromise<LimitResult> => {
+  const check = (bucket: string, limit: LimitSpec, apiId: string, tentative = false): MaybePromise<LimitResult> => {
     const limiter = limiters.forLimit(limit);
     if (limit.smoothing && smoothingOn && smoothingActive(limit.smoothing)) {
       if (limiters.canSmooth(limiter)) {
@@ -122,7 +122,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
         });
       }
     }
-    return limiter.check(bucket, limit, retry);
+    return limiter.check(bucket, limit, tentative);
   };
 
   /** The quota's answer: synchronous in memory; from the store under its deadline and kv_failure_mode. */
@@ -195,11 +195,21 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     const apiId = req.api.api_id;
     const kl = keyLimitFor(w.eff, w.identity, apiId, req.method, req.path);
     if (!kl) return quotaStep(req, w, apiResult, undefined);
-    const first = check(kl.bucket, kl.limit, apiId);
+    // Throttling (§3.6): while a request may still be retried its checks are tentative (counted only if
+    // admitted); the refusal it finally gets is counted once, by a last ordinary check. So one request is
+    // one entry of the sliding log, and its own refused attempts never hold its retries back.
     const retries = kl.throttle.retries;
+    const throttling = retries > 0;
+    const first = check(kl.bucket, kl.limit, apiId, throttling);
     const again = (): MaybePromise<LimitResult> => check(kl.bucket, kl.limit, apiId, true);
+    const settle = (r: LimitResult): MaybePromise<LimitResult> => (r.allowed ? r : check(kl.bucket, kl.limit, apiId, false));
     const throttled = (r: LimitResult): MaybePromise<Verdict> =>
-      r.allowed || retries <= 0 ? quotaStep(req, w, apiResult, r) : throttle.retry(r, kl.throttle.interval, retries, again).then((t) => quotaStep(req, w, apiResult, t));
+      r.allowed || !throttling
+        ? quotaStep(req, w, apiResult, r)
+        : throttle
+            .retry(r, kl.throttle.interval, retries, again)
+            .then(settle)
+            .then((t) => quotaStep(req, w, apiResult, t));
     return first instanceof Promise ? first.then(throttled) : throttled(first);
   }
 

@@ -23,9 +23,9 @@ export class WithFailureMode implements Limiter {
     this.name = inner.name;
   }
 
-  check(bucket: string, limit: LimitSpec, retry?: boolean): MaybePromise<LimitResult> {
+  check(bucket: string, limit: LimitSpec, tentative?: boolean): MaybePromise<LimitResult> {
     return this.calls.guard(
-      () => this.inner.check(bucket, limit, retry),
+      () => this.inner.check(bucket, limit, tentative),
       (e) => {
         if (isWrongType(e)) this.repair(bucket);
         return this.failed(limit);

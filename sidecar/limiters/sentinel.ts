@@ -33,11 +33,11 @@ export class MemorySentinel implements Limiter {
     this.log = new MemorySlidingLog(clock, onSmoothing, smoothingEnabled);
   }
 
-  check(bucket: string, limit: LimitSpec, retry = false): LimitResult {
+  check(bucket: string, limit: LimitSpec, tentative = false): LimitResult {
     const now = this.clock.now();
     const until = this.sentinels.get(bucket, now);
     if (until !== undefined) return result(false, allowanceOf(limit.rate), 0, now, until);
-    const r = this.log.check(bucket, limit, retry);
+    const r = this.log.check(bucket, limit, tentative);
     if (r.allowed && r.remaining > 0) return r;
     // the limit is reached: the sentinel refuses for one window, so that is when one more is admitted
     const win = limit.per * 1000;

@@ -34,7 +34,7 @@ export class MemorySlidingLog implements Limiter {
     this.smooth = new ExpiringMap(clock);
   }
 
-  check(bucket: string, limit: LimitSpec, retry = false): LimitResult {
+  check(bucket: string, limit: LimitSpec, tentative = false): LimitResult {
     const now = this.clock.now();
     const win = windowMs(limit.per);
     const log = this.logs.get(bucket, now) ?? [];
@@ -58,8 +58,8 @@ export class MemorySlidingLog implements Limiter {
       allowance = allowanceOf(step.state.allowance);
     }
     const allowed = count < allowance;
-    // every request enters the log, a refused one included; a throttled retry only when admitted
-    if (allowed || !retry) {
+    // every request enters the log, a refused one included; a tentative check (throttling) only when admitted
+    if (allowed || !tentative) {
       log.push(now);
       this.logs.set(bucket, log, now + win);
     }
@@ -78,7 +78,7 @@ export class MemorySlidingLog implements Limiter {
 
 /**
  * KEYS: log, smoothing hash, sentinel. ARGV: now ms, window ms, rate, member, mode ('0' a request,
- * '1' a request with the sentinel, '2' a throttled retry: logged only when admitted), and only for a
+ * '1' a request with the sentinel, '2' a tentative check (throttling): logged only when admitted), and only for a
  * smoothed limit: threshold, step, trigger, delay ms (fewer arguments on the hot path).
  * Returns {allowed, n (entries after the add), allowance, next admission ms, event (1 up, -1 down, 0), old allowance}.
  * In sentinel mode, a log reaching the allowance writes the sentinel (value = until ms) too.
@@ -152,7 +152,7 @@ export class RedisLogScript {
     this.run = defineScript<ScriptReply>(redis, 'gwSlidingLog', 3, SCRIPT);
   }
 
-  async write(bucket: string, limit: LimitSpec, now: number, mode: 'request' | 'sentinel' | 'retry'): Promise<LogWrite> {
+  async write(bucket: string, limit: LimitSpec, now: number, mode: 'request' | 'sentinel' | 'tentative'): Promise<LogWrite> {
     const win = windowMs(limit.per);
     const smooth = this.smoothingEnabled && smoothingActive(limit.smoothing) ? limit.smoothing : undefined;
     const k = bucketKeys(bucket);
@@ -184,12 +184,12 @@ export class RedisSlidingLog implements Limiter {
     this.script = new RedisLogScript(redis, opts.smoothingEnabled, onSmoothing);
   }
 
-  async check(bucket: string, limit: LimitSpec, retry = false): Promise<LimitResult> {
+  async check(bucket: string, limit: LimitSpec, tentative = false): Promise<LimitResult> {
     const now = this.clock.now();
     const smoothed = this.opts.smoothingEnabled && smoothingActive(limit.smoothing);
-    // a retry is logged only when admitted, which a pipeline cannot decide: it takes the script
-    if (!this.opts.transactional && !smoothed && !retry) return this.pipelined(bucket, limit, now);
-    const w = await this.script.write(bucket, limit, now, retry ? 'retry' : 'request');
+    // a tentative check is logged only when admitted, which a pipeline cannot decide: it takes the script
+    if (!this.opts.transactional && !smoothed && !tentative) return this.pipelined(bucket, limit, now);
+    const w = await this.script.write(bucket, limit, now, tentative ? 'tentative' : 'request');
     return result(w.allowed, w.allowance, w.allowance - w.n, now, w.next);
   }
 

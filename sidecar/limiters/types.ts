@@ -30,11 +30,11 @@ export type MaybePromise<T> = T | Promise<T>;
 export interface Limiter {
   readonly name: string;
   /**
-   * In-process limiters answer synchronously; store-backed ones with a promise. `retry`: a throttled
-   * re-check of a request that was already counted once (SPEC.md §3.6): a limiter that logs refused
-   * requests (the sliding log) counts it again only when it is admitted, so one request is one entry.
+   * In-process limiters answer synchronously; store-backed ones with a promise. `tentative`: the check of
+   * a request that throttling may still retry (SPEC.md §3.6): a limiter that logs refused requests (the
+   * sliding log) counts it only when it is admitted; its final refusal is counted by an ordinary check.
    */
-  check(bucket: string, limit: LimitSpec, retry?: boolean): MaybePromise<LimitResult>;
+  check(bucket: string, limit: LimitSpec, tentative?: boolean): MaybePromise<LimitResult>;
   /** Forget a bucket (tests, key deletion). */
   reset?(bucket: string): Promise<void>;
 }

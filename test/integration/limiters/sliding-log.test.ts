@@ -52,7 +52,7 @@ describe('sliding window log in Redis', () => {
       expect((await l.check(bucket, limit)).allowed).toBe(true);
     });
 
-    test(`${variant}: a throttled retry (§3.6) enters the log only when it is admitted`, async () => {
+    test(`${variant}: a tentative check (throttling, §3.6) enters the log only when it is admitted`, async () => {
       const clock = new ManualClock(T0);
       const l = new RedisSlidingLog(g.a, clock, { transactional, smoothingEnabled: true });
       const limit = { rate: 2, per: 3 };
@@ -66,10 +66,10 @@ describe('sliding window log in Redis', () => {
         expect(r.allowed).toBe(false);
         expect(r.reset).toBe((T0 + 3_000) / 1000); // the T0 entries leave at T0+3s: one more is admitted then
       }
-      expect(await g.a.zcard(log)).toBe(3); // refused retries are not logged again
+      expect(await g.a.zcard(log)).toBe(3); // refused tentative checks are not logged
       clock.set(T0 + 3_000);
       expect((await l.check(bucket, limit, true)).allowed).toBe(true);
-      expect(await g.a.zcard(log)).toBe(1); // the T0 entries left; the admitted retry is logged
+      expect(await g.a.zcard(log)).toBe(1); // the T0 entries left; the admitted one is logged
     });
   }
 

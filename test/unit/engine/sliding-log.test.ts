@@ -27,7 +27,7 @@ describe('sliding window log (memory)', () => {
     expect((await log.check('b', limit)).allowed).toBe(true);
   });
 
-  test('a throttled retry is logged only when admitted: one request is one entry', async () => {
+  test('a tentative check (throttling) is logged only when admitted', async () => {
     const { clock, log } = setup();
     const limit = { rate: 2, per: 3 };
     for (let i = 0; i < 3; i++) log.check('b', limit); // the 3rd is refused and logged

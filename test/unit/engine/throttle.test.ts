@@ -32,6 +32,36 @@ describe('throttling (SPEC §3.6)', () => {
     expect(waits).toEqual([3000]);
   });
 
+  test('sliding log: a throttled request\'s own refused attempts do not hold it back (staggered arrivals)', async () => {
+    const waits: number[] = [];
+    const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
+    const key = session({ rate: 2, per: 3, throttle_interval: 1, throttle_retry_limit: 2 });
+    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: key };
+    const t0 = h.clock.now();
+    expect((await h.engine.check(r)).kind).toBe('allow'); // A at 0 s
+    h.clock.set(t0 + 1000);
+    expect((await h.engine.check(r)).kind).toBe('allow'); // B at 1 s
+    h.clock.set(t0 + 1500);
+    // C at 1.5 s: refused, retried at 2.5 s (A and B in the window), admitted at 3.5 s (A left, only B)
+    expect((await h.engine.check(r)).kind).toBe('allow');
+    expect(waits).toEqual([1000, 1000]);
+  });
+
+  test('sliding log: a throttled request that finally gets its 429 enters the log once, at that moment', async () => {
+    const waits: number[] = [];
+    const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
+    const key = session({ rate: 1, per: 10, throttle_interval: 1, throttle_retry_limit: 2 });
+    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: key };
+    const t0 = h.clock.now();
+    expect((await h.engine.check(r)).kind).toBe('allow'); // A at 0 s
+    expect((await h.engine.check(r)).kind).toBe('key_limited'); // B: tried at 0, 1, 2 s; its refusal logged at 2 s
+    expect(waits).toEqual([1000, 1000]);
+    // A (0 s) has left the window at 10.5 s; B's entry, written with its final refusal at 2 s, has not
+    const noThrottle = { ...r, session: session({ rate: 1, per: 10 }) }; // the same key, so the same bucket
+    h.clock.set(t0 + 10_500);
+    expect((await h.engine.check(noThrottle)).kind).toBe('key_limited');
+  });
+
   test('sliding log: a throttled request counts once, so it is admitted as soon as the window frees', async () => {
     const waits: number[] = [];
     const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
