@@ -112,7 +112,11 @@ async function getKey(args: RouteArgs): Promise<void> {
   const { keyHash } = keyParams(args);
   const existing = await ctx.backend.getKey(keyHash);
   if (!existing) throw new HttpError(404, 'key not found');
-  const live = await ctx.backend.quota(keyHash);
+  // the live values need the store; without it the stored session is still the answer (not a 500)
+  const live = await ctx.backend.quota(keyHash).catch((e: unknown) => {
+    ctx.logger.warn({ keyHash, err: (e as Error).message }, 'live quota values unavailable; answering the stored ones');
+    return undefined;
+  });
   const body: KeySessionT = { ...existing.spec };
   if (live?.remaining !== undefined) {
     body.quota_remaining = live.remaining;

@@ -91,7 +91,8 @@ export class Operator {
       handler: (k) => this.reconcile(k),
       onError: (key, err, attempt, retryInMs) => {
         const log = err instanceof StoreUnavailable || attempt < 3 ? o.logger.warn.bind(o.logger) : o.logger.error.bind(o.logger);
-        log({ key, attempt, retryInMs, err: (err as Error).message }, 'reconcile failed; retrying');
+        // "resource", not "key": the logger redacts every field named key
+        log({ resource: key, attempt, retryInMs, err: (err as Error).message }, 'reconcile failed; retrying');
       },
     });
     this.metrics.depth = () => this.queue.depth();

@@ -128,7 +128,7 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
 
   raw = await ensureFinalizer(ctx, REFS.AccessKey, inf, raw, KEY_FINALIZER);
   const parsed = AccessKeyResource.safeParse(raw);
-  if (!parsed.success) return report(ctx, REFS.AccessKey, inf, raw, notReady('InvalidSpec', firstIssue(parsed.error)));
+  if (!parsed.success) return withdraw(ctx, raw, resKey, notReady('InvalidSpec', firstIssue(parsed.error)));
   const key = parsed.data;
 
   const material = await keyHashOf(ctx, key, raw);
@@ -176,6 +176,26 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
   const missing = notReadyAll(missingKeyReferences(stored.session, ns, (p) => validPolicy(ctx, ns, p), (a) => apiIds.has(a)), extra);
   if (missing) return report(ctx, REFS.AccessKey, inf, raw, missing);
   await report(ctx, REFS.AccessKey, inf, raw, ok('session stored', extra));
+}
+
+/**
+ * An AccessKey edited into a spec the controller cannot serve (the API server cannot check everything,
+ * e.g. a regex) fails closed: the session written for its previous spec is removed, so an edit that
+ * meant to deactivate or restrict the key never leaves it working as before. Its counters and
+ * status.keyHash stay, so fixing the spec brings the key back without a quota reset.
+ */
+async function withdraw(ctx: OperatorContext, raw: KubeObject, resKey: string, outcome: Outcome): Promise<void> {
+  const previous = ownedHash(raw);
+  if (previous && ctx.sessions && (ctx.keyOwners.get(previous) ?? resKey) === resKey) {
+    try {
+      if (await storeCall(ctx.sessions.delete(previous))) ctx.metrics.writes.inc({ target: 'session_delete' });
+    } catch (e) {
+      if (!(e instanceof StoreUnavailable)) throw e;
+      await report(ctx, REFS.AccessKey, ctx.informers.keys, raw, notReady('StoreUnavailable', `Redis: ${e.message}`, { keyHash: previous }));
+      throw e;
+    }
+  }
+  await report(ctx, REFS.AccessKey, ctx.informers.keys, raw, { ...outcome, extra: { ...outcome.extra, ...(previous ? { keyHash: previous } : {}) } });
 }
 
 function validPolicy(ctx: OperatorContext, ns: string, name: string): boolean {

@@ -197,6 +197,19 @@ describe('keys', () => {
     f.quotas.set(HASH, { remaining: 42, renews: 1_900_000_000 });
     const live = await f.call('GET', `/gw/keys/${KEY}`);
     expect(live.body).toEqual({ rate: 20, per: 60, quota_remaining: 42, quota_renews: 1_900_000_000 });
+    // the store down: the stored session, not a 500
+    const b = f.backend as unknown as { quota: (h: string) => Promise<unknown> };
+    const saved = b.quota;
+    b.quota = async () => {
+      throw new Error("Stream isn't writeable and enableOfflineQueue options is false");
+    };
+    try {
+      const down = await f.call('GET', `/gw/keys/${KEY}`);
+      expect(down.status).toBe(200);
+      expect(down.body).toEqual({ rate: 20, per: 60 });
+    } finally {
+      b.quota = saved;
+    }
   });
 
   test('deprecated fields are mapped: apply_policy_id → apply_policies, enable_detail_recording → enable_detailed_recording', async () => {

@@ -251,6 +251,20 @@ describe('gw controller: reconciling the four kinds', () => {
     expect((await session(hd))?.session.rate).toBe(3);
   });
 
+  test('an AccessKey edited into a spec only the controller can refuse (a bad regex) fails closed; fixing it brings it back', async () => {
+    const h = sha256hex('edit-key');
+    await apply(ns, accessKey('edited', { key_hash: h, rate: 100, per: 60 }));
+    await waitReady(ns, 'accesskey', 'edited', 'True', 'Reconciled');
+    expect((await session(h))?.session.rate).toBe(100);
+    // the API server accepts the regex; the edit also meant to deactivate the key
+    await apply(ns, accessKey('edited', { key_hash: h, rate: 100, per: 60, is_inactive: true, access_rights: { a: { allowed_urls: [{ url: '/only(', methods: ['GET'] }] } } }));
+    expect((await waitReady(ns, 'accesskey', 'edited', 'False', 'InvalidSpec')).message).toContain('allowed_urls.0.url');
+    await eventually(async () => (await session(h)) === undefined, 10_000, 'the old session withdrawn');
+    await apply(ns, accessKey('edited', { key_hash: h, rate: 7, per: 60 }));
+    await waitReady(ns, 'accesskey', 'edited', 'True', 'Reconciled');
+    expect((await session(h))?.session.rate).toBe(7);
+  });
+
   test('after a restart the owner of a key is remembered (status.keyHash): a new duplicate is still refused', async () => {
     await ctl.stop('SIGTERM');
     ctl = await startController(ns, ['--resync-period', '3', '--store-check-period', '1']);
