@@ -21,7 +21,7 @@ import { createLimiters, type Limiters } from '../limiters/select.js';
 import type { LimitResult, MaybePromise, SmoothingEvent } from '../limiters/types.js';
 import { effectiveSession, type EffectiveSession } from './effective-session.js';
 import { matchApiRule } from './endpoint-match.js';
-import { keyLimitFor, keyQuota, quotaBuckets, quotaFor } from './key-limits.js';
+import { keyLimitFor, keyQuota, quotaBuckets, quotaFor, type KeyLimit } from './key-limits.js';
 import { limiterIdentity } from './rate-limit-key.js';
 import { Throttle, type Sleep } from './throttle.js';
 import type { CheckRequest, Engine, HeaderNumbers, Verdict } from './types.js';
@@ -198,19 +198,18 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     // Throttling (§3.6): while a request may still be retried its checks are tentative (counted only if
     // admitted); the refusal it finally gets is counted once, by a last ordinary check. So one request is
     // one entry of the sliding log, and its own refused attempts never hold its retries back.
-    const retries = kl.throttle.retries;
-    const throttling = retries > 0;
+    const throttling = kl.throttle.retries > 0;
     const first = check(kl.bucket, kl.limit, apiId, throttling);
-    const again = (): MaybePromise<LimitResult> => check(kl.bucket, kl.limit, apiId, true);
-    const settle = (r: LimitResult): MaybePromise<LimitResult> => (r.allowed ? r : check(kl.bucket, kl.limit, apiId, false));
-    const throttled = (r: LimitResult): MaybePromise<Verdict> =>
-      r.allowed || !throttling
-        ? quotaStep(req, w, apiResult, r)
-        : throttle
-            .retry(r, kl.throttle.interval, retries, again)
-            .then(settle)
-            .then((t) => quotaStep(req, w, apiResult, t));
-    return first instanceof Promise ? first.then(throttled) : throttled(first);
+    const next = (r: LimitResult): MaybePromise<Verdict> => (r.allowed || !throttling ? quotaStep(req, w, apiResult, r) : throttled(req, w, apiResult, kl, r));
+    return first instanceof Promise ? first.then(next) : next(first);
+  }
+
+  /** A refused request with throttle retries: tentative re-checks, then its final answer counted once. */
+  async function throttled(req: CheckRequest, w: Who, apiResult: LimitResult | undefined, kl: KeyLimit, first: LimitResult): Promise<Verdict> {
+    const apiId = req.api.api_id;
+    let r = await throttle.retry(first, kl.throttle.interval, kl.throttle.retries, () => check(kl.bucket, kl.limit, apiId, true));
+    if (!r.allowed) r = await check(kl.bucket, kl.limit, apiId, false);
+    return quotaStep(req, w, apiResult, r);
   }
 
   function quotaStep(req: CheckRequest, w: Who, apiResult: LimitResult | undefined, keyResult: LimitResult | undefined): MaybePromise<Verdict> {
