@@ -173,7 +173,11 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
   // References: reported, the session stays (the sidecar resolves policies and fails closed).
   const extra = { keyHash: hash, ...(resetWanted !== undefined ? { quotaReset: resetWanted } : {}) };
   const apiIds = apiIdsIn(ctx, ns);
-  const missing = notReadyAll(missingKeyReferences(stored.session, ns, (p) => validPolicy(ctx, ns, p), (a) => apiIds.has(a)), extra);
+  // a policy that exists but does not validate is named as such (its own Ready condition says why)
+  const invalid = (stored.session.apply_policies ?? []).filter((p) => ctx.informers.policies.get(ns, p) !== undefined && !validPolicy(ctx, ns, p));
+  const refs = missingKeyReferences(stored.session, ns, (p) => invalid.includes(p) || validPolicy(ctx, ns, p), (a) => apiIds.has(a));
+  if (invalid.length) refs.unshift(['PolicyNotFound', `policy not valid in namespace ${ns} (see its Ready condition): ${invalid.join(', ')}`]);
+  const missing = notReadyAll(refs, extra);
   if (missing) return report(ctx, REFS.AccessKey, inf, raw, missing);
   await report(ctx, REFS.AccessKey, inf, raw, ok('session stored', extra));
 }

@@ -265,6 +265,14 @@ describe('gw controller: reconciling the four kinds', () => {
     expect((await session(h))?.session.rate).toBe(7);
   });
 
+  test('a key applying a policy that exists but does not validate says so (not "not found")', async () => {
+    await apply(ns, policy('broken', { rate: 5, per: 1, access_rights: { pets: { allowed_urls: [{ url: '(', methods: ['GET'] }] } } }));
+    await apply(ns, accessKey('kbroken', { key_hash: sha256hex('kbroken'), apply_policies: ['broken'] }));
+    const m = (await waitReady(ns, 'accesskey', 'kbroken', 'False', 'PolicyNotFound')).message;
+    expect(m).toBe(`policy not valid in namespace ${ns} (see its Ready condition): broken`);
+    expect((await waitReady(ns, 'policy', 'broken', 'False', 'InvalidSpec')).message).toContain('allowed_urls.0.url');
+  });
+
   test('after a restart the owner of a key is remembered (status.keyHash): a new duplicate is still refused', async () => {
     await ctl.stop('SIGTERM');
     ctl = await startController(ns, ['--resync-period', '3', '--store-check-period', '1']);
