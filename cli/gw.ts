@@ -12,6 +12,7 @@ import type { WebhookFlags } from './webhook.js';
 // The injection defaults have one home (inject.ts, no runtime imports, cheap to load).
 import { defaultInjectOptions as D } from '../controller/webhook/inject.js';
 import { registerClientCommands } from './client/index.js';
+import { parseHostPort } from '../lib/serve.js';
 
 function fail(message: string): never {
   process.stderr.write(`gw: ${message}\n`);
@@ -42,7 +43,11 @@ const boolOption = (flag: string, envName: string, description: string): Option 
 /** A listen address flag: HOST:PORT, checked when the flags are read (before any start-up work). */
 const addressOption = (flag: string, envName: string, description: string, def: string): Option =>
   env(flag, envName, description, def).argParser((v: string) => {
-    if (!/^.*:\d+$/.test(v) || Number(v.slice(v.lastIndexOf(':') + 1)) > 65535) throw new InvalidArgumentError('expected HOST:PORT.');
+    try {
+      parseHostPort(v, flag); // the check listen() makes, made when the flags are read
+    } catch {
+      throw new InvalidArgumentError('expected HOST:PORT.');
+    }
     return v;
   });
 

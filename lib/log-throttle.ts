@@ -17,3 +17,8 @@ export function throttledLog<T>(periodMs: number, log: (event: T, suppressed: nu
     suppressed = 0;
   };
 }
+
+/** A warn line `msg` for an error, at most one a second, with `suppressed`: the errors left out since the last line. */
+export function throttledWarn(logger: { warn(obj: object, msg: string): void }, msg: string): (e: Error) => void {
+  return throttledLog<Error>(1000, (e, suppressed) => logger.warn({ err: e.message, ...(suppressed ? { suppressed } : {}) }, msg));
+}

@@ -12,7 +12,7 @@
 import type { Redis, Cluster } from 'ioredis';
 import { z } from 'zod';
 import { KeySession } from '../crds/schemas/access-key.js';
-import { throttledLog } from './log-throttle.js';
+import { throttledWarn } from './log-throttle.js';
 import type { Logger } from './logger.js';
 import { DEFAULT_STORE_DEADLINE_MS, isWrongType, StoreCalls, StoreUnavailableError, storeReady } from './store/store-calls.js';
 import type { SessionStore, StoredSession } from './sessions.js';
@@ -35,8 +35,7 @@ export class RedisSessionStore implements SessionStore {
     private readonly cacheMs = 1000,
     deadlineMs = DEFAULT_STORE_DEADLINE_MS,
   ) {
-    const logError = throttledLog<Error>(1000, (e, suppressed) => logger.warn({ err: e.message, ...(suppressed ? { suppressed } : {}) }, 'session store error'));
-    this.calls = new StoreCalls(deadlineMs, storeReady(redis), logError);
+    this.calls = new StoreCalls(deadlineMs, storeReady(redis), throttledWarn(logger, 'session store error'));
   }
 
   /** Subscribe to change notifications (readers only). */

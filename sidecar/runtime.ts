@@ -8,7 +8,7 @@ import { systemClock, type Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { ignoredAlgorithmFlags, selectedAlgorithm, type GatewayOptionsT } from '../lib/options.js';
 import { lookupSession, type SessionStore } from '../lib/sessions.js';
-import { throttledLog } from '../lib/log-throttle.js';
+import { throttledWarn } from '../lib/log-throttle.js';
 import type { CompiledConfig } from './config/types.js';
 import { createEngine, type GatewayEngine } from './engine/engine.js';
 import { effectiveSession } from './engine/effective-session.js';
@@ -61,7 +61,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
   });
   metrics.drlPeers.set(1);
   await peers.start();
-  const logStoreError = throttledLog<Error>(1000, (e, suppressed) => logger.warn({ err: e.message, ...(suppressed ? { suppressed } : {}) }, 'shared store error'));
+  const logStoreError = throttledWarn(logger, 'shared store error');
   const engine = createEngine({
     options: d.options,
     clock,
