@@ -164,18 +164,16 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
     const firstWrite = previous !== hash && key.metadata.annotations?.[SUPPRESS_RESET_ANNOTATION] !== 'true';
     if (firstWrite || (resetWanted !== undefined && resetWanted !== resetDone)) await resetQuota(ctx, hash, stored);
   } catch (e) {
-    if (!(e instanceof StoreUnavailable)) throw e;
-    const kept = { ...(previous ? { keyHash: previous } : {}), ...(resetDone !== undefined ? { quotaReset: resetDone } : {}) };
-    await report(ctx, REFS.AccessKey, inf, raw, notReady('StoreUnavailable', `Redis: ${e.message}`, Object.keys(kept).length ? kept : undefined));
-    throw e;
+    await storeDown(ctx, raw, e, { ...(previous ? { keyHash: previous } : {}), ...(resetDone !== undefined ? { quotaReset: resetDone } : {}) });
   }
 
   // References: reported, the session stays (the sidecar resolves policies and fails closed).
   const extra = { keyHash: hash, ...(resetWanted !== undefined ? { quotaReset: resetWanted } : {}) };
   const apiIds = apiIdsIn(ctx, ns);
   // a policy that exists but does not validate is named as such (its own Ready condition says why)
-  const invalid = (stored.session.apply_policies ?? []).filter((p) => ctx.informers.policies.get(ns, p) !== undefined && !validPolicy(ctx, ns, p));
-  const refs = missingKeyReferences(stored.session, ns, (p) => invalid.includes(p) || validPolicy(ctx, ns, p), (a) => apiIds.has(a));
+  const states = new Map((stored.session.apply_policies ?? []).map((p) => [p, policyState(ctx, ns, p)]));
+  const invalid = [...states].filter(([, st]) => st === 'invalid').map(([p]) => p);
+  const refs = missingKeyReferences(stored.session, ns, (p) => states.get(p) !== 'missing', (a) => apiIds.has(a));
   if (invalid.length) refs.unshift(['PolicyNotFound', `policy not valid in namespace ${ns} (see its Ready condition): ${invalid.join(', ')}`]);
   const missing = notReadyAll(refs, extra);
   if (missing) return report(ctx, REFS.AccessKey, inf, raw, missing);
@@ -194,17 +192,23 @@ async function withdraw(ctx: OperatorContext, raw: KubeObject, resKey: string, o
     try {
       if (await storeCall(ctx.sessions.delete(previous))) ctx.metrics.writes.inc({ target: 'session_delete' });
     } catch (e) {
-      if (!(e instanceof StoreUnavailable)) throw e;
-      await report(ctx, REFS.AccessKey, ctx.informers.keys, raw, notReady('StoreUnavailable', `Redis: ${e.message}`, { keyHash: previous }));
-      throw e;
+      await storeDown(ctx, raw, e, { keyHash: previous });
     }
   }
   await report(ctx, REFS.AccessKey, ctx.informers.keys, raw, { ...outcome, extra: { ...outcome.extra, ...(previous ? { keyHash: previous } : {}) } });
 }
 
-function validPolicy(ctx: OperatorContext, ns: string, name: string): boolean {
+/** A policy of the namespace's cache: missing, or there and valid or not (parsed once per reconcile). */
+function policyState(ctx: OperatorContext, ns: string, name: string): 'missing' | 'valid' | 'invalid' {
   const raw = ctx.informers.policies.get(ns, name);
-  return raw !== undefined && PolicyResource.safeParse(raw).success;
+  return raw === undefined ? 'missing' : PolicyResource.safeParse(raw).success ? 'valid' : 'invalid';
+}
+
+/** The store went away mid-reconcile: Ready=False StoreUnavailable keeping what status recorded, then the retry. */
+async function storeDown(ctx: OperatorContext, raw: KubeObject, e: unknown, kept: Record<string, unknown>): Promise<never> {
+  if (!(e instanceof StoreUnavailable)) throw e;
+  await report(ctx, REFS.AccessKey, ctx.informers.keys, raw, notReady('StoreUnavailable', `Redis: ${e.message}`, Object.keys(kept).length ? kept : undefined));
+  throw e;
 }
 
 /** api_ids of the valid ApiDefinitions of a namespace, read from the cache (not the last compile, which may lag). */
