@@ -8,6 +8,7 @@ import { ApiDefinitionSpec } from './schemas/api-definition.js';
 import { Status } from './schemas/common.js';
 import { OAuthClientSpec } from './schemas/oauth-client.js';
 import { PolicySpec } from './schemas/policy.js';
+import { jsonShapeProblem } from '../lib/json-shape.js';
 
 export const GROUP = 'gw.io';
 export const VERSION = 'v1alpha1';
@@ -133,10 +134,28 @@ function envelope<K extends KindName>(kind: K) {
   });
 }
 
-export const ApiDefinitionResource = envelope('ApiDefinition');
-export const PolicyResource = envelope('Policy');
-export const AccessKeyResource = envelope('AccessKey');
-export const OAuthClientResource = envelope('OAuthClient');
+/**
+ * A resource as read from a manifest, the API server or the facade: first what zod would not see
+ * (lib/json-shape.ts: a `__proto__` field, which zod's records drop silently; absurd nesting), then the
+ * envelope.
+ */
+export function guarded<S extends z.ZodType>(schema: S) {
+  return z
+    .unknown()
+    .superRefine((value, ctx) => {
+      const p = jsonShapeProblem(value);
+      if (p) ctx.addIssue({ code: 'custom', message: p.message, path: p.path });
+    })
+    .pipe(schema);
+}
+
+/** The AccessKey envelope without the guard, for schemas that extend it (the guard wraps the result). */
+export const AccessKeyObject = envelope('AccessKey');
+
+export const ApiDefinitionResource = guarded(envelope('ApiDefinition'));
+export const PolicyResource = guarded(envelope('Policy'));
+export const AccessKeyResource = guarded(AccessKeyObject);
+export const OAuthClientResource = guarded(envelope('OAuthClient'));
 
 /** Core Secret, as far as gw reads it: data (base64) and/or stringData. */
 export const SecretResource = z.object({

@@ -22,11 +22,12 @@ import {
 } from '../../crds/kinds.js';
 import { keyMaterial, sessionOf, snapshotSecrets } from '../compile/key-sessions.js';
 import { findSecret, type ResourceSnapshot } from '../sources/snapshot.js';
-import { readManifestFile } from '../../lib/manifest-read.js';
+import { MAX_MANIFEST_BYTES, readManifestFile } from '../../lib/manifest-read.js';
 import { apiIdOf } from '../../crds/schemas/api-definition.js';
 import {
   clientSecretManifest,
   ConflictError,
+  TooLargeError,
   isManaged,
   keyResourceName,
   MANAGED_BY_LABEL,
@@ -111,7 +112,7 @@ export class DirBackend implements ResourceBackend {
       },
       spec: { ...record.spec, key_hash: keyHash },
     };
-    this.writeFile(this.keyFile(name), resource);
+    this.writeFile(this.keyFile(name), manifestText(resource, `the key`));
     await this.opts.onWrite?.();
   }
 
@@ -160,9 +161,10 @@ export class DirBackend implements ResourceBackend {
       metadata: { name: record.name, namespace: record.namespace, labels: { ...MANAGED_BY_LABEL } },
       spec: record.spec,
     };
+    const clientText = manifestText(client, 'the client');
     // The Secret first: the client never refers to a missing Secret.
-    this.writeFile(this.secretFile(record.namespace, ref.name), secret, 0o600);
-    this.writeFile(this.clientFile(record.name), client);
+    this.writeFile(this.secretFile(record.namespace, ref.name), manifestText(secret, 'the client secret'), 0o600);
+    this.writeFile(this.clientFile(record.name), clientText);
     await this.opts.onWrite?.();
   }
 
@@ -256,10 +258,10 @@ export class DirBackend implements ResourceBackend {
   }
 
   /** Atomic: a temp file (hidden, so the watcher skips it) renamed over the target. */
-  private writeFile(file: string, resource: object, mode = 0o644): void {
+  private writeFile(file: string, text: string, mode = 0o644): void {
     mkdirSync(this.gwDir, { recursive: true });
     const tmp = join(this.gwDir, `.${Date.now()}-${Math.random().toString(36).slice(2)}.tmp`);
-    writeFileSync(tmp, `# written by the gw facade\n${stringify(resource)}`, { mode });
+    writeFileSync(tmp, text, { mode });
     renameSync(tmp, file);
   }
 
@@ -270,6 +272,23 @@ export class DirBackend implements ResourceBackend {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
     }
   }
+}
+
+const HEADER = '# written by the gw facade\n';
+
+/**
+ * The manifest of a facade write, as the directory loader will read it back: YAML, or compact JSON (which
+ * is YAML too) when YAML's indentation would take it over MAX_MANIFEST_BYTES — a large meta_data array
+ * grows several times in block YAML. Over the limit either way → TooLargeError (413), so the facade
+ * never answers 200 for a write the loader would refuse.
+ */
+function manifestText(resource: object, what: string): string {
+  const yaml = HEADER + stringify(resource);
+  if (Buffer.byteLength(yaml) <= MAX_MANIFEST_BYTES) return yaml;
+  const json = `${HEADER}${JSON.stringify(resource)}\n`;
+  const size = Buffer.byteLength(json);
+  if (size <= MAX_MANIFEST_BYTES) return json;
+  throw new TooLargeError(`${what} would be stored as a manifest of ${size} bytes, over the ${MAX_MANIFEST_BYTES}-byte limit of a manifest file`);
 }
 
 function toKeyRecord(k: AccessKey): KeyRecord {

@@ -9,7 +9,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Secret } from '@ku
 import { z } from 'zod';
 import { Status } from '../../crds/schemas/common.js';
 import {
-  AccessKeyResource,
+  AccessKeyObject,
   API_VERSION,
   ApiDefinitionResource,
   GROUP,
@@ -17,6 +17,7 @@ import {
   VERSION,
   type AccessKey,
   type OAuthClient,
+  guarded,
 } from '../../crds/kinds.js';
 import { backoffDelay } from '../../lib/backoff.js';
 import type { Logger } from '../../lib/logger.js';
@@ -59,7 +60,7 @@ const QuotaResetState = z.looseObject({ status: z.looseObject({ quotaReset: z.st
 
 const Terminating = z.looseObject({ metadata: z.looseObject({ deletionTimestamp: z.string().optional() }) });
 /** An AccessKey with the hash the controller recorded for a key kept in a Secret (status.keyHash). */
-const AccessKeyWithHash = AccessKeyResource.extend({ status: z.looseObject({ keyHash: z.string().regex(/^[0-9a-f]{64}$/).optional() }).optional() });
+const AccessKeyWithHash = guarded(AccessKeyObject.extend({ status: z.looseObject({ keyHash: z.string().regex(/^[0-9a-f]{64}$/).optional() }).optional() }));
 type AccessKeyWithHash = z.infer<typeof AccessKeyWithHash>;
 const hashOf = (k: AccessKeyWithHash): string | undefined => k.spec.key_hash ?? k.status?.keyHash;
 /** Marked for deletion, waiting for the controller's finalizer (session / client record cleanup). */

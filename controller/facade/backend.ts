@@ -82,6 +82,9 @@ export class ConflictError extends Error {}
  */
 export class NotReadyError extends Error {}
 
+/** A write whose stored form would be over the size a resource may have (standalone: a manifest file's 1 MiB). → 413 */
+export class TooLargeError extends Error {}
+
 export const SUPPRESS_RESET_ANNOTATION = 'gw.io/suppress-reset';
 /**
  * A request to reset the key's live quota (cluster): the facade writes a fresh random token here on

@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import { formatZodError } from '../../lib/errors.js';
+import { formatShapeProblem, jsonShapeProblem } from '../../lib/json-shape.js';
 
 /** Largest request body the facade reads (SPEC.md §4); the CLI's client commands check it before sending. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -84,11 +85,15 @@ export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Pr
   });
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') throw new HttpError(400, 'malformed JSON: empty body');
+  let body: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    body = JSON.parse(text) as unknown;
   } catch (e) {
     throw new HttpError(400, `malformed JSON: ${(e as Error).message}`);
   }
+  const problem = jsonShapeProblem(body);
+  if (problem) throw new HttpError(400, formatShapeProblem(problem));
+  return body;
 }
 
 /** Validates with a zod schema; 400 naming the field(s) otherwise. */

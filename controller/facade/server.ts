@@ -7,7 +7,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Agent } from '../../lib/http/undici.js';
 import type { Logger } from '../../lib/logger.js';
 import type { GatewayOptionsT } from '../../lib/options.js';
-import { ConflictError, NotReadyError, type ResourceBackend } from './backend.js';
+import { ConflictError, NotReadyError, TooLargeError, type ResourceBackend } from './backend.js';
 import { KeyedLock, type FacadeContext, type Route } from './context.js';
 import { HttpError, sendError, sendJson } from './http-util.js';
 import { facadeOpenApi } from './openapi.js';
@@ -98,11 +98,11 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
     const method = req.method ?? 'GET';
 
-    if (path === '/healthz' && method === 'GET') {
+    if (path === '/healthz' && (method === 'GET' || method === 'HEAD')) {
       sendJson(res, 200, { status: 'ok' });
       return path;
     }
-    if (path === '/readyz' && method === 'GET') {
+    if (path === '/readyz' && (method === 'GET' || method === 'HEAD')) {
       const ok = opts.ready ? opts.ready() : true;
       if (ok) sendJson(res, 200, { status: 'ok' });
       else sendError(res, 503, 'not ready');
@@ -117,9 +117,12 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
     for (const r of routes) {
       const m = r.regex.exec(path);
       if (!m) continue;
-      const handler = r.methods[method];
+      // HEAD wherever GET is served (node:http sends the headers and drops the body).
+      const handler = r.methods[method] ?? (method === 'HEAD' ? r.methods.GET : undefined);
       if (!handler) {
-        throw new HttpError(405, `method ${method} not allowed on ${r.template}`, { allow: Object.keys(r.methods).join(', ') });
+        const allow = Object.keys(r.methods);
+        if (r.methods.GET) allow.push('HEAD');
+        throw new HttpError(405, `method ${method} not allowed on ${r.template}`, { allow: allow.join(', ') });
       }
       const params: Record<string, string> = {};
       r.names.forEach((n, i) => {
@@ -157,6 +160,8 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
         sendError(res, 409, e.message);
       } else if (e instanceof NotReadyError) {
         sendError(res, 504, e.message);
+      } else if (e instanceof TooLargeError) {
+        sendError(res, 413, e.message);
       } else {
         logger.error({ route, err: (e as Error).message }, 'facade request failed');
         sendError(res, 500, 'internal error');

@@ -358,13 +358,37 @@ describe('HTTP errors', () => {
     expect((await f.call('GET', '/gw/keys/big')).status).toBe(404);
   });
 
+  test('a body whose block YAML would pass the 1 MiB manifest limit is stored as compact JSON: 200, readable, reloads', async () => {
+    const meta = { a: Array.from({ length: 110_000 }, () => [1]) }; // ~440 KB of JSON, ~1.3 MB of block YAML
+    const r = await f.call('POST', '/gw/keys/wide', { body: JSON.stringify({ rate: 3, per: 60, meta_data: meta }) });
+    expect(r.status).toBe(200);
+    const file = readdirSync(gwDir()).find((x) => x.startsWith('accesskey-') && readFileSync(join(gwDir(), x), 'utf8').includes(sha256hex('wide')))!;
+    const text = readFileSync(join(gwDir(), file), 'utf8');
+    expect(text.split('\n')[1]!.startsWith('{')).toBe(true);
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(1024 * 1024);
+    const loaded = loadManifestDir(f.dir);
+    expect(loaded.errors).toEqual([]);
+    expect(loaded.resources.some((x) => x.file.endsWith(file))).toBe(true);
+    const got = await f.call('GET', '/gw/keys/wide');
+    expect(got.status).toBe(200);
+    expect((got.body as { meta_data: unknown }).meta_data).toEqual(meta);
+    expect((await f.call('DELETE', '/gw/keys/wide')).status).toBe(200);
+  });
+
   test('unknown route → 404; wrong method → 405 with Allow', async () => {
     const r = await f.call('GET', '/nope');
     expect(r.status).toBe(404);
     expect(r.body).toEqual({ status: 'error', message: expect.any(String) });
     const m = await f.call('PATCH', '/gw/keys/x');
     expect(m.status).toBe(405);
-    expect(m.headers.allow).toBe('POST, PUT, GET, DELETE');
+    expect(m.headers.allow).toBe('POST, PUT, GET, DELETE, HEAD');
+    // HEAD wherever GET is served: the GET's status and headers, no body
+    const head = await f.call('HEAD', '/openapi.json');
+    expect(head.status).toBe(200);
+    expect(head.headers['content-type']).toMatch(/^application\/json/);
+    expect(head.body).toBe('');
+    expect((await f.call('HEAD', '/gw/keys/nobody')).status).toBe(404);
+    expect((await f.call('HEAD', '/healthz')).status).toBe(200);
     expect((await f.call('GET', '/api/proxy')).status).toBe(405);
     expect((await f.call('DELETE', '/api/apis/oauth/pets')).status).toBe(405);
   });

@@ -54,6 +54,7 @@ function raw(method: string, path: string, body: string | undefined, headers: Re
 const keyAuth = { 'x-gw-authorization': SECRET, 'content-type': 'application/json' };
 const apiAuth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 const deep = '['.repeat(200_000) + ']'.repeat(200_000);
+const exactly1MiB = (head: string, tail: string): string => head + 'x'.repeat(1024 * 1024 - head.length - tail.length) + tail;
 
 type Case = [name: string, method: string, path: string, body: string | undefined, headers: Record<string, string>, status: number, message?: RegExp];
 const cases: Case[] = [
@@ -79,12 +80,21 @@ const cases: Case[] = [
   // unknown fields
   ['unknown top-level field', 'POST', '/gw/keys/h1', '{"rate":1,"bogus":true}', keyAuth, 400, /bogus/],
   ['__proto__ field', 'POST', '/gw/keys/h1', '{"__proto__":{"is_inactive":false}}', keyAuth, 400, /__proto__/],
+  ['__proto__ entry in access_rights (zod would drop it: a key for every API)', 'POST', '/gw/keys/h1', '{"access_rights":{"__proto__":{"api_id":"pets"}}}', keyAuth, 400, /^access_rights\.__proto__: /],
+  ['__proto__ entry in meta_data', 'POST', '/gw/keys/h1', '{"meta_data":{"a":[{"__proto__":{}}]}}', keyAuth, 400, /^meta_data\.a\.0\.__proto__: /],
+  ['__proto__ entry in a client meta_data', 'POST', '/api/apis/oauth/pets', '{"meta_data":{"__proto__":{"x":1}}}', apiAuth, 400, /^meta_data\.__proto__: /],
+  ['meta_data nested 2 000 deep (was a stack overflow: 500)', 'POST', '/gw/keys/h1', `{"meta_data":{"a":${'['.repeat(2000)}${']'.repeat(2000)}}}`, keyAuth, 400, /^meta_data\.a(\.0)+: nested deeper than 64 levels/],
+  ['client meta_data nested 3 000 deep', 'POST', '/api/apis/oauth/pets', `{"meta_data":{"a":${'{"b":'.repeat(3000)}1${'}'.repeat(3000)}}}`, apiAuth, 400, /nested deeper than 64 levels/],
   ['unknown nested field', 'POST', '/gw/keys/h1', '{"access_rights":{"pets":{"limit":{"rate":1,"per":1,"bogus":1}}}}', keyAuth, 400, /bogus/],
   ['unknown client field', 'POST', '/api/apis/oauth/pets', '{"grant_types":["x"]}', apiAuth, 400, /grant_types/],
   ['unknown proxy field', 'POST', '/api/proxy', '{"method":"GET","url":"http://127.0.0.1:1/","follow":true}', apiAuth, 400, /follow/],
   // huge bodies
   ['body of 1 MiB + 1 byte', 'POST', '/gw/keys/h1', JSON.stringify({ alias: 'x'.repeat(1024 * 1024) }), keyAuth, 413],
   ['huge OAuth body', 'POST', '/api/apis/oauth/pets', JSON.stringify({ description: 'x'.repeat(2 * 1024 * 1024) }), apiAuth, 413],
+  // At the body limit exactly: accepted as a body, but its stored manifest (header, envelope) would pass
+  // the loader's 1 MiB (the facade used to answer 200 for a key the gateway never served).
+  ['key body of exactly 1 MiB', 'POST', '/gw/keys/h1', exactly1MiB('{"meta_data":{"b":"', '"}}'), keyAuth, 413, /^the key would be stored as a manifest of \d+ bytes, over the 1048576-byte limit/],
+  ['client body of exactly 1 MiB', 'POST', '/api/apis/oauth/pets', exactly1MiB('{"client_id":"big","meta_data":{"b":"', '"}}'), apiAuth, 413, /^the client would be stored/],
   ['huge proxy body', 'POST', '/api/proxy', JSON.stringify({ method: 'POST', url: 'http://127.0.0.1:1/', body: 'x'.repeat(1024 * 1024) }), apiAuth, 413],
   ['key id over 1024 characters', 'POST', `/gw/keys/${'k'.repeat(1025)}`, '{}', keyAuth, 400, /^keyID: /],
   // path traversal in keyID (raw paths, not normalised by a client)
