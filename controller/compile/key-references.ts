@@ -5,7 +5,7 @@
  */
 import type { KeySessionT } from '../../crds/schemas/access-key.js';
 
-export type MissingReference = [reason: 'PolicyNotFound' | 'ApiNotFound', message: string];
+export type MissingReference = [reason: 'PolicyNotFound' | 'PolicyInactive' | 'ApiNotFound', message: string];
 
 export function missingKeyReferences(session: KeySessionT, namespace: string, hasPolicy: (name: string) => boolean, hasApi: (apiId: string) => boolean): MissingReference[] {
   const missing: MissingReference[] = [];

@@ -26,7 +26,11 @@ import { WorkQueue } from './work-queue.js';
 import { SecretIndex } from './secret-index.js';
 const { randomUUID } = process.getBuiltinModule('node:crypto');
 
-export const STORE_MARKER_KEY = 'gw:controller:marker';
+/**
+ * The store marker of a controller's scope (one namespace, or `*` for all): controllers of different
+ * namespaces may share one Redis, and after a FLUSHALL each must notice it and resync its own keys.
+ */
+export const storeMarkerKey = (namespace: string | undefined): string => `gw:controller:marker:${namespace ?? '*'}`;
 
 export interface OperatorOptions {
   conn: KubeConnection;
@@ -195,7 +199,7 @@ export class Operator {
     const redis = this.o.redis;
     if (!redis || !this.leading || redis.status !== 'ready') return;
     try {
-      const set = await redis.set(STORE_MARKER_KEY, this.identity, 'NX');
+      const set = await redis.set(storeMarkerKey(this.o.namespace), this.identity, 'NX');
       if (set === 'OK') {
         this.o.logger.info('store marker missing (new or flushed store): full resync');
         this.fullResync('redis');

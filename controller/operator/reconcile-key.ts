@@ -132,7 +132,9 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
   const key = parsed.data;
 
   const material = await keyHashOf(ctx, key, raw);
-  if ('outcome' in material) return report(ctx, REFS.AccessKey, inf, raw, material.outcome);
+  // no key material (e.g. the Secret no longer holds the named key): fail closed, as for an invalid spec —
+  // removing the key from its Secret revokes it
+  if ('outcome' in material) return withdraw(ctx, raw, resKey, material.outcome);
   const hash = material.hash;
   const owner = ctx.keyOwners.get(hash);
   if (owner && owner !== resKey) {
@@ -172,8 +174,11 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
   const apiIds = apiIdsIn(ctx, ns);
   // a policy that exists but does not validate is named as such (its own Ready condition says why)
   const states = new Map((stored.session.apply_policies ?? []).map((p) => [p, policyState(ctx, ns, p)]));
-  const invalid = [...states].filter(([, st]) => st === 'invalid').map(([p]) => p);
+  const named = (state: string): string[] => [...states].filter(([, st]) => st === state).map(([p]) => p);
+  const [invalid, inactive] = [named('invalid'), named('inactive')];
   const refs = missingKeyReferences(stored.session, ns, (p) => states.get(p) !== 'missing', (a) => apiIds.has(a));
+  // the gateway refuses a key that applies an inactive policy (fail closed): its Ready says so
+  if (inactive.length) refs.unshift(['PolicyInactive', `policy inactive in namespace ${ns} (active: false; the key is refused): ${inactive.join(', ')}`]);
   if (invalid.length) refs.unshift(['PolicyNotFound', `policy not valid in namespace ${ns} (see its Ready condition): ${invalid.join(', ')}`]);
   const missing = notReadyAll(refs, extra);
   if (missing) return report(ctx, REFS.AccessKey, inf, raw, missing);
@@ -198,10 +203,12 @@ async function withdraw(ctx: OperatorContext, raw: KubeObject, resKey: string, o
   await report(ctx, REFS.AccessKey, ctx.informers.keys, raw, { ...outcome, extra: { ...outcome.extra, ...(previous ? { keyHash: previous } : {}) } });
 }
 
-/** A policy of the namespace's cache: missing, or there and valid or not (parsed once per reconcile). */
-function policyState(ctx: OperatorContext, ns: string, name: string): 'missing' | 'valid' | 'invalid' {
+/** A policy of the namespace's cache: missing, invalid, inactive (`active: false`) or valid (parsed once per reconcile). */
+function policyState(ctx: OperatorContext, ns: string, name: string): 'missing' | 'valid' | 'invalid' | 'inactive' {
   const raw = ctx.informers.policies.get(ns, name);
-  return raw === undefined ? 'missing' : PolicyResource.safeParse(raw).success ? 'valid' : 'invalid';
+  if (raw === undefined) return 'missing';
+  const p = PolicyResource.safeParse(raw);
+  return !p.success ? 'invalid' : p.data.spec.active === false ? 'inactive' : 'valid';
 }
 
 /** The store went away mid-reconcile: Ready=False StoreUnavailable keeping what status recorded, then the retry. */

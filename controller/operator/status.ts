@@ -7,7 +7,7 @@ import type { KubeObject } from '../../lib/kube/informer.js';
 import type { ResourceRef } from '../../lib/kube/informer.js';
 import { resourcePath, type KubeApi } from '../../lib/kube/api.js';
 
-export type Reason = 'Reconciled' | 'InvalidSpec' | 'PolicyNotFound' | 'ApiNotFound' | 'SecretNotFound' | 'StoreUnavailable' | 'ConfigTooLarge';
+export type Reason = 'Reconciled' | 'InvalidSpec' | 'PolicyNotFound' | 'PolicyInactive' | 'ApiNotFound' | 'SecretNotFound' | 'StoreUnavailable' | 'ConfigTooLarge';
 
 export interface Outcome {
   ready: boolean;

@@ -79,12 +79,16 @@ export function accessAllowed(
 }
 
 /**
- * Authentication after the lookup: a session found, active and not expired. The gateway runs the steps
- * inline (extractKey → keyHashOf → session lookup → this), so no async frame, promise or result
- * object is allocated per request for them.
+ * Authentication after the lookup: a session found, of the API's namespace, active and not expired. The
+ * gateway runs the steps inline (extractKey → keyHashOf → session lookup → this), so no async frame,
+ * promise or result object is allocated per request for them.
+ *
+ * The namespace: sessions live in one store by key hash, shared by every namespace whose sidecars use
+ * that Redis; a key reaches only the APIs of its own namespace (SPEC.md §2: references resolve within
+ * one namespace), so empty access_rights mean every API of that namespace, not of the cluster.
  */
-export function sessionUsable(session: StoredSession | undefined, nowSeconds: number): session is StoredSession {
-  if (!session) return false;
+export function sessionUsable(session: StoredSession | undefined, api: CompiledApi, nowSeconds: number): session is StoredSession {
+  if (!session || session.namespace !== api.namespace) return false;
   const s = session.session;
   if (s.is_inactive) return false;
   if (s.expires && s.expires > 0 && s.expires < nowSeconds) return false;

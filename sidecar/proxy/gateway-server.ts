@@ -166,7 +166,7 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
   function authorise(x: Exchange, found: StoredSession | undefined): void {
     try {
       const { api } = x;
-      if (!sessionUsable(found, Math.floor(deps.clock.now() / 1000))) {
+      if (!sessionUsable(found, api, Math.floor(deps.clock.now() / 1000))) {
         countRequest(api.api_id, 403);
         return sendJson(x.res, 403, { error: ERRORS.disallowed });
       }

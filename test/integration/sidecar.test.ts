@@ -75,6 +75,15 @@ describe('gw sidecar in a cluster', () => {
     expect(await status(`${gw}/k`, { authorization: 'sidecar-key' })).toBe(429);
   });
 
+  test("a key of another namespace is refused (403): sessions share one Redis, a key reaches only its namespace's APIs", async () => {
+    const store = new RedisSessionStore(redis, pino({ level: 'silent' }));
+    // empty access_rights: every API — of its own namespace only
+    await store.put(sha256hex('foreign-key'), { namespace: `${ns}-other`, session: { rate: 100, per: 60 } });
+    await store.put(sha256hex('home-key'), { namespace: ns, session: { rate: 100, per: 60 } });
+    await eventually(async () => (await status(`${gw}/k`, { authorization: 'home-key' })) === 200, 2000);
+    expect(await status(`${gw}/k`, { authorization: 'foreign-key' })).toBe(403);
+  });
+
   test('registers itself as a DRL peer of its group', async () => {
     const peers = await redis.zcard(`gw:drl:{${ns}/g1}:peers`); // the group within its namespace
     expect(peers).toBe(1);

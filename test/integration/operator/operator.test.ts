@@ -273,6 +273,30 @@ describe('gw controller: reconciling the four kinds', () => {
     expect((await waitReady(ns, 'policy', 'broken', 'False', 'InvalidSpec')).message).toContain('allowed_urls.0.url');
   });
 
+  test('a key taken out of its Secret is revoked (session removed, SecretNotFound); the same key put back restores it', async () => {
+    const h = sha256hex('revocable-key');
+    await apply(ns, secret('rev', { key: 'revocable-key' }), accessKey('krev', { secretRef: { name: 'rev', key: 'key' }, rate: 100, per: 60 }));
+    await waitReady(ns, 'accesskey', 'krev', 'True', 'Reconciled');
+    expect((await session(h))?.name).toBe('krev');
+    // the data key renamed: the Secret exists but no longer holds the key
+    const r = await kubectl(['replace', '-n', ns, '-f', '-'], JSON.stringify({ ...secret('rev', { renamed: 'revocable-key' }) }));
+    expect(r.code).toBe(0);
+    expect((await waitReady(ns, 'accesskey', 'krev', 'False', 'SecretNotFound')).message).toContain('has no key');
+    await eventually(async () => (await session(h)) === undefined, 10_000, 'the session withdrawn');
+    await kubectl(['replace', '-n', ns, '-f', '-'], JSON.stringify({ ...secret('rev', { key: 'revocable-key' }) }));
+    await waitReady(ns, 'accesskey', 'krev', 'True', 'Reconciled');
+    expect((await session(h))?.name).toBe('krev');
+  });
+
+  test('a key applying an inactive policy is Ready=False PolicyInactive (the gateway refuses it); active again → Ready', async () => {
+    await apply(ns, policy('sleepy', { rate: 5, per: 1, active: false }));
+    await apply(ns, accessKey('ksleepy', { key_hash: sha256hex('ksleepy'), apply_policies: ['sleepy'] }));
+    const m = (await waitReady(ns, 'accesskey', 'ksleepy', 'False', 'PolicyInactive')).message;
+    expect(m).toBe(`policy inactive in namespace ${ns} (active: false; the key is refused): sleepy`);
+    await apply(ns, policy('sleepy', { rate: 5, per: 1, active: true }));
+    await waitReady(ns, 'accesskey', 'ksleepy', 'True', 'Reconciled');
+  });
+
   test('after a restart the owner of a key is remembered (status.keyHash): a new duplicate is still refused', async () => {
     await ctl.stop('SIGTERM');
     ctl = await startController(ns, ['--resync-period', '3', '--store-check-period', '1']);

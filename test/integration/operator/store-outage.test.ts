@@ -70,4 +70,24 @@ describe('gw controller: Redis outages', () => {
       client.disconnect();
     }
   });
+
+  test('controllers of two namespaces sharing one Redis: after FLUSHALL each restores its own keys (one marker per scope)', async () => {
+    const ns2 = await freshNamespace('outage2');
+    const ctl2 = await startController(ns2, ['--resync-period', '600'], { redis: server!.url });
+    const client = new Redis(server!.url);
+    try {
+      await apply(ns2, accessKey('k2', { key_hash: sha256hex('outage-key-2'), rate: 1, per: 1 }));
+      await waitReady(ns2, 'accesskey', 'k2', 'True', 'Reconciled');
+      const keys = [SESSION_PREFIX + sha256hex('outage-key'), SESSION_PREFIX + sha256hex('outage-key-2')];
+      await eventually(async () => (await client.exists(...keys)) === 2, 10_000, 'both sessions before the flush');
+      // both controllers have set their marker by now (check every 5 s)
+      await eventually(async () => (await client.keys('gw:controller:marker:*')).length === 2, 15_000, 'a marker per controller');
+      await client.flushall();
+      // with one marker for both, only the controller that set it again first resynced (the other waited for its 600 s period)
+      await eventually(async () => (await client.exists(...keys)) === 2, 15_000, 'both sessions after FLUSHALL');
+    } finally {
+      client.disconnect();
+      await ctl2.stop();
+    }
+  });
 });
