@@ -4,8 +4,8 @@
  * request per window (the share never drops below 1). No store access on the request path.
  * When N changes, a bucket's capacity follows at once (tokens above the new capacity are dropped).
  * Its header numbers describe the limit as configured, not this gateway's share (SPEC.md §3.7,
- * X-RateLimit-Limit = the effective rate): limit = rate, remaining = the local tokens × N (what the group
- * has left when traffic is balanced), at most rate.
+ * X-RateLimit-Limit = the effective rate): limit = rate, remaining = the whole local tokens × N (what the
+ * group has left when traffic is balanced), at most rate; 0 on a refusal.
  */
 import type { Clock } from '../../lib/clock.js';
 import { ExpiringMap } from '../../lib/store/memory.js';
@@ -47,7 +47,9 @@ export class DrlLimiter implements Limiter {
     this.buckets.set(bucketKey, b, now + perMs);
     const next = b.tokens >= 1 ? now : now + (1 - b.tokens) / refill;
     const rate = allowanceOf(limit.rate);
-    return result(allowed, rate, Math.min(rate, b.tokens * n), now, next);
+    // whole local tokens only: a gateway left with a fraction of a token cannot admit, so it says 0 (not the
+    // fraction × N, which told a refused client that requests remained)
+    return result(allowed, rate, Math.min(rate, Math.floor(b.tokens) * n), now, next);
   }
 
   async reset(bucketKey: string): Promise<void> {

@@ -9,7 +9,10 @@
  * admitted requests per window ≤ allowance + the requests whose sentinel read was served while the
  * log write of an admitted request was still in flight, i.e. the requests arriving during one store
  * round trip. With requests arriving in waves of k (each wave after the previous writes landed),
- * at most allowance + k − 1. In memory the log is written inline, so it is exact.
+ * at most allowance + k − 1. And each gateway admits at most `allowance` requests whose log writes are
+ * in flight at once, so a burst (whose round trip stretches with the gateway's backlog) admits at most
+ * allowance per gateway: exactly the allowance for a fresh window on one gateway, ≤ N × allowance on
+ * N gateways. In memory the log is written inline, so it is exact.
  */
 import type { Clock } from '../../lib/clock.js';
 import { ExpiringMap } from '../../lib/store/memory.js';
@@ -54,8 +57,10 @@ export class MemorySentinel implements Limiter {
 export class RedisSentinel implements Limiter {
   readonly name = 'sentinel';
   private readonly script: RedisLogScript;
-  /** Last log count per bucket, for X-RateLimit-Remaining (the request path never counts). */
-  private readonly lastCount: ExpiringMap<number>;
+  /** Per bucket, what the last log write landed with: the count and the (smoothed) allowance. */
+  private readonly last: ExpiringMap<{ n: number; allowance: number }>;
+  /** Per bucket, this gateway's admissions whose log write has not landed yet. */
+  private readonly inflight = new Map<string, number>();
   private readonly pending = new Set<Promise<void>>();
 
   constructor(
@@ -66,26 +71,45 @@ export class RedisSentinel implements Limiter {
     private readonly onBackgroundError: (e: Error) => void = () => {},
   ) {
     this.script = new RedisLogScript(redis, opts.smoothingEnabled, onSmoothing);
-    this.lastCount = new ExpiringMap(clock);
+    this.last = new ExpiringMap(clock);
   }
 
   async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
-    const now = this.clock.now();
-    const allowance = allowanceOf(limit.rate);
     const until = Number((await this.redis.get(storeKeys.sentinel(bucket))) ?? 0);
+    const now = this.clock.now();
+    const seen = this.last.get(bucket, now);
+    // the smoothed allowance as of the last write (the rate before any)
+    const allowance = seen?.allowance ?? allowanceOf(limit.rate);
     if (until > now) return result(false, allowance, 0, now, until);
-    const p = this.writeLog(bucket, limit, now).catch((e: unknown) => this.onBackgroundError(e instanceof Error ? e : new Error(String(e))));
+    const win = limit.per * 1000;
+    const inflight = this.inflight.get(bucket) ?? 0;
+    // This gateway alone has a whole allowance of admissions on their way to the log: the window is full
+    // whatever the store says yet. Without this, a burst whose sentinel reads were all answered before
+    // the first log write landed was admitted whole. The writes in flight write the sentinel.
+    if (inflight >= allowance) return result(false, allowance, 0, now, now + win);
+    this.inflight.set(bucket, inflight + 1);
+    const p = this.writeLog(bucket, limit, now)
+      .catch((e: unknown) => this.onBackgroundError(e instanceof Error ? e : new Error(String(e))))
+      .finally(() => this.landed(bucket));
     this.pending.add(p);
     void p.finally(() => this.pending.delete(p));
-    const remaining = allowance - (this.lastCount.get(bucket) ?? 0) - 1;
+    // the count as of the last write, plus this gateway's admissions since (other gateways' are not known
+    // until the next write lands: Remaining can be high by what they admitted meanwhile)
+    const remaining = allowance - (seen?.n ?? 0) - inflight - 1;
     // this request's log write reaches the allowance and writes the sentinel: the next admission is a window away
-    return result(true, allowance, remaining, now, remaining > 0 ? now : now + limit.per * 1000);
+    return result(true, allowance, remaining, now, remaining > 0 ? now : now + win);
+  }
+
+  private landed(bucket: string): void {
+    const left = (this.inflight.get(bucket) ?? 1) - 1;
+    if (left > 0) this.inflight.set(bucket, left);
+    else this.inflight.delete(bucket);
   }
 
   /** Off the request path: add to the log; the script writes the sentinel when the log reaches the allowance. */
   private async writeLog(bucket: string, limit: LimitSpec, now: number): Promise<void> {
     const w = await this.script.write(bucket, limit, now, 'sentinel');
-    this.lastCount.set(bucket, w.n, now + limit.per * 1000);
+    this.last.set(bucket, { n: w.n, allowance: w.allowance }, now + limit.per * 1000);
   }
 
   /** Resolves when every background log write started so far has finished (tests, shutdown). */
@@ -95,6 +119,6 @@ export class RedisSentinel implements Limiter {
 
   async reset(bucket: string): Promise<void> {
     await this.redis.del(storeKeys.log(bucket), storeKeys.smoothing(bucket), storeKeys.sentinel(bucket));
-    this.lastCount.delete(bucket);
+    this.last.delete(bucket);
   }
 }

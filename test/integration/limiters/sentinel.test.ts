@@ -57,6 +57,48 @@ describe('sentinel variant in Redis', () => {
     });
   }
 
+  test('a burst whose reads all come back before the first log write: one gateway admits exactly the allowance, two at most twice it', async () => {
+    const clock = new ManualClock(T0);
+    const a = new RedisSentinel(g.a, clock, { smoothingEnabled: true });
+    const b = new RedisSentinel(g.b, clock, { smoothingEnabled: true });
+    const limit = { rate: 5, per: 60 };
+    // 50 concurrent checks on one gateway: every sentinel read is answered before any log write lands
+    // (before the in-flight cap, all 50 were admitted)
+    const one = await Promise.all(Array.from({ length: 50 }, () => a.check('burst-1', limit)));
+    expect(one.filter((r) => r.allowed).length).toBe(5);
+    expect(one.filter((r) => r.allowed).map((r) => r.remaining)).toEqual([4, 3, 2, 1, 0]);
+    expect(one.filter((r) => !r.allowed).every((r) => r.retryAfter === 60)).toBe(true);
+    await a.settled();
+    expect(Number(await g.a.get(storeKeys.sentinel('burst-1')))).toBe(T0 + 60_000);
+    expect((await a.check('burst-1', limit)).allowed).toBe(false);
+    // two gateways: each admits at most one allowance in flight
+    const two = await Promise.all(Array.from({ length: 50 }, (_, i) => (i % 2 ? b : a).check('burst-2', limit)));
+    const admitted = two.filter((r) => r.allowed).length;
+    expect(admitted).toBeGreaterThanOrEqual(5);
+    expect(admitted).toBeLessThanOrEqual(10);
+    await Promise.all([a.settled(), b.settled()]);
+    expect((await b.check('burst-2', limit)).allowed).toBe(false);
+  });
+
+  test('with smoothing, X-RateLimit-Limit is the smoothed allowance (as of the last log write), not the rate', async () => {
+    const clock = new ManualClock(T0);
+    let allowance: number | undefined;
+    const s = new RedisSentinel(g.a, clock, { smoothingEnabled: true }, (_e, a) => (allowance = a));
+    const limit = { rate: 20, per: 10, smoothing: { enabled: true, threshold: 4, step: 4, trigger: 0.5, delay: 0 } };
+    const limits: number[] = [];
+    const expected: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const r = await s.check('smooth', limit);
+      limits.push(r.limit);
+      await s.settled();
+      expected.push(allowance ?? 4);
+      clock.advance(10);
+    }
+    // what each request reports is the allowance the write before it left (the threshold before any event)
+    expect(limits).toEqual([20, ...expected.slice(0, -1)]);
+    expect(Math.max(...limits.slice(1))).toBeLessThan(20);
+  });
+
   test('a failed background write is counted, never thrown at the request', async () => {
     const errors: Error[] = [];
     const clock = new ManualClock(T0);

@@ -41,6 +41,13 @@ describe('DRL token bucket', () => {
     expect([last.allowed, last.limit, last.remaining]).toEqual([true, 40, 0]);
     const refused = drl.check('b', limit);
     expect([refused.allowed, refused.limit, refused.remaining]).toEqual([false, 40, 0]);
+    // a share with a fraction (14/2 over 3 gateways: 4.67 each): once the gateway cannot admit, it says 0,
+    // not the leftover 0.67 token × 3 = 2
+    const frac = new DrlLimiter(clock, () => 3);
+    const mid = { rate: 14, per: 2 };
+    const answers = Array.from({ length: 6 }, () => frac.check('f', mid));
+    expect(answers.map((r) => r.allowed)).toEqual([true, true, true, true, false, false]);
+    expect(answers.map((r) => r.remaining)).toEqual([9, 6, 3, 0, 0, 0]);
     // with one gateway the numbers are the bucket's own
     const solo = new DrlLimiter(clock, () => 1).check('s', limit);
     expect([solo.limit, solo.remaining]).toEqual([40, 39]);
