@@ -50,12 +50,14 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   const metrics = new GatewayMetrics();
   const redis = flags.redis ? createStoreClient(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1 }) : undefined;
   redis?.on('error', () => metrics.storeErrors.inc());
-  const sessions = redis ? new RedisSessionStore(redis, logger) : new MemorySessionStore();
+  const holder: { runtime?: GatewayRuntime; state?: StandaloneState } = {};
+  // with Redis down, a key of the directory is still known: its session as standalone last wrote it
+  const sessions = redis ? new RedisSessionStore(redis, logger, undefined, undefined, (h) => holder.state?.session(h)) : new MemorySessionStore();
   const source = new DirSource(flags.resources, logger, (errs) => metrics.configErrors.inc(errs.length));
-  const holder: { runtime?: GatewayRuntime } = {};
   const state = new StandaloneState(flags.resources, sessions, logger, async (hash, stored, annotations) => {
     if (annotations['gw.io/suppress-reset'] !== 'true') await holder.runtime?.engine.resetQuota(hash, stored);
   });
+  holder.state = state;
   await state.apply(source.current());
   // a directory that cannot be read at start-up leaves nothing loaded: not ready until a read succeeds
   let configLoaded = source.loaded();

@@ -5,8 +5,9 @@
  * notification still takes effect within a second.
  *
  * Store trouble on a lookup (connection lost, no answer within the deadline, an error) answers with the
- * last session seen for the key, however old (the store cannot tell of a change either), and without
- * one rejects with a StoreUnavailableError, which the gateway answers 503. A key of the wrong Redis
+ * last session seen for the key, however old (the store cannot tell of a change either), else with what
+ * the process knows of the key by itself (standalone: its directory's sessions), and without either
+ * rejects with a StoreUnavailableError, which the gateway answers 503. A key of the wrong Redis
  * type is bad store content: logged, and the key is unknown (403), like a session that fails the schema.
  */
 import type { Redis, Cluster } from 'ioredis';
@@ -34,6 +35,8 @@ export class RedisSessionStore implements SessionStore {
     private readonly logger: Logger,
     private readonly cacheMs = 1000,
     deadlineMs = DEFAULT_STORE_DEADLINE_MS,
+    /** What this process knows of a key without the store (standalone: the sessions of its directory). */
+    private readonly known: (keyHash: string) => StoredSession | undefined = () => undefined,
   ) {
     this.calls = new StoreCalls(deadlineMs, storeReady(redis), throttledWarn(logger, 'session store error'));
   }
@@ -64,6 +67,8 @@ export class RedisSessionStore implements SessionStore {
       () => this.fetch(keyHash, now),
       () => {
         if (hit) return hit.value;
+        const local = this.known(keyHash);
+        if (local) return local;
         throw new StoreUnavailableError();
       },
     );

@@ -18,7 +18,8 @@ const { join } = process.getBuiltinModule('node:path');
 
 export class StandaloneState {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };
-  private sessionsJson = new Map<string, string>();
+  /** The sessions written, by key hash: what the store was given (JSON, to compare) and the session. */
+  private written = new Map<string, { json: string; stored: StoredSession }>();
   private applying: Promise<void> = Promise.resolve();
   private readonly notesLog: ChangedNotesLog;
   /** Write every session on the next apply (resync), not only the changed ones. */
@@ -35,6 +36,11 @@ export class StandaloneState {
 
   current(): CompiledConfig {
     return this.config;
+  }
+
+  /** The session of a key of the directory, as last written to the store (the fallback while Redis is down). */
+  session(keyHash: string): StoredSession | undefined {
+    return this.written.get(keyHash)?.stored;
   }
 
   /** Serialised: snapshots are applied one after another, in order. */
@@ -86,16 +92,16 @@ export class StandaloneState {
     this.notesLog.log(notes);
     for (const [hash, { stored, annotations }] of next) {
       const json = JSON.stringify(stored);
-      if (!this.rewrite && this.sessionsJson.get(hash) === json) continue;
-      const isNew = !this.sessionsJson.has(hash);
+      if (!this.rewrite && this.written.get(hash)?.json === json) continue;
+      const isNew = !this.written.has(hash);
       await this.sessions.put(hash, stored);
-      this.sessionsJson.set(hash, json);
+      this.written.set(hash, { json, stored });
       if (isNew) await this.onKeyAdded(hash, stored, annotations);
     }
-    for (const hash of [...this.sessionsJson.keys()]) {
+    for (const hash of [...this.written.keys()]) {
       if (!next.has(hash)) {
         await this.sessions.delete(hash);
-        this.sessionsJson.delete(hash);
+        this.written.delete(hash);
       }
     }
     this.rewrite = false;
