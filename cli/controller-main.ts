@@ -9,7 +9,7 @@ import { createLogger } from '../lib/logger.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
-import { createStoreClient } from '../lib/store/redis.js';
+import { closeStoreClient, createStoreClient } from '../lib/store/redis.js';
 import { Operator } from '../controller/operator/operator.js';
 import { onShutdown } from './shutdown.js';
 import type { ControllerFlags } from './controller.js';
@@ -48,18 +48,23 @@ export async function runControllerProcess(flags: ControllerFlags, onStop: (drai
     concurrency,
   });
   const ops = createOpsServer(operator.metrics.registry, () => operator.ready());
+  // The stop is armed before anything can wait: a SIGTERM while the caches cannot sync (API server
+  // unreachable) or Redis was never reached must still end the process (it used to be lost until then).
+  let stopping = false;
+  onStop(async () => {
+    stopping = true;
+    logger.info('shutting down');
+    await operator.stop();
+    await drain(ops);
+    if (redis) await closeStoreClient(redis);
+    // pino writes asynchronously and, in a worker thread, nothing flushes it at exit: out before exiting
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
+  });
   const opsAddr = await listen(ops, flags.metricsListen, '--metrics-listen');
   await operator.start();
+  if (stopping) return;
   logger.info(
     { metrics: opsAddr, namespace: flags.namespace ?? '(all)', leaderElect, identity: operator.identity, resyncMs, leaseDurationMs },
     'gw controller ready',
   );
-  onStop(async () => {
-    logger.info('shutting down');
-    await operator.stop();
-    await drain(ops);
-    redis?.disconnect();
-    // pino writes asynchronously and, in a worker thread, nothing flushes it at exit: out before exiting
-    await new Promise<void>((resolve) => logger.flush(() => resolve()));
-  });
 }

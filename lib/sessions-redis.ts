@@ -17,6 +17,7 @@ import { throttledWarn } from './log-throttle.js';
 import type { Logger } from './logger.js';
 import { DEFAULT_STORE_DEADLINE_MS, isWrongType, StoreCalls, StoreUnavailableError, storeReady } from './store/store-calls.js';
 import type { SessionStore, StoredSession } from './sessions.js';
+import { closeStoreClient } from './store/redis.js';
 
 export const SESSION_PREFIX = 'gw:session:';
 export const SESSION_CHANNEL = 'gw:sessions';
@@ -125,6 +126,6 @@ export class RedisSessionStore implements SessionStore {
   }
 
   async close(): Promise<void> {
-    await this.sub?.quit().catch(() => undefined);
+    if (this.sub) await closeStoreClient(this.sub);
   }
 }

@@ -11,6 +11,7 @@ import type { Logger } from '../../lib/logger.js';
 import { apiIdOf, type ApiIdSource } from '../../crds/schemas/api-definition.js';
 import { REFS, type OperatorContext } from './context.js';
 import type { KubeObject, ResourceRef } from '../../lib/kube/informer.js';
+import { closeStoreClient } from '../../lib/store/redis.js';
 
 export class SmoothingEvents {
   private sub?: Redis | Cluster;
@@ -31,7 +32,7 @@ export class SmoothingEvents {
   }
 
   async stop(): Promise<void> {
-    await this.sub?.quit().catch(() => undefined);
+    if (this.sub) await closeStoreClient(this.sub);
   }
 
   /** The resource an event belongs to, or undefined. */

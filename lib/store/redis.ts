@@ -120,3 +120,19 @@ function uncork(s: Redis['stream']): void {
   s.uncork();
 }
 
+
+/**
+ * Closes a client at shutdown without waiting on a store that is not there: QUIT when connected (pending
+ * replies arrive first), bounded by `ms`; a client that never connected (or lost its connection) is
+ * disconnected at once — its QUIT would sit in the offline queue until Redis came back.
+ */
+export async function closeStoreClient(client: StoreClient, ms = 1000): Promise<void> {
+  if (client.status !== 'ready') {
+    client.disconnect();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([client.quit().catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+  client.disconnect();
+}
