@@ -9,7 +9,7 @@ import { createLogger } from '../lib/logger.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
-import { closeStoreClient, createStoreClient } from '../lib/store/redis.js';
+import { closeStoreClient, storeClientFromFlag } from '../lib/store/redis.js';
 import { Operator } from '../controller/operator/operator.js';
 import { onShutdown } from './shutdown.js';
 import type { ControllerFlags } from './controller.js';
@@ -30,7 +30,7 @@ export async function runControllerProcess(flags: ControllerFlags, onStop: (drai
   const concurrency = Number(flags.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--concurrency: expected a positive integer, got ${JSON.stringify(flags.concurrency)}`);
   const leaderElect = flags.leaderElect === true || flags.leaderElect === 'true' || flags.leaderElect === '1';
-  const redis = flags.redis ? createStoreClient(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
+  const redis = flags.redis ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
   redis?.on('error', () => undefined);
   if (!redis) logger.warn('no --redis: AccessKeys and OAuthClients stay Ready=False StoreUnavailable');
 

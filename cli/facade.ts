@@ -14,7 +14,7 @@ import { onShutdown } from './shutdown.js';
 import { liveQuota } from '../controller/facade/live-quota.js';
 import { systemClock } from '../lib/clock.js';
 import { RedisSessionStore } from '../lib/sessions-redis.js';
-import { createStoreClient } from '../lib/store/redis.js';
+import { storeClientFromFlag } from '../lib/store/redis.js';
 import { KubeConfigSource } from '../sidecar/config/kube-source.js';
 import { createEngine } from '../sidecar/engine/engine.js';
 
@@ -38,7 +38,7 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   const kc = loadKubeConfig(flags.kubeconfig);
   // Live quota values (GET /gw/keys/{keyID}) need the shared store, where the controller writes the
   // sessions and the gateways count, and the namespace's compiled config (policies): read-only.
-  const redis = flags.redis ? createStoreClient(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
+  const redis = flags.redis ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
   redis?.on('error', (e: Error) => logger.warn({ err: e.message }, 'redis error (live quota values unavailable)'));
   const sessions = redis ? new RedisSessionStore(redis, logger) : undefined;
   const config = redis ? new KubeConfigSource(createKubeApi(await loadKubeConnection(flags.kubeconfig)), flags.namespace, logger) : undefined;

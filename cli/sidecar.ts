@@ -3,7 +3,7 @@
  * ConfigMap (watched), sessions and shared limiter state from Redis.
  */
 import { createLogger } from '../lib/logger.js';
-import { createStoreClient, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
+import { storeClientFromFlag, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
 import { loadGatewayOptions } from '../lib/options.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createKubeApi } from '../lib/kube/api.js';
@@ -34,14 +34,18 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   tuneHeapForProxying();
   const logger = createLogger('sidecar');
   const options = loadGatewayOptions(flags.config);
+  let upstream: URL;
   try {
-    new URL(flags.upstream);
+    upstream = new URL(flags.upstream);
   } catch {
     throw new Error(`--upstream: ${JSON.stringify(flags.upstream)} is not a URL`);
   }
+  if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:') {
+    throw new Error(`--upstream: ${JSON.stringify(flags.upstream)} is not an http(s) URL`);
+  }
   const kube = createKubeApi(await loadKubeConnection(flags.kubeconfig));
   const metrics = new GatewayMetrics();
-  const redis = flags.redis ? createStoreClient(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
+  const redis = flags.redis ? storeClientFromFlag(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
   redis?.on('error', () => metrics.storeErrors.inc());
   let sessions: SessionStore;
   if (redis) {

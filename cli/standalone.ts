@@ -4,7 +4,7 @@
  */
 import { errorBody } from '../controller/facade/http-util.js';
 import { createLogger } from '../lib/logger.js';
-import { createStoreClient, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
+import { storeClientFromFlag, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
 import { loadGatewayOptions } from '../lib/options.js';
 import { MemorySessionStore } from '../lib/sessions.js';
 import { RedisSessionStore } from '../lib/sessions-redis.js';
@@ -48,7 +48,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   }
 
   const metrics = new GatewayMetrics();
-  const redis = flags.redis ? createStoreClient(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1 }) : undefined;
+  const redis = flags.redis ? storeClientFromFlag(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1 }) : undefined;
   redis?.on('error', () => metrics.storeErrors.inc());
   const holder: { runtime?: GatewayRuntime; state?: StandaloneState } = {};
   // with Redis down, a key of the directory is still known: its session as standalone last wrote it

@@ -1,19 +1,24 @@
 /** Listening on HOST:PORT and draining on shutdown. */
 import type { Server } from 'node:http';
 
+/** HOST:PORT, an IPv6 host in brackets (`[::]:8080`, `[::1]:8080`); the host is returned without them. */
 export function parseHostPort(value: string, flag: string): { host: string; port: number } {
   const m = /^(.*):(\d+)$/.exec(value);
   if (!m || Number(m[2]) > 65535) throw new Error(`${flag}: expected HOST:PORT, got ${JSON.stringify(value)}`);
-  return { host: m[1] || '0.0.0.0', port: Number(m[2]) };
+  const host = /^\[(.*)\]$/.exec(m[1]!)?.[1] ?? m[1];
+  return { host: host || '0.0.0.0', port: Number(m[2]) };
 }
 
-export function listen(server: Server, hostPort: string, flag: string): Promise<string> {
-  const { host, port } = parseHostPort(hostPort, flag);
+/** HOST:PORT as a URL authority: an IPv6 host in brackets. */
+export const hostPort = (host: string, port: number | string): string => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
+
+export function listen(server: Server, address: string, flag: string): Promise<string> {
+  const { host, port } = parseHostPort(address, flag);
   return new Promise((resolve, reject) => {
-    server.once('error', (e) => reject(new Error(`${flag}: cannot listen on ${hostPort}: ${e.message}`)));
+    server.once('error', (e) => reject(new Error(`${flag}: cannot listen on ${address}: ${e.message}`)));
     server.listen(port, host, () => {
       const a = server.address();
-      resolve(typeof a === 'object' && a ? `${host}:${a.port}` : hostPort);
+      resolve(hostPort(host, typeof a === 'object' && a ? a.port : port));
     });
   });
 }

@@ -25,9 +25,10 @@ export interface ParsedStoreUrl {
 
 function hostList(s: string, defaultPort: number): { host: string; port: number }[] {
   return s.split(',').filter(Boolean).map((hp) => {
-    const m = /^\[?([^\]]+?)\]?(?::(\d+))?$/.exec(hp.trim());
-    if (!m) throw new Error(`bad host "${hp}" in store URL`);
-    return { host: m[1]!, port: m[2] ? Number(m[2]) : defaultPort };
+    // host, host:port, or an IPv6 address in brackets ([::1], [::1]:6379)
+    const m = /^(?:\[([^\]]+)\]|([^:[\]]+))(?::(\d+))?$/.exec(hp.trim());
+    if (!m || Number(m[3] ?? 0) > 65535) throw new Error(`bad host "${hp}" in store URL: expected HOST[:PORT]`);
+    return { host: (m[1] ?? m[2])!, port: m[3] ? Number(m[3]) : defaultPort };
   });
 }
 
@@ -76,6 +77,15 @@ export const GATEWAY_STORE_OPTIONS: RedisOptions = { enableAutoPipelining: false
  * Builds the client (auto-pipelining on unless `enableAutoPipelining: false`). `options` are passed to every connection (for instance maxRetriesPerRequest,
  * enableOfflineQueue: false so an unreachable store fails fast and kv_failure_mode applies).
  */
+/** createStoreClient for a URL given with `--redis`: a bad URL is an error naming the flag. */
+export function storeClientFromFlag(url: string, opts: RedisOptions = {}): StoreClient {
+  try {
+    return createStoreClient(url, opts);
+  } catch (e) {
+    throw new Error(`--redis: ${(e as Error).message}`);
+  }
+}
+
 export function createStoreClient(url: string, opts: RedisOptions = {}): StoreClient {
   // auto-pipelining: commands issued in the same tick by concurrent requests leave in one write, so
   // each check stays one round trip while many checks share the syscalls (issue 3, speed)

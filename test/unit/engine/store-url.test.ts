@@ -1,5 +1,6 @@
 import { Cluster, Redis } from 'ioredis';
 import { createStoreClient, parseStoreUrl } from '../../../lib/store/redis.js';
+import { hostPort, parseHostPort } from '../../../lib/serve.js';
 
 describe('store URLs', () => {
   test('redis:// and rediss://', () => {
@@ -38,6 +39,20 @@ describe('store URLs', () => {
     expect(() => parseStoreUrl('memcached://x')).toThrow(/scheme/);
     expect(() => parseStoreUrl('not a url')).toThrow(/bad store URL/);
     expect(() => parseStoreUrl('redis://h/notanumber')).toThrow(/database/);
+    // a port that is not a number was taken for part of the host (ioredis then said only "Invalid URL")
+    expect(() => parseStoreUrl('redis://127.0.0.1:notaport')).toThrow(/^bad host "127\.0\.0\.1:notaport" in store URL: expected HOST\[:PORT\]$/);
+    expect(() => parseStoreUrl('redis://h:99999')).toThrow(/bad host/);
+    expect(parseStoreUrl('redis://[::1]:6380').hosts).toEqual([{ host: '::1', port: 6380 }]);
+  });
+
+  test('listen addresses: HOST:PORT, an IPv6 host in brackets', () => {
+    expect(parseHostPort('127.0.0.1:8080', '--listen')).toEqual({ host: '127.0.0.1', port: 8080 });
+    expect(parseHostPort('[::]:8080', '--listen')).toEqual({ host: '::', port: 8080 });
+    expect(parseHostPort('[::1]:0', '--listen')).toEqual({ host: '::1', port: 0 });
+    expect(parseHostPort(':8080', '--listen')).toEqual({ host: '0.0.0.0', port: 8080 });
+    expect(() => parseHostPort('bogus', '--listen')).toThrow(/--listen: expected HOST:PORT/);
+    expect(hostPort('::1', 8080)).toBe('[::1]:8080');
+    expect(hostPort('127.0.0.1', 8080)).toBe('127.0.0.1:8080');
   });
 
   test('the client type follows the URL', () => {
