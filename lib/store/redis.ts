@@ -82,7 +82,7 @@ export function storeClientFromFlag(url: string, opts: RedisOptions = {}): Store
   try {
     return createStoreClient(url, opts);
   } catch (e) {
-    throw new Error(`--redis: ${(e as Error).message}`);
+    throw new Error(`--redis: ${(e as Error).message}`, { cause: e });
   }
 }
 
