@@ -33,9 +33,18 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     workerData: { tag: WORKER_TAG, flags },
     resourceLimits: { maxYoungGenerationSizeMb: 8 },
   });
-  const stop = (): void => worker.postMessage('shutdown');
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  // the first signal starts the worker's drain; a second one (either kind) exits at once, as cli/shutdown.ts does
+  let signalled = false;
+  const stop = (signal: string): void => {
+    if (signalled) {
+      process.stdout.write(`${JSON.stringify({ level: 40, time: Date.now(), component: 'controller', signal, msg: 'second signal while draining: exiting now' })}\n`);
+      process.exit(1);
+    }
+    signalled = true;
+    worker.postMessage('shutdown');
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   await new Promise<void>((resolve, reject) => {
     worker.once('error', reject);
     // No process.exit here: the worker's last log lines (its stdout reaches this thread through a

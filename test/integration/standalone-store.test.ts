@@ -4,6 +4,7 @@
  * empty (restarted without persistence) gets every session of the directory again.
  */
 import { writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startEcho } from '../../scripts/echo-upstream.js';
@@ -74,4 +75,26 @@ describe('gw standalone with --redis', () => {
     expect(await code(`${gw.gateway}/k/x`, 'seen-key-0001')).toBe(200);
     expect(gw.output()).toContain('session store error');
   }, 30_000);
+
+  test('a store that accepts connections and never answers: the gateway still starts (alive, not ready) and stops on SIGTERM', async () => {
+    // it used to hang before listening: no ready line, no health, SIGTERM ignored
+    const sockets: Socket[] = [];
+    const hole = createServer((s) => sockets.push(s));
+    await new Promise<void>((r) => hole.listen(0, '127.0.0.1', () => r()));
+    const port = (hole.address() as AddressInfo).port;
+    let silent: Standalone | undefined;
+    try {
+      silent = await startStandalone(dir, ['--redis', `redis://127.0.0.1:${port}`]);
+      expect(await code(`${silent.admin}/healthz`)).toBe(200);
+      expect(await code(`${silent.admin}/readyz`)).toBe(503);
+      expect(await code(`${silent.gateway}/a/x`)).toBe(200); // kv_failure_mode open: a keyless API is served
+      const exited = new Promise<number | null>((r) => silent!.proc.once('exit', (c) => r(c)));
+      silent.proc.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      if (silent?.proc.exitCode === null) silent.proc.kill('SIGKILL');
+      for (const s of sockets) s.destroy();
+      hole.close();
+    }
+  }, 40_000);
 });

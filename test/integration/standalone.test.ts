@@ -1,7 +1,8 @@
 /** The first request limited end to end: real gw standalone process, real echo upstream, real HTTP. */
 import { writeFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { startEcho } from '../../scripts/echo-upstream.js';
 import { run } from '../helpers/chart-tools.js';
@@ -154,6 +155,37 @@ describe('gw standalone: the ready line', () => {
     }
     expect(codes).toEqual(Array(10).fill(0));
   }, 60_000);
+});
+
+describe('gw standalone: a second signal', () => {
+  test('SIGTERM then SIGINT while a request is in flight: exits at once with 1 and a line saying so (the drain would wait for it)', async () => {
+    const slow = createServer((_req, res) => setTimeout(() => res.end('{}'), 8000).unref());
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
+    const dir = tempDir();
+    writeFileSync(join(dir, 'slow.yaml'), apiYaml('slow', '/slow/', `http://127.0.0.1:${(slow.address() as AddressInfo).port}`, 100, 1));
+    const s = await startStandalone(dir, [], { GW_LOG_LEVEL: 'info' });
+    try {
+      const inFlight = request(`${s.gateway}/slow/x`).then(
+        (r) => r.statusCode,
+        () => 'cut',
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      const exited = new Promise<number | null>((r) => s.proc.once('exit', (c) => r(c)));
+      s.proc.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 300));
+      const t0 = Date.now();
+      s.proc.kill('SIGINT');
+      expect(await exited).toBe(1);
+      expect(Date.now() - t0).toBeLessThan(3000);
+      expect(await inFlight).toBe('cut');
+      expect(s.output()).toContain('second signal while draining');
+    } finally {
+      if (s.proc.exitCode === null) s.proc.kill('SIGKILL');
+      slow.closeAllConnections();
+      slow.close();
+      cleanup(dir);
+    }
+  }, 30_000);
 });
 
 describe('gw standalone with a bad --config', () => {
