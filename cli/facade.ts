@@ -5,8 +5,9 @@ import { createFacadeServer } from '../controller/facade/server.js';
 import { KubeBackend } from '../controller/facade/backend-kube.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
-import { createKubeApi } from '../lib/kube/api.js';
-import { createLogger } from '../lib/logger.js';
+import { createKubeApi, type KubeApi } from '../lib/kube/api.js';
+import { GROUP, VERSION } from '../crds/kinds.js';
+import { createLogger, type Logger } from '../lib/logger.js';
 import { loadGatewayOptions } from '../lib/options.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
@@ -28,6 +29,46 @@ export interface FacadeFlags {
   readyTimeout?: string;
 }
 
+/** Whether the API server answers: one GET of the gw.io API group now and every 5 s; changes logged. */
+class ApiProbe {
+  reachable = false;
+  private probed = false;
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly kube: KubeApi,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.probe();
+    this.timer = setInterval(() => void this.probe(), 5000);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private async probe(): Promise<void> {
+    let ok: boolean;
+    let why = '';
+    try {
+      await this.kube.get(`/apis/${GROUP}/${VERSION}`);
+      ok = true;
+    } catch (e) {
+      ok = false;
+      why = (e as Error).message;
+    }
+    if (ok !== this.reachable || !this.probed) {
+      this.probed = true;
+      if (ok) this.logger.info('API server reachable: ready');
+      else this.logger.warn({ err: why }, 'API server unreachable: not ready (every route needs it)');
+    }
+    this.reachable = ok;
+  }
+}
+
 export async function runFacade(flags: FacadeFlags): Promise<void> {
   const logger = createLogger('facade');
   const options = loadGatewayOptions(flags.config);
@@ -35,13 +76,17 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   if (!options.access_tokens?.length) throw new Error('access_tokens: required (config file `access_tokens` or env GW_ACCESS_TOKENS)');
   const readyTimeoutMs = Number(flags.readyTimeout ?? '10') * 1000;
   if (!Number.isFinite(readyTimeoutMs) || readyTimeoutMs <= 0) throw new Error(`--ready-timeout: expected a positive number of seconds, got ${JSON.stringify(flags.readyTimeout)}`);
+  // the same checks as the controller's and the sidecar's (no kubeconfig outside a cluster, a missing
+  // CA file, a bad server URL → exit 1 with one line); the facade used to start and answer 500
+  const conn = await loadKubeConnection(flags.kubeconfig);
+  const kube = createKubeApi(conn, 5000);
   const kc = loadKubeConfig(flags.kubeconfig);
   // Live quota values (GET /gw/keys/{keyID}) need the shared store, where the controller writes the
   // sessions and the gateways count, and the namespace's compiled config (policies): read-only.
   const redis = flags.redis ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
   redis?.on('error', (e: Error) => logger.warn({ err: e.message }, 'redis error (live quota values unavailable)'));
   const sessions = redis ? new RedisSessionStore(redis, logger) : undefined;
-  const config = redis ? new KubeConfigSource(createKubeApi(await loadKubeConnection(flags.kubeconfig)), flags.namespace, logger) : undefined;
+  const config = redis ? new KubeConfigSource(createKubeApi(conn), flags.namespace, logger) : undefined;
   if (config) await config.start();
   if (!redis) logger.warn('no --redis: GET /gw/keys/{keyID} answers the stored quota fields, not the live ones');
   const engine = redis && config ? createEngine({ options, clock: systemClock, config: () => config.current(), redis }) : undefined;
@@ -51,12 +96,18 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   const facade = createFacadeServer({ backend, options, gatewayOrigins: options.gateway_urls ?? [], logger, namespace: flags.namespace });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  let ready = false;
-  const server = createOpsServer(registry, () => ready, (req, res) => facade.emit('request', req, res), errorBody);
+  // ready while the API server (the facade's store: every route reads or writes custom resources)
+  // answers; probed every 5 s. Redis only feeds live quota values: GET /gw/keys falls back to the stored
+  // ones without it, so it does not make the facade unready.
+  let started = false;
+  const api = new ApiProbe(kube, logger);
+  const server = createOpsServer(registry, () => started && api.reachable, (req, res) => facade.emit('request', req, res), errorBody);
   const addr = await listen(server, flags.listen, '--listen');
-  ready = true;
+  await api.start();
+  started = true;
   onShutdown(logger, async () => {
-    ready = false;
+    started = false;
+    api.stop();
     await drain(server);
     facade.close();
     config?.stop();

@@ -21,6 +21,7 @@ describe('bad configuration: non-zero exit, one line on stderr', () => {
     ['sidecar without --upstream', ['sidecar', '--listen', '127.0.0.1:0'], /--upstream/],
     ['sidecar with an upstream that is not http(s)', ['sidecar', '--upstream', 'ftp://127.0.0.1:1/', '--listen', '127.0.0.1:0'], /^gw: --upstream: "ftp:\/\/127\.0\.0\.1:1\/" is not an http\(s\) URL$/],
     ['a store URL whose port is not a number', ['standalone', '--resources', '<dir>', '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0', '--redis', 'redis://127.0.0.1:notaport'], /^gw: --redis: /],
+    ['facade without a kubeconfig outside a cluster', ['facade', '--listen', '127.0.0.1:0'], /^gw: --kubeconfig: .*no --kubeconfig given/],
     ['controller with an unknown flag', ['controller', '--bogus-flag'], /unknown option '--bogus-flag'/],
     ['an unknown subcommand', ['frobnicate'], /unknown command 'frobnicate'/],
     ['a namespace that cannot exist', ['controller', '--namespace', 'Bad_NS!'], /--namespace.*'Bad_NS!' is invalid\. must be a Kubernetes namespace name/],
