@@ -30,7 +30,7 @@ export async function runControllerProcess(flags: ControllerFlags, onStop: (drai
   const concurrency = Number(flags.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--concurrency: expected a positive integer, got ${JSON.stringify(flags.concurrency)}`);
   const leaderElect = flags.leaderElect === true || flags.leaderElect === 'true' || flags.leaderElect === '1';
-  const redis = flags.redis ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
+  const redis = flags.redis ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }, logger) : undefined;
   redis?.on('error', () => undefined);
   if (!redis) logger.warn('no --redis: AccessKeys and OAuthClients stay Ready=False StoreUnavailable');
 

@@ -83,7 +83,7 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   const kc = loadKubeConfig(flags.kubeconfig);
   // Live quota values (GET /gw/keys/{keyID}) need the shared store, where the controller writes the
   // sessions and the gateways count, and the namespace's compiled config (policies): read-only.
-  const redis = flags.redis ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
+  const redis = flags.redis ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }, logger) : undefined;
   redis?.on('error', (e: Error) => logger.warn({ err: e.message }, 'redis error (live quota values unavailable)'));
   const sessions = redis ? new RedisSessionStore(redis, logger) : undefined;
   const config = redis ? new KubeConfigSource(createKubeApi(conn), flags.namespace, logger) : undefined;

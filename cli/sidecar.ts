@@ -45,7 +45,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   }
   const kube = createKubeApi(await loadKubeConnection(flags.kubeconfig));
   const metrics = new GatewayMetrics();
-  const redis = flags.redis ? storeClientFromFlag(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
+  const redis = flags.redis ? storeClientFromFlag(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1, enableOfflineQueue: false }, logger) : undefined;
   redis?.on('error', () => metrics.storeErrors.inc());
   let sessions: SessionStore;
   if (redis) {

@@ -48,7 +48,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   }
 
   const metrics = new GatewayMetrics();
-  const redis = flags.redis ? storeClientFromFlag(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1 }) : undefined;
+  const redis = flags.redis ? storeClientFromFlag(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1 }, logger) : undefined;
   redis?.on('error', () => metrics.storeErrors.inc());
   const holder: { runtime?: GatewayRuntime; state?: StandaloneState } = {};
   // with Redis down, a key of the directory is still known: its session as standalone last wrote it

@@ -83,13 +83,25 @@ export const GATEWAY_STORE_OPTIONS: RedisOptions = {
  * Builds the client (auto-pipelining on unless `enableAutoPipelining: false`). `options` are passed to every connection (for instance maxRetriesPerRequest,
  * enableOfflineQueue: false so an unreachable store fails fast and kv_failure_mode applies).
  */
-/** createStoreClient for a URL given with `--redis`: a bad URL is an error naming the flag. */
-export function storeClientFromFlag(url: string, opts: RedisOptions = {}): StoreClient {
+/**
+ * createStoreClient for a URL given with `--redis`: a bad URL is an error naming the flag. A database
+ * index the server does not have (`/99` on a default Redis of 16) makes ioredis report an error and go on
+ * in database 0, sharing it with whatever else uses it: gw closes the client instead (the store stays
+ * unreachable: `/readyz` 503, `kv_failure_mode` applies) and says why.
+ */
+export function storeClientFromFlag(url: string, opts: RedisOptions, logger: { error(o: object, msg: string): void }): StoreClient {
+  let client: StoreClient;
   try {
-    return createStoreClient(url, opts);
+    client = createStoreClient(url, opts);
   } catch (e) {
     throw new Error(`--redis: ${(e as Error).message}`, { cause: e });
   }
+  client.on('error', (e: Error) => {
+    if (!/DB index is out of range/i.test(e.message)) return;
+    logger.error({ err: e.message }, '--redis: the server has no such database; not using the store (it would write into database 0)');
+    client.disconnect();
+  });
+  return client;
 }
 
 export function createStoreClient(url: string, opts: RedisOptions = {}): StoreClient {

@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { startEcho } from '../../scripts/echo-upstream.js';
 import { startNode, stopNode, type Node } from '../harness/redis-cluster.js';
@@ -74,6 +75,21 @@ describe('gw standalone with --redis', () => {
     await eventually(async () => (await code(`${gw.gateway}/k/x`, 'unseen-key-0001')) === 200, 5000, 'sessions written again');
     expect(await code(`${gw.gateway}/k/x`, 'seen-key-0001')).toBe(200);
     expect(gw.output()).toContain('session store error');
+  }, 30_000);
+
+  test('a database index the server does not have (/99): the store is not used (it went on in database 0), readyz 503, a line says why', async () => {
+    const client = new Redis(`redis://127.0.0.1:${node.port}`);
+    let wrong: Standalone | undefined;
+    try {
+      await client.flushall();
+      wrong = await startStandalone(dir, ['--redis', `redis://127.0.0.1:${node.port}/99`]);
+      await eventually(async () => wrong!.output().includes('the server has no such database'), 5000, 'the line');
+      expect(await code(`${wrong.admin}/readyz`)).toBe(503);
+      expect(await client.dbsize()).toBe(0); // nothing written into database 0
+    } finally {
+      await wrong?.stop();
+      client.disconnect();
+    }
   }, 30_000);
 
   test('a store that accepts connections and never answers: the gateway still starts (alive, not ready) and stops on SIGTERM', async () => {
