@@ -44,6 +44,8 @@ export interface OperatorContext {
   configs: Map<string, CompiledConfig>;
   /** Key hash → `namespace/name` of the AccessKey that owns its session. */
   keyOwners: Map<string, string>;
+  /** The one namespace this controller watches (`--namespace`); undefined: all. */
+  scope?: string;
 }
 
 /** A Secret from the cache, validated (undefined when absent or not a valid Secret). */

@@ -89,6 +89,7 @@ export class Operator {
       events: new EventRecorder(this.api, this.identity, o.logger, () => this.metrics.writes.inc({ target: 'event' })),
       configs: new Map(),
       keyOwners: new Map(),
+      scope: o.namespace,
     };
     this.queue = new WorkQueue({
       concurrency: o.concurrency ?? 32,

@@ -152,6 +152,11 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
   try {
     const json = JSON.stringify(stored);
     const current = await storeCall(ctx.redis.get(SESSION_PREFIX + hash));
+    // The session belongs to an AccessKey of a namespace this controller does not watch (controllers of
+    // several namespaces sharing one Redis): the same key twice, refused like a duplicate here — the two
+    // controllers used to take the session from each other on every resync.
+    const foreign = ctx.scope === undefined ? undefined : foreignOwner(current, ctx.scope);
+    if (foreign) return await report(ctx, REFS.AccessKey, inf, raw, notReady('InvalidSpec', `the same key is already used by AccessKey ${foreign} (a namespace this controller does not watch)`));
     if (current !== json) {
       await storeCall(ctx.sessions.put(hash, stored));
       ctx.metrics.writes.inc({ target: 'session' });
@@ -201,6 +206,20 @@ async function withdraw(ctx: OperatorContext, raw: KubeObject, resKey: string, o
     }
   }
   await report(ctx, REFS.AccessKey, ctx.informers.keys, raw, { ...outcome, extra: { ...outcome.extra, ...(previous ? { keyHash: previous } : {}) } });
+}
+
+const SessionOwner = z.object({ namespace: z.string(), name: z.string().optional() });
+
+/** `namespace/name` of the AccessKey a stored session belongs to, when that namespace is not `scope`. */
+function foreignOwner(current: string | null, scope: string): string | undefined {
+  if (current === null) return undefined;
+  let owner;
+  try {
+    owner = SessionOwner.safeParse(JSON.parse(current)).data;
+  } catch {
+    return undefined; // not JSON: bad store content, overwritten
+  }
+  return owner && owner.namespace !== scope ? `${owner.namespace}/${owner.name ?? '?'}` : undefined;
 }
 
 /** A policy of the namespace's cache: missing, invalid, inactive (`active: false`) or valid (parsed once per reconcile). */

@@ -85,6 +85,12 @@ describe('gw controller: Redis outages', () => {
       await client.flushall();
       // with one marker for both, only the controller that set it again first resynced (the other waited for its 600 s period)
       await eventually(async () => (await client.exists(...keys)) === 2, 15_000, 'both sessions after FLUSHALL');
+      // the same key in both namespaces: the controller of the second refuses it (the two used to take the
+      // session from each other on every resync)
+      await apply(ns2, accessKey('dup', { key_hash: sha256hex('outage-key'), rate: 9, per: 1 }));
+      const r = await waitReady(ns2, 'accesskey', 'dup', 'False', 'InvalidSpec');
+      expect(r.message).toBe(`the same key is already used by AccessKey ${ns}/k (a namespace this controller does not watch)`);
+      expect(JSON.parse((await client.get(keys[0]!))!)).toMatchObject({ namespace: ns, name: 'k' });
     } finally {
       client.disconnect();
       await ctl2.stop();
