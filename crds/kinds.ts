@@ -48,16 +48,15 @@ export const KINDS = {
     shortNames: ['apidef', 'gwapi'],
     spec: ApiDefinitionSpec,
     description: 'An API served by the gw gateway, with its API-level rate limits.',
+    // The classic and the OAS form keep these facts in different places and a printer column has no
+    // fallback, so the columns read what the controller compiled (status.listenPath, status.rate,
+    // status.per in seconds; rate/per absent when the API-level limit is off), the same for both forms.
     printerColumns: [
-      { name: 'Listen', type: 'string', jsonPath: '.spec.proxy.listen_path' },
-      { name: 'Rate', type: 'number', jsonPath: '.spec.global_rate_limit.rate' },
-      { name: 'Per', type: 'number', jsonPath: '.spec.global_rate_limit.per' },
+      { name: 'Listen', type: 'string', jsonPath: '.status.listenPath' },
+      { name: 'Rate', type: 'number', jsonPath: '.status.rate' },
+      { name: 'Per', type: 'number', jsonPath: '.status.per' },
       ready,
       age,
-      // The OAS form keeps the same facts elsewhere (a printer column has no fallback): shown with -o wide.
-      { name: 'OAS-Listen', type: 'string', jsonPath: '.spec.oas.x-gw-api-gateway.server.listenPath.value', priority: 1 },
-      { name: 'OAS-Rate', type: 'number', jsonPath: '.spec.oas.x-gw-api-gateway.upstream.rateLimit.rate', priority: 1 },
-      { name: 'OAS-Per', type: 'string', jsonPath: '.spec.oas.x-gw-api-gateway.upstream.rateLimit.per', priority: 1 },
     ],
   },
   Policy: {

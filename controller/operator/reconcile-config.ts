@@ -98,10 +98,14 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
       keysByPolicy.set(p, l);
     }
   }
+  const compiled = new Map(config.apis.map((c) => [c.name, c]));
   for (const a of apis) {
     const raw = apiRaw.get(a.metadata.name)!;
     if (outcomes.has(raw)) continue;
-    outcomes.set(raw, tooLarge ? notReady('ConfigTooLarge', tooLarge) : ok(`compiled into ConfigMap ${CONFIG_MAP_NAME}`));
+    // what `kubectl get apidefinitions` prints, the same for the classic and the OAS form
+    const c = compiled.get(a.metadata.name);
+    const shown = c && { listenPath: c.listenPath, ...(c.apiLimit ? { rate: c.apiLimit.rate, per: c.apiLimit.per } : {}) };
+    outcomes.set(raw, tooLarge ? notReady('ConfigTooLarge', tooLarge, shown) : ok(`compiled into ConfigMap ${CONFIG_MAP_NAME}`, shown));
   }
   for (const p of policies) {
     const raw = policyRaw.get(p.metadata.name)!;

@@ -126,18 +126,18 @@ describe('zod and the real kube-apiserver agree', () => {
       }
     }
     expect(gwResources).toBeGreaterThanOrEqual(8);
+    // the columns (listen path, rate, per: what the controller compiled, in status) are there; no
+    // controller runs here, so the values are blank (the operator suite checks them filled in)
     const list = await kubectl(['get', 'apidefinitions', '-n', ns]);
     expect(list.stdout).toMatch(/NAME\s+LISTEN\s+RATE\s+PER\s+READY/);
-    expect(list.stdout).toMatch(/echo\s+\/echo\/\s+3\s+10/);
-    // the OAS form's listen path and limit appear with -o wide
-    const wide = await kubectl(['get', 'apidefinitions', '-n', ns, '-o', 'wide']);
-    expect(wide.stdout).toMatch(/OAS-LISTEN\s+OAS-RATE\s+OAS-PER/);
-    expect(wide.stdout).toMatch(/catalog\s+.*\/catalog\/\s+50\s+10s/);
   });
 
   test('status subresource: observedGeneration and a Ready condition are written through /status and printed', async () => {
     await kubectl(['apply', '-n', ns, '-f', '-'], stringify(api({ proxy: { listen_path: '/st/' }, global_rate_limit: { rate: 7, per: 2 } }, 'st')));
     const status = {
+      listenPath: '/st/',
+      rate: 7,
+      per: 2,
       observedGeneration: 1,
       conditions: [{ type: 'Ready', status: 'True', reason: 'Compiled', message: 'serving', lastTransitionTime: '2026-01-01T00:00:00Z', observedGeneration: 1 }],
     };

@@ -110,9 +110,9 @@ describe('generated CRDs', () => {
     const cols = crds.get('apidefinitions.gw.io.yaml')!.spec.versions[0]!.additionalPrinterColumns;
     expect(cols.map((c) => [c.name, c.jsonPath])).toEqual(
       expect.arrayContaining([
-        ['Listen', '.spec.proxy.listen_path'],
-        ['Rate', '.spec.global_rate_limit.rate'],
-        ['Per', '.spec.global_rate_limit.per'],
+        ['Listen', '.status.listenPath'],
+        ['Rate', '.status.rate'],
+        ['Per', '.status.per'],
         ['Ready', '.status.conditions[?(@.type=="Ready")].status'],
       ]),
     );

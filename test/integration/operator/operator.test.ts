@@ -58,6 +58,26 @@ describe('gw controller: reconciling the four kinds', () => {
     expect(meta.ownerReferences.map((o) => `${o.kind}/${o.name}`).sort()).toEqual(['ApiDefinition/petstore', 'Policy/gold']);
   });
 
+  test('kubectl get apidefinitions shows listen path, rate and per for the classic and the OAS form alike (compiled, in status)', async () => {
+    const oas = {
+      openapi: '3.0.3',
+      info: { title: 'Catalog', version: '1.0.0' },
+      paths: { '/items/{id}': { get: { operationId: 'getItem' } } },
+      'x-gw-api-gateway': {
+        info: { id: 'catalog', name: 'Catalog', state: { active: true } },
+        server: { listenPath: { value: '/catalog/', strip: true }, authentication: { enabled: true } },
+        upstream: { url: 'http://127.0.0.1:1', rateLimit: { enabled: true, rate: 50, per: '10s' } },
+      },
+    };
+    await apply(ns, apiDef('catalog', { oas }));
+    const st = await waitReady(ns, 'apidefinition', 'catalog', 'True', 'Reconciled');
+    expect(st.statusBody).toMatchObject({ listenPath: '/catalog/', rate: 50, per: 10 });
+    const rows = (await kubectl(['get', 'apidefinitions', '-n', ns])).stdout;
+    expect(rows).toMatch(/NAME\s+LISTEN\s+RATE\s+PER\s+READY/);
+    expect(rows).toMatch(/\ncatalog\s+\/catalog\/\s+50\s+10\s+True\s/);
+    expect(rows).toMatch(/\npetstore\s+\/pets\/\s+10\s+1\s+True\s/);
+  });
+
   test('a Policy update reaches the ConfigMap; a resync writes nothing', async () => {
     await apply(ns, policy('gold', { rate: 200, per: 60, access_rights: { pets: {} } }));
     await eventually(async () => (await configMap())?.config.policies[`${ns}/gold`]?.spec.rate === 200, 10_000, 'policy rate 200 in ConfigMap');
