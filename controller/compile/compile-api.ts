@@ -3,7 +3,7 @@ import type { ApiDefinition } from '../../crds/kinds.js';
 import { apiIdOf } from '../../crds/schemas/api-definition.js';
 import type { CompiledApi, EndpointRule, LimitSpec } from '../../sidecar/config/types.js';
 import { durationSeconds } from '../../lib/duration.js';
-import { endpointPattern } from '../../lib/path-pattern.js';
+import { endpointPattern, oasPathPattern } from '../../lib/path-pattern.js';
 
 const OAS_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
@@ -11,9 +11,9 @@ function limitOrUndefined(rate: number, per: number): LimitSpec | undefined {
   return rate === 0 && per === 0 ? undefined : { rate, per };
 }
 
-function rule(method: string, path: string, rate: number, per: number, field: string): EndpointRule {
+function rule(method: string, path: string, rate: number, per: number, field: string, pattern = endpointPattern): EndpointRule {
   try {
-    return { method: method.toUpperCase(), pattern: endpointPattern(path), rate, per, id: `${method.toUpperCase()} ${path}` };
+    return { method: method.toUpperCase(), pattern: pattern(path), rate, per, id: `${method.toUpperCase()} ${path}` };
   } catch (e) {
     throw new Error(`${field}: invalid path pattern ${JSON.stringify(path)}: ${(e as Error).message}`, { cause: e });
   }
@@ -37,9 +37,10 @@ export function compileApi(res: ApiDefinition): CompiledApi {
         const opId = (op as { operationId?: unknown } | null)?.operationId;
         if (typeof opId !== 'string') continue;
         const rl = ops[opId]?.rateLimit;
-        if (rl?.enabled) {
+        // enabled, and not 0/0 (a pair of zeros disables the limit, as everywhere)
+        if (rl?.enabled && limitOrUndefined(rl.rate, durationSeconds(rl.per))) {
           const field = `spec.oas.x-gw-api-gateway.middleware.operations.${opId}.rateLimit`;
-          rules.push(rule(method, path, rl.rate, durationSeconds(rl.per), field));
+          rules.push(rule(method, path, rl.rate, durationSeconds(rl.per), field, oasPathPattern));
         }
       }
     }
@@ -63,7 +64,7 @@ export function compileApi(res: ApiDefinition): CompiledApi {
     s.use_extended_paths && !s.disable_rate_limit
       ? (s.extended_paths?.rate_limit ?? [])
           .map((r, i) => ({ r, i }))
-          .filter(({ r }) => r.enabled)
+          .filter(({ r }) => r.enabled && limitOrUndefined(r.rate, r.per)) // 0/0 disables the rule, like enabled: false
           .map(({ r, i }) => rule(r.method, r.path, r.rate, r.per, `spec.extended_paths.rate_limit[${i}].path`))
       : [];
   const g = s.global_rate_limit;

@@ -17,6 +17,7 @@ import { accessAllowed, extractKey, keyHashOf, sessionUsable } from './auth.js';
 import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
 import { route } from './router.js';
 import { forward, Upstreams, type Forwarding } from './upstream.js';
+import { normalizePath } from '../../lib/request-path.js';
 const { createServer } = process.getBuiltinModule('node:http');
 
 export interface GatewayDeps {
@@ -124,7 +125,9 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
     try {
       const url = req.url ?? '/';
       const q = url.indexOf('?');
-      const urlPath = q === -1 ? url : url.slice(0, q);
+      // normalised (lib/request-path.ts): routing, allowed_urls, endpoint rules and the forwarded path all
+      // see the path the upstream will serve
+      const urlPath = normalizePath(q === -1 ? url : url.slice(0, q));
       if (urlPath === '/healthz') return sendJson(res, 200, { status: 'ok' });
       if (urlPath === '/readyz') return sendJson(res, deps.ready() ? 200 : 503, { status: deps.ready() ? 'ready' : 'not ready' });
 

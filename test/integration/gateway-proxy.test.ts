@@ -3,7 +3,7 @@
  * its status codes, access rights, the key-level 429, quota 403, headers, upstream failures.
  */
 import { writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -149,6 +149,29 @@ spec:
     expect((await call(`${gw.gateway}/a/other`, { authorization: 'onlya-key' })).status).toBe(403);
     expect((await call(`${gw.gateway}/a/allowed/1`, { authorization: 'onlya-key' }, 'POST')).status).toBe(403);
     expect((await call(`${gw.gateway}/c/allowed/1`, { authorization: 'onlya-key' })).status).toBe(403);
+  });
+
+  test('paths are normalised before the checks and forwarded normalised: dot segments and escapes do not get past allowed_urls', async () => {
+    // sent exactly as written (a client library would resolve the dot segments itself)
+    const raw = (path: string): Promise<{ status: number; body: string }> =>
+      new Promise((resolve, reject) => {
+        const u = new URL(gw.gateway);
+        const req = httpRequest({ host: u.hostname, port: u.port, path, headers: { authorization: 'onlya-key' } }, (res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => (body += d.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    // allowed_urls /allowed.*: what the upstream would serve for these is /a/other
+    for (const p of ['/a/allowed/../other', '/a/allowed/%2e%2e/other', '/a/allowed/%2E%2E/other', '/a/allowed/./../other']) {
+      expect(`${p} → ${(await raw(p)).status}`).toBe(`${p} → 403`);
+    }
+    // an allowed path written oddly is served, and the upstream gets the normalised path (and the query as sent)
+    const ok = await raw('/a//other/../%61llowed/./1?x=%2e%2e');
+    expect(ok.status).toBe(200);
+    expect((JSON.parse(ok.body) as { path: string }).path).toBe('/allowed/1?x=%2e%2e');
   });
 
   test('key-level limit → 429 "Rate Limit Exceeded" with headers and Retry-After', async () => {

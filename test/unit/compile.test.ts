@@ -2,6 +2,7 @@ import { ApiDefinitionResource, PolicyResource, type ApiDefinition, type Policy 
 import { compileApi } from '../../controller/compile/compile-api.js';
 import { compileConfig } from '../../controller/compile/compile-config.js';
 import { route } from '../../sidecar/proxy/router.js';
+import { normalizePath } from '../../lib/request-path.js';
 
 const api = (name: string, spec: unknown): ApiDefinition =>
   ApiDefinitionResource.parse({ apiVersion: 'gw.io/v1alpha1', kind: 'ApiDefinition', metadata: { name }, spec });
@@ -75,6 +76,50 @@ describe('compiling ApiDefinitions', () => {
     ]);
   });
 
+  test('a per-endpoint rule of 0/0 is off (skipped like enabled: false), classic and OAS; it used to refuse every request', () => {
+    const classic = compileApi(
+      api('z', {
+        proxy: { listen_path: '/z/' },
+        global_rate_limit: { rate: 10, per: 60 },
+        use_extended_paths: true,
+        extended_paths: { rate_limit: [{ path: '/zero', method: 'GET', enabled: true, rate: 0, per: 0 }, { path: '.*', method: 'GET', enabled: true, rate: 2, per: 1 }] },
+      }),
+    );
+    expect(classic.endpointRules.map((r) => r.id)).toEqual(['GET .*']);
+    const oas = compileApi(
+      api('o', {
+        oas: {
+          openapi: '3.0.3',
+          paths: { '/zero': { get: { operationId: 'zero' } } },
+          'x-gw-api-gateway': { info: { id: 'o' }, server: { listenPath: { value: '/o/' } }, middleware: { operations: { zero: { rateLimit: { enabled: true, rate: 0, per: '0s' } } } } },
+        },
+      }),
+    );
+    expect(oas.endpointRules).toEqual([]);
+  });
+
+  test('OAS paths are literal apart from {name} ($, +, ., brackets are not regex syntax); classic paths stay regexes; a trailing slash is the same endpoint', () => {
+    const c = compileApi(
+      api('od', {
+        oas: {
+          openapi: '3.0.3',
+          paths: { '/$metadata': { get: { operationId: 'meta' } }, '/v1.0/sum+count': { get: { operationId: 'sum' } }, '/weird[': { get: { operationId: 'w' } } },
+          'x-gw-api-gateway': {
+            info: { id: 'od' },
+            server: { listenPath: { value: '/od/' } },
+            middleware: { operations: { meta: { rateLimit: { rate: 1, per: '1m' } }, sum: { rateLimit: { rate: 1, per: '1m' } }, w: { rateLimit: { rate: 1, per: '1m' } } } },
+          },
+        },
+      }),
+    );
+    const [meta, sum, weird] = c.endpointRules.map((r) => new RegExp(r.pattern));
+    expect([meta!.test('/$metadata'), meta!.test('/$metadata/'), meta!.test('/')]).toEqual([true, true, false]);
+    expect([sum!.test('/v1.0/sum+count'), sum!.test('/v1x0/sum+count'), sum!.test('/v1.0/summcount')]).toEqual([true, false, false]);
+    expect(weird!.test('/weird[')).toBe(true);
+    const users = new RegExp(compileApi(api('u', { proxy: { listen_path: '/u/' }, use_extended_paths: true, extended_paths: { rate_limit: [{ path: '/users', method: 'GET', rate: 1, per: 1 }] } })).endpointRules[0]!.pattern);
+    expect([users.test('/users'), users.test('/users/'), users.test('users'), users.test('/users/1'), users.test('/usersx')]).toEqual([true, true, true, false, false]);
+  });
+
   test('a bad or conflicting ApiDefinition is reported and the others still compile', () => {
     // the schema refuses an invalid regex, but the API server cannot (no CEL check for it): the compiler copes
     const badregex = api('badregex', { proxy: { listen_path: '/b/' }, use_extended_paths: true, extended_paths: { rate_limit: [{ path: '/x', method: 'GET', rate: 1, per: 1 }] } });
@@ -131,5 +176,27 @@ describe('routing', () => {
     const r = route(config.apis, path)!;
     expect(r.api.name).toBe(name);
     expect(r.relPath).toBe(rel);
+  });
+});
+
+describe('request paths are normalised before routing, checks and forwarding', () => {
+  test.each([
+    ['/', '/'],
+    ['/a/b', '/a/b'],
+    ['/a//b', '/a/b'],
+    ['/files/public/../admin/secret', '/files/admin/secret'],
+    ['/files/public/%2e%2e/admin/secret', '/files/admin/secret'],
+    ['/files/public/%2E%2E/admin/secret', '/files/admin/secret'],
+    ['/c6/%75sers', '/c6/users'],
+    ['/c6/./users', '/c6/users'],
+    ['/c6/users/.', '/c6/users/'],
+    ['/..', '/'],
+    ['/a/../../..', '/'],
+    ['/.well-known/x', '/.well-known/x'],
+    ['/c6/users%2F', '/c6/users%2F'], // an encoded slash is not a separator: kept
+    ['/a%zz/%41', '/a%zz/A'], // an invalid escape is kept, an unreserved one decoded
+    ['*', '*'],
+  ])('%s → %s', (raw, normalised) => {
+    expect(normalizePath(raw)).toBe(normalised);
   });
 });
