@@ -127,6 +127,7 @@ program
   .addOption(env('--sidecar-metrics-port <port>', 'GW_SIDECAR_METRICS_PORT', 'port of the sidecar health and metrics', String(D.metricsPort)))
   .addOption(env('--redis-secret <name>', 'GW_SIDECAR_REDIS_SECRET', "Secret (pod's namespace, key url) with the Redis URL; empty: none", D.redisSecretName))
   .addOption(env('--sidecar-config-map <name>', 'GW_SIDECAR_CONFIG_MAP', "ConfigMap (pod's namespace, key config.yaml) mounted as the sidecar's --config"))
+  .addOption(env('--sidecar-config-namespaces <ns,...>', 'GW_SIDECAR_CONFIG_NAMESPACES', 'the namespaces that have that ConfigMap (default: all); pods elsewhere get no --config'))
   .addOption(env('--sidecar-cpu-request <q>', 'GW_SIDECAR_CPU_REQUEST', 'sidecar CPU request', D.resources.requests.cpu))
   .addOption(env('--sidecar-memory-request <q>', 'GW_SIDECAR_MEMORY_REQUEST', 'sidecar memory request', D.resources.requests.memory))
   .addOption(env('--sidecar-cpu-limit <q>', 'GW_SIDECAR_CPU_LIMIT', 'sidecar CPU limit (default: none)'))

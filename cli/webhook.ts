@@ -16,6 +16,7 @@ export interface WebhookFlags {
   sidecarMetricsPort: string;
   redisSecret: string;
   sidecarConfigMap?: string;
+  sidecarConfigNamespaces?: string;
   sidecarCpuRequest: string;
   sidecarMemoryRequest: string;
   sidecarCpuLimit?: string;
@@ -36,6 +37,10 @@ export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
     metricsPort: portNum('--sidecar-metrics-port'),
     redisSecretName: z.string(),
     configMapName: z.string().min(1).optional(),
+    configNamespaces: z
+      .string()
+      .optional()
+      .transform((v) => (v === undefined ? undefined : v.split(',').map((n) => n.trim()).filter(Boolean))),
     cpuRequest: quantity('--sidecar-cpu-request'),
     memoryRequest: quantity('--sidecar-memory-request'),
     cpuLimit: quantity('--sidecar-cpu-limit').optional(),
@@ -49,6 +54,7 @@ export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
     metricsPort: f.sidecarMetricsPort,
     redisSecretName: f.redisSecret,
     configMapName: f.sidecarConfigMap,
+    configNamespaces: f.sidecarConfigNamespaces,
     cpuRequest: f.sidecarCpuRequest,
     memoryRequest: f.sidecarMemoryRequest,
     cpuLimit: f.sidecarCpuLimit,
@@ -65,6 +71,7 @@ export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
     metricsPort: v.metricsPort,
     redisSecretName: v.redisSecretName || undefined,
     configMapName: v.configMapName,
+    ...(v.configNamespaces ? { configNamespaces: v.configNamespaces } : {}),
     resources: {
       requests: { cpu: v.cpuRequest, memory: v.memoryRequest },
       limits: v.cpuLimit ? { cpu: v.cpuLimit, memory: v.memoryLimit } : { memory: v.memoryLimit },

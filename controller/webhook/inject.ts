@@ -36,6 +36,12 @@ export interface InjectOptions {
   redisSecretName?: string;
   /** ConfigMap in the pod's namespace mounted as the sidecar's --config file, when set (optional). */
   configMapName?: string;
+  /**
+   * The namespaces that have that ConfigMap (the chart creates it in `sidecar.namespaces` only); pods of
+   * other namespaces get no --config (a sidecar refuses a --config file that is not there). Undefined:
+   * every namespace.
+   */
+  configNamespaces?: string[];
   resources: {
     requests: { cpu: string; memory: string };
     limits: { cpu?: string; memory: string };
@@ -75,7 +81,7 @@ function usedPorts(containers: PodContainer[]): Set<number> {
   return new Set(containers.flatMap((c) => (c.ports ?? []).map((p) => p.containerPort)));
 }
 
-export function sidecarContainer(o: InjectOptions, a: { upstreamPort: number; listenPort: number; metricsPort: number; group: string; portName: string }): Record<string, unknown> {
+export function sidecarContainer(o: InjectOptions, a: { upstreamPort: number; listenPort: number; metricsPort: number; group: string; portName: string; config: boolean }): Record<string, unknown> {
   const env: Record<string, unknown>[] = [
     { name: 'GW_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
     // glibc's malloc arenas: two instead of one per thread (the proxy allocates on its main thread);
@@ -112,7 +118,7 @@ export function sidecarContainer(o: InjectOptions, a: { upstreamPort: number; li
       seccompProfile: { type: 'RuntimeDefault' },
     },
   };
-  if (o.configMapName) {
+  if (a.config) {
     args.push('--config', '/etc/gw/config.yaml');
     c.volumeMounts = [{ name: 'gw-sidecar-config', mountPath: '/etc/gw', readOnly: true }];
   }
@@ -120,7 +126,7 @@ export function sidecarContainer(o: InjectOptions, a: { upstreamPort: number; li
 }
 
 /** Decide and build the patch for one Pod. `namespace` is the admission request's namespace. */
-export function injectSidecar(pod: Pod, o: InjectOptions): InjectResult {
+export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): InjectResult {
   const ann = pod.metadata?.annotations ?? {};
   const labels = pod.metadata?.labels ?? {};
   const containers = pod.spec.containers;
@@ -158,11 +164,17 @@ export function injectSidecar(pod: Pod, o: InjectOptions): InjectResult {
   }
 
   const group = ann[ANN.group] ?? labels['app.kubernetes.io/name'] ?? labels.app ?? 'default';
-  const sidecar = sidecarContainer(o, { upstreamPort, listenPort, metricsPort, group, portName: rewire ? portName : 'gw-proxy' });
+  const config = o.configMapName !== undefined && (o.configNamespaces === undefined || (namespace !== undefined && o.configNamespaces.includes(namespace)));
+  const sidecar = sidecarContainer(o, { upstreamPort, listenPort, metricsPort, group, portName: rewire ? portName : 'gw-proxy', config });
   const patch: JsonPatchOp[] = [];
-  if (rewire && named) patch.push({ op: 'replace', path: `/spec/containers/${named.ci}/ports/${named.pi}/name`, value: UPSTREAM_PORT_NAME });
+  if (rewire && named) {
+    patch.push({ op: 'replace', path: `/spec/containers/${named.ci}/ports/${named.pi}/name`, value: UPSTREAM_PORT_NAME });
+    // the app's own probes and lifecycle hooks that name the port follow it (a named probe port resolves
+    // only among the probed container's ports: left as "http" they would fail, the pod never Ready)
+    patch.push(...portReferences(containers[named.ci]!, named.ci, portName));
+  }
   patch.push({ op: 'add', path: '/spec/containers/-', value: sidecar });
-  if (o.configMapName) {
+  if (config) {
     const volume = { name: 'gw-sidecar-config', configMap: { name: o.configMapName, optional: true } };
     const hasVolumes = Array.isArray((pod.spec as Record<string, unknown>).volumes);
     patch.push(hasVolumes ? { op: 'add', path: '/spec/volumes/-', value: volume } : { op: 'add', path: '/spec/volumes', value: [volume] });
@@ -174,6 +186,26 @@ export function injectSidecar(pod: Pod, o: InjectOptions): InjectResult {
     warnings.push('automountServiceAccountToken is false: the gw sidecar cannot read its ConfigMap');
   }
   return { patch, outcome: 'injected', warnings };
+}
+
+/** `replace` ops renaming `portName` → gw-upstream in a container's probes and lifecycle handlers. */
+function portReferences(c: PodContainer, ci: number, portName: string): JsonPatchOp[] {
+  const ops: JsonPatchOp[] = [];
+  const visit = (handler: unknown, path: string): void => {
+    if (typeof handler !== 'object' || handler === null) return;
+    for (const kind of ['httpGet', 'tcpSocket'] as const) {
+      const action = (handler as Record<string, unknown>)[kind];
+      if (typeof action === 'object' && action !== null && (action as { port?: unknown }).port === portName) {
+        ops.push({ op: 'replace', path: `${path}/${kind}/port`, value: UPSTREAM_PORT_NAME });
+      }
+    }
+  };
+  const base = `/spec/containers/${ci}`;
+  const raw = c as Record<string, unknown>;
+  for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) visit(raw[probe], `${base}/${probe}`);
+  const lifecycle = raw.lifecycle as Record<string, unknown> | undefined;
+  for (const hook of ['postStart', 'preStop']) visit(lifecycle?.[hook], `${base}/lifecycle/${hook}`);
+  return ops;
 }
 
 /** Applies the subset of RFC 6902 that injectSidecar emits (add, replace; `-` appends). */

@@ -38,7 +38,7 @@ export function review(body: unknown, inject: InjectOptions, logger?: Logger): {
     logger?.warn({ uid: req.uid, namespace: req.namespace }, `pod not understood, admitted unchanged: ${describeZodError(pod.error)}`);
     return { status: 200, body: admissionResponse(req.uid, undefined, [`gw sidecar not injected: pod not understood (${describeZodError(pod.error)})`]) };
   }
-  const r = injectSidecar(pod.data, inject);
+  const r = injectSidecar(pod.data, inject, req.namespace);
   const name = pod.data.metadata?.name ?? `${pod.data.metadata?.generateName ?? ''}*`;
   logger?.info({ uid: req.uid, namespace: req.namespace, pod: name, outcome: r.outcome, dryRun: req.dryRun ?? false }, 'admission');
   return { status: 200, body: admissionResponse(req.uid, r.patch, r.warnings) };

@@ -21,7 +21,7 @@ const AFTER_TRAFFIC_BOUND_MB = 110;
 
 /** The env the injected sidecar container gets as literal values (NODE_OPTIONS among them). */
 function injectedEnv(): Record<string, string> {
-  const c = sidecarContainer(defaultInjectOptions, { upstreamPort: 8080, listenPort: 15080, metricsPort: 15090, group: 'g', portName: 'http' });
+  const c = sidecarContainer(defaultInjectOptions, { upstreamPort: 8080, listenPort: 15080, metricsPort: 15090, group: 'g', portName: 'http', config: false });
   const out: Record<string, string> = {};
   for (const e of c.env as { name: string; value?: string }[]) if (e.value !== undefined) out[e.name] = e.value;
   return out;

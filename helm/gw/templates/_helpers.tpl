@@ -135,3 +135,12 @@ affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end -}}
+
+{{- /*
+A checksum of the credentials given as values (management secret and tokens, the Redis password): a
+`helm upgrade` that changes one rolls the facade and the controller, whose env reads them only at start.
+Kept or generated values do not change across upgrades, so they need no part in it.
+*/ -}}
+{{- define "gw.credentialsChecksum" -}}
+{{- list .Values.credentials.secret .Values.credentials.accessTokens .Values.credentials.existingSecret .Values.redis.password.value .Values.redis.password.existingSecret | toJson | sha256sum -}}
+{{- end -}}

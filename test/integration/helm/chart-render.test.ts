@@ -162,6 +162,20 @@ describe('what the chart renders', () => {
     expect(Buffer.from(given.data.access_tokens!, 'base64').toString()).toBe('token-aaaaaaaaaaaaaaaa,token-bbbbbbbbbbbbbbbb');
   });
 
+  test('a changed given credential rolls the facade and the controller (their env reads Secrets only at start); the same values do not', async () => {
+    const sums = async (args: string[]): Promise<string[]> => {
+      const all = docs(await template(args));
+      return ['gw-facade', 'gw-controller'].map((n) => (find(all, 'Deployment', n) as unknown as { spec: { template: { metadata: { annotations: Record<string, string> } } } }).spec.template.metadata.annotations['checksum/credentials']!);
+    };
+    const a = await sums(['--set', 'credentials.secret=aaaaaaaaaaaaaaaa']);
+    expect(a.every((x) => /^[0-9a-f]{64}$/.test(x))).toBe(true);
+    expect(await sums(['--set', 'credentials.secret=aaaaaaaaaaaaaaaa'])).toEqual(a);
+    const b = await sums(['--set', 'credentials.secret=bbbbbbbbbbbbbbbb']);
+    expect(b[0]).not.toBe(a[0]);
+    expect(b[1]).not.toBe(a[1]);
+    expect((await sums(['--set', 'credentials.secret=aaaaaaaaaaaaaaaa', '--set', 'redis.password.value=pw0123456789']))[1]).not.toBe(a[1]);
+  });
+
   test('webhook: TLS Secret + caBundle from one generated CA, selectors that keep unrelated namespaces out', async () => {
     const all = docs(await template());
     const tls = find(all, 'Secret', 'gw-webhook-tls') as Doc & { data: Record<string, string> };
@@ -212,14 +226,14 @@ describe('the chart and the CLI agree', () => {
         }
       }
     }
-    const sidecar = sidecarContainer(defaultInjectOptions, { upstreamPort: 8080, listenPort: 15080, metricsPort: 15090, group: 'g', portName: 'http' }) as { args: string[]; env: { name: string }[] };
+    const sidecar = sidecarContainer(defaultInjectOptions, { upstreamPort: 8080, listenPort: 15080, metricsPort: 15090, group: 'g', portName: 'http', config: true }) as { args: string[]; env: { name: string }[] };
     const text = await helpOf('sidecar');
     for (const flag of sidecar.args.filter((a) => a.startsWith('--'))) expect([flag, text.includes(flag)]).toEqual([flag, true]);
     const names = sidecar.env.map((x) => x.name);
     for (const e of names.filter((n) => n.startsWith('GW_'))) expect([e, text.includes(`env: ${e}`)]).toEqual([e, true]);
     // the only variable not read by gw itself: glibc's (controller/webhook/inject.ts)
     expect(names.filter((n) => !n.startsWith('GW_'))).toEqual(['MALLOC_ARENA_MAX']);
-    expect(checked).toEqual(expect.arrayContaining(['controller --leader-elect', 'controller --metrics-listen', 'facade --config', 'webhook --tls-cert', 'webhook --sidecar-config-map']));
+    expect(checked).toEqual(expect.arrayContaining(['controller --leader-elect', 'controller --metrics-listen', 'facade --config', 'webhook --tls-cert', 'webhook --sidecar-config-map', 'webhook --sidecar-config-namespaces']));
   }, 60_000);
 });
 

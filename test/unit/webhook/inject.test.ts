@@ -94,6 +94,44 @@ describe('injectSidecar', () => {
     expect((after.spec as Obj).volumes).toEqual([{ name: 'gw-sidecar-config', configMap: { name: 'gw-sidecar-config', optional: true } }]);
     expect(sidecarOf(after).args).toEqual(expect.arrayContaining(['--config', '/etc/gw/config.yaml']));
   });
+
+  test('the --config ConfigMap only in the namespaces that have it: elsewhere no --config (the sidecar would refuse the missing file and crash-loop)', () => {
+    const before = pod({ [ANN.inject]: 'true' });
+    const opts = { ...o, configMapName: 'gw-sidecar-config', configNamespaces: ['shop'] };
+    const inShop = applyPatch(before, injectSidecar(before, opts, 'shop').patch);
+    expect(sidecarOf(inShop).args).toEqual(expect.arrayContaining(['--config', '/etc/gw/config.yaml']));
+    const elsewhere = applyPatch(before, injectSidecar(before, opts, 'other').patch);
+    expect(sidecarOf(elsewhere).args).not.toContain('--config');
+    expect(sidecarOf(elsewhere).volumeMounts).toBeUndefined();
+    expect((elsewhere.spec as Obj).volumes).toBeUndefined();
+  });
+
+  test("the app's probes and lifecycle hooks naming the renamed port follow it to gw-upstream (left as http they could not resolve)", () => {
+    const before = PodSchema.parse({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'app', annotations: { [ANN.inject]: 'true' } },
+      spec: {
+        containers: [
+          {
+            name: 'app',
+            image: 'app:1',
+            ports: [{ name: 'http', containerPort: 8080 }, { name: 'admin', containerPort: 9000 }],
+            readinessProbe: { httpGet: { path: '/', port: 'http' } },
+            livenessProbe: { tcpSocket: { port: 'http' } },
+            startupProbe: { httpGet: { path: '/', port: 'admin' } },
+            lifecycle: { preStop: { httpGet: { path: '/stop', port: 'http' } }, postStart: { exec: { command: ['true'] } } },
+          },
+        ],
+      },
+    });
+    const after = applyPatch(before, injectSidecar(before, o).patch);
+    const app = containers(after)[0]!;
+    expect(app.readinessProbe).toEqual({ httpGet: { path: '/', port: UPSTREAM_PORT_NAME } });
+    expect(app.livenessProbe).toEqual({ tcpSocket: { port: UPSTREAM_PORT_NAME } });
+    expect(app.startupProbe).toEqual({ httpGet: { path: '/', port: 'admin' } }); // another port: untouched
+    expect(app.lifecycle).toEqual({ preStop: { httpGet: { path: '/stop', port: UPSTREAM_PORT_NAME } }, postStart: { exec: { command: ['true'] } } });
+  });
 });
 
 describe('review (AdmissionReview in, AdmissionReview out)', () => {
