@@ -61,8 +61,22 @@ export function resolveConnection(flags: ConnectionFlags): Connection {
     base: `${u.origin}${basePath}`,
     origin: u.origin,
     basePath,
-    token: flags.token || undefined,
-    secret: flags.secret || undefined,
+    token: credential(flags.token, '--token / GW_ACCESS_TOKEN'),
+    secret: credential(flags.secret, '--secret / GW_SECRET'),
     timeoutMs: Math.round(t.data * 1000),
   };
+}
+
+/**
+ * A credential as a header value: surrounding whitespace dropped (a value read from a file or a Secret
+ * often ends in a newline; the facade trims its own configured values the same way), and one that still
+ * holds a control character refused as a usage error naming the variable — never the value. It used to
+ * fail inside undici as "facade unreachable" (exit 5: retry later).
+ */
+function credential(value: string | undefined, what: string): string | undefined {
+  const v = value?.trim();
+  if (!v) return undefined;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(v)) throw new ClientError(Exit.USAGE, `${what}: holds a control character (a header cannot carry it)`);
+  return v;
 }

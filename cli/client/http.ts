@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { isControlChar } from '../../controller/facade/http-util.js';
 import type { Connection } from './connection.js';
 import { ClientError, Exit, exitForStatus } from './exit-codes.js';
+import { NO_SUCH_ROUTE } from '../../controller/facade/http-util.js';
 
 export type Credential = 'bearer' | 'secret';
 
@@ -93,6 +94,9 @@ export async function callFacade(conn: Connection, call: FacadeCall): Promise<un
   }
   const e = ErrorBody.safeParse(parsed);
   const message = e.success ? e.data.message : text.trim() ? `non-JSON answer: ${text.trim()}` : 'empty answer';
+  // the facade has no such route: --url (its base path) is wrong, not the key or client — exit 2 would
+  // tell a pipeline "already deleted"
+  if (status === 404 && message === NO_SUCH_ROUTE) throw new ClientError(Exit.UNAVAILABLE, `HTTP 404: ${message} under ${conn.base} (is --url the facade's base URL?)`);
   const retry = code === Exit.RATE_LIMITED && retryAfter ? ` (retry after ${String(retryAfter)} s)` : '';
   throw new ClientError(code, `HTTP ${status}: ${oneLine(message)}${retry}`);
 }

@@ -6,6 +6,8 @@ import { formatShapeProblem, jsonShapeProblem } from '../../lib/json-shape.js';
 
 /** Largest request body the facade reads (SPEC.md §4); the CLI's client commands check it before sending. */
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** The message of the facade's 404 for a path it has no route for (the CLI tells it from an unknown key). */
+export const NO_SUCH_ROUTE = 'no such route';
 
 /** A C0 control character or DEL (U+0000–U+001F, U+007F); `ch` is one character (code point). */
 export function isControlChar(ch: string): boolean {

@@ -9,7 +9,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { GatewayOptionsT } from '../../lib/options.js';
 import { ConflictError, NotReadyError, TooLargeError, type ResourceBackend } from './backend.js';
 import { KeyedLock, type FacadeContext, type Route } from './context.js';
-import { HttpError, sendError, sendJson } from './http-util.js';
+import { HttpError, NO_SUCH_ROUTE, sendError, sendJson } from './http-util.js';
 import { facadeOpenApi } from './openapi.js';
 import { DEFAULT_FACADE_RATE_LIMIT, FacadeLimiter, type FacadeRateLimit } from './rate-limit.js';
 import { keyRoutes } from './routes-keys.js';
@@ -141,7 +141,7 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
       }
       return r.template;
     }
-    throw new HttpError(404, 'no such route');
+    throw new HttpError(404, NO_SUCH_ROUTE);
   };
 
   const server = createServer((req, res) => {

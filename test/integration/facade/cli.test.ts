@@ -323,6 +323,8 @@ describe('exit codes', () => {
 
   slow('2: not found', async () => {
     expectFailure(await gw(['keys', 'get', 'no-such-key']), Exit.NOT_FOUND, /HTTP 404/);
+    // a wrong base path in --url is not "no such key" (a pipeline would take a delete as done): 5, check --url
+    expectFailure(await gw(['keys', 'delete', 'no-such-key'], { url: `${sa.admin}/wrong/base` }), Exit.UNAVAILABLE, /HTTP 404: no such route under .*\/wrong\/base \(is --url the facade's base URL\?\)/);
   });
 
   slow('3: credential missing or refused (env and flag; the flag wins)', async () => {
@@ -331,6 +333,11 @@ describe('exit codes', () => {
     expectFailure(await gw(['oauth', 'list', 'shop'], { env: { GW_ACCESS_TOKEN: undefined } }), Exit.AUTH, /no access token/);
     expectFailure(await gw(['oauth', 'list', 'shop', '--token', 'wrong']), Exit.AUTH, /HTTP 403/);
     expect((await gw(['keys', 'list', '--secret', SECRET], { env: { GW_SECRET: 'wrong' } })).code).toBe(Exit.OK);
+    // a value read from a file keeps its newline: trimmed, as the facade trims its own (it was exit 5, "unreachable")
+    expect((await gw(['keys', 'list'], { env: { GW_SECRET: `${SECRET}\n` } })).code).toBe(Exit.OK);
+    const ctl = await gw(['keys', 'list'], { env: { GW_SECRET: `${SECRET}\u0007x` } });
+    expectFailure(ctl, Exit.USAGE, /^gw keys list: --secret \/ GW_SECRET: holds a control character/);
+    expect(ctl.stderr).not.toContain(SECRET);
   });
 
   slow('4: refused by the facade (schema, unknown field named)', async () => {
