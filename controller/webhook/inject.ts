@@ -153,7 +153,9 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
   const metricsPort = port(ann[ANN.metricsPort], ANN.metricsPort) ?? o.metricsPort;
   if (typeof listenPort === 'string') return refuse(listenPort);
   if (typeof metricsPort === 'string') return refuse(metricsPort);
-  const used = usedPorts(containers);
+  // native sidecars (init containers with restartPolicy Always, e.g. a mesh proxy) share the pod's ports too
+  const inits = ((pod.spec as Record<string, unknown>).initContainers ?? []) as PodContainer[];
+  const used = usedPorts([...containers, ...(Array.isArray(inits) ? inits.filter((c) => (c as Record<string, unknown>).restartPolicy === 'Always') : [])]);
   for (const [what, p] of [['listen port', listenPort], ['metrics port', metricsPort]] as const) {
     if (p === upstreamPort || used.has(p)) return refuse(`the sidecar's ${what} ${p} is already used in this pod (set ${what === 'listen port' ? ANN.listenPort : ANN.metricsPort})`);
   }

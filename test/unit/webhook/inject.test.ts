@@ -95,6 +95,21 @@ describe('injectSidecar', () => {
     expect(sidecarOf(after).args).toEqual(expect.arrayContaining(['--config', '/etc/gw/config.yaml']));
   });
 
+  test("a native sidecar's port (init container with restartPolicy Always) counts as used: a clash is refused with a warning", () => {
+    const before = PodSchema.parse({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'app', annotations: { [ANN.inject]: 'true' } },
+      spec: {
+        initContainers: [{ name: 'mesh', image: 'mesh:1', restartPolicy: 'Always', ports: [{ name: 'prom', containerPort: 15090 }] }, { name: 'init', image: 'i:1', ports: [{ containerPort: 15080 }] }],
+        containers: [{ name: 'app', image: 'app:1', ports: [{ name: 'http', containerPort: 8080 }] }],
+      },
+    });
+    const r = injectSidecar(before, o);
+    expect(r.outcome).toBe('refused');
+    expect(r.warnings.join()).toMatch(/metrics port 15090 is already used/);
+  });
+
   test('the --config ConfigMap only in the namespaces that have it: elsewhere no --config (the sidecar would refuse the missing file and crash-loop)', () => {
     const before = pod({ [ANN.inject]: 'true' });
     const opts = { ...o, configMapName: 'gw-sidecar-config', configNamespaces: ['shop'] };
