@@ -258,6 +258,9 @@ describe('values.schema.json refuses bad values', () => {
     ['sidecar ports equal (template check)', ['--set', 'sidecar.metricsPort=15080'], /sidecar\.listenPort and sidecar\.metricsPort must differ/],
     ['existingSecret and secret (template check)', ['--set', 'credentials.existingSecret=c', '--set', 'credentials.secret=s'], /credentials\.existingSecret excludes/],
     ['empty namespaceSelector (template check)', ['--set', 'webhook.namespaceSelector.matchLabels=null'], /namespaceSelector must select/],
+    ['facade namespace the controller does not watch (template check)', ['--set', 'controller.watchNamespace=shop', '--set', 'facade.namespace=other'], /facade\.namespace "other" is not watched by the controller/],
+    ['sidecar namespace the controller does not watch (template check)', ['--set', 'controller.watchNamespace=shop', '--set', 'facade.namespace=shop', '--set', 'sidecar.namespaces[0].name=billing'], /sidecar\.namespaces "billing" is not watched/],
+    ['a sidecar namespace listed twice (template check)', ['--set', 'sidecar.namespaces[0].name=shop', '--set', 'sidecar.namespaces[1].name=shop'], /sidecar\.namespaces lists "shop" twice/],
   ];
   test.each(bad)('%s → helm template fails with a clear message', async (_n, args, msg) => {
     const r = await helm(['template', 'gw', CHART, ...args]);
