@@ -103,8 +103,13 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     putKey: async (hash: string, record: Parameters<ResourceBackend['putKey']>[1]) => {
       await dirBackend.putKey(hash, record);
       if (!record.suppressReset) {
-        const s = await sessions.get(hash);
-        await engine.resetQuota(hash, s);
+        // The key is saved (and served from the directory while the store is down); a reset the store
+        // cannot take now happens when it is back (the resync writes the key as new, which resets it).
+        try {
+          await engine.resetQuota(hash, await sessions.get(hash));
+        } catch (e) {
+          logger.warn({ keyHash: hash.slice(0, 12), err: (e as Error).message }, 'quota reset deferred: the shared store is unavailable');
+        }
       }
     },
   });

@@ -8,7 +8,7 @@ import { ApiDefinitionSpec } from './schemas/api-definition.js';
 import { Status } from './schemas/common.js';
 import { OAuthClientSpec } from './schemas/oauth-client.js';
 import { PolicySpec } from './schemas/policy.js';
-import { jsonShapeProblem } from '../lib/json-shape.js';
+import { jsonShapeProblem, MAX_JSON_DEPTH } from '../lib/json-shape.js';
 
 export const GROUP = 'gw.io';
 export const VERSION = 'v1alpha1';
@@ -142,7 +142,9 @@ export function guarded<S extends z.ZodType>(schema: S) {
   return z
     .unknown()
     .superRefine((value, ctx) => {
-      const p = jsonShapeProblem(value);
+      // two levels more than a facade body may have: the envelope (`spec`) wraps the body, and a body
+      // the facade accepted must load as a manifest or a custom resource
+      const p = jsonShapeProblem(value, MAX_JSON_DEPTH + 2);
       if (p) ctx.addIssue({ code: 'custom', message: p.message, path: p.path });
     })
     .pipe(schema);

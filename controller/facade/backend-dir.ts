@@ -81,9 +81,9 @@ export class DirBackend implements ResourceBackend {
     return missing;
   }
 
-  async getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string } | undefined> {
+  async getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string; active: boolean } | undefined> {
     const p = this.lookup((s) => s.policies.find((x) => x.metadata.namespace === namespace && x.metadata.name === name));
-    return p && { namespace, name };
+    return p && { namespace, name, active: p.spec.active !== false };
   }
 
   // ---- keys ----

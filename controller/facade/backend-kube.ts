@@ -58,6 +58,7 @@ const ReconcileState = z.object({ status: Status.optional() });
 /** status.quotaReset of an AccessKey: the last gw.io/quota-reset token the controller acted on. */
 const QuotaResetState = z.looseObject({ status: z.looseObject({ quotaReset: z.string().optional() }).optional() });
 
+const PolicyActive = z.looseObject({ spec: z.looseObject({ active: z.boolean().optional() }).optional() });
 const Terminating = z.looseObject({ metadata: z.looseObject({ deletionTimestamp: z.string().optional() }) });
 /** An AccessKey with the hash the controller recorded for a key kept in a Secret (status.keyHash). */
 const AccessKeyWithHash = guarded(AccessKeyObject.extend({ status: z.looseObject({ keyHash: z.string().regex(/^[0-9a-f]{64}$/).optional() }).optional() }));
@@ -217,8 +218,10 @@ export class KubeBackend implements ResourceBackend {
     return apiIds.filter((id) => !present.has(id));
   }
 
-  async getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string } | undefined> {
-    return (await this.get('policies', namespace, name)) ? { namespace, name } : undefined;
+  async getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string; active: boolean } | undefined> {
+    const raw = await this.get('policies', namespace, name);
+    if (!raw) return undefined;
+    return { namespace, name, active: PolicyActive.safeParse(raw).data?.spec?.active !== false };
   }
 
   /**

@@ -50,8 +50,8 @@ export interface ResourceBackend {
   getApi(namespace: string | undefined, apiId: string): Promise<ApiRef | undefined>;
   /** Those of `apiIds` that name no API in `namespace` (one read of the APIs, however many ids). */
   missingApis(namespace: string, apiIds: string[]): Promise<string[]>;
-  /** Whether Policy `name` exists in `namespace`. */
-  getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string } | undefined>;
+  /** Whether Policy `name` exists in `namespace`, and whether it is active (`active: false` → false). */
+  getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string; active: boolean } | undefined>;
 
   getKey(keyHash: string): Promise<KeyRecord | undefined>;
   /** Create or replace; resolves when the gateway can use the key (or a timeout). */

@@ -59,9 +59,11 @@ async function checkReferences(ctx: FacadeContext, session: KeySessionT, namespa
   // the field the client sent: the deprecated apply_policy_id when it was the one that set the policy
   const fromDeprecated = !body.apply_policies?.length && !!body.apply_policy_id;
   for (const [i, p] of (session.apply_policies ?? []).entries()) {
-    if (!(await ctx.backend.getPolicy(namespace, p))) {
-      throw new HttpError(400, `${fromDeprecated ? 'apply_policy_id' : `apply_policies.${i}`}: policy ${JSON.stringify(p)} not found in namespace ${namespace}`);
-    }
+    const field = fromDeprecated ? 'apply_policy_id' : `apply_policies.${i}`;
+    const policy = await ctx.backend.getPolicy(namespace, p);
+    if (!policy) throw new HttpError(400, `${field}: policy ${JSON.stringify(p)} not found in namespace ${namespace}`);
+    // the gateway refuses a key applying an inactive policy (and the controller reports it not Ready)
+    if (!policy.active) throw new HttpError(400, `${field}: policy ${JSON.stringify(p)} is inactive (active: false) in namespace ${namespace}`);
   }
   const [missing] = await ctx.backend.missingApis(namespace, Object.keys(session.access_rights ?? {}));
   if (missing !== undefined) throw new HttpError(400, `access_rights.${missing}: API ${JSON.stringify(missing)} not found in namespace ${namespace}`);

@@ -20,6 +20,8 @@ export class StandaloneState {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };
   /** The sessions written, by key hash: what the store was given (JSON, to compare) and the session. */
   private written = new Map<string, { json: string; stored: StoredSession }>();
+  /** The directory's sessions by key hash, whether or not the store took them (the fallback while it is down). */
+  private known = new Map<string, StoredSession>();
   private applying: Promise<void> = Promise.resolve();
   private readonly notesLog: ChangedNotesLog;
   /** Write every session on the next apply (resync), not only the changed ones. */
@@ -38,9 +40,12 @@ export class StandaloneState {
     return this.config;
   }
 
-  /** The session of a key of the directory, as last written to the store (the fallback while Redis is down). */
+  /**
+   * The session of a key of the directory (the fallback while Redis is down), also when the store never
+   * took it: a standalone started while its Redis is down serves its directory's keys.
+   */
   session(keyHash: string): StoredSession | undefined {
-    return this.written.get(keyHash)?.stored;
+    return this.known.get(keyHash);
   }
 
   /** Serialised: snapshots are applied one after another, in order. */
@@ -90,6 +95,7 @@ export class StandaloneState {
       next.set(m.keyHash, { key, stored: sessionOf(key), annotations: key.metadata.annotations ?? {} });
     }
     this.notesLog.log(notes);
+    this.known = new Map([...next].map(([hash, { stored }]) => [hash, stored]));
     for (const [hash, { stored, annotations }] of next) {
       const json = JSON.stringify(stored);
       if (!this.rewrite && this.written.get(hash)?.json === json) continue;

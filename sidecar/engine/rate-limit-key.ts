@@ -5,7 +5,9 @@
  */
 export function expandPattern(pattern: string, meta: Record<string, unknown>): string {
   return pattern.replace(/\$gw_meta\.([A-Za-z0-9_\-.]+)/g, (_m, name: string) => {
-    const v = meta[name];
+    // own fields only: `constructor`, `toString` or `__proto__` are not metadata (they made unrelated
+    // keys share one allowance)
+    const v = Object.hasOwn(meta, name) ? meta[name] : undefined;
     if (v === undefined || v === null) return '';
     return typeof v === 'object' ? JSON.stringify(v) : String(v);
   });

@@ -57,8 +57,8 @@ export class MemorySentinel implements Limiter {
 export class RedisSentinel implements Limiter {
   readonly name = 'sentinel';
   private readonly script: RedisLogScript;
-  /** Per bucket, what the last log write landed with: the count and the (smoothed) allowance. */
-  private readonly last: ExpiringMap<{ n: number; allowance: number }>;
+  /** Per bucket, what the last log write landed with: the count, the (smoothed) allowance, its time. */
+  private readonly last: ExpiringMap<{ n: number; allowance: number; at: number }>;
   /** Per bucket, this gateway's admissions whose log write has not landed yet. */
   private readonly inflight = new Map<string, number>();
   private readonly pending = new Set<Promise<void>>();
@@ -82,6 +82,10 @@ export class RedisSentinel implements Limiter {
     const allowance = seen?.allowance ?? allowanceOf(limit.rate);
     if (until > now) return result(false, allowance, 0, now, until);
     const win = limit.per * 1000;
+    // The last write this gateway saw reached the allowance: that script wrote the sentinel, until one
+    // window after the write (when this entry expires too). A read sent before that write but answered
+    // after it says "no sentinel"; this answers for it.
+    if (seen && seen.n >= seen.allowance) return result(false, allowance, 0, now, seen.at + win);
     const inflight = this.inflight.get(bucket) ?? 0;
     // This gateway alone has a whole allowance of admissions on their way to the log: the window is full
     // whatever the store says yet. Without this, a burst whose sentinel reads were all answered before
@@ -109,7 +113,7 @@ export class RedisSentinel implements Limiter {
   /** Off the request path: add to the log; the script writes the sentinel when the log reaches the allowance. */
   private async writeLog(bucket: string, limit: LimitSpec, now: number): Promise<void> {
     const w = await this.script.write(bucket, limit, now, 'sentinel');
-    this.last.set(bucket, { n: w.n, allowance: w.allowance }, now + limit.per * 1000);
+    this.last.set(bucket, { n: w.n, allowance: w.allowance, at: now }, now + limit.per * 1000);
   }
 
   /** Resolves when every background log write started so far has finished (tests, shutdown). */

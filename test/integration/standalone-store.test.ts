@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { startEcho } from '../../scripts/echo-upstream.js';
+import { sha256hex } from '../../lib/hash.js';
 import { startNode, stopNode, type Node } from '../harness/redis-cluster.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
 import { eventually } from '../helpers/sidecar.js';
@@ -68,6 +69,11 @@ describe('gw standalone with --redis', () => {
     expect(unseen.headers['retry-after']).toBe('1');
     expect(await unseen.body.json()).toEqual({ error: 'Session store unavailable' });
     expect(Date.now() - t).toBeLessThan(500);
+    // a key written through the facade while the store is down: saved, served from the directory (it was a 500)
+    const put = await request(`${gw.admin}/gw/keys/written-while-down`, { method: 'POST', headers: { 'x-gw-authorization': 'test-secret', 'content-type': 'application/json' }, body: '{"rate":5,"per":10}' });
+    expect(put.statusCode).toBe(200);
+    await put.body.dump();
+    expect(await code(`${gw.gateway}/k/x`, 'written-while-down')).toBe(200);
     node = await startNode([], node.port, node.dir);
     await eventually(async () => (await code(`${gw.admin}/readyz`)) === 200, 15_000, 'ready again');
     expect(await code(`${gw.gateway}/readyz`)).toBe(200);
@@ -79,16 +85,18 @@ describe('gw standalone with --redis', () => {
 
   test('a database index the server does not have (/99): the store is not used (it went on in database 0), readyz 503, a line says why', async () => {
     const client = new Redis(`redis://127.0.0.1:${node.port}`);
+    const own = tempDir();
+    writeFileSync(join(own, 'k.yaml'), `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: db99}\nspec: {key_hash: ${sha256hex('db99-key')}}\n`);
     let wrong: Standalone | undefined;
     try {
-      await client.flushall();
-      wrong = await startStandalone(dir, ['--redis', `redis://127.0.0.1:${node.port}/99`]);
+      wrong = await startStandalone(own, ['--redis', `redis://127.0.0.1:${node.port}/99`]);
       await eventually(async () => wrong!.output().includes('the server has no such database'), 5000, 'the line');
       expect(await code(`${wrong.admin}/readyz`)).toBe(503);
-      expect(await client.dbsize()).toBe(0); // nothing written into database 0
+      expect(await client.exists(`gw:session:${sha256hex('db99-key')}`)).toBe(0); // its session is not in database 0
     } finally {
       await wrong?.stop();
       client.disconnect();
+      cleanup(own);
     }
   }, 30_000);
 
@@ -104,6 +112,9 @@ describe('gw standalone with --redis', () => {
       expect(await code(`${silent.admin}/healthz`)).toBe(200);
       expect(await code(`${silent.admin}/readyz`)).toBe(503);
       expect(await code(`${silent.gateway}/a/x`)).toBe(200); // kv_failure_mode open: a keyless API is served
+      // the store never took the directory's sessions: its keys are still known (they got 503)
+      expect(await code(`${silent.gateway}/k/x`, 'unseen-key-0001')).toBe(200);
+      expect(await code(`${silent.gateway}/k/x`, 'stranger-key-0001')).toBe(503);
       const exited = new Promise<number | null>((r) => silent!.proc.once('exit', (c) => r(c)));
       silent.proc.kill('SIGTERM');
       expect(await exited).toBe(0);

@@ -375,6 +375,23 @@ describe('HTTP errors', () => {
     expect((await f.call('DELETE', '/gw/keys/wide')).status).toBe(200);
   });
 
+  test('a body at the depth limit loads back as a manifest (the envelope adds a level; it used to be 200 and never served)', async () => {
+    const nested = (depth: number): string => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+    const r = await f.call('POST', '/gw/keys/deep63', { body: `{"meta_data":${nested(63)}}` });
+    expect(r.status).toBe(200);
+    expect(loadManifestDir(f.dir).errors).toEqual([]);
+    expect((await f.call('GET', '/gw/keys/deep63')).status).toBe(200);
+    expect((await f.call('POST', '/gw/keys/deep64', { body: `{"meta_data":${nested(64)}}` })).status).toBe(400);
+    expect((await f.call('DELETE', '/gw/keys/deep63')).status).toBe(200);
+  });
+
+  test('a key applying an inactive policy → 400 naming the field (the gateway would refuse it; a cluster facade waited 10 s for a 504)', async () => {
+    const r = await f.call('POST', '/gw/keys/sleepy', { body: { apply_policies: ['gold', 'dormant'] } });
+    expect(r.status).toBe(400);
+    expect((r.body as { message: string }).message).toBe('apply_policies.1: policy "dormant" is inactive (active: false) in namespace default');
+    expect((await f.call('GET', '/gw/keys/sleepy')).status).toBe(404);
+  });
+
   test('unknown route → 404; wrong method → 405 with Allow', async () => {
     const r = await f.call('GET', '/nope');
     expect(r.status).toBe(404);

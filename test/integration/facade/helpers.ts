@@ -60,6 +60,11 @@ apiVersion: gw.io/v1alpha1
 kind: Policy
 metadata: {name: gold}
 spec: {rate: 100, per: 60}
+---
+apiVersion: gw.io/v1alpha1
+kind: Policy
+metadata: {name: dormant}
+spec: {rate: 100, per: 60, active: false}
 `;
 
 export async function startFacade(

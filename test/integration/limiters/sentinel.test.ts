@@ -80,6 +80,22 @@ describe('sentinel variant in Redis', () => {
     expect((await b.check('burst-2', limit)).allowed).toBe(false);
   });
 
+  test('a sentinel read answered after the writes that reached the limit (it says "no sentinel") is still refused, until that window ends', async () => {
+    const clock = new ManualClock(T0);
+    const s = new RedisSentinel(g.a, clock, { smoothingEnabled: true });
+    const limit = { rate: 3, per: 10 };
+    for (let i = 0; i < 3; i++) expect((await s.check('stale', limit)).allowed).toBe(true);
+    await s.settled();
+    // what a read sent before the sentinel was written sees: no sentinel (deleted here to stand for it)
+    await g.a.del(storeKeys.sentinel('stale'));
+    clock.advance(1000);
+    const r = await s.check('stale', limit);
+    expect(r.allowed).toBe(false);
+    expect(r.reset).toBe(Math.ceil((T0 + 10_000) / 1000));
+    clock.set(T0 + 10_000);
+    expect((await s.check('stale', limit)).allowed).toBe(true);
+  });
+
   test('with smoothing, X-RateLimit-Limit is the smoothed allowance (as of the last log write), not the rate', async () => {
     const clock = new ManualClock(T0);
     let allowance: number | undefined;

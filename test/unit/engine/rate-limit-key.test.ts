@@ -11,6 +11,11 @@ describe('custom rate-limit keys', () => {
     expect(limiterIdentity('h1', '$gw_meta.missing', meta)).toBe('h:h1');
     expect(limiterIdentity('h1', '$gw_meta.org', meta)).toBe('p:acme');
     expect(limiterIdentity('h1', undefined, meta)).toBe('h:h1');
+    // inherited members are not metadata: missing, so each key falls back to itself
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      expect(expandPattern(`$gw_meta.${name}`, meta)).toBe('');
+      expect(limiterIdentity('h1', `$gw_meta.${name}`, meta)).toBe('h:h1');
+    }
   });
 
   const policies = { shared: { rate: 3, per: 60, quota_max: 5, quota_renewal_rate: 3600, meta_data: { rate_limit_pattern: '$gw_meta.org|$gw_meta.team' } } };
