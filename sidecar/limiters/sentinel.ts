@@ -72,6 +72,9 @@ export class RedisSentinel implements Limiter {
   ) {
     this.script = new RedisLogScript(redis, opts.smoothingEnabled, onSmoothing);
     this.last = new ExpiringMap(clock);
+    // a (re)connected store may have lost its data (a restart without persistence, a failover): what the
+    // last writes reported no longer mirrors its sentinels
+    redis.on('ready', () => this.last.clear());
   }
 
   async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {

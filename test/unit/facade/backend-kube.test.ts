@@ -120,7 +120,7 @@ test('APIs by api_id across namespaces; policies by name', async () => {
   expect(await backend.getApi('other', 'pets-id')).toBeUndefined();
   expect(await backend.missingApis('team', ['pets-id', 'ghost'])).toEqual(['ghost']);
   expect(await backend.missingApis('other', ['pets-id'])).toEqual(['pets-id']);
-  expect(await backend.getPolicy('team', 'gold')).toEqual({ namespace: 'team', name: 'gold' });
+  expect(await backend.getPolicy('team', 'gold')).toEqual({ namespace: 'team', name: 'gold', active: true });
   expect(await backend.getPolicy('team', 'nope')).toBeUndefined();
 });
 
