@@ -9,10 +9,10 @@
  * admitted requests per window ≤ allowance + the requests whose sentinel read was served while the
  * log write of an admitted request was still in flight, i.e. the requests arriving during one store
  * round trip. With requests arriving in waves of k (each wave after the previous writes landed),
- * at most allowance + k − 1. And each gateway admits at most `allowance` requests whose log writes are
- * in flight at once, so a burst (whose round trip stretches with the gateway's backlog) admits at most
- * allowance per gateway: exactly the allowance for a fresh window on one gateway, ≤ N × allowance on
- * N gateways. In memory the log is written inline, so it is exact.
+ * at most allowance + k − 1. Against bursts (whose "round trip" stretches with the gateway's backlog)
+ * each gateway also refuses while `allowance` of its admissions are on their way to the log, and while
+ * the last write it saw reached the allowance (a read answered after that write may not see its
+ * sentinel yet): about one allowance per gateway. In memory the log is written inline, so it is exact.
  */
 import type { Clock } from '../../lib/clock.js';
 import { ExpiringMap } from '../../lib/store/memory.js';
