@@ -32,7 +32,7 @@ const bad: [string, Record<string, unknown>, string, string][] = [
   ['negative per', pol({ rate: 1, per: -5 }), 'spec.per', 'spec.per'],
   ['negative rate in an endpoint rule', api({ proxy: { listen_path: '/a/' }, extended_paths: { rate_limit: [{ path: '/x', method: 'GET', rate: -1, per: 1 }] } }), 'spec.extended_paths.rate_limit.0.rate', 'spec.extended_paths.rate_limit[0].rate'],
   ['unknown enum: streaming verb FETCH', api({ proxy: { listen_path: '/a/' }, streaming: stream({ verb: 'FETCH' }) }), 'spec.streaming.streams.s.output.http_client.verb', 'spec.streaming.streams.s.output.http_client.verb'],
-  ['unknown enum: lower-case endpoint method', api({ proxy: { listen_path: '/a/' }, extended_paths: { rate_limit: [{ path: '/x', method: 'get', rate: 1, per: 1 }] } }), 'spec.extended_paths.rate_limit.0.method', 'spec.extended_paths.rate_limit[0].method'],
+  ['an endpoint method that is not a word', api({ proxy: { listen_path: '/a/' }, extended_paths: { rate_limit: [{ path: '/x', method: 'GET POST', rate: 1, per: 1 }] } }), 'spec.extended_paths.rate_limit.0.method', 'spec.extended_paths.rate_limit[0].method'],
   ['missing listen path', api({ global_rate_limit: { rate: 1, per: 1 } }), 'spec.proxy.listen_path', 'proxy.listen_path is required unless spec.oas is given'],
   ['listen path not starting with /', api({ proxy: { listen_path: 'a/' } }), 'spec.proxy.listen_path', 'spec.proxy.listen_path'],
   ['unknown field', api({ proxy: { listen_path: '/a/' }, rate_limitz: 1 }), 'rate_limitz', 'rate_limitz'],

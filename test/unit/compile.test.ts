@@ -116,7 +116,9 @@ describe('compiling ApiDefinitions', () => {
     expect([meta!.test('/$metadata'), meta!.test('/$metadata/'), meta!.test('/')]).toEqual([true, true, false]);
     expect([sum!.test('/v1.0/sum+count'), sum!.test('/v1x0/sum+count'), sum!.test('/v1.0/summcount')]).toEqual([true, false, false]);
     expect(weird!.test('/weird[')).toBe(true);
-    const users = new RegExp(compileApi(api('u', { proxy: { listen_path: '/u/' }, use_extended_paths: true, extended_paths: { rate_limit: [{ path: '/users', method: 'GET', rate: 1, per: 1 }] } })).endpointRules[0]!.pattern);
+    const u = compileApi(api('u', { proxy: { listen_path: '/u/' }, use_extended_paths: true, extended_paths: { rate_limit: [{ path: '/users', method: 'get', rate: 1, per: 1 }] } }));
+    expect(u.endpointRules[0]!.method).toBe('GET'); // any case, matched upper-cased
+    const users = new RegExp(u.endpointRules[0]!.pattern);
     expect([users.test('/users'), users.test('/users/'), users.test('users'), users.test('/users/1'), users.test('/usersx')]).toEqual([true, true, true, false, false]);
   });
 
