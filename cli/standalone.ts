@@ -12,6 +12,8 @@ import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { DirSource } from '../controller/sources/dir-source.js';
 import { StandaloneState } from '../controller/standalone/state.js';
+import { QuotaStatePersistence } from '../controller/standalone/quota-state.js';
+import { MemoryQuota } from '../sidecar/limiters/quota.js';
 import { DirBackend } from '../controller/facade/backend-dir.js';
 import { createFacadeServer } from '../controller/facade/server.js';
 import type { ResourceBackend } from '../controller/facade/backend.js';
@@ -22,6 +24,7 @@ import { onShutdown } from './shutdown.js';
 import { releaseStartupMemory, tuneHeapForProxying } from '../sidecar/heap-tuning.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 const { statSync } = process.getBuiltinModule('node:fs');
+const { join } = process.getBuiltinModule('node:path');
 
 export interface StandaloneFlags {
   resources: string;
@@ -82,6 +85,10 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   });
   holder.runtime = runtime;
   const engine = runtime.engine;
+  // without Redis the quota counters live in this process: kept across a restart in DIR/.gw
+  const quotaState = engine.limiters.quota instanceof MemoryQuota ? new QuotaStatePersistence(join(flags.resources, '.gw'), engine.limiters.quota, logger) : undefined;
+  quotaState?.load();
+  quotaState?.start();
   await runtime.applyConfig(state.current());
   source.onChange((snapshot) => {
     const loaded = source.loaded();
@@ -125,6 +132,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     ready = false;
     source.stop();
     await Promise.all([drain(runtime.server), drain(admin)]);
+    quotaState?.stop(); // after the drain: the last requests are counted
     facade.close();
     await runtime.close();
     await sessions.close();

@@ -42,6 +42,14 @@ export class ExpiringMap<V> {
     this.map.delete(key);
   }
 
+  /** The live entries with their expiry (a snapshot to persist). */
+  entries(): [key: string, value: V, expires: number][] {
+    const now = this.clock.now();
+    const out: [string, V, number][] = [];
+    for (const [k, e] of this.map) if (e.expires > now) out.push([k, e.value, e.expires]);
+    return out;
+  }
+
   clear(): void {
     this.map.clear();
   }

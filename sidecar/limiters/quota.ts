@@ -70,6 +70,27 @@ export class MemoryQuota implements QuotaStore {
   async reset(bucket: string): Promise<void> {
     this.state.delete(bucket);
   }
+
+  /** Every running period, to persist across a restart (standalone without Redis: quota-state.ts). */
+  snapshot(): QuotaPeriod[] {
+    return this.state.entries().map(([bucket, s]) => ({ bucket, used: s.used, renews: s.renews }));
+  }
+
+  /** Periods of a snapshot; ones that have renewed meanwhile are dropped (the next request starts afresh). */
+  restore(periods: QuotaPeriod[]): void {
+    const now = this.clock.now();
+    for (const p of periods) {
+      if (p.renews > 0 && p.renews <= now) continue;
+      this.state.set(p.bucket, { used: p.used, renews: p.renews }, p.renews > 0 ? p.renews : Infinity);
+    }
+  }
+}
+
+/** One bucket's running quota period: requests used, renewal in clock ms (0 = never). */
+export interface QuotaPeriod {
+  bucket: string;
+  used: number;
+  renews: number;
 }
 
 /** KEYS: quota hash. ARGV: now ms, max, renewal ms. Returns {allowed, used, renews ms}. */

@@ -5,6 +5,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { startEcho } from '../../scripts/echo-upstream.js';
+import { sha256hex } from '../../lib/hash.js';
 import { run } from '../helpers/chart-tools.js';
 import { eventually } from '../helpers/sidecar.js';
 import { CLI, cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
@@ -154,6 +155,39 @@ describe('gw standalone: the ready line', () => {
       cleanup(dir);
     }
     expect(codes).toEqual(Array(10).fill(0));
+  }, 60_000);
+});
+
+describe('gw standalone without Redis: quota counters survive a restart (SPEC §1: a restart loses nothing)', () => {
+  test('3 of 5 used, restart: 2 left (GET /gw/keys says so), then 403; a state file that does not validate is ignored with a line', async () => {
+    const echo = await startEcho();
+    const dir = tempDir();
+    writeFileSync(join(dir, 'api.yaml'), `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: q}\nspec: {proxy: {listen_path: /q/, target_url: '${echo.url}'}}\n`);
+    writeFileSync(join(dir, 'key.yaml'), `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: k}\nspec: {key_hash: ${sha256hex('quota-key-0001')}, quota_max: 5, quota_renewal_rate: 3600}\n`);
+    const hit = async (gw: Standalone): Promise<number> => (await get(`${gw.gateway}/q/x`, { authorization: 'quota-key-0001' })).status;
+    const remaining = async (gw: Standalone): Promise<number> => {
+      const r = await request(`${gw.admin}/gw/keys/quota-key-0001`, { headers: { 'x-gw-authorization': 'test-secret' } });
+      return ((await r.body.json()) as { quota_remaining: number }).quota_remaining;
+    };
+    try {
+      let gw = await startStandalone(dir);
+      expect([await hit(gw), await hit(gw), await hit(gw)]).toEqual([200, 200, 200]);
+      expect(await gw.stop()).toBe(0);
+      gw = await startStandalone(dir, [], { GW_LOG_LEVEL: 'info' });
+      await eventually(async () => gw.output().includes('quota state restored'), 3000, 'the restore line'); // pino writes asynchronously
+      expect(await remaining(gw)).toBe(2);
+      expect([await hit(gw), await hit(gw), await hit(gw)]).toEqual([200, 200, 403]);
+      expect(await gw.stop()).toBe(0);
+      // a damaged state file: quotas start afresh, with one line naming the field
+      writeFileSync(join(dir, '.gw', '.quota-state.json'), JSON.stringify({ version: 1, periods: [{ bucket: 'x', used: -1, renews: 0 }] }));
+      gw = await startStandalone(dir);
+      await eventually(async () => /quota state ignored: periods\.0\.used: /.test(gw.output()), 3000, 'the ignored line');
+      expect(await remaining(gw)).toBe(5);
+      expect(await gw.stop()).toBe(0);
+    } finally {
+      echo.server.close();
+      cleanup(dir);
+    }
   }, 60_000);
 });
 
