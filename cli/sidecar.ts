@@ -58,7 +58,6 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   }
   let onConfig: (c: CompiledConfig) => void = () => {};
   const source = new KubeConfigSource(kube, flags.namespace, logger, () => metrics.configErrors.inc(), (c) => {
-    metrics.configLoaded.set(c.apis.length);
     onConfig(c);
   });
   await source.start();

@@ -108,7 +108,10 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     engine,
     peers,
     streams,
-    applyConfig: (config) => streams.apply(config.apis),
+    applyConfig: (config) => {
+      metrics.configLoaded.set(config.apis.length); // gw_config_apis, for gw sidecar and gw standalone alike
+      return streams.apply(config.apis);
+    },
     ready: d.ready,
     async close() {
       await streams.stop();

@@ -20,6 +20,15 @@ import { allowanceOf, result, type Limiter, type LimitResult, type SmoothingList
 
 const windowMs = (per: number): number => Math.max(1, Math.round(per * 1000));
 
+/**
+ * How long an idle bucket's smoothing state (allowance, last event) is kept: at least a day. It used to
+ * go after 10 windows, and the allowance then restarted at the threshold without the
+ * RateLimitSmoothingDown events (and gauge moves) of falling there step by step; kept, the first
+ * requests after the idle spell step it down with their events (SPEC §3.8).
+ */
+const SMOOTHING_MIN_TTL_MS = 86_400_000;
+const smoothingTtlMs = (win: number, delayMs: number): number => Math.max(Math.max(win, delayMs) * 10, SMOOTHING_MIN_TTL_MS);
+
 export class MemorySlidingLog implements Limiter {
   readonly name = 'sliding_log';
   private readonly logs: ExpiringMap<number[]>;
@@ -48,7 +57,7 @@ export class MemorySlidingLog implements Limiter {
       const s = limit.smoothing;
       const st = this.smooth.get(bucket, now) ?? initialState(s, limit.rate);
       const step = smoothingStep(st, count + 1, s, limit.rate, now);
-      this.smooth.set(bucket, step.state, now + Math.max(win, s.delay * 1000) * 10);
+      this.smooth.set(bucket, step.state, now + smoothingTtlMs(win, s.delay * 1000));
       if (step.event) {
         this.onSmoothing(
           { event: step.event, limiterKey: bucket, oldAllowance: st.allowance, newAllowance: step.state.allowance, time: new Date(now).toISOString() },
@@ -105,7 +114,7 @@ if #ARGV >= 9 then
     a = math.max(a - step, lower); t = now; ev = -1
   end
   redis.call('HSET', KEYS[2], 'a', tostring(a), 't', tostring(t))
-  redis.call('PEXPIRE', KEYS[2], math.max(win, delay) * 10)
+  redis.call('PEXPIRE', KEYS[2], math.max(math.max(win, delay) * 10, ${SMOOTHING_MIN_TTL_MS}))
   allowance = a
 end
 local whole = math.floor(allowance)

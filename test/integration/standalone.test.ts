@@ -74,7 +74,9 @@ describe('gw standalone end to end', () => {
     expect(JSON.parse(r.text)).toEqual({ error: 'Not Found' });
     expect((await get(`${gw.admin}/healthz`)).status).toBe(200);
     expect((await get(`${gw.admin}/readyz`)).status).toBe(200);
-    expect((await get(`${gw.admin}/metrics`)).text).toContain('gw_rate_limited_total{api="echo",scope="api"}');
+    const metrics = (await get(`${gw.admin}/metrics`)).text;
+    expect(metrics).toContain('gw_rate_limited_total{api="echo",scope="api"}');
+    expect(metrics).toMatch(/^gw_config_apis [1-9]\d*$/m); // set by standalone too (it stayed 0)
   });
 
   test('an added, changed or removed file takes effect within 1 s', async () => {

@@ -86,6 +86,21 @@ describe('smoothing in the sliding log', () => {
     expect(events).toEqual([]);
   });
 
+  test('after a long idle spell the allowance steps down with its events (its state used to expire after 10 windows: a silent drop to threshold)', () => {
+    const clock = new ManualClock(T0);
+    const events: SmoothingEvent[] = [];
+    const log = new MemorySlidingLog(clock, (e) => events.push(e));
+    const limit = { rate: 20, per: 1, smoothing: s };
+    for (let i = 0; i < 3; i++) log.check('idle', limit); // R = 3 > 2.5: up to 10
+    expect(events.map((e) => [e.event, e.newAllowance])).toEqual([['RateLimitSmoothingUp', 10]]);
+    clock.advance(60 * 60 * 1000); // an hour: 3,600 windows, 360 hold-offs
+    expect(log.check('idle', limit).limit).toBe(5); // R = 1 < 10 − 7.5: one step down, announced
+    expect(events.map((e) => [e.event, e.oldAllowance, e.newAllowance])).toEqual([
+      ['RateLimitSmoothingUp', 5, 10],
+      ['RateLimitSmoothingDown', 10, 5],
+    ]);
+  });
+
   test('through the engine: the event names the API and the limiter key, never the raw key', async () => {
     const h = harness({ enable_kv_rolling_limiter: true });
     const a = api('orders');
