@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { KeySession } from '../crds/schemas/access-key.js';
 import { throttledWarn } from './log-throttle.js';
 import type { Logger } from './logger.js';
-import { DEFAULT_STORE_DEADLINE_MS, isWrongType, StoreCalls, StoreUnavailableError, storeReady } from './store/store-calls.js';
+import { BACKGROUND_DEADLINE_MS, bounded, DEFAULT_STORE_DEADLINE_MS, isWrongType, StoreCalls, StoreUnavailableError, storeReady } from './store/store-calls.js';
 import type { SessionStore, StoredSession } from './sessions.js';
 import { closeStoreClient } from './store/redis.js';
 
@@ -44,7 +44,8 @@ export class RedisSessionStore implements SessionStore {
 
   /** Subscribe to change notifications (readers only). */
   async subscribe(): Promise<void> {
-    const sub = 'nodes' in this.redis ? this.redis.duplicate() : this.redis.duplicate({ enableOfflineQueue: true });
+    // the subscriber's commands are off the request path: a store that never answers fails them after 5 s
+    const sub = 'nodes' in this.redis ? this.redis.duplicate() : this.redis.duplicate({ enableOfflineQueue: true, commandTimeout: BACKGROUND_DEADLINE_MS });
     this.sub = sub;
     sub.on('message', (_ch: string, hash: string) => {
       this.cache.delete(hash);
@@ -100,12 +101,12 @@ export class RedisSessionStore implements SessionStore {
   }
 
   async put(keyHash: string, value: StoredSession): Promise<void> {
-    await this.redis.multi().set(SESSION_PREFIX + keyHash, JSON.stringify(value)).publish(SESSION_CHANNEL, keyHash).exec();
+    await bounded(this.redis.multi().set(SESSION_PREFIX + keyHash, JSON.stringify(value)).publish(SESSION_CHANNEL, keyHash).exec());
     this.cache.delete(keyHash);
   }
 
   async delete(keyHash: string): Promise<boolean> {
-    const res = await this.redis.multi().del(SESSION_PREFIX + keyHash).publish(SESSION_CHANNEL, keyHash).exec();
+    const res = await bounded(this.redis.multi().del(SESSION_PREFIX + keyHash).publish(SESSION_CHANNEL, keyHash).exec());
     this.cache.delete(keyHash);
     return Number(res?.[0]?.[1] ?? 0) > 0;
   }

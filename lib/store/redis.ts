@@ -71,13 +71,7 @@ export function parseStoreUrl(url: string): ParsedStoreUrl {
  * per scavenge, 10 ms pauses) and cost ~7 µs more CPU per request than writing each command at once
  * (docs/benchmarks.md, "Redis sliding log"). Each request's limiter check is still one EVALSHA.
  */
-export const GATEWAY_STORE_OPTIONS: RedisOptions = {
-  enableAutoPipelining: false,
-  // A backstop for calls off the request path (start-up session writes, subscriptions, heartbeats): a
-  // store that accepts connections but never answers (or a TLS URL against a plain-text port) used to
-  // hold them — and so the gateway's start — forever. Request-path calls have their own 1 s deadline.
-  commandTimeout: 5000,
-};
+export const GATEWAY_STORE_OPTIONS: RedisOptions = { enableAutoPipelining: false };
 
 /**
  * Builds the client (auto-pipelining on unless `enableAutoPipelining: false`). `options` are passed to every connection (for instance maxRetriesPerRequest,

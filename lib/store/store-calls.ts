@@ -34,6 +34,20 @@ export class StoreDeadlineError extends Error {
   }
 }
 
+/**
+ * Off the request path (session writes, heartbeats at start-up): how long a call may wait for a store
+ * that accepts connections but never answers (or a TLS URL against a plain-text port) before it fails
+ * with a StoreDeadlineError. Without it such a store held the gateway's start forever. (Not ioredis's
+ * `commandTimeout`: that arms a timer for every command, request path included — ~2 µs each.)
+ */
+export const BACKGROUND_DEADLINE_MS = 5000;
+
+export function bounded<T>(call: Promise<T>, ms = BACKGROUND_DEADLINE_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new StoreDeadlineError(ms)), ms)));
+  return Promise.race([call, late]).finally(() => clearTimeout(timer));
+}
+
 /** The deadline a store call gets after a call missed the full one, until the store answers again (ms). */
 export const SUSPECT_DEADLINE_MS = 50;
 

@@ -7,6 +7,7 @@
 import type { Clock } from '../../lib/clock.js';
 import { storeKeys } from '../../lib/store/keys.js';
 import type { StoreClient } from '../../lib/store/redis.js';
+import { bounded } from '../../lib/store/store-calls.js';
 const { randomUUID } = process.getBuiltinModule('node:crypto');
 
 export class DrlPeers {
@@ -38,7 +39,15 @@ export class DrlPeers {
 
   async start(): Promise<void> {
     if (!this.redis || this.timer) return;
-    await this.beat();
+    // the first beat sets N before traffic; a store still connecting gets a second, one that never
+    // answers does not hold the start (the beat goes on in the background, bounded)
+    const first = this.beat();
+    if (this.redis.status === 'ready') await first;
+    else {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([first, new Promise<void>((r) => (timer = setTimeout(r, 1000)))]);
+      clearTimeout(timer);
+    }
     this.timer = setInterval(() => void this.beat(), this.periodSeconds * 1000);
     this.timer.unref();
   }
@@ -49,13 +58,16 @@ export class DrlPeers {
     const now = this.clock.now();
     const periodMs = this.periodSeconds * 1000;
     try {
-      const res = await this.redis
-        .multi()
-        .zadd(this.key, now, this.id)
-        .zremrangebyscore(this.key, '-inf', now - 2 * periodMs)
-        .zcard(this.key)
-        .pexpire(this.key, Math.ceil(periodMs * 4))
-        .exec();
+      // bounded: a store that never answers must not hold the start (the first beat is awaited)
+      const res = await bounded(
+        this.redis
+          .multi()
+          .zadd(this.key, now, this.id)
+          .zremrangebyscore(this.key, '-inf', now - 2 * periodMs)
+          .zcard(this.key)
+          .pexpire(this.key, Math.ceil(periodMs * 4))
+          .exec(),
+      );
       if (!res) throw new Error('transaction aborted');
       for (const [err] of res) if (err) throw err;
       this.set(Math.max(1, Number(res[2]![1])));
@@ -74,6 +86,6 @@ export class DrlPeers {
   async stop(deregister = true): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    if (deregister) await this.redis?.zrem(this.key, this.id).catch(() => undefined);
+    if (deregister && this.redis) await bounded(this.redis.zrem(this.key, this.id)).catch(() => undefined);
   }
 }
