@@ -13,8 +13,9 @@
  */
 export function normalizePath(path: string): string {
   if (path.charCodeAt(0) !== 47 /* not origin-form ("*", absolute-form): routed as it is, to a 404 */) return path;
-  if (path.indexOf('%') === -1 && path.indexOf('//') === -1 && path.indexOf('/.') === -1) return path;
-  const decoded = path.indexOf('%') === -1 ? path : path.replace(/%([0-9A-Fa-f]{2})/g, decodeUnreserved);
+  const escaped = path.indexOf('%') !== -1;
+  if (!escaped && path.indexOf('//') === -1 && path.indexOf('/.') === -1) return path;
+  const decoded = escaped ? path.replace(/%([0-9A-Fa-f]{2})/g, decodeUnreserved) : path;
   const out: string[] = [];
   const segments = decoded.split('/');
   for (let i = 1; i < segments.length; i++) {

@@ -18,8 +18,8 @@ const { join } = process.getBuiltinModule('node:path');
 
 export class StandaloneState {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };
-  /** The sessions written, by key hash: what the store was given (JSON, to compare) and the session. */
-  private written = new Map<string, { json: string; stored: StoredSession }>();
+  /** The sessions written, by key hash: the JSON the store was given (to compare). */
+  private written = new Map<string, string>();
   /** The directory's sessions by key hash, whether or not the store took them (the fallback while it is down). */
   private known = new Map<string, StoredSession>();
   private applying: Promise<void> = Promise.resolve();
@@ -98,10 +98,10 @@ export class StandaloneState {
     this.known = new Map([...next].map(([hash, { stored }]) => [hash, stored]));
     for (const [hash, { stored, annotations }] of next) {
       const json = JSON.stringify(stored);
-      if (!this.rewrite && this.written.get(hash)?.json === json) continue;
+      if (!this.rewrite && this.written.get(hash) === json) continue;
       const isNew = !this.written.has(hash);
       await this.sessions.put(hash, stored);
-      this.written.set(hash, { json, stored });
+      this.written.set(hash, json);
       if (isNew) await this.onKeyAdded(hash, stored, annotations);
     }
     for (const hash of [...this.written.keys()]) {

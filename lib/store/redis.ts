@@ -8,6 +8,7 @@
  */
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { ioredis } from './ioredis.js';
+import { bounded } from './store-calls.js';
 
 export type StoreClient = Redis | Cluster;
 
@@ -153,8 +154,6 @@ export async function closeStoreClient(client: StoreClient, ms = 1000): Promise<
     client.disconnect();
     return;
   }
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([client.quit().catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
-  clearTimeout(timer);
+  await bounded(client.quit(), ms).catch(() => undefined);
   client.disconnect();
 }

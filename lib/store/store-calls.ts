@@ -42,10 +42,29 @@ export class StoreDeadlineError extends Error {
  */
 export const BACKGROUND_DEADLINE_MS = 5000;
 
-export function bounded<T>(call: Promise<T>, ms = BACKGROUND_DEADLINE_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new StoreDeadlineError(ms)), ms)));
-  return Promise.race([call, late]).finally(() => clearTimeout(timer));
+/**
+ * `call`, or a StoreDeadlineError after `ms` (a late answer is dropped). `onLate` / `onTime` tell the
+ * caller which happened (StoreCalls passes pre-bound functions: one promise and one timer per call, no
+ * closure, on the request path).
+ */
+export function bounded<T>(call: Promise<T>, ms = BACKGROUND_DEADLINE_MS, onLate?: () => void, onTime?: () => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      onLate?.();
+      reject(new StoreDeadlineError(ms));
+    }, ms);
+    call.then(
+      (v) => {
+        clearTimeout(timer);
+        onTime?.();
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
 }
 
 /** The deadline a store call gets after a call missed the full one, until the store answers again (ms). */
@@ -91,25 +110,16 @@ export class StoreCalls {
   deadline<T>(p: Promise<T>): Promise<T> {
     const ms = this.suspect ? this.shortMs : this.fullMs;
     if (!(ms > 0) || ms === Infinity) return p;
-    // one promise and one timer per call (no race, no finally): this runs for every store-backed check
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.suspect = true;
-        reject(new StoreDeadlineError(ms));
-      }, ms);
-      p.then(
-        (v) => {
-          clearTimeout(timer);
-          this.suspect = false;
-          resolve(v);
-        },
-        (e: unknown) => {
-          clearTimeout(timer);
-          reject(e);
-        },
-      );
-    });
+    return bounded(p, ms, this.late, this.onTime);
   }
+
+  private readonly late = (): void => {
+    this.suspect = true;
+  };
+
+  private readonly onTime = (): void => {
+    this.suspect = false;
+  };
 
   private failed<T>(e: unknown, fallback: (e: Error) => T): T {
     const err = asError(e);

@@ -42,12 +42,7 @@ export class DrlPeers {
     // the first beat sets N before traffic; a store still connecting gets a second, one that never
     // answers does not hold the start (the beat goes on in the background, bounded)
     const first = this.beat();
-    if (this.redis.status === 'ready') await first;
-    else {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([first, new Promise<void>((r) => (timer = setTimeout(r, 1000)))]);
-      clearTimeout(timer);
-    }
+    await (this.redis.status === 'ready' ? first : bounded(first, 1000).catch(() => undefined));
     this.timer = setInterval(() => void this.beat(), this.periodSeconds * 1000);
     this.timer.unref();
   }
