@@ -135,4 +135,14 @@ program
   .addOption(env('--run-as-user <uid>', 'GW_SIDECAR_RUN_AS_USER', 'UID of the sidecar', String(D.runAsUser)))
   .action((opts: WebhookFlags) => import('./webhook.js').then((m) => m.runWebhook(opts)).catch((e: unknown) => fail((e as Error).message)));
 
+/**
+ * Commander's own usage errors (unknown or missing flag, bad argument) read like every other start-up
+ * error: one line, `gw <command>: <reason>`, exit 1.
+ */
+const prefixUsageErrors = (cmd: Command, path: string): void => {
+  cmd.configureOutput({ outputError: (s, write) => write(`${path}: ${s.replace(/^error: /, '')}`) });
+  for (const sub of cmd.commands) prefixUsageErrors(sub, `${path} ${sub.name()}`);
+};
+prefixUsageErrors(program, 'gw');
+
 program.parseAsync(process.argv).catch((e: unknown) => fail((e as Error).message));

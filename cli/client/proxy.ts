@@ -34,8 +34,9 @@ function parseData(data: string): unknown {
 
 export function buildProxyRequest(method: string | undefined, url: string | undefined, flags: ProxyFlags): Record<string, unknown> {
   const req: Record<string, unknown> = { ...readBody(flags, {}) };
-  // One positional argument is the URL (method GET); two are METHOD URL.
-  if (method !== undefined && url === undefined) {
+  // One positional argument is the URL (method GET), or the method when it is a bare token (`gw proxy
+  // POST --body req.json` takes the URL from the body); two are METHOD URL.
+  if (method !== undefined && url === undefined && !/^[A-Za-z]+$/.test(method)) {
     url = method;
     method = req.method === undefined ? 'GET' : undefined;
   }
@@ -62,7 +63,7 @@ export function proxyCommand(): Command {
       'Send one request to a gateway URL through the facade (POST /api/proxy). Prints {status_code, headers, body}; ' +
         'exit 0 whatever the proxied status unless --fail',
     )
-    .argument('[method]', 'HTTP method (default GET); with one argument it is the URL')
+    .argument('[method]', 'HTTP method (default GET); one argument that is not a bare word is the URL')
     .argument('[url]', 'absolute gateway URL (an origin in gateway_urls)')
     .option('-H, --header <header>', '"Name: value" header for the proxied request (repeatable)', collect, [])
     .option('-d, --data <data>', 'body of the proxied request: JSON when it parses, else a string');

@@ -64,7 +64,7 @@ test('bodies: --body JSON object, --body-file, fallback; anything else → usage
   }
 });
 
-test('proxy request: positional METHOD URL, one argument = URL with GET, headers and data merged over --body', () => {
+test('proxy request: positional METHOD URL, one argument = URL with GET (or the method when a bare word), headers and data merged over --body', () => {
   const base = { header: [] as string[] };
   expect(buildProxyRequest('http://g/x', undefined, base)).toEqual({ method: 'GET', url: 'http://g/x' });
   expect(buildProxyRequest('post', 'http://g/x', { ...base, data: '{"a":1}' })).toEqual({ method: 'post', url: 'http://g/x', body: { a: 1 } });
@@ -75,6 +75,9 @@ test('proxy request: positional METHOD URL, one argument = URL with GET, headers
   });
   expect(merged).toEqual({ method: 'DELETE', url: 'http://g/y', headers: { 'x-keep': '1', Authorization: 'k1', 'X-A': 'spaced : colon' } });
   expect(buildProxyRequest('http://g/z', undefined, { header: [], body: '{"method":"HEAD"}' })).toEqual({ method: 'HEAD', url: 'http://g/z' });
+  // One bare word is the method, the URL coming from --body (it used to be taken as the URL).
+  expect(buildProxyRequest('POST', undefined, { header: [], body: '{"url":"http://g/w"}' })).toEqual({ method: 'POST', url: 'http://g/w' });
+  expect(codeOf(() => buildProxyRequest('POST', undefined, base))).toBe(Exit.USAGE);
   expect(codeOf(() => buildProxyRequest(undefined, undefined, base))).toBe(Exit.USAGE);
   expect(codeOf(() => buildProxyRequest('http://g/x', undefined, { header: ['no-colon'] }))).toBe(Exit.USAGE);
 });
