@@ -31,17 +31,28 @@ export function compileApi(res: ApiDefinition): CompiledApi {
     const x = s.oas['x-gw-api-gateway'];
     const rules: EndpointRule[] = [];
     const ops = x.middleware?.operations ?? {};
+    const seen = new Map<string, string>(); // operationId → where it was first defined
     for (const [path, item] of Object.entries(s.oas.paths)) {
       for (const [method, op] of Object.entries(item)) {
         if (!OAS_METHODS.includes(method)) continue;
         const opId = (op as { operationId?: unknown } | null)?.operationId;
         if (typeof opId !== 'string') continue;
+        const where = `spec.oas.paths.${path}.${method}.operationId`;
+        // OpenAPI: operationIds are unique; a middleware entry must name exactly one operation.
+        if (seen.has(opId)) throw new Error(`${where}: duplicate operationId ${JSON.stringify(opId)} (also at ${seen.get(opId)})`);
+        seen.set(opId, where);
         const rl = ops[opId]?.rateLimit;
         // enabled, and not 0/0 (a pair of zeros disables the limit, as everywhere)
         if (rl?.enabled && limitOrUndefined(rl.rate, durationSeconds(rl.per))) {
           const field = `spec.oas.x-gw-api-gateway.middleware.operations.${opId}.rateLimit`;
           rules.push(rule(method, path, rl.rate, durationSeconds(rl.per), field, oasPathPattern));
         }
+      }
+    }
+    // A middleware entry for an operation the document does not have would limit nothing, silently.
+    for (const opId of Object.keys(ops)) {
+      if (!seen.has(opId)) {
+        throw new Error(`spec.oas.x-gw-api-gateway.middleware.operations.${opId}: no operation in spec.oas.paths has operationId ${JSON.stringify(opId)}`);
       }
     }
     const up = x.upstream?.rateLimit;

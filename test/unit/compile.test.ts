@@ -122,6 +122,20 @@ describe('compiling ApiDefinitions', () => {
     expect([users.test('/users'), users.test('/users/'), users.test('users'), users.test('/users/1'), users.test('/usersx')]).toEqual([true, true, true, false, false]);
   });
 
+  test('OAS: a middleware entry naming no operation, or an operationId used twice, is refused with the field (it limited nothing, silently)', () => {
+    const oasApi = (paths: Record<string, unknown>, operations: Record<string, unknown>): ApiDefinition =>
+      api('m', { oas: { openapi: '3.0.3', paths, 'x-gw-api-gateway': { info: { id: 'm' }, server: { listenPath: { value: '/m/' } }, middleware: { operations } } } });
+    const limit = { rateLimit: { enabled: true, rate: 1, per: '1s' } };
+    expect(() => compileApi(oasApi({ '/users': { get: { operationId: 'getUsers' } } }, { getUser: limit }))).toThrow(
+      'spec.oas.x-gw-api-gateway.middleware.operations.getUser: no operation in spec.oas.paths has operationId "getUser"',
+    );
+    expect(() => compileApi(oasApi({ '/a': { get: { operationId: 'op' } }, '/b': { post: { operationId: 'op' } } }, { op: limit }))).toThrow(
+      'spec.oas.paths./b.post.operationId: duplicate operationId "op" (also at spec.oas.paths./a.get.operationId)',
+    );
+    // the well-formed document compiles
+    expect(compileApi(oasApi({ '/users': { get: { operationId: 'getUsers' } } }, { getUsers: limit })).endpointRules).toHaveLength(1);
+  });
+
   test('a bad or conflicting ApiDefinition is reported and the others still compile', () => {
     // the schema refuses an invalid regex, but the API server cannot (no CEL check for it): the compiler copes
     const badregex = api('badregex', { proxy: { listen_path: '/b/' }, use_extended_paths: true, extended_paths: { rate_limit: [{ path: '/x', method: 'GET', rate: 1, per: 1 }] } });
