@@ -133,7 +133,10 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
 
       const config = deps.config();
       const r = route(config.apis, urlPath);
-      if (!r || !r.api.active) return sendJson(res, 404, { error: ERRORS.notFound });
+      if (!r || !r.api.active) {
+        countRequest(r ? r.api.api_id : '', 404); // no API on the path: api=""
+        return sendJson(res, 404, { error: ERRORS.notFound });
+      }
       const { api } = r;
       const x: Exchange = {
         req, res, api, config, url, q, urlPath,

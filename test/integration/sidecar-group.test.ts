@@ -189,6 +189,7 @@ describe('gw sidecar: readiness, metrics, drain', () => {
 
   test('every metric of issue 4 part 6 is exported; no raw key in any label or log line', async () => {
     await admitted(s, '/a/x', 31); // 30 then an API-level 429
+    expect(await status(`${s.gw}/no-such-api/x`)).toBe(404);
     const keyed = [];
     for (let i = 0; i < 3; i++) keyed.push(await status(`${s.gw}/k/x`, { authorization: `Bearer ${RAW_KEY}` }));
     expect(keyed).toEqual([200, 200, 403]); // quota 2
@@ -198,6 +199,7 @@ describe('gw sidecar: readiness, metrics, drain', () => {
     }
     expect(text).toMatch(/^gw_requests_total\{api="a",code="2xx"\} 30$/m);
     expect(text).toMatch(/^gw_requests_total\{api="a",code="4xx"\} 1$/m);
+    expect(text).toMatch(/^gw_requests_total\{api="",code="4xx"\} 1$/m); // a path no API serves
     expect(text).toMatch(/^gw_rate_limited_total\{api="a",scope="api"\} 1$/m);
     expect(text).toMatch(/^gw_quota_exceeded_total\{api="k"\} 1$/m);
     expect(text).toMatch(/^gw_decision_seconds_count \d+$/m);
