@@ -83,6 +83,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
         new_allowance: e.newAllowance,
         time: e.time,
         namespace: flags.namespace,
+        ...(e.policy !== undefined ? { policy: e.policy } : {}),
       };
       redis?.publish(SMOOTHING_CHANNEL, JSON.stringify(payload)).catch(() => metrics.storeErrors.inc());
     },

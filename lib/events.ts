@@ -16,5 +16,7 @@ export const SmoothingEventPayload = z.object({
   time: z.string(),
   /** Namespace of the sidecar that saw it. */
   namespace: z.string(),
+  /** The Policy (in that namespace) whose limit and smoothing the bucket follows; absent: the key's own or the API's. */
+  policy: z.string().optional(),
 });
 export type SmoothingEventPayloadT = z.infer<typeof SmoothingEventPayload>;

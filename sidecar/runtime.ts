@@ -30,7 +30,7 @@ export interface RuntimeDeps {
   upstreamOverride?: string;
   ready: () => boolean;
   /** Smoothing events also go here (cluster: published for the controller to turn into Events). */
-  onSmoothingEvent?: (e: SmoothingEvent & { api_id: string }) => void;
+  onSmoothingEvent?: (e: SmoothingEvent & { api_id: string; policy?: string }) => void;
   /** Redis URL for redis_streams inputs (default: none). */
   redisUrl?: string;
 }

@@ -1,8 +1,9 @@
 /**
  * Smoothing events from sidecars (Redis pub/sub channel gw:events:smoothing, lib/events.ts) → a
  * Kubernetes Event on the resource that configured the limit: the ApiDefinition for API-scope buckets
- * (`a:<ns>/<api_id>…`), the AccessKey owning the key hash for key buckets (`k:h:<hash>…`), the Policy
- * with a rate_limit_pattern for custom-key buckets (`k:p:…`). Every controller subscribes; only the
+ * (`a:<ns>/<api_id>…`); for key buckets the Policy whose limit and smoothing the key follows (the
+ * payload's `policy`), else the AccessKey owning the key hash (`k:h:<hash>…`); for custom-key buckets
+ * (`k:p:…`) from a sidecar that does not name the policy, the first Policy with a rate_limit_pattern. Every controller subscribes; only the
  * leader records. Payloads are validated; bad ones are dropped.
  */
 import type { Redis, Cluster } from 'ioredis';
@@ -36,8 +37,13 @@ export class SmoothingEvents {
   }
 
   /** The resource an event belongs to, or undefined. */
-  target(limiterKey: string, ns: string): { ref: ResourceRef; obj: KubeObject } | undefined {
+  target(limiterKey: string, ns: string, policy?: string): { ref: ResourceRef; obj: KubeObject } | undefined {
     const inf = this.ctx.informers;
+    // a key limit a policy configured: the event goes on that policy (sidecars name it)
+    if (policy !== undefined && limiterKey.startsWith('k:')) {
+      const obj = inf.policies.get(ns, policy);
+      if (obj) return { ref: REFS.Policy, obj };
+    }
     const api = /^a:([^/]+)\/([^:]+)/.exec(limiterKey);
     if (api) {
       // raw cached objects, not validated: apiIdOf tolerates any missing level
@@ -70,7 +76,7 @@ export class SmoothingEvents {
     const e = payload.data;
     this.ctx.metrics.smoothingEvents.inc({ event: e.event });
     if (!this.isLeader()) return;
-    const t = this.target(e.limiter_key, e.namespace);
+    const t = this.target(e.limiter_key, e.namespace, e.policy);
     if (!t) return;
     await this.ctx.events.record(
       t.ref,

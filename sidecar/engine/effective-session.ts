@@ -25,6 +25,11 @@ export interface EffectiveSession {
   meta_data: Record<string, unknown>;
   /** rate_limit_pattern of the applied policies (SPEC.md §3.4), unexpanded. */
   rate_limit_pattern?: string;
+  /**
+   * The policy (metadata.name, the key's namespace) whose rate, per and smoothing won, for the global
+   * limit and for each per-API limit: the resource a smoothing event belongs to. Absent: the key's own.
+   */
+  limit_policy?: { global?: string; apis: Record<string, string> };
 }
 
 type RatePair = { rate?: number; per?: number };
@@ -83,13 +88,17 @@ function mergeApiLimit(limits: ApiLimitT[]): ApiLimitT | null {
   return out;
 }
 
-function mergeAccess(policies: PolicySpecT[]): Record<string, AccessDefinitionT> {
+function mergeAccess(policies: PolicySpecT[], names: string[], limitPolicy: Record<string, string>): Record<string, AccessDefinitionT> {
   const out: Record<string, AccessDefinitionT> = {};
   const apiIds = [...new Set(policies.flatMap((p) => Object.keys(p.access_rights ?? {})))];
   for (const apiId of apiIds) {
     const defs = policies.map((p) => p.access_rights?.[apiId]).filter((d): d is AccessDefinitionT => !!d);
     const first = defs[0]!;
-    const limit = mergeApiLimit(defs.map((d) => d.limit).filter((l): l is ApiLimitT => !!l));
+    const limits = defs.map((d) => d.limit).filter((l): l is ApiLimitT => !!l);
+    const limit = mergeApiLimit(limits);
+    const won = highestRate(limits);
+    const wonAt = won ? policies.findIndex((p) => p.access_rights?.[apiId]?.limit === won) : -1;
+    if (wonAt >= 0) limitPolicy[apiId] = names[wonAt]!;
     // a definition without allowed_urls allows every URL, so the union does too
     const unrestricted = defs.some((d) => !d.allowed_urls?.length);
     const urls = new Map<string, Set<string>>();
@@ -154,13 +163,16 @@ function compute(stored: StoredSession, config: CompiledConfig): EffectiveSessio
     };
   }
   const policies: PolicySpecT[] = [];
+  const applied: string[] = [];
   for (const name of names) {
     const p = config.policies[`${stored.namespace}/${name}`];
     if (!p) return new Error(`policy ${stored.namespace}/${name} not found`);
     if (!p.spec.active) return new Error(`policy ${stored.namespace}/${name} is inactive`);
     policies.push(p.spec);
+    applied.push(name);
   }
   const global = highestRate(policies);
+  const apis: Record<string, string> = {};
   const policyMeta = Object.assign({}, ...policies.map((p) => p.meta_data ?? {})) as Record<string, unknown>;
   const pattern = policyMeta.rate_limit_pattern;
   return {
@@ -171,8 +183,9 @@ function compute(stored: StoredSession, config: CompiledConfig): EffectiveSessio
     quota_renewal_rate: highest(policies.map((p) => p.quota_renewal_rate)),
     throttle_interval: highest(policies.map((p) => p.throttle_interval)),
     throttle_retry_limit: highest(policies.map((p) => p.throttle_retry_limit)),
-    access_rights: mergeAccess(policies),
+    access_rights: mergeAccess(policies, applied, apis),
     meta_data: { ...policyMeta, ...keyMeta },
     rate_limit_pattern: typeof pattern === 'string' ? pattern : undefined,
+    limit_policy: { global: global ? applied[policies.indexOf(global)] : undefined, apis },
   };
 }

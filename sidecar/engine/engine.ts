@@ -26,7 +26,8 @@ import { limiterIdentity } from './rate-limit-key.js';
 import { Throttle, type Sleep } from './throttle.js';
 import type { CheckRequest, Engine, HeaderNumbers, Verdict } from './types.js';
 
-export type EngineSmoothingEvent = SmoothingEvent & { api_id: string };
+/** A smoothing event with its API and, when a policy configured the limit, that policy's name. */
+export type EngineSmoothingEvent = SmoothingEvent & { api_id: string; policy?: string };
 
 export interface EngineDeps {
   options: GatewayOptionsT;
@@ -85,7 +86,8 @@ interface Who {
 export function createEngine(d: EngineDeps): GatewayEngine {
   const o = d.options;
   const redis = d.redis ?? d.store;
-  const bucketApi = new Map<string, string>();
+  // smoothed buckets → their API and configuring policy (what an event names)
+  const bucketApi = new Map<string, { api_id: string; policy?: string }>();
   const limiters = createLimiters({
     options: o,
     clock: d.clock,
@@ -95,8 +97,9 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     onStoreRepair: d.onStoreRepair,
     storeDeadlineMs: d.storeDeadlineMs ?? o.kv_deadline_ms,
     onSmoothing: (e, allowance) => {
-      const api_id = bucketApi.get(e.limiterKey) ?? '';
-      d.onSmoothingEvent?.({ ...e, api_id });
+      const of = bucketApi.get(e.limiterKey);
+      const api_id = of?.api_id ?? '';
+      d.onSmoothingEvent?.({ ...e, api_id, ...(of?.policy !== undefined ? { policy: of.policy } : {}) });
       d.onSmoothingAllowance?.(api_id, allowance);
     },
   });
@@ -105,12 +108,15 @@ export function createEngine(d: EngineDeps): GatewayEngine {
 
   const smoothingOn = o.enable_rate_limit_smoothing;
   const reportedUnsupported = new Set<string>();
-  const check = (bucket: string, limit: LimitSpec, apiId: string, tentative = false): MaybePromise<LimitResult> => {
+  const check = (bucket: string, limit: LimitSpec, apiId: string, tentative = false, policy?: string): MaybePromise<LimitResult> => {
     const limiter = limiters.forLimit(limit);
     if (limit.smoothing && smoothingOn && smoothingActive(limit.smoothing)) {
       if (limiters.canSmooth(limiter)) {
-        if (bucketApi.size > 100_000) bucketApi.clear();
-        bucketApi.set(bucket, apiId);
+        const known = bucketApi.get(bucket);
+        if (known === undefined || known.api_id !== apiId || known.policy !== policy) {
+          if (bucketApi.size > 100_000) bucketApi.clear();
+          bucketApi.set(bucket, { api_id: apiId, policy });
+        }
       } else if (!reportedUnsupported.has(bucket)) {
         if (reportedUnsupported.size > 10_000) reportedUnsupported.clear();
         reportedUnsupported.add(bucket);
@@ -199,7 +205,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     // admitted); the refusal it finally gets is counted once, by a last ordinary check. So one request is
     // one entry of the sliding log, and its own refused attempts never hold its retries back.
     const throttling = kl.throttle.retries > 0;
-    const first = check(kl.bucket, kl.limit, apiId, throttling);
+    const first = check(kl.bucket, kl.limit, apiId, throttling, kl.policy);
     const next = (r: LimitResult): MaybePromise<Verdict> => (r.allowed || !throttling ? quotaStep(req, w, apiResult, r) : throttled(req, w, apiResult, kl, r));
     return first instanceof Promise ? first.then(next) : next(first);
   }
@@ -207,8 +213,8 @@ export function createEngine(d: EngineDeps): GatewayEngine {
   /** A refused request with throttle retries: tentative re-checks, then its final answer counted once. */
   async function throttled(req: CheckRequest, w: Who, apiResult: LimitResult | undefined, kl: KeyLimit, first: LimitResult): Promise<Verdict> {
     const apiId = req.api.api_id;
-    let r = await throttle.retry(first, kl.throttle.interval, kl.throttle.retries, () => check(kl.bucket, kl.limit, apiId, true));
-    if (!r.allowed) r = await check(kl.bucket, kl.limit, apiId, false);
+    let r = await throttle.retry(first, kl.throttle.interval, kl.throttle.retries, () => check(kl.bucket, kl.limit, apiId, true, kl.policy));
+    if (!r.allowed) r = await check(kl.bucket, kl.limit, apiId, false, kl.policy);
     return quotaStep(req, w, apiResult, r);
   }
 

@@ -19,6 +19,8 @@ export interface KeyLimit {
   bucket: string;
   limit: LimitSpec;
   scope: 'endpoint' | 'api' | 'global';
+  /** The policy whose limit this is (its smoothing events go on it); undefined: the key's own limit. */
+  policy?: string;
   /** Throttling of a refusal (SPEC.md §3.6): the per-API limit's fields for a per-API or per-endpoint limit when it sets them, else the key's; ≤ 0 retries = none. */
   throttle: { interval: number; retries: number };
 }
@@ -57,9 +59,13 @@ function computeKeyLimit(eff: EffectiveSession, identity: string, apiId: string,
   const ep = matchKeyEndpoint(def, method, path);
   if (ep && enabled(ep.limit)) return { bucket: `k:${identity}:a:${apiId}:e:${ep.id}`, limit: ep.limit, scope: 'endpoint', throttle: apiThrottle };
   if (enabled(apiLimit)) {
-    return { bucket: `k:${identity}:a:${apiId}`, limit: { rate: apiLimit.rate, per: apiLimit.per, smoothing: def?.limit?.smoothing }, scope: 'api', throttle: apiThrottle };
+    const limit = { rate: apiLimit.rate, per: apiLimit.per, smoothing: def?.limit?.smoothing };
+    return { bucket: `k:${identity}:a:${apiId}`, limit, scope: 'api', throttle: apiThrottle, policy: eff.limit_policy?.apis[apiId] };
   }
-  if (enabled(eff)) return { bucket: `k:${identity}`, limit: { rate: eff.rate, per: eff.per, smoothing: eff.smoothing }, scope: 'global', throttle: keyThrottle };
+  if (enabled(eff)) {
+    const limit = { rate: eff.rate, per: eff.per, smoothing: eff.smoothing };
+    return { bucket: `k:${identity}`, limit, scope: 'global', throttle: keyThrottle, policy: eff.limit_policy?.global };
+  }
   return undefined;
 }
 

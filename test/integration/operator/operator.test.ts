@@ -247,6 +247,26 @@ describe('gw controller: reconciling the four kinds', () => {
     expect(await ctl.metric('gw_controller_smoothing_events_total', { event: 'RateLimitSmoothingUp' })).toBe(1);
   });
 
+  test('a smoothing event naming the policy that configured the limit goes on that Policy, not the first one with a pattern', async () => {
+    // an unrelated policy with a rate_limit_pattern, created first: it used to collect every pattern bucket's events
+    await apply(ns, policy('aaa-unrelated', { rate: 1000, per: 1, meta_data: { rate_limit_pattern: '$gw_meta.org' } }));
+    await apply(ns, policy('ppat', { rate: 8, per: 6, smoothing: { enabled: true, threshold: 2, step: 2, trigger: 0.5, delay: 1 }, meta_data: { rate_limit_pattern: '$gw_meta.team' } }));
+    await waitReady(ns, 'policy', 'ppat', 'True', 'Reconciled');
+    const eventsOn = async (name: string) => {
+      const r = await kubectl(['get', 'events', '-n', ns, '--field-selector', `involvedObject.name=${name}`, '-o', 'json']);
+      return (JSON.parse(r.stdout) as { items: { reason: string; message: string; involvedObject: { kind: string } }[] }).items.filter((e) => e.reason === 'RateLimitSmoothingDown');
+    };
+    const payload = { event: 'RateLimitSmoothingDown', api_id: 'pets', limiter_key: 'k:p:green', old_allowance: 6, new_allowance: 4, time: new Date().toISOString(), namespace: ns, policy: 'ppat' };
+    await redis.publish(SMOOTHING_CHANNEL, JSON.stringify(payload));
+    const [ev] = await eventually(async () => {
+      const got = await eventsOn('ppat');
+      return got.length ? got : undefined;
+    }, 10_000, 'smoothing Event on ppat');
+    expect(ev!.involvedObject.kind).toBe('Policy');
+    expect(ev!.message).toContain('6 → 4');
+    expect(await eventsOn('aaa-unrelated')).toEqual([]);
+  });
+
   test('metrics and health: reconciles by kind and result, latency, queue depth, leader', async () => {
     expect(await ctl.metric('gw_controller_reconciles_total', { kind: 'AccessKey', result: 'success' })).toBeGreaterThan(0);
     expect(await ctl.metric('gw_controller_reconciles_total', { kind: 'Config', result: 'success' })).toBeGreaterThan(0);

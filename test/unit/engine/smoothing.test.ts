@@ -3,7 +3,7 @@ import { MemorySlidingLog } from '../../../sidecar/limiters/sliding-log.js';
 import { initialState, smoothingStep } from '../../../sidecar/limiters/smoothing.js';
 import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
 import type { SmoothingUnsupported } from '../../../sidecar/engine/engine.js';
-import { api, CURVE_EVENTS, CURVE_LIMIT, driveCurve, harness, session, T0 } from './fixtures.js';
+import { api, config, CURVE_EVENTS, CURVE_LIMIT, driveCurve, harness, session, T0 } from './fixtures.js';
 
 // threshold 5, step 5, trigger 0.5 (up above A − 2.5, down below A − 7.5), delay 10 s, rate 20
 const s = { enabled: true, threshold: 5, step: 5, trigger: 0.5, delay: 10 };
@@ -108,6 +108,26 @@ describe('smoothing in the sliding log', () => {
     await h.fire(3, { api: a, method: 'GET', path: '/', keyHash, session: session({ rate: 20, per: 60, smoothing: s }) });
     expect(h.events).toHaveLength(1);
     expect(h.events[0]).toMatchObject({ event: 'RateLimitSmoothingUp', api_id: 'orders', limiterKey: `k:h:${keyHash}`, oldAllowance: 5, newAllowance: 10 });
+  });
+
+  test('a limit a policy configured: the event names that policy (global and per-API), the key’s own limit names none', async () => {
+    const cfg = config({
+      other: { rate: 1, per: 60, meta_data: { rate_limit_pattern: '$gw_meta.org' } },
+      smooth: { rate: 20, per: 60, smoothing: s, access_rights: { pets: { limit: { rate: 20, per: 60, smoothing: s } } } },
+      slow: { rate: 10, per: 60, access_rights: { pets: { limit: { rate: 10, per: 60 } } } },
+    });
+    const h = harness({ enable_kv_rolling_limiter: true }, cfg);
+    const keyed = session({ apply_policies: ['other', 'slow', 'smooth'], meta_data: { team: 'green' } });
+    await h.fire(3, { api: api('orders'), method: 'GET', path: '/', keyHash: 'a'.repeat(64), session: keyed });
+    await h.fire(3, { api: api('pets'), method: 'GET', path: '/', keyHash: 'a'.repeat(64), session: keyed });
+    expect(h.events.map((e) => [e.api_id, e.policy])).toEqual([
+      ['orders', 'smooth'], // the global limit: smooth's 20/60 beat other's 1/60 and slow's 10/60
+      ['pets', 'smooth'], // the per-API limit of pets
+    ]);
+    const own = harness({ enable_kv_rolling_limiter: true });
+    await own.fire(3, { api: api('orders'), method: 'GET', path: '/', keyHash: 'b'.repeat(64), session: session({ rate: 20, per: 60, smoothing: s }) });
+    expect(own.events).toHaveLength(1);
+    expect(own.events[0]!.policy).toBeUndefined();
   });
 
   test('a limiter that cannot smooth refuses the smoothing clearly (reported once per bucket), the plain rate applies', async () => {
