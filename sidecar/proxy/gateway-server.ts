@@ -18,6 +18,7 @@ import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
 import { route } from './router.js';
 import { forward, Upstreams, type Forwarding } from './upstream.js';
 import { normalizePath } from '../../lib/request-path.js';
+import { throttledLog } from '../../lib/log-throttle.js';
 const { createServer } = process.getBuiltinModule('node:http');
 
 export interface GatewayDeps {
@@ -64,6 +65,14 @@ function targetOf(url: string): { origin: string; basePath: string } {
 
 const STATUS_CLASS = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 
+/** `http://host:port/p?q` → `/p?q` (`/` when it has no path); anything else unchanged (`*`: no API). */
+function originFormOf(url: string): string {
+  const m = /^https?:\/\/[^/?#]*/i.exec(url);
+  if (!m) return url;
+  const rest = url.slice(m[0].length);
+  return rest.charCodeAt(0) === 47 ? rest : `/${rest}`;
+}
+
 /** One request through the gateway: the engine's CheckRequest and forward()'s Forwarding in one object. */
 interface Exchange extends CheckRequest, Forwarding {
   config: CompiledConfig;
@@ -77,7 +86,15 @@ interface Exchange extends CheckRequest, Forwarding {
 }
 
 export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingMessage, res: ServerResponse): void; upstreams: Upstreams } {
-  const upstreams = new Upstreams({ timeoutMs: deps.upstreamTimeoutMs ?? 30_000 });
+  // upstream failures: a warn line a second at most (the metrics count each), with the cause
+  const logUpstream = throttledLog<{ err: Error; f: Forwarding }>(1000, ({ err, f }, suppressed) => {
+    const code = (err as { code?: unknown }).code;
+    deps.logger.warn(
+      { api: (f as Exchange).api.api_id, status: f.status, err: err.message, ...(typeof code === 'string' ? { code } : {}), ...(suppressed ? { suppressed } : {}) },
+      'upstream call failed',
+    );
+  });
+  const upstreams = new Upstreams({ timeoutMs: deps.upstreamTimeoutMs ?? 30_000, onError: (err, f) => logUpstream({ err, f }) });
   const { metrics } = deps;
   // labelled metric children per api (and status class), resolved once instead of on every request
   // per api: one child per status class (index status / 100), so no key string is built per request
@@ -123,7 +140,9 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
    */
   function handle(req: IncomingMessage, res: ServerResponse): void {
     try {
-      const url = req.url ?? '/';
+      let url = req.url ?? '/';
+      // absolute-form (`GET http://host/path`, RFC 9112 §3.2.2, which a server must accept): its path
+      if (url.charCodeAt(0) !== 47 /* / */) url = originFormOf(url);
       const q = url.indexOf('?');
       // normalised (lib/request-path.ts): routing, allowed_urls, endpoint rules and the forwarded path all
       // see the path the upstream will serve

@@ -8,24 +8,33 @@ import { Pool, errors, type Dispatcher } from '../../lib/http/undici.js';
 import type { HeaderNumbers } from '../engine/types.js';
 import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
 
+// `expect` too: node:http has already answered the client's `Expect: 100-continue` (and undici refuses
+// the header), so the upstream gets the request with its body, as from nginx
 const HOP_BY_HOP = new Set([
-  'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'trailers',
-  'transfer-encoding', 'upgrade', 'host', 'http2-settings',
+  'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
+  'trailers', 'transfer-encoding', 'upgrade', 'host', 'http2-settings', 'expect',
 ]);
 
 export interface UpstreamOptions {
   timeoutMs: number;
+  /** An upstream call that failed (answered 502/504, or the response cut): for the log. */
+  onError?: (err: Error, f: Forwarding) => void;
 }
 
 export class Upstreams {
   private readonly pools = new Map<string, Pool>();
-  constructor(private readonly opts: UpstreamOptions) {}
+  readonly onError: UpstreamOptions['onError'];
+  constructor(private readonly opts: UpstreamOptions) {
+    this.onError = opts.onError;
+  }
 
   pool(origin: string): Pool {
     let p = this.pools.get(origin);
     if (!p) {
+      // no cap on connections (undici's default), as nginx: a capped pool queues requests with no
+      // deadline (undici's timers start on the socket), so long-lived responses (SSE, long polls, slow
+      // downloads) would hold every other request of the pod
       p = new Pool(origin, {
-        connections: 128,
         pipelining: 1,
         keepAliveTimeout: 30_000,
         headersTimeout: this.opts.timeoutMs,
@@ -136,6 +145,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   constructor(
     private readonly f: Forwarding,
     private readonly calls: Set<UpstreamCall>,
+    private readonly onError: ((err: Error, f: Forwarding) => void) | undefined,
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -183,6 +193,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     } else if (!this.ended) {
       res.destroy();
     }
+    if (!this.gone) this.onError?.(err, f); // a client that left is not the upstream's failure
     this.finish();
   }
 
@@ -207,7 +218,7 @@ export function forward(upstreams: Upstreams, origin: string, path: string, f: F
   const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
   f.status = 502;
   const calls = callsOf(req.socket);
-  const call = new UpstreamCall(f, calls);
+  const call = new UpstreamCall(f, calls, upstreams.onError);
   calls.add(call);
   upstreams.pool(origin).dispatch(
     { origin, path, method: (req.method ?? 'GET') as 'GET', headers: requestHeaders(req), body: hasBody ? req : null },

@@ -1,0 +1,156 @@
+/**
+ * The gateway as an HTTP/1.1 reverse proxy, at the edges clients and upstreams reach: Expect:
+ * 100-continue, hop-by-hop headers, the absolute-form request target, failures in the log, and many
+ * long-lived responses at once (no connection cap holding the others).
+ */
+import { writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+import { startEcho } from '../../scripts/echo-upstream.js';
+import { freePort } from '../harness/ports.js';
+import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
+
+type Echoed = { method: string; path: string; headers: Record<string, string>; body: string };
+
+/** One raw HTTP/1.1 exchange over a fresh socket; resolves with everything the server sent before closing. */
+function raw(base: string, text: string): Promise<string> {
+  const u = new URL(base);
+  return new Promise((resolve, reject) => {
+    const s = connect(Number(u.port), u.hostname, () => s.write(text));
+    let got = '';
+    s.on('data', (c: Buffer) => (got += c.toString('latin1')));
+    s.on('end', () => resolve(got));
+    s.on('error', reject);
+    s.setTimeout(5000, () => s.destroy(new Error(`no end; got ${JSON.stringify(got)}`)));
+  });
+}
+
+describe('gateway: HTTP proxying edges', () => {
+  let echo: { server: Server; url: string };
+  let hold: Server;
+  const held: (() => void)[] = [];
+  let gw: Standalone;
+  let dir: string;
+
+  beforeAll(async () => {
+    echo = await startEcho();
+    // answers its headers at once and its body only when released: a long-lived response (SSE, long poll)
+    hold = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('open\n');
+      held.push(() => res.end('done\n'));
+    });
+    hold.keepAliveTimeout = 100;
+    await new Promise<void>((r) => hold.listen(0, '127.0.0.1', r));
+    const holdUrl = `http://127.0.0.1:${(hold.address() as { port: number }).port}`;
+    dir = tempDir();
+    writeFileSync(
+      join(dir, 'apis.yaml'),
+      `apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: e}
+spec:
+  use_keyless: true
+  proxy: {listen_path: /e/, target_url: ${echo.url}}
+---
+apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: hold}
+spec:
+  use_keyless: true
+  proxy: {listen_path: /hold/, target_url: ${holdUrl}}
+---
+apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: down}
+spec:
+  use_keyless: true
+  proxy: {listen_path: /down/, target_url: http://127.0.0.1:${await freePort()}}
+`,
+    );
+    gw = await startStandalone(dir);
+  });
+  afterAll(async () => {
+    for (const release of held.splice(0)) release();
+    await gw?.stop();
+    echo?.server.close();
+    hold?.closeAllConnections();
+    hold?.close();
+    cleanup(dir);
+  });
+
+  test('Expect: 100-continue: the client gets 100 Continue, the upstream gets the request and its body (it used to be a 502)', async () => {
+    const u = new URL(gw.gateway);
+    const body = 'x'.repeat(64 * 1024);
+    const got = await new Promise<{ status: number; continued: boolean; echoed: Echoed }>((resolve, reject) => {
+      const req = httpRequest({ host: u.hostname, port: u.port, path: '/e/upload', method: 'PUT', headers: { expect: '100-continue', 'content-length': body.length } });
+      let continued = false;
+      req.on('continue', () => {
+        continued = true;
+        req.end(body);
+      });
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, continued, echoed: JSON.parse(text) as Echoed }));
+      });
+      req.on('error', reject);
+    });
+    expect(got.status).toBe(200);
+    expect(got.continued).toBe(true);
+    expect(got.echoed.body).toHaveLength(body.length);
+    expect(got.echoed.headers.expect).toBeUndefined(); // answered here, not passed on
+  });
+
+  test('Proxy-Connection is hop-by-hop: not forwarded', async () => {
+    const r = await request(`${gw.gateway}/e/x`, { headers: { 'proxy-connection': 'keep-alive', 'x-end-to-end': '1' } });
+    const echoed = (await r.body.json()) as Echoed;
+    expect(echoed.headers['proxy-connection']).toBeUndefined();
+    expect(echoed.headers['x-end-to-end']).toBe('1');
+  });
+
+  test('an absolute-form request target is routed by its path (RFC 9112 §3.2.2), the query kept', async () => {
+    const answer = await raw(gw.gateway, 'GET http://elsewhere.example/e/abs?q=1 HTTP/1.1\r\nHost: elsewhere.example\r\nConnection: close\r\n\r\n');
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toContain('"path":"/abs?q=1"');
+    const root = await raw(gw.gateway, 'GET http://elsewhere.example HTTP/1.1\r\nHost: elsewhere.example\r\nConnection: close\r\n\r\n');
+    expect(root).toMatch(/^HTTP\/1\.1 404 /); // `/`: no API there
+  });
+
+  test('an upstream failure is logged with its cause (at most a line a second), not only counted', async () => {
+    expect((await request(`${gw.gateway}/down/x`)).statusCode).toBe(502);
+    const logged = (): string | undefined =>
+      gw
+        .output()
+        .split('\n')
+        .find((l) => l.includes('upstream call failed'));
+    for (let i = 0; i < 40 && !logged(); i++) await new Promise((r) => setTimeout(r, 50)); // the log is written asynchronously
+    const line = logged();
+    expect(line).toBeDefined();
+    expect(JSON.parse(line!)).toMatchObject({ api: 'down', status: 502, code: 'ECONNREFUSED' });
+  });
+
+  test('200 long-lived responses at once do not hold a short request back (no 128-connection cap on the upstream pool)', async () => {
+    const agent = new Agent({ connections: 250 });
+    try {
+      const open = await Promise.all(
+        Array.from({ length: 200 }, async () => {
+          const r = await request(`${gw.gateway}/hold/stream`, { dispatcher: agent });
+          return r;
+        }),
+      );
+      expect(open.map((r) => r.statusCode)).toEqual(Array(200).fill(200));
+      // every stream is open and waiting; a short request on the same upstream answers at once
+      const t = Date.now();
+      const quick = await request(`${gw.gateway}/hold/quick`, { dispatcher: agent, headersTimeout: 5000 });
+      expect(quick.statusCode).toBe(200);
+      expect(Date.now() - t).toBeLessThan(2000);
+      for (const release of held.splice(0)) release();
+      await Promise.all([...open, quick].map((r) => r.body.text()));
+    } finally {
+      await agent.close();
+    }
+  }, 30_000);
+});
