@@ -23,12 +23,18 @@ export function listen(server: Server, address: string, flag: string): Promise<s
   });
 }
 
+/** Emitted on a server when its drain deadline passes: connections node:http no longer tracks (upgraded ones) close on it. */
+export const DRAIN_DEADLINE = 'gw:drain-deadline';
+
 /** Stop accepting, let in-flight requests finish up to the deadline, then force-close. */
 export async function drain(server: Server, deadlineMs = 10_000): Promise<void> {
   if (!server.listening) return;
   const closed = new Promise<void>((r) => server.close(() => r()));
   server.closeIdleConnections();
-  const timer = setTimeout(() => server.closeAllConnections(), deadlineMs);
+  const timer = setTimeout(() => {
+    server.closeAllConnections();
+    server.emit(DRAIN_DEADLINE);
+  }, deadlineMs);
   await closed;
   clearTimeout(timer);
 }

@@ -3,6 +3,7 @@
  * proxy. The limiter engine decides; this file turns decisions into HTTP.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from '../../lib/logger.js';
 import type { Clock } from '../../lib/clock.js';
 import type { StoredSession } from '../../lib/sessions.js';
@@ -17,6 +18,8 @@ import { accessAllowed, extractKey, keyHashOf, sessionUsable } from './auth.js';
 import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
 import { route } from './router.js';
 import { forward, Upstreams, type Forwarding } from './upstream.js';
+import { forwardUpgrade, Tunnels, upgradeResponse } from './upgrade.js';
+import { DRAIN_DEADLINE } from '../../lib/serve.js';
 import { normalizePath } from '../../lib/request-path.js';
 import { throttledLog } from '../../lib/log-throttle.js';
 const { createServer } = process.getBuiltinModule('node:http');
@@ -83,9 +86,11 @@ interface Exchange extends CheckRequest, Forwarding {
   urlPath: string;
   /** performance.now() when the decision, then the upstream call, started. */
   t0: number;
+  /** An upgrade request (WebSocket…): the bytes that followed its head on the socket. */
+  upgradeHead?: Buffer;
 }
 
-export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingMessage, res: ServerResponse): void; upstreams: Upstreams } {
+export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingMessage, res: ServerResponse, upgradeHead?: Buffer): void; upstreams: Upstreams; tunnels: Tunnels } {
   // upstream failures: a warn line a second at most (the metrics count each), with the cause
   const logUpstream = throttledLog<{ err: Error; f: Forwarding }>(1000, ({ err, f }, suppressed) => {
     const code = (err as { code?: unknown }).code;
@@ -95,6 +100,8 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
     );
   });
   const upstreams = new Upstreams({ timeoutMs: deps.upstreamTimeoutMs ?? 30_000, onError: (err, f) => logUpstream({ err, f }) });
+  const tunnels = new Tunnels();
+  const upgrades = { timeoutMs: deps.upstreamTimeoutMs ?? 30_000, tunnels, onError: (err: Error, f: Forwarding) => logUpstream({ err, f }) };
   const { metrics } = deps;
   // labelled metric children per api (and status class), resolved once instead of on every request
   // per api: one child per status class (index status / 100), so no key string is built per request
@@ -138,7 +145,7 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
    * for the store continues with .then; with sessions and limits in process the request runs
    * synchronously into undici, with no promise or async frame of gw's own.
    */
-  function handle(req: IncomingMessage, res: ServerResponse): void {
+  function handle(req: IncomingMessage, res: ServerResponse, upgradeHead?: Buffer): void {
     try {
       let url = req.url ?? '/';
       // absolute-form (`GET http://host/path`, RFC 9112 §3.2.2, which a server must accept): its path
@@ -162,7 +169,7 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
         method: (req.method ?? 'GET').toUpperCase(),
         path: r.relPath,
         keyHash: undefined, session: undefined, rateLimit: undefined,
-        status: 0, t0: 0, done: forwarded,
+        status: 0, t0: 0, done: forwarded, upgradeHead,
       };
       if (api.keyless) return decide(x);
 
@@ -243,7 +250,8 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
       const forwardPath = (api.strip ? basePath + x.path : basePath + x.urlPath) + (x.q === -1 ? '' : x.url.slice(x.q));
       x.rateLimit = verdict.headers;
       x.t0 = performance.now();
-      forward(upstreams, origin, forwardPath || '/', x);
+      if (x.upgradeHead) forwardUpgrade(origin, forwardPath || '/', x, x.upgradeHead, upgrades);
+      else forward(upstreams, origin, forwardPath || '/', x);
     } catch (e) {
       fail(x.res, e);
     }
@@ -256,12 +264,24 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
     countRequest(x.api.api_id, x.status);
   }
 
-  return { handle, upstreams };
+  return { handle, upstreams, tunnels };
 }
 
 export function createGatewayServer(deps: GatewayDeps): { server: Server; close(): Promise<void> } {
-  const { handle, upstreams } = createGatewayHandler(deps);
-  const server = createServer({ keepAliveTimeout: 5_000 }, handle);
+  const { handle, upstreams, tunnels } = createGatewayHandler(deps);
+  const server = createServer({ keepAliveTimeout: 5_000 }, handle); // node passes (req, res): no upgrade head
+  // Upgrade (WebSocket…): the same checks, then a tunnel to the upstream (upgrade.ts)
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    socket.on('error', () => undefined); // a client gone mid-handshake: nothing to answer
+    handle(req, upgradeResponse(req, socket), head);
+  });
+  server.on(DRAIN_DEADLINE, () => tunnels.closeAll());
   answerClientErrorsWithJson(server, (_status, reason) => ({ error: reason }));
-  return { server, close: () => upstreams.close() };
+  return {
+    server,
+    close: () => {
+      tunnels.closeAll();
+      return upstreams.close();
+    },
+  };
 }

@@ -64,7 +64,7 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | u
   return out;
 }
 
-function requestHeaders(req: IncomingMessage): Record<string, string | string[]> {
+export function requestHeaders(req: IncomingMessage): Record<string, string | string[]> {
   const h = req.headers;
   const named = connectionTokens(h.connection);
   const out: Record<string, string | string[]> = {};
@@ -82,7 +82,7 @@ function requestHeaders(req: IncomingMessage): Record<string, string | string[]>
 }
 
 /** The upstream's headers minus hop-by-hop and X-RateLimit-*, plus ours (rateLimitHeaders). */
-function responseHeaders(raw: Record<string, string | string[] | undefined>, rl: HeaderNumbers | undefined): OutgoingHttpHeaders {
+export function responseHeaders(raw: Record<string, string | string[] | undefined>, rl: HeaderNumbers | undefined): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   const named = connectionTokens(raw.connection ?? raw.Connection);
   for (const k in raw) {

@@ -4,11 +4,12 @@
  * long-lived responses at once (no connection cap holding the others).
  */
 import { writeFileSync } from 'node:fs';
-import { createServer, request as httpRequest, type Server } from 'node:http';
-import { connect } from 'node:net';
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { startEcho } from '../../scripts/echo-upstream.js';
+import { sha256hex } from '../../lib/hash.js';
 import { freePort } from '../harness/ports.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
 
@@ -27,8 +28,30 @@ function raw(base: string, text: string): Promise<string> {
   });
 }
 
+/** A raw client socket and what it has received so far. */
+async function openSocket(base: string): Promise<{ s: Socket; got: () => string; waitFor: (re: RegExp) => Promise<string> }> {
+  const u = new URL(base);
+  const s = connect(Number(u.port), u.hostname);
+  await new Promise<void>((r, j) => s.once('connect', r).once('error', j));
+  let got = '';
+  s.on('data', (c: Buffer) => (got += c.toString('latin1')));
+  s.on('error', () => undefined);
+  const waitFor = async (re: RegExp): Promise<string> => {
+    for (let i = 0; i < 100; i++) {
+      if (re.test(got)) return got;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error(`no ${String(re)} in ${JSON.stringify(got)}`);
+  };
+  return { s, got: () => got, waitFor };
+}
+
+const handshake = (path: string, extra = ''): string =>
+  `GET ${path} HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`;
+
 describe('gateway: HTTP proxying edges', () => {
   let echo: { server: Server; url: string };
+  let ws: Server;
   let hold: Server;
   const held: (() => void)[] = [];
   let gw: Standalone;
@@ -43,6 +66,15 @@ describe('gateway: HTTP proxying edges', () => {
       held.push(() => res.end('done\n'));
     });
     hold.keepAliveTimeout = 100;
+    // a WebSocket-style upstream: 101 then an echo of every byte; /refuse declines the upgrade
+    ws = createServer((_req, res) => res.end('plain'));
+    ws.on('upgrade', (req: IncomingMessage, socket: Socket) => {
+      if (req.url?.includes('refuse')) return void socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 2\r\nconnection: close\r\n\r\nno');
+      socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nX-Seen-Key: ${String(req.headers['sec-websocket-key'])}\r\nX-RateLimit-Limit: 999\r\n\r\n`);
+      socket.pipe(socket);
+    });
+    await new Promise<void>((r) => ws.listen(0, '127.0.0.1', r));
+    const wsUrl = `http://127.0.0.1:${(ws.address() as { port: number }).port}`;
     await new Promise<void>((r) => hold.listen(0, '127.0.0.1', r));
     const holdUrl = `http://127.0.0.1:${(hold.address() as { port: number }).port}`;
     dir = tempDir();
@@ -64,6 +96,17 @@ spec:
 ---
 apiVersion: gw.io/v1alpha1
 kind: ApiDefinition
+metadata: {name: ws}
+spec:
+  proxy: {listen_path: /ws/, target_url: ${wsUrl}}
+---
+apiVersion: gw.io/v1alpha1
+kind: AccessKey
+metadata: {name: wskey}
+spec: {key_hash: ${sha256hex('ws-key-0001')}, rate: 2, per: 60}
+---
+apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
 metadata: {name: down}
 spec:
   use_keyless: true
@@ -76,6 +119,8 @@ spec:
     for (const release of held.splice(0)) release();
     await gw?.stop();
     echo?.server.close();
+    ws?.closeAllConnections();
+    ws?.close();
     hold?.closeAllConnections();
     hold?.close();
     cleanup(dir);
@@ -117,6 +162,35 @@ spec:
     expect(answer).toContain('"path":"/abs?q=1"');
     const root = await raw(gw.gateway, 'GET http://elsewhere.example HTTP/1.1\r\nHost: elsewhere.example\r\nConnection: close\r\n\r\n');
     expect(root).toMatch(/^HTTP\/1\.1 404 /); // `/`: no API there
+  });
+
+  test('WebSocket: after the key checks and limits the handshake reaches the upstream, its 101 comes back, and bytes flow both ways', async () => {
+    const c = await openSocket(gw.gateway);
+    c.s.write(handshake('/ws/chat', 'Authorization: ws-key-0001\r\n'));
+    const head = await c.waitFor(/\r\n\r\n/);
+    expect(head).toMatch(/^HTTP\/1\.1 101 /);
+    expect(head).toMatch(/\r\nsec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK\+xOo=\r\n/i);
+    expect(head).toMatch(/\r\nx-seen-key: dGhlIHNhbXBsZSBub25jZQ==\r\n/i); // Sec-WebSocket-Key reached the upstream
+    expect(head).toMatch(/\r\nx-ratelimit-limit: 2\r\n/i); // ours, not the upstream's 999
+    c.s.write('ping-1');
+    await c.waitFor(/ping-1$/);
+    c.s.write('ping-2');
+    await c.waitFor(/ping-1ping-2$/);
+    c.s.destroy();
+  });
+
+  test('WebSocket: the handshake is a request like any other: 401 without a key, 429 over the key limit; an upstream refusal is relayed', async () => {
+    const noKey = await openSocket(gw.gateway);
+    noKey.s.write(handshake('/ws/chat'));
+    expect(await noKey.waitFor(/Authorization field missing/)).toMatch(/^HTTP\/1\.1 401 /);
+    // the key allows 2 per 60 and the previous test used one: one more, then 429
+    const refused = await openSocket(gw.gateway);
+    refused.s.write(handshake('/ws/refuse', 'Authorization: ws-key-0001\r\n'));
+    expect(await refused.waitFor(/\r\n\r\nno/)).toMatch(/^HTTP\/1\.1 403 /);
+    const limited = await openSocket(gw.gateway);
+    limited.s.write(handshake('/ws/chat', 'Authorization: ws-key-0001\r\n'));
+    expect(await limited.waitFor(/Rate Limit Exceeded/)).toMatch(/^HTTP\/1\.1 429 [^]*retry-after: \d+/i);
+    for (const c of [noKey, refused, limited]) c.s.destroy();
   });
 
   test('an upstream failure is logged with its cause (at most a line a second), not only counted', async () => {
