@@ -34,10 +34,14 @@ export interface EffectiveSession {
 
 type RatePair = { rate?: number; per?: number };
 
-/** rate/per; a 0/0 limit is "no limit", which is the highest of all. undefined = no limit given. */
+/**
+ * rate/per, for choosing among policies. undefined = no limit given, and a 0/0 limit ("disabled") counts as
+ * none too: as in Tyk, a policy that writes out rate 0 / per 0 (an access-only or quota-only policy) sets
+ * no rate and does not lift the limit of the other policies; with no other limit the key has none.
+ */
 export function effectiveRate(l: RatePair | null | undefined): number | undefined {
   if (!l || l.rate === undefined || l.per === undefined) return undefined;
-  if (l.rate === 0 && l.per === 0) return Infinity;
+  if (l.rate === 0 && l.per === 0) return undefined;
   return l.per > 0 ? l.rate / l.per : Infinity;
 }
 
@@ -118,7 +122,7 @@ function mergeAccess(policies: PolicySpecT[], names: string[], limitPolicy: Reco
     const endpoints = new Map<string, { name: string; limit: { rate: number; per: number } }[]>();
     for (const list of byEndpoint.values()) {
       const win = highestRate(list.map((x) => x.limit));
-      const chosen = list.find((x) => x.limit === win)!;
+      const chosen = list.find((x) => x.limit === win) ?? list[0]!; // all 0/0: the (disabled) first
       const methods = endpoints.get(chosen.path) ?? [];
       methods.push({ name: chosen.name, limit: chosen.limit });
       endpoints.set(chosen.path, methods);

@@ -75,6 +75,9 @@ export interface GatewayEngine extends Engine {
   identityOf(keyHash: string, stored: StoredSession): string | Error;
 }
 
+/** Retry-After of a quota that never renews: one year (HTTP has no "never"). */
+export const NEVER_RETRY_AFTER = 365 * 24 * 3600;
+
 const headersOf = (r: LimitResult): HeaderNumbers => ({ limit: r.limit, remaining: r.remaining, reset: r.reset });
 
 /** A key's effective session and the identity its limits count against. */
@@ -234,7 +237,9 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     const headers = rateHeaders ? rlHeaders(apiResult, keyResult) : { limit: qr.max, remaining: qr.remaining, reset: qr.renews };
     if (!qr.allowed) {
       const now = Math.floor(d.clock.now() / 1000);
-      return { kind: 'quota_exceeded', headers, retryAfter: qr.renews > 0 ? Math.max(1, qr.renews - now) : Math.max(1, spec.renewal) };
+      // a quota that never renews (renewal ≤ 0): a year, not "1" (clients would retry every second forever)
+      const retryAfter = spec.renewal <= 0 ? NEVER_RETRY_AFTER : qr.renews > 0 ? Math.max(1, qr.renews - now) : spec.renewal;
+      return { kind: 'quota_exceeded', headers, retryAfter };
     }
     return { kind: 'allow', headers };
   }

@@ -85,8 +85,13 @@ export function quotaFor(eff: EffectiveSession, identity: string, apiId: string)
   return keyQuota(eff, identity);
 }
 
-/** Every quota bucket a key may have (global and per-API), for a reset. */
+/**
+ * The quota buckets a key's reset clears (global and per-API). None when the key counts against a custom
+ * rate-limit key (`p:` identity, §3.4): that quota is shared with every key of the same pattern value, and
+ * adding or editing one member key must not hand the whole group a fresh quota (§3.5 resets *its* counter).
+ */
 export function quotaBuckets(eff: EffectiveSession | undefined, identity: string): string[] {
+  if (identity.startsWith('p:')) return [];
   return [`q:${identity}`, ...Object.keys(eff?.access_rights ?? {}).map((a) => `q:${identity}:a:${a}`)];
 }
 

@@ -21,6 +21,22 @@ describe('several policies on one key', () => {
     }
   });
 
+  test('a 0/0 policy sets no rate: it does not lift the other policies\' limit (global, per-API, per-endpoint), as in Tyk', () => {
+    const zero = { rate: 0, per: 0, quota_max: 1000, access_rights: { x: { limit: { rate: 0, per: 0 }, endpoints: [{ path: '/u', methods: [{ name: 'GET', limit: { rate: 0, per: 0 } }] }] } } };
+    const two = { rate: 2, per: 60, access_rights: { x: { limit: { rate: 2, per: 60 }, endpoints: [{ path: '/u', methods: [{ name: 'GET', limit: { rate: 1, per: 60 } }] }] } } };
+    for (const order of [['zero', 'two'], ['two', 'zero']]) {
+      const e = eff({ zero, two }, order);
+      expect([e.rate, e.per]).toEqual([2, 60]);
+      expect(e.access_rights.x!.limit).toMatchObject({ rate: 2, per: 60 });
+      expect(e.access_rights.x!.endpoints).toEqual([{ path: '/u', methods: [{ name: 'GET', limit: { rate: 1, per: 60 } }] }]);
+      expect(e.quota_max).toBe(1000);
+    }
+    // only 0/0 policies: no limit at all (the endpoint rule stays, disabled)
+    const alone = eff({ zero }, ['zero']);
+    expect(alone.rate).toBeUndefined();
+    expect(alone.access_rights.x!.endpoints![0]!.methods[0]!.limit).toEqual({ rate: 0, per: 0 });
+  });
+
   test('a tie keeps the earlier policy', () => {
     const e = eff({ a: { rate: 10, per: 10, smoothing: sm(1) }, b: { rate: 20, per: 20, smoothing: sm(2) } }, ['a', 'b']);
     expect([e.rate, e.per, e.smoothing]).toEqual([10, 10, sm(1)]);

@@ -1,6 +1,7 @@
 import { ManualClock } from '../../../lib/clock.js';
 import { MemoryQuota } from '../../../sidecar/limiters/quota.js';
-import { api, count, harness, session, T0 } from './fixtures.js';
+import { NEVER_RETRY_AFTER } from '../../../sidecar/engine/engine.js';
+import { api, config, count, harness, session, T0 } from './fixtures.js';
 
 describe('quotas (memory)', () => {
   test('exactly quota_max per renewal period; remaining and renews kept current', async () => {
@@ -68,6 +69,33 @@ describe('quotas in the engine', () => {
     await h.engine.resetQuota(keyHash, stored);
     expect(await h.engine.readQuota(keyHash, stored)).toEqual({ max: 3, remaining: 3, renews: 0 });
     expect((await h.engine.check({ api: a, method: 'GET', path: '/', keyHash, session: stored })).kind).toBe('allow');
+  });
+
+  test('a quota that never renews answers Retry-After of a year, not 1 (clients would retry every second forever)', async () => {
+    for (const renewal of [0, -5]) {
+      const h = harness();
+      const stored = session({ quota_max: 1, quota_renewal_rate: renewal });
+      const v = [];
+      for (let i = 0; i < 2; i++) v.push(await h.engine.check({ api: a, method: 'GET', path: '/', keyHash, session: stored }));
+      const last = v[1]!;
+      expect(last.kind === 'quota_exceeded' && last.retryAfter).toBe(NEVER_RETRY_AFTER);
+    }
+    expect(NEVER_RETRY_AFTER).toBe(31_536_000);
+  });
+
+  test('adding a key that shares a custom rate-limit key does not reset the group quota; a key of its own is reset', async () => {
+    const cfg = config({ team: { rate: 100, per: 60, quota_max: 2, quota_renewal_rate: 3600, meta_data: { rate_limit_pattern: '$gw_meta.team' } } });
+    const h = harness({}, cfg);
+    const member = (hash: string) => ({ hash, stored: session({ apply_policies: ['team'], meta_data: { team: 'green' } }) });
+    const [m1, m2] = [member('1'.repeat(64)), member('2'.repeat(64))];
+    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: m1.hash, session: m1.stored })).toEqual(['allow', 'allow', 'quota_exceeded']);
+    await h.engine.resetQuota(m2.hash, m2.stored); // the facade adding m2 without suppress_reset
+    expect(await h.fire(1, { api: a, method: 'GET', path: '/', keyHash: m1.hash, session: m1.stored })).toEqual(['quota_exceeded']);
+    expect(await h.fire(1, { api: a, method: 'GET', path: '/', keyHash: m2.hash, session: m2.stored })).toEqual(['quota_exceeded']); // shared
+    const own = session({ quota_max: 1, quota_renewal_rate: 3600 });
+    expect(await h.fire(2, { api: a, method: 'GET', path: '/', keyHash: '3'.repeat(64), session: own })).toEqual(['allow', 'quota_exceeded']);
+    await h.engine.resetQuota('3'.repeat(64), own);
+    expect(await h.fire(1, { api: a, method: 'GET', path: '/', keyHash: '3'.repeat(64), session: own })).toEqual(['allow']);
   });
 
   test('a per-API quota in access_rights is independent of the key quota', async () => {
