@@ -236,9 +236,11 @@ export function createEngine(d: EngineDeps): GatewayEngine {
   function quotaVerdict(spec: QuotaSpec, qr: QuotaResult, apiResult: LimitResult | undefined, keyResult: LimitResult | undefined): Verdict {
     const headers = rateHeaders ? rlHeaders(apiResult, keyResult) : { limit: qr.max, remaining: qr.remaining, reset: qr.renews };
     if (!qr.allowed) {
-      const now = Math.floor(d.clock.now() / 1000);
-      // a quota that never renews (renewal ≤ 0): a year, not "1" (clients would retry every second forever)
-      const retryAfter = spec.renewal <= 0 ? NEVER_RETRY_AFTER : qr.renews > 0 ? Math.max(1, qr.renews - now) : spec.renewal;
+      // seconds to the renewal, from its ms (the rounded seconds overstated the wait by up to 2 s); a quota
+      // that never renews (renewal ≤ 0): a year, not "1" (clients would retry every second forever)
+      const nowMs = d.clock.now();
+      const renewsMs = qr.renewsMs ?? qr.renews * 1000;
+      const retryAfter = spec.renewal <= 0 ? NEVER_RETRY_AFTER : renewsMs > 0 ? Math.max(1, Math.ceil((renewsMs - nowMs) / 1000)) : spec.renewal;
       return { kind: 'quota_exceeded', headers, retryAfter };
     }
     return { kind: 'allow', headers };

@@ -22,6 +22,8 @@ export interface QuotaResult {
   remaining: number;
   /** Unix seconds of the next renewal (0 = never). */
   renews: number;
+  /** The renewal in clock ms (0 = never): Retry-After is counted from it, not from the rounded seconds. */
+  renewsMs?: number;
 }
 
 export interface QuotaState {
@@ -59,7 +61,7 @@ export class MemoryQuota implements QuotaStore {
     }
     const allowed = s.used < q.max;
     if (allowed) s.used++;
-    return { allowed, max: q.max, remaining: Math.max(0, q.max - s.used), renews: toSeconds(s.renews) };
+    return { allowed, max: q.max, remaining: Math.max(0, q.max - s.used), renews: toSeconds(s.renews), renewsMs: s.renews };
   }
 
   async read(bucket: string, q: QuotaSpec): Promise<QuotaState> {
@@ -120,7 +122,8 @@ export class RedisQuota implements QuotaStore {
 
   async consume(bucket: string, q: QuotaSpec): Promise<QuotaResult> {
     const [allowed, used, renews] = await this.run([storeKeys.quota(bucket)], [this.clock.now(), q.max, Math.round(q.renewal * 1000)]);
-    return { allowed: allowed === 1, max: q.max, remaining: Math.max(0, q.max - used), renews: toSeconds(Number(renews)) };
+    const renewsMs = Number(renews);
+    return { allowed: allowed === 1, max: q.max, remaining: Math.max(0, q.max - used), renews: toSeconds(renewsMs), renewsMs };
   }
 
   async read(bucket: string, q: QuotaSpec): Promise<QuotaState> {

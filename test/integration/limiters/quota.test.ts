@@ -28,12 +28,12 @@ describe('quotas in Redis', () => {
     expect((await q.consume('r', spec)).remaining).toBe(0);
     expect((await q.consume('r', spec)).allowed).toBe(false);
     clock.advance(60_000);
-    expect(await q.consume('r', spec)).toEqual({ allowed: true, max: 2, remaining: 1, renews: T0 / 1000 + 120 });
+    expect(await q.consume('r', spec)).toEqual({ allowed: true, max: 2, remaining: 1, renews: T0 / 1000 + 120, renewsMs: T0 + 120_000 });
 
     const never = { max: 1, renewal: 0 };
     expect((await q.consume('n', never)).allowed).toBe(true);
     clock.advance(365 * 86_400_000);
-    expect(await q.consume('n', never)).toEqual({ allowed: false, max: 1, remaining: 0, renews: 0 });
+    expect(await q.consume('n', never)).toEqual({ allowed: false, max: 1, remaining: 0, renews: 0, renewsMs: 0 });
     await q.reset('n');
     expect((await q.consume('n', never)).allowed).toBe(true);
   });

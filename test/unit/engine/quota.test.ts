@@ -19,7 +19,7 @@ describe('quotas (memory)', () => {
     expect((await q.consume('b', spec)).allowed).toBe(false);
     clock.set(T0 + 3_600_000);
     const renewed = await q.consume('b', spec);
-    expect(renewed).toEqual({ allowed: true, max: 3, remaining: 2, renews: T0 / 1000 + 7200 });
+    expect(renewed).toEqual({ allowed: true, max: 3, remaining: 2, renews: T0 / 1000 + 7200, renewsMs: T0 + 7_200_000 });
   });
 
   test('quota_renewal_rate ≤ 0 never renews', async () => {
@@ -69,6 +69,19 @@ describe('quotas in the engine', () => {
     await h.engine.resetQuota(keyHash, stored);
     expect(await h.engine.readQuota(keyHash, stored)).toEqual({ max: 3, remaining: 3, renews: 0 });
     expect((await h.engine.check({ api: a, method: 'GET', path: '/', keyHash, session: stored })).kind).toBe('allow');
+  });
+
+  test('Retry-After of a quota 403 is the wait to the renewal, rounded up once (it rounded the renewal up and now down: up to 2 s over)', async () => {
+    const h = harness();
+    const stored = session({ quota_max: 3, quota_renewal_rate: 4 });
+    h.clock.advance(21); // the period starts at +21 ms and renews at +4,021 ms
+    await h.fire(3, { api: a, method: 'GET', path: '/', keyHash, session: stored });
+    h.clock.advance(21);
+    const v = await h.engine.check({ api: a, method: 'GET', path: '/', keyHash, session: stored });
+    expect(v.kind === 'quota_exceeded' && v.retryAfter).toBe(4); // 3.979 s → 4 (was 5)
+    h.clock.advance(3000);
+    const w = await h.engine.check({ api: a, method: 'GET', path: '/', keyHash, session: stored });
+    expect(w.kind === 'quota_exceeded' && w.retryAfter).toBe(1); // 0.979 s → 1 (was 2)
   });
 
   test('a quota that never renews answers Retry-After of a year, not 1 (clients would retry every second forever)', async () => {
