@@ -13,7 +13,7 @@ import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { KubeConfigSource } from '../sidecar/config/kube-source.js';
 import { GatewayMetrics } from '../sidecar/metrics.js';
-import { createGatewayRuntime } from '../sidecar/runtime.js';
+import { createGatewayRuntime, startOrWithdraw } from '../sidecar/runtime.js';
 import { SMOOTHING_CHANNEL, type SmoothingEventPayloadT } from '../lib/events.js';
 import { onShutdown } from './shutdown.js';
 import { releaseStartupMemory, tuneHeapForProxying } from '../sidecar/heap-tuning.js';
@@ -93,8 +93,9 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   await runtime.applyConfig(source.current());
   const ops = createOpsServer(metrics.registry, runtime.ready);
   releaseStartupMemory();
-  const gwAddr = await listen(runtime.server, flags.listen, '--listen');
-  const opsAddr = await listen(ops, flags.metricsListen, '--metrics-listen');
+  // a start that fails here (an address in use) takes back its DRL heartbeat: the group must not count
+  // a peer that never served
+  const [gwAddr, opsAddr] = await startOrWithdraw(runtime, async () => [await listen(runtime.server, flags.listen, '--listen'), await listen(ops, flags.metricsListen, '--metrics-listen')]);
   onShutdown(logger, async () => {
     source.stop();
     await Promise.all([drain(runtime.server), drain(ops)]);

@@ -19,7 +19,7 @@ import { createFacadeServer } from '../controller/facade/server.js';
 import type { ResourceBackend } from '../controller/facade/backend.js';
 import { liveQuota } from '../controller/facade/live-quota.js';
 import { GatewayMetrics } from '../sidecar/metrics.js';
-import { createGatewayRuntime, type GatewayRuntime } from '../sidecar/runtime.js';
+import { createGatewayRuntime, startOrWithdraw, type GatewayRuntime } from '../sidecar/runtime.js';
 import { onShutdown } from './shutdown.js';
 import { releaseStartupMemory, tuneHeapForProxying } from '../sidecar/heap-tuning.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
@@ -122,10 +122,10 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   });
 
   releaseStartupMemory();
-  const gwAddr = await listen(runtime.server, flags.listen, '--listen');
+  const gwAddr = await startOrWithdraw(runtime, () => listen(runtime.server, flags.listen, '--listen'));
   const facade = createFacadeServer({ backend, options, gatewayOrigins: [`http://${gwAddr}`], logger, ready: () => ready });
   const admin = createOpsServer(metrics.registry, isReady, (req, res) => facade.emit('request', req, res), errorBody);
-  const adminAddr = await listen(admin, flags.adminListen, '--admin-listen');
+  const adminAddr = await startOrWithdraw(runtime, () => listen(admin, flags.adminListen, '--admin-listen'));
   ready = true;
 
   onShutdown(logger, async () => {

@@ -120,3 +120,16 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     },
   };
 }
+
+/**
+ * Runs a start-up step (binding a listener); when it fails, the runtime is closed first (its DRL
+ * heartbeat withdrawn, so the group does not count a gateway that never served), then the error goes on.
+ */
+export async function startOrWithdraw<T>(runtime: { close(): Promise<void> }, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (e) {
+    await runtime.close().catch(() => undefined);
+    throw e;
+  }
+}

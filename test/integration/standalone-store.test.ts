@@ -11,7 +11,8 @@ import { request } from 'undici';
 import { startEcho } from '../../scripts/echo-upstream.js';
 import { sha256hex } from '../../lib/hash.js';
 import { startNode, stopNode, type Node } from '../harness/redis-cluster.js';
-import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
+import { spawn } from 'node:child_process';
+import { CLI, cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
 import { eventually } from '../helpers/sidecar.js';
 
 async function code(url: string, key?: string): Promise<number> {
@@ -97,6 +98,32 @@ describe('gw standalone with --redis', () => {
       await wrong?.stop();
       client.disconnect();
       cleanup(own);
+    }
+  }, 30_000);
+
+  test('a gateway whose start fails (admin address in use) exits 1 and takes its DRL heartbeat back: the group does not count it', async () => {
+    const client = new Redis(`redis://127.0.0.1:${node.port}`);
+    try {
+      const peers = async (): Promise<number> => {
+        let n = 0;
+        for (const k of await client.keys('gw:drl:*:peers')) n += await client.zcard(k);
+        return n;
+      };
+      const before = await peers(); // the running gateway's own heartbeat
+      expect(before).toBeGreaterThanOrEqual(1);
+      const admin = new URL(gw.admin).host; // in use
+      const proc = spawn(process.execPath, [CLI, 'standalone', '--resources', dir, '--listen', '127.0.0.1:0', '--admin-listen', admin, '--redis', `redis://127.0.0.1:${node.port}`], {
+        env: { ...process.env, GW_SECRET: 's', GW_ACCESS_TOKENS: 't', GW_LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let err = '';
+      proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      const code = await new Promise<number | null>((r) => proc.once('exit', r));
+      expect(code).toBe(1);
+      expect(err).toMatch(/--admin-listen/);
+      expect(await peers()).toBe(before); // it registered at start; its failed start withdrew it
+    } finally {
+      client.disconnect();
     }
   }, 30_000);
 
