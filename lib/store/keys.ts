@@ -4,6 +4,8 @@
  *   gw:{<bucket>}:log        sorted set: sliding window log (score = ms, member = ms.proc.seq in base 36)
  *   gw:{<bucket>}:sm         hash: smoothing state (a = allowance, t = ms of last event)
  *   gw:{<bucket>}:sentinel   string: ms until which the sentinel refuses
+ *   gw:{<bucket>}:unlogged   sorted set: requests the sentinel refused without a log write, kept only for
+ *                            a smoothed limit (smoothing's measured rate counts them; score = ms)
  *   gw:{<bucket>}:fw:<n>     counter of the fixed window n = floor(now / per)
  *   gw:{<bucket>}:quota      hash: used, renews (ms, 0 = never)
  *   gw:drl:{<group>}:peers   sorted set: DRL heartbeats (score = ms, member = peer id)
@@ -19,15 +21,16 @@ export const storeKeys = {
   log: (bucket: string) => `gw:${tag(bucket)}:log`,
   smoothing: (bucket: string) => `gw:${tag(bucket)}:sm`,
   sentinel: (bucket: string) => `gw:${tag(bucket)}:sentinel`,
+  unlogged: (bucket: string) => `gw:${tag(bucket)}:unlogged`,
   fixedWindow: (bucket: string, window: number) => `gw:${tag(bucket)}:fw:${window}`,
   quota: (bucket: string) => `gw:${tag(bucket)}:quota`,
   peers: (group: string) => `gw:drl:${tag(group)}:peers`,
 };
 
-/** The three keys of one sliding-log / sentinel check, with the hash tag computed once. */
-export function bucketKeys(bucket: string): { log: string; smoothing: string; sentinel: string } {
+/** The keys of one sliding-log / sentinel check, with the hash tag computed once. */
+export function bucketKeys(bucket: string): { log: string; smoothing: string; sentinel: string; unlogged: string } {
   const t = `gw:${tag(bucket)}:`;
-  return { log: `${t}log`, smoothing: `${t}sm`, sentinel: `${t}sentinel` };
+  return { log: `${t}log`, smoothing: `${t}sm`, sentinel: `${t}sentinel`, unlogged: `${t}unlogged` };
 }
 
 let seq = 0;

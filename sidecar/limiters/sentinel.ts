@@ -17,7 +17,8 @@
 import type { Clock } from '../../lib/clock.js';
 import { ExpiringMap } from '../../lib/store/memory.js';
 import type { StoreClient } from '../../lib/store/redis.js';
-import { storeKeys } from '../../lib/store/keys.js';
+import { storeKeys, uniqueMember } from '../../lib/store/keys.js';
+import { smoothingActive } from './smoothing.js';
 import type { LimitSpec } from '../config/types.js';
 import { MemorySlidingLog, RedisLogScript } from './sliding-log.js';
 import { allowanceOf, result, type Limiter, type LimitResult, type SmoothingListener } from './types.js';
@@ -39,7 +40,10 @@ export class MemorySentinel implements Limiter {
   check(bucket: string, limit: LimitSpec, tentative = false): LimitResult {
     const now = this.clock.now();
     const until = this.sentinels.get(bucket, now);
-    if (until !== undefined) return result(false, allowanceOf(limit.rate), 0, now, until);
+    if (until !== undefined) {
+      this.log.noteUnlogged(bucket, limit); // smoothing's R counts it (a no-op unless smoothed)
+      return result(false, allowanceOf(limit.rate), 0, now, until);
+    }
     const r = this.log.check(bucket, limit, tentative);
     if (r.allowed && r.remaining > 0) return r;
     // the limit is reached: the sentinel refuses for one window, so that is when one more is admitted
@@ -62,6 +66,7 @@ export class RedisSentinel implements Limiter {
   /** Per bucket, this gateway's admissions whose log write has not landed yet. */
   private readonly inflight = new Map<string, number>();
   private readonly pending = new Set<Promise<void>>();
+  private readonly smoothingEnabled: boolean;
 
   constructor(
     private readonly redis: StoreClient,
@@ -71,6 +76,7 @@ export class RedisSentinel implements Limiter {
     private readonly onBackgroundError: (e: Error) => void = () => {},
   ) {
     this.script = new RedisLogScript(redis, opts.smoothingEnabled, onSmoothing);
+    this.smoothingEnabled = opts.smoothingEnabled;
     this.last = new ExpiringMap(clock);
     // a (re)connected store may have lost its data (a restart without persistence, a failover): what the
     // last writes reported no longer mirrors its sentinels
@@ -83,17 +89,17 @@ export class RedisSentinel implements Limiter {
     const seen = this.last.get(bucket, now);
     // the smoothed allowance as of the last write (the rate before any)
     const allowance = seen?.allowance ?? allowanceOf(limit.rate);
-    if (until > now) return result(false, allowance, 0, now, until);
+    if (until > now) return this.refused(bucket, limit, allowance, now, until);
     const win = limit.per * 1000;
     // The last write this gateway saw reached the allowance: that script wrote the sentinel, until one
     // window after the write (when this entry expires too). A read sent before that write but answered
     // after it says "no sentinel"; this answers for it.
-    if (seen && seen.n >= seen.allowance) return result(false, allowance, 0, now, seen.at + win);
+    if (seen && seen.n >= seen.allowance) return this.refused(bucket, limit, allowance, now, seen.at + win);
     const inflight = this.inflight.get(bucket) ?? 0;
     // This gateway alone has a whole allowance of admissions on their way to the log: the window is full
     // whatever the store says yet. Without this, a burst whose sentinel reads were all answered before
     // the first log write landed was admitted whole. The writes in flight write the sentinel.
-    if (inflight >= allowance) return result(false, allowance, 0, now, now + win);
+    if (inflight >= allowance) return this.refused(bucket, limit, allowance, now, now + win);
     this.inflight.set(bucket, inflight + 1);
     const p = this.writeLog(bucket, limit, now)
       .catch((e: unknown) => this.onBackgroundError(e instanceof Error ? e : new Error(String(e))))
@@ -105,6 +111,33 @@ export class RedisSentinel implements Limiter {
     const remaining = allowance - (seen?.n ?? 0) - inflight - 1;
     // this request's log write reaches the allowance and writes the sentinel: the next admission is a window away
     return result(true, allowance, remaining, now, remaining > 0 ? now : now + win);
+  }
+
+  /**
+   * A refusal without a log write. For a smoothed limit it is recorded, off the request path, where the
+   * log script counts it in smoothing's R (requests in the trailing window, refused ones included): without
+   * it R fell to the admitted requests after every sentinel and the allowance stepped down under a steady
+   * load.
+   */
+  private refused(bucket: string, limit: LimitSpec, allowance: number, now: number, until: number): LimitResult {
+    if (this.smoothingEnabled && smoothingActive(limit.smoothing)) {
+      const key = storeKeys.unlogged(bucket);
+      const win = Math.max(1, Math.round(limit.per * 1000));
+      const p = this.redis
+        .pipeline()
+        .zadd(key, now, uniqueMember(now))
+        .pexpire(key, win)
+        .exec()
+        .then(
+          (res) => {
+            for (const [err] of res ?? []) if (err) throw err;
+          },
+        )
+        .catch((e: unknown) => this.onBackgroundError(e instanceof Error ? e : new Error(String(e))));
+      this.pending.add(p);
+      void p.finally(() => this.pending.delete(p));
+    }
+    return result(false, allowance, 0, now, until);
   }
 
   private landed(bucket: string): void {
@@ -125,7 +158,7 @@ export class RedisSentinel implements Limiter {
   }
 
   async reset(bucket: string): Promise<void> {
-    await this.redis.del(storeKeys.log(bucket), storeKeys.smoothing(bucket), storeKeys.sentinel(bucket));
+    await this.redis.del(storeKeys.log(bucket), storeKeys.smoothing(bucket), storeKeys.sentinel(bucket), storeKeys.unlogged(bucket));
     this.last.delete(bucket);
   }
 }

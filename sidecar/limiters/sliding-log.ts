@@ -33,6 +33,8 @@ export class MemorySlidingLog implements Limiter {
   readonly name = 'sliding_log';
   private readonly logs: ExpiringMap<number[]>;
   private readonly smooth: ExpiringMap<SmoothingState>;
+  /** Requests refused without a log entry (the sentinel's), per smoothed bucket: counted in smoothing's R. */
+  private readonly unlogged: ExpiringMap<number[]>;
 
   constructor(
     private readonly clock: Clock,
@@ -41,6 +43,21 @@ export class MemorySlidingLog implements Limiter {
   ) {
     this.logs = new ExpiringMap(clock);
     this.smooth = new ExpiringMap(clock);
+    this.unlogged = new ExpiringMap(clock);
+  }
+
+  /**
+   * A request refused without entering the log (the sentinel refuses with one read): smoothing's measured
+   * rate R still counts it, or R would drop to the admitted requests after every sentinel and the
+   * allowance step down under a steady load. Only for a smoothed limit.
+   */
+  noteUnlogged(bucket: string, limit: LimitSpec): void {
+    if (!this.smoothingEnabled || !smoothingActive(limit.smoothing)) return;
+    const now = this.clock.now();
+    const win = windowMs(limit.per);
+    const seen = this.unlogged.get(bucket, now) ?? [];
+    seen.push(now);
+    this.unlogged.set(bucket, seen, now + win);
   }
 
   check(bucket: string, limit: LimitSpec, tentative = false): LimitResult {
@@ -56,7 +73,7 @@ export class MemorySlidingLog implements Limiter {
     if (this.smoothingEnabled && smoothingActive(limit.smoothing)) {
       const s = limit.smoothing;
       const st = this.smooth.get(bucket, now) ?? initialState(s, limit.rate);
-      const step = smoothingStep(st, count + 1, s, limit.rate, now);
+      const step = smoothingStep(st, count + 1 + this.unloggedIn(bucket, now, win), s, limit.rate, now);
       this.smooth.set(bucket, step.state, now + smoothingTtlMs(win, s.delay * 1000));
       if (step.event) {
         this.onSmoothing(
@@ -79,14 +96,24 @@ export class MemorySlidingLog implements Limiter {
     return result(allowed, allowance, allowance - n, now, next);
   }
 
+  private unloggedIn(bucket: string, now: number, win: number): number {
+    const seen = this.unlogged.get(bucket, now);
+    if (!seen) return 0;
+    let drop = 0;
+    while (drop < seen.length && seen[drop]! <= now - win) drop++;
+    if (drop) seen.splice(0, drop);
+    return seen.length;
+  }
+
   async reset(bucket: string): Promise<void> {
     this.logs.delete(bucket);
     this.smooth.delete(bucket);
+    this.unlogged.delete(bucket);
   }
 }
 
 /**
- * KEYS: log, smoothing hash, sentinel. ARGV: now ms, window ms, rate, member, mode ('0' a request,
+ * KEYS: log, smoothing hash, sentinel, unlogged (the sentinel's refusals, counted in smoothing's R). ARGV: now ms, window ms, rate, member, mode ('0' a request,
  * '1' a request with the sentinel, '2' a tentative check (throttling): logged only when admitted), and only for a
  * smoothed limit: threshold, step, trigger, delay ms (fewer arguments on the hot path).
  * Returns {allowed, n (entries after the add), allowance, next admission ms, event (1 up, -1 down, 0), old allowance}.
@@ -106,7 +133,8 @@ if #ARGV >= 9 then
   local a = tonumber(st[1]) or lower
   local t = tonumber(st[2]) or 0
   old = a
-  local r = count + 1
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - win)
+  local r = count + 1 + redis.call('ZCARD', KEYS[4])
   local hold = (t == 0) or (now - t >= delay)
   if hold and r > a - step * trig and a < rate then
     a = math.min(a + step, rate); t = now; ev = 1
@@ -158,7 +186,7 @@ export class RedisLogScript {
     private readonly smoothingEnabled: boolean,
     private readonly onSmoothing: SmoothingListener,
   ) {
-    this.run = defineScript<ScriptReply>(redis, 'gwSlidingLog', 3, SCRIPT);
+    this.run = defineScript<ScriptReply>(redis, 'gwSlidingLog', 4, SCRIPT);
   }
 
   async write(bucket: string, limit: LimitSpec, now: number, mode: 'request' | 'sentinel' | 'tentative'): Promise<LogWrite> {
@@ -168,7 +196,7 @@ export class RedisLogScript {
     const args: (string | number)[] = [now, win, limit.rate, uniqueMember(now), mode === 'request' ? '0' : mode === 'sentinel' ? '1' : '2'];
     if (smooth) args.push(smooth.threshold, smooth.step, smooth.trigger, Math.round(smooth.delay * 1000));
     coalesceWrites(this.redis);
-    const [allowed, n, allowanceStr, nextStr, ev, oldStr] = await this.run([k.log, k.smoothing, k.sentinel], args);
+    const [allowed, n, allowanceStr, nextStr, ev, oldStr] = await this.run([k.log, k.smoothing, k.sentinel, k.unlogged], args);
     const allowance = Number(allowanceStr);
     if (ev !== 0) {
       this.onSmoothing(

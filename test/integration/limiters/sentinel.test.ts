@@ -115,6 +115,26 @@ describe('sentinel variant in Redis', () => {
     expect(Math.max(...limits.slice(1))).toBeLessThan(20);
   });
 
+  test('with smoothing, the requests the sentinel refuses count in R (off the request path): a steady load at the rate never steps down', async () => {
+    const clock = new ManualClock(T0);
+    const events: [string, number, number][] = [];
+    const s = new RedisSentinel(g.a, clock, { smoothingEnabled: true }, (e) => events.push([e.event, e.oldAllowance, e.newAllowance]));
+    const limit = { rate: 12, per: 2, smoothing: { enabled: true, threshold: 3, step: 3, trigger: 0.5, delay: 1 } };
+    for (let i = 0; i < 60; i++) {
+      await s.check('steady-smooth', limit);
+      await s.settled();
+      clock.advance(167);
+    }
+    expect(events.filter(([e]) => e === 'RateLimitSmoothingDown')).toEqual([]);
+    expect(events.at(-1)).toEqual(['RateLimitSmoothingUp', 9, 12]);
+    expect(await g.a.zcard(storeKeys.unlogged('steady-smooth'))).toBeGreaterThan(0); // the refusals recorded
+    expect(await g.a.pttl(storeKeys.unlogged('steady-smooth'))).toBeLessThanOrEqual(2000); // kept one window
+    // an unsmoothed limit records nothing
+    for (let i = 0; i < 20; i++) await s.check('plain', { rate: 3, per: 2 });
+    await s.settled();
+    expect(await g.a.exists(storeKeys.unlogged('plain'))).toBe(0);
+  });
+
   test('a failed background write is counted, never thrown at the request', async () => {
     const errors: Error[] = [];
     const clock = new ManualClock(T0);

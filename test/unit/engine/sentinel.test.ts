@@ -29,4 +29,19 @@ describe('sentinel variant (memory)', () => {
     for (let i = 0; i < 4; i++) back.push((await s.check('b', limit)).allowed);
     expect(back).toEqual([true, true, true, false]);
   });
+
+  test('with smoothing, the requests the sentinel refuses count in R: a steady load at the rate climbs to it, never steps down', async () => {
+    const clock = new ManualClock(T0);
+    const events: [string, number, number][] = [];
+    const s = new MemorySentinel(clock, (e) => events.push([e.event, e.oldAllowance, e.newAllowance]));
+    // 12 per 2 s, threshold 3, step 3: a steady 6 requests a second is exactly the rate
+    const limit = { rate: 12, per: 2, smoothing: { enabled: true, threshold: 3, step: 3, trigger: 0.5, delay: 1 } };
+    for (let i = 0; i < 60; i++) {
+      await s.check('steady', limit);
+      clock.advance(167);
+    }
+    // it used to fall back after every sentinel (R counted only the admitted): Down 6 → 3 at 2.8 s and 8 s
+    expect(events.filter(([e]) => e === 'RateLimitSmoothingDown')).toEqual([]);
+    expect(events.at(-1)).toEqual(['RateLimitSmoothingUp', 9, 12]);
+  });
 });
