@@ -22,7 +22,8 @@ export interface FacadeServerOptions {
   options: GatewayOptionsT;
   /**
    * The gateway's own URLs (e.g. http://127.0.0.1:8080): the origins POST /api/proxy may call when
-   * options.gateway_urls is unset. A wildcard host (0.0.0.0, [::]) also allows 127.0.0.1, localhost and [::1].
+   * options.gateway_urls is unset. A wildcard or loopback host (0.0.0.0, [::], 127.0.0.1, localhost, [::1])
+   * allows all three loopback names on that port: they reach the same listener.
    */
   gatewayOrigins: string[];
   logger: Logger;
@@ -34,7 +35,8 @@ export interface FacadeServerOptions {
   ready?: () => boolean;
 }
 
-const WILDCARD_HOSTS = new Set(['0.0.0.0', '[::]']);
+/** Listen hosts whose port the loopback names reach: the wildcards and the loopback names themselves. */
+const LOOPBACK_REACHABLE = new Set(['0.0.0.0', '[::]', '127.0.0.1', 'localhost', '[::1]']);
 
 export function allowedOrigins(gatewayUrls: string[] | undefined, gatewayOrigins: string[]): Set<string> {
   const out = new Set<string>();
@@ -43,7 +45,7 @@ export function allowedOrigins(gatewayUrls: string[] | undefined, gatewayOrigins
     if (!o) throw new Error(`gateway_urls: ${JSON.stringify(u)} is not an http(s) URL`);
     out.add(o);
     const url = new URL(o);
-    if (gatewayUrls === undefined && WILDCARD_HOSTS.has(url.hostname)) {
+    if (gatewayUrls === undefined && LOOPBACK_REACHABLE.has(url.hostname)) {
       for (const h of ['127.0.0.1', 'localhost', '[::1]']) {
         url.hostname = h;
         out.add(url.origin);
