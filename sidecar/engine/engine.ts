@@ -24,7 +24,7 @@ import { matchApiRule } from './endpoint-match.js';
 import { keyLimitFor, keyQuota, quotaBuckets, quotaFor, type KeyLimit } from './key-limits.js';
 import { limiterIdentity } from './rate-limit-key.js';
 import { Throttle, type Sleep } from './throttle.js';
-import type { CheckRequest, Engine, HeaderNumbers, Verdict } from './types.js';
+import type { CheckRequest, Engine, HeaderNumbers, LimitRefusal, Verdict } from './types.js';
 
 /** A smoothing event with its API and, when a policy configured the limit, that policy's name. */
 export type EngineSmoothingEvent = SmoothingEvent & { api_id: string; policy?: string };
@@ -153,7 +153,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
    * refused request does not count against the quota). No quota, or a store that does not answer in
    * time: no headers.
    */
-  function withQuotaHeaders(req: CheckRequest, v: Exclude<Verdict, { kind: 'allow' }>): MaybePromise<Verdict> {
+  function withQuotaHeaders(req: CheckRequest, v: LimitRefusal): MaybePromise<Verdict> {
     if (req.api.keyless || !req.session || req.keyHash === undefined) return v;
     const w = who(req.keyHash, req.session);
     if (w instanceof Error) return v;
@@ -216,7 +216,9 @@ export function createEngine(d: EngineDeps): GatewayEngine {
   /** A refused request with throttle retries: tentative re-checks, then its final answer counted once. */
   async function throttled(req: CheckRequest, w: Who, apiResult: LimitResult | undefined, kl: KeyLimit, first: LimitResult): Promise<Verdict> {
     const apiId = req.api.api_id;
-    let r = await throttle.retry(first, kl.throttle.interval, kl.throttle.retries, () => check(kl.bucket, kl.limit, apiId, true, kl.policy));
+    let r = await throttle.retry(first, kl.throttle.interval, kl.throttle.retries, () => check(kl.bucket, kl.limit, apiId, true, kl.policy), req);
+    // abandoned while it waited: not checked again, so it counts against nothing (no log entry, no quota)
+    if (r === undefined) return { kind: 'disallowed' };
     if (!r.allowed) r = await check(kl.bucket, kl.limit, apiId, false, kl.policy);
     return quotaStep(req, w, apiResult, r);
   }

@@ -5,6 +5,7 @@
 import type { CompiledApi } from '../config/types.js';
 import type { StoredSession } from '../../lib/sessions.js';
 import type { MaybePromise } from '../limiters/types.js';
+import type { ThrottleWait } from './throttle.js';
 
 export interface HeaderNumbers {
   limit: number;
@@ -13,7 +14,8 @@ export interface HeaderNumbers {
   reset: number;
 }
 
-export interface CheckRequest {
+/** ThrottleWait: how a throttled request learns that its client left or its key was revoked (optional). */
+export interface CheckRequest extends ThrottleWait {
   api: CompiledApi;
   method: string;
   /** Path relative to the API's listen path, starting with '/'. */
@@ -27,7 +29,12 @@ export type Verdict =
   | { kind: 'allow'; headers?: HeaderNumbers }
   | { kind: 'api_limited'; headers?: HeaderNumbers; retryAfter: number }
   | { kind: 'key_limited'; headers?: HeaderNumbers; retryAfter: number }
-  | { kind: 'quota_exceeded'; headers?: HeaderNumbers; retryAfter: number };
+  | { kind: 'quota_exceeded'; headers?: HeaderNumbers; retryAfter: number }
+  /** A throttled request abandoned while it waited: its client left, or its key no longer admits it (403). */
+  | { kind: 'disallowed'; headers?: undefined; retryAfter?: undefined };
+
+/** A refusal by a limit or quota: it carries Retry-After. */
+export type LimitRefusal = Extract<Verdict, { retryAfter: number }>;
 
 export interface Engine {
   /** Synchronous when every limit involved is in process; a promise when the store answers. */

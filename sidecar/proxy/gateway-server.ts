@@ -50,6 +50,8 @@ function refusal(v: Exclude<Verdict, { kind: 'allow' }>): { status: number; erro
       return { status: 429, error: ERRORS.keyLimited, scope: 'key' };
     case 'quota_exceeded':
       return { status: 403, error: ERRORS.quota, scope: 'quota' };
+    case 'disallowed':
+      return { status: 403, error: ERRORS.disallowed, scope: 'auth' };
   }
 }
 
@@ -169,7 +171,7 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
         method: (req.method ?? 'GET').toUpperCase(),
         path: r.relPath,
         keyHash: undefined, session: undefined, rateLimit: undefined,
-        status: 0, t0: 0, done: forwarded, upgradeHead,
+        status: 0, t0: 0, done: forwarded, upgradeHead, onClientGone, stillWanted,
       };
       if (api.keyless) return decide(x);
 
@@ -195,23 +197,38 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
     sendJson(x.res, 503, { error: ERRORS.sessionStore }, { 'retry-after': '1' });
   }
 
+  /** Whether `found` (the session of x's key) may make this request: usable, and its access rights reach it. */
+  function admits(x: Exchange, found: StoredSession | undefined): found is StoredSession {
+    if (!sessionUsable(found, x.api, Math.floor(deps.clock.now() / 1000))) return false;
+    const rights = deps.accessRights(found, x.config);
+    return !(rights instanceof Error) && accessAllowed(rights, x.api, x.method, x.path);
+  }
+
   function authorise(x: Exchange, found: StoredSession | undefined): void {
     try {
-      const { api } = x;
-      if (!sessionUsable(found, api, Math.floor(deps.clock.now() / 1000))) {
-        countRequest(api.api_id, 403);
+      if (!admits(x, found)) {
+        countRequest(x.api.api_id, 403);
         return sendJson(x.res, 403, { error: ERRORS.disallowed });
       }
       x.session = found;
-      const rights = deps.accessRights(found, x.config);
-      if (rights instanceof Error || !accessAllowed(rights, api, x.method, x.path)) {
-        countRequest(api.api_id, 403);
-        return sendJson(x.res, 403, { error: ERRORS.disallowed });
-      }
       decide(x);
     } catch (e) {
       fail(x.res, e);
     }
+  }
+
+  // Throttling's view of a waiting request (engine/throttle.ts ThrottleWait), methods of every Exchange:
+  // the client leaving ends the wait; after a wait the client must still be there and the key still admit
+  // the request (a key deleted or deactivated meanwhile: 403, as for a new request)
+  function onClientGone(this: Exchange, wake: () => void): void {
+    if (this.res.destroyed || this.req.socket.destroyed) return wake();
+    this.res.once('close', wake);
+  }
+  function stillWanted(this: Exchange): MaybePromise<boolean> {
+    if (this.res.destroyed || this.req.socket.destroyed) return false;
+    if (this.keyHash === undefined) return true;
+    const found = deps.lookupSession(this.keyHash);
+    return found instanceof Promise ? found.then((s) => admits(this, s), () => false) : admits(this, found);
   }
 
   function decide(x: Exchange): void {
@@ -233,7 +250,7 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
       if (verdict.kind !== 'allow') {
         const { status, error, scope } = refusal(verdict);
         if (scope === 'quota') metrics.quotaExceeded.inc({ api: api.api_id });
-        else metrics.rateLimited.inc({ api: api.api_id, scope });
+        else if (scope !== 'auth') metrics.rateLimited.inc({ api: api.api_id, scope });
         countRequest(api.api_id, status);
         return sendJson(res, status, { error }, rateLimitHeaders(verdict.headers, verdict.retryAfter));
       }

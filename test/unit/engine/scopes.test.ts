@@ -95,7 +95,7 @@ describe('scopes (SPEC §3.1)', () => {
     const v3 = await h.engine.check(req(b, key));
     expect([v1.kind, v2.kind, v3.kind]).toEqual(['api_limited', 'key_limited', 'quota_exceeded']);
     for (const v of [v1, v2, v3]) {
-      const ra = v.kind === 'allow' ? 0 : v.retryAfter;
+      const ra = v.kind === 'allow' ? 0 : (v.retryAfter ?? 0);
       expect(Number.isInteger(ra) && ra >= 1).toBe(true);
     }
   });

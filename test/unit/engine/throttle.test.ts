@@ -125,6 +125,43 @@ describe('throttling (SPEC §3.6)', () => {
     expect((await waiting).kind).toBe('key_limited');
   });
 
+  test('a request abandoned while it waits (stillWanted: false) is not checked again and counts against nothing', async () => {
+    const waits: number[] = [];
+    const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
+    const key = session({ rate: 1, per: 10, throttle_interval: 1, throttle_retry_limit: 20, quota_max: 5, quota_renewal_rate: 3600 });
+    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: key };
+    expect((await h.engine.check(r)).kind).toBe('allow');
+    let asked = 0;
+    // wanted for 12 waits (the window frees after 10), so without the check it would have been admitted
+    const goneAfterOne = { ...r, stillWanted: () => ++asked < 2 };
+    expect((await h.engine.check(goneAfterOne)).kind).toBe('disallowed');
+    expect(waits).toEqual([1000, 1000]);
+    expect((await h.engine.readQuota(KEY, key))?.remaining).toBe(4); // only the first request
+    // nothing entered the log: a request 10 s after the first is admitted
+    h.clock.advance(8000);
+    expect((await h.engine.check({ ...r, session: session({ rate: 1, per: 10, quota_max: 5, quota_renewal_rate: 3600 }) })).kind).toBe('allow');
+  });
+
+  test('a client that leaves ends the wait at once and frees its slot', async () => {
+    const release: (() => void)[] = [];
+    const h = harness({ max_throttled_requests: 1 }, undefined, { sleep: () => new Promise<void>((res) => release.push(res)) });
+    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: session({ rate: 1, per: 60, throttle_interval: 30, throttle_retry_limit: 1 }) };
+    await h.engine.check(r);
+    let leave: (() => void) | undefined;
+    let gone = false;
+    const first = h.engine.check({ ...r, onClientGone: (wake: () => void) => (leave = () => ((gone = true), wake())), stillWanted: () => !gone });
+    await new Promise((res) => setImmediate(res));
+    expect(release).toHaveLength(1);
+    leave!(); // its sleep is never released: leaving alone ends the wait
+    expect((await first).kind).toBe('disallowed');
+    // the slot is free: the next refused request waits instead of being refused at once
+    const next = h.engine.check(r);
+    await new Promise((res) => setImmediate(res));
+    expect(release).toHaveLength(2);
+    release[1]!();
+    expect((await next).kind).toBe('key_limited');
+  });
+
   test('the default sleep is a real timer', async () => {
     const h = harness();
     const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: session({ rate: 1, per: 60, throttle_interval: 0.05, throttle_retry_limit: 2 }) };
