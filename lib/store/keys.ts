@@ -10,11 +10,15 @@
  *   gw:{<bucket>}:quota      hash: used, renews (ms, 0 = never)
  *   gw:drl:{<group>}:peers   sorted set: DRL heartbeats (score = ms, member = peer id)
  * Buckets are built by the engine: `a:<ns>/<api>[:e:<rule>]` (API scope), `k:<identity>[:a:<api>[:e:<METHOD path>]]`
- * (key scope), `q:<identity>[:a:<api>]` (quota); identity is `h:<key hash>` or `p:<expanded pattern>`.
+ * (key scope), `q:<identity>[:a:<api>]` (quota); identity is `h:<key hash>` or `p:<expanded pattern>` (its `%`
+ * and `:` escaped as %25 / %3A). In the key names `%`, `{` and `}` of a bucket are escaped as %25, %7B, %7D.
  */
+const TAG_ESCAPES: Record<string, string> = { '%': '%25', '{': '%7B', '}': '%7D' };
+
 function tag(bucket: string): string {
-  // '{' and '}' inside the bucket would move the hash tag; they never carry meaning, so replace them.
-  return `{${bucket.replace(/[{}]/g, '_')}}`;
+  // '{' and '}' inside the bucket would move the hash tag: escaped (with '%', so that two buckets never
+  // share a key: replacing them with '_' made `acme{X}` and `acme_X_` one bucket)
+  return `{${/[%{}]/.test(bucket) ? bucket.replace(/[%{}]/g, (c) => TAG_ESCAPES[c]!) : bucket}}`;
 }
 
 export const storeKeys = {

@@ -13,11 +13,17 @@ export function expandPattern(pattern: string, meta: Record<string, unknown>): s
   });
 }
 
-/** The identity limits are counted against. Pattern identities and key hashes never collide. */
+const ESCAPES: Record<string, string> = { '%': '%25', ':': '%3A' };
+
+/**
+ * The identity limits are counted against. Pattern identities and key hashes never collide, and two
+ * different expansions never name one bucket: `:` separates the parts of a bucket name
+ * (`k:<identity>:a:<api>`), so it is escaped in the expansion (with `%`, so the escaping is reversible).
+ */
 export function limiterIdentity(keyHash: string, pattern: string | undefined, meta: Record<string, unknown>): string {
   if (pattern) {
     const v = expandPattern(pattern, meta);
-    if (v !== '') return `p:${v}`;
+    if (v !== '') return `p:${/[%:]/.test(v) ? v.replace(/[%:]/g, (c) => ESCAPES[c]!) : v}`;
   }
   return `h:${keyHash}`;
 }

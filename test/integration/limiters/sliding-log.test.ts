@@ -76,7 +76,11 @@ describe('sliding window log in Redis', () => {
   test('the keys of one bucket share a hash tag', () => {
     const tags = [storeKeys.log('k:h:x'), storeKeys.smoothing('k:h:x'), storeKeys.sentinel('k:h:x')].map((k) => /\{[^}]*\}/.exec(k)![0]);
     expect(new Set(tags)).toEqual(new Set(['{k:h:x}']));
-    expect(storeKeys.log('odd{bucket}')).toBe('gw:{odd_bucket_}:log');
+    expect(storeKeys.log('odd{bucket}')).toBe('gw:{odd%7Bbucket%7D}:log');
+    // escaped, not replaced: buckets that differ never share a key
+    const distinct = ['p:acme{X}', 'p:acme_X_', 'p:acme%7BX%7D', 'p:acme%X'].map((b) => storeKeys.log(b));
+    expect(new Set(distinct).size).toBe(4);
+    for (const k of distinct) expect(k.match(/[{}]/g)).toEqual(['{', '}']);
   });
 
   test('smoothing: the allowance is shared through the store by every gateway', async () => {

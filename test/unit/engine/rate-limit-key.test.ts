@@ -34,6 +34,24 @@ describe('custom rate-limit keys', () => {
     expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: '2', session: k2 })).toEqual(['allow', 'allow', 'quota_exceeded']);
   });
 
+  test('different expansions never share a bucket: `:` (the bucket separator) and `%` are escaped', async () => {
+    expect(limiterIdentity('h1', '$gw_meta.org', { org: 'a:b%c' })).toBe('p:a%3Ab%25c');
+    expect(limiterIdentity('h1', '$gw_meta.org', { org: 'a%3Ab' })).toBe('p:a%253Ab');
+    // key X: pattern `$gw_meta.org` = "Z|t" with a per-API limit; key Y: "Z|t:a:a" with a global one.
+    // Unescaped, Y's global bucket `k:p:Z|t:a:a` was X's per-API bucket on API a.
+    const h = harness(
+      {},
+      config({
+        perApi: { access_rights: { a: { api_id: 'a', limit: { rate: 2, per: 60 } } }, meta_data: { rate_limit_pattern: '$gw_meta.org' } },
+        global: { rate: 2, per: 60, meta_data: { rate_limit_pattern: '$gw_meta.org' } },
+      }),
+    );
+    const x = session({ apply_policies: ['perApi'], meta_data: { org: 'Z|t' } });
+    const y = session({ apply_policies: ['global'], meta_data: { org: 'Z|t:a:a' } });
+    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: 'x', session: x })).toEqual(['allow', 'allow', 'key_limited']);
+    expect(await h.fire(2, { api: a, method: 'GET', path: '/', keyHash: 'y', session: y })).toEqual(['allow', 'allow']);
+  });
+
   test('an empty expansion falls back to the key', async () => {
     const h = harness({}, config({ p: { rate: 2, per: 60, meta_data: { rate_limit_pattern: '$gw_meta.org' } } }));
     const k1 = session({ apply_policies: ['p'] });
