@@ -17,7 +17,7 @@
 import type { Clock } from '../../lib/clock.js';
 import { ExpiringMap } from '../../lib/store/memory.js';
 import type { StoreClient } from '../../lib/store/redis.js';
-import { storeKeys, uniqueMember } from '../../lib/store/keys.js';
+import { storeKeys } from '../../lib/store/keys.js';
 import { smoothingActive } from './smoothing.js';
 import type { LimitSpec } from '../config/types.js';
 import { MemorySlidingLog, RedisLogScript } from './sliding-log.js';
@@ -40,10 +40,8 @@ export class MemorySentinel implements Limiter {
   check(bucket: string, limit: LimitSpec, tentative = false): LimitResult {
     const now = this.clock.now();
     const until = this.sentinels.get(bucket, now);
-    if (until !== undefined) {
-      this.log.noteUnlogged(bucket, limit); // smoothing's R counts it (a no-op unless smoothed)
-      return result(false, allowanceOf(limit.rate), 0, now, until);
-    }
+    // smoothing's R counts the refusal and the allowance keeps moving (the rate unless smoothed)
+    if (until !== undefined) return result(false, this.log.refuseUnlogged(bucket, limit), 0, now, until);
     const r = this.log.check(bucket, limit, tentative);
     if (r.allowed && r.remaining > 0) return r;
     // the limit is reached: the sentinel refuses for one window, so that is when one more is admitted
@@ -63,6 +61,8 @@ export class RedisSentinel implements Limiter {
   private readonly script: RedisLogScript;
   /** Per bucket, what the last log write landed with: the count, the (smoothed) allowance, its time. */
   private readonly last: ExpiringMap<{ n: number; allowance: number; at: number }>;
+  /** Per smoothed bucket, the allowance the last script call reported (log write or recorded refusal): the headers' limit. */
+  private readonly allowances: ExpiringMap<number>;
   /** Per bucket, this gateway's admissions whose log write has not landed yet. */
   private readonly inflight = new Map<string, number>();
   private readonly pending = new Set<Promise<void>>();
@@ -78,17 +78,21 @@ export class RedisSentinel implements Limiter {
     this.script = new RedisLogScript(redis, opts.smoothingEnabled, onSmoothing);
     this.smoothingEnabled = opts.smoothingEnabled;
     this.last = new ExpiringMap(clock);
+    this.allowances = new ExpiringMap(clock);
     // a (re)connected store may have lost its data (a restart without persistence, a failover): what the
     // last writes reported no longer mirrors its sentinels
-    redis.on('ready', () => this.last.clear());
+    redis.on('ready', () => {
+      this.last.clear();
+      this.allowances.clear();
+    });
   }
 
   async check(bucket: string, limit: LimitSpec): Promise<LimitResult> {
     const until = Number((await this.redis.get(storeKeys.sentinel(bucket))) ?? 0);
     const now = this.clock.now();
     const seen = this.last.get(bucket, now);
-    // the smoothed allowance as of the last write (the rate before any)
-    const allowance = seen?.allowance ?? allowanceOf(limit.rate);
+    // the smoothed allowance as of the last script call (the rate before any)
+    const allowance = this.allowances.get(bucket, now) ?? seen?.allowance ?? allowanceOf(limit.rate);
     if (until > now) return this.refused(bucket, limit, allowance, now, until);
     const win = limit.per * 1000;
     // The last write this gateway saw reached the allowance: that script wrote the sentinel, until one
@@ -114,25 +118,17 @@ export class RedisSentinel implements Limiter {
   }
 
   /**
-   * A refusal without a log write. For a smoothed limit it is recorded, off the request path, where the
-   * log script counts it in smoothing's R (requests in the trailing window, refused ones included): without
-   * it R fell to the admitted requests after every sentinel and the allowance stepped down under a steady
-   * load.
+   * A refusal without a log write. For a smoothed limit the log script records it, off the request path:
+   * it counts in smoothing's R (requests in the trailing window, refused ones included; without it R fell
+   * to the admitted requests after every sentinel and the allowance stepped down under a steady load), and
+   * smoothing steps with it, so the allowance keeps moving while the sentinel holds (it moved only with
+   * log writes: once a window).
    */
   private refused(bucket: string, limit: LimitSpec, allowance: number, now: number, until: number): LimitResult {
     if (this.smoothingEnabled && smoothingActive(limit.smoothing)) {
-      const key = storeKeys.unlogged(bucket);
-      const win = Math.max(1, Math.round(limit.per * 1000));
-      const p = this.redis
-        .pipeline()
-        .zadd(key, now, uniqueMember(now))
-        .pexpire(key, win)
-        .exec()
-        .then(
-          (res) => {
-            for (const [err] of res ?? []) if (err) throw err;
-          },
-        )
+      const p = this.script
+        .write(bucket, limit, now, 'refused')
+        .then((w) => this.allowances.set(bucket, w.allowance, now + allowanceTtl(limit)))
         .catch((e: unknown) => this.onBackgroundError(e instanceof Error ? e : new Error(String(e))));
       this.pending.add(p);
       void p.finally(() => this.pending.delete(p));
@@ -150,6 +146,7 @@ export class RedisSentinel implements Limiter {
   private async writeLog(bucket: string, limit: LimitSpec, now: number): Promise<void> {
     const w = await this.script.write(bucket, limit, now, 'sentinel');
     this.last.set(bucket, { n: w.n, allowance: w.allowance, at: now }, now + limit.per * 1000);
+    if (this.smoothingEnabled && smoothingActive(limit.smoothing)) this.allowances.set(bucket, w.allowance, now + allowanceTtl(limit));
   }
 
   /** Resolves when every background log write started so far has finished (tests, shutdown). */
@@ -160,5 +157,9 @@ export class RedisSentinel implements Limiter {
   async reset(bucket: string): Promise<void> {
     await this.redis.del(storeKeys.log(bucket), storeKeys.smoothing(bucket), storeKeys.sentinel(bucket), storeKeys.unlogged(bucket));
     this.last.delete(bucket);
+    this.allowances.delete(bucket);
   }
 }
+
+/** How long a reported allowance stands for the headers without news: a few windows (or hold-offs). */
+const allowanceTtl = (limit: LimitSpec): number => Math.max(limit.per, limit.smoothing?.delay ?? 0) * 3000;

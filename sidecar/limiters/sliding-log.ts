@@ -49,40 +49,54 @@ export class MemorySlidingLog implements Limiter {
   /**
    * A request refused without entering the log (the sentinel refuses with one read): smoothing's measured
    * rate R still counts it, or R would drop to the admitted requests after every sentinel and the
-   * allowance step down under a steady load. Only for a smoothed limit.
+   * allowance step down under a steady load; and the allowance keeps moving while the sentinel holds
+   * (it moved only with log writes: once a window). Returns the (smoothed) allowance.
    */
-  noteUnlogged(bucket: string, limit: LimitSpec): void {
-    if (!this.smoothingEnabled || !smoothingActive(limit.smoothing)) return;
+  refuseUnlogged(bucket: string, limit: LimitSpec): number {
+    if (!this.smoothingEnabled || !smoothingActive(limit.smoothing)) return allowanceOf(limit.rate);
     const now = this.clock.now();
     const win = windowMs(limit.per);
     const seen = this.unlogged.get(bucket, now) ?? [];
     seen.push(now);
     this.unlogged.set(bucket, seen, now + win);
+    return this.allowance(bucket, limit, now, win, this.window(bucket, now, win).length);
+  }
+
+  /** The bucket's log with the entries older than the window dropped. */
+  private window(bucket: string, now: number, win: number): number[] {
+    const log = this.logs.get(bucket, now) ?? [];
+    let drop = 0;
+    while (drop < log.length && log[drop]! <= now - win) drop++;
+    if (drop) log.splice(0, drop);
+    return log;
+  }
+
+  /**
+   * The allowance for a request: the rate, or with smoothing the allowance after a step of the state
+   * machine with R = `logged` (the log's entries, the current request included when it is to enter it)
+   * plus the refusals recorded without a log entry.
+   */
+  private allowance(bucket: string, limit: LimitSpec, now: number, win: number, logged: number): number {
+    if (!this.smoothingEnabled || !smoothingActive(limit.smoothing)) return allowanceOf(limit.rate);
+    const s = limit.smoothing;
+    const st = this.smooth.get(bucket, now) ?? initialState(s, limit.rate);
+    const step = smoothingStep(st, logged + this.unloggedIn(bucket, now, win), s, limit.rate, now);
+    this.smooth.set(bucket, step.state, now + smoothingTtlMs(win, s.delay * 1000));
+    if (step.event) {
+      this.onSmoothing(
+        { event: step.event, limiterKey: bucket, oldAllowance: step.from, newAllowance: step.state.allowance, time: new Date(now).toISOString() },
+        step.state.allowance,
+      );
+    }
+    return allowanceOf(step.state.allowance);
   }
 
   check(bucket: string, limit: LimitSpec, tentative = false): LimitResult {
     const now = this.clock.now();
     const win = windowMs(limit.per);
-    const log = this.logs.get(bucket, now) ?? [];
-    let drop = 0;
-    while (drop < log.length && log[drop]! <= now - win) drop++;
-    if (drop) log.splice(0, drop);
+    const log = this.window(bucket, now, win);
     const count = log.length;
-
-    let allowance = allowanceOf(limit.rate);
-    if (this.smoothingEnabled && smoothingActive(limit.smoothing)) {
-      const s = limit.smoothing;
-      const st = this.smooth.get(bucket, now) ?? initialState(s, limit.rate);
-      const step = smoothingStep(st, count + 1 + this.unloggedIn(bucket, now, win), s, limit.rate, now);
-      this.smooth.set(bucket, step.state, now + smoothingTtlMs(win, s.delay * 1000));
-      if (step.event) {
-        this.onSmoothing(
-          { event: step.event, limiterKey: bucket, oldAllowance: st.allowance, newAllowance: step.state.allowance, time: new Date(now).toISOString() },
-          step.state.allowance,
-        );
-      }
-      allowance = allowanceOf(step.state.allowance);
-    }
+    const allowance = this.allowance(bucket, limit, now, win, count + 1);
     const allowed = count < allowance;
     // every request enters the log, a refused one included; a tentative check (throttling) only when admitted
     if (allowed || !tentative) {
@@ -114,27 +128,36 @@ export class MemorySlidingLog implements Limiter {
 
 /**
  * KEYS: log, smoothing hash, sentinel, unlogged (the sentinel's refusals, counted in smoothing's R). ARGV: now ms, window ms, rate, member, mode ('0' a request,
- * '1' a request with the sentinel, '2' a tentative check (throttling): logged only when admitted), and only for a
+ * '1' a request with the sentinel, '2' a tentative check (throttling): logged only when admitted, '3' a request the
+ * sentinel refused: recorded in unlogged, smoothing stepped, nothing admitted or logged), and only for a
  * smoothed limit: threshold, step, trigger, delay ms (fewer arguments on the hot path).
  * Returns {allowed, n (entries after the add), allowance, next admission ms, event (1 up, -1 down, 0), old allowance}.
  * In sentinel mode, a log reaching the allowance writes the sentinel (value = until ms) too.
+ * A stored allowance is first brought within [threshold, rate] of the limit as it is now (the limit may
+ * have changed since it was stored).
  */
 const SCRIPT = `
 local now = tonumber(ARGV[1]); local win = tonumber(ARGV[2]); local rate = tonumber(ARGV[3])
+local mode = ARGV[5]
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - win)
 local count = redis.call('ZCARD', KEYS[1])
 local allowance = rate
 local ev = 0
 local old = rate
+if mode == '3' then
+  redis.call('ZADD', KEYS[4], now, ARGV[4])
+  redis.call('PEXPIRE', KEYS[4], win)
+end
 if #ARGV >= 9 then
   local thr = tonumber(ARGV[6]); local step = tonumber(ARGV[7]); local trig = tonumber(ARGV[8]); local delay = tonumber(ARGV[9])
   local lower = math.min(math.max(thr, 0), rate)
   local st = redis.call('HMGET', KEYS[2], 'a', 't')
-  local a = tonumber(st[1]) or lower
+  local a = math.min(math.max(tonumber(st[1]) or lower, lower), rate)
   local t = tonumber(st[2]) or 0
   old = a
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - win)
-  local r = count + 1 + redis.call('ZCARD', KEYS[4])
+  local r = count + redis.call('ZCARD', KEYS[4])
+  if mode ~= '3' then r = r + 1 end
   local hold = (t == 0) or (now - t >= delay)
   if hold and r > a - step * trig and a < rate then
     a = math.min(a + step, rate); t = now; ev = 1
@@ -145,11 +168,12 @@ if #ARGV >= 9 then
   redis.call('PEXPIRE', KEYS[2], math.max(math.max(win, delay) * 10, ${SMOOTHING_MIN_TTL_MS}))
   allowance = a
 end
+if mode == '3' then return {0, count, tostring(allowance), tostring(now), ev, tostring(old)} end
 local whole = math.floor(allowance)
 local allowed = 0
 if count < whole then allowed = 1 end
 local n = count
-if allowed == 1 or ARGV[5] ~= '2' then
+if allowed == 1 or mode ~= '2' then
   redis.call('ZADD', KEYS[1], now, ARGV[4])
   redis.call('PEXPIRE', KEYS[1], win)
   n = count + 1
@@ -161,7 +185,7 @@ elseif n - whole >= 0 then
   local e = redis.call('ZRANGE', KEYS[1], n - whole, n - whole, 'WITHSCORES')
   if e[2] then nextTs = tonumber(e[2]) + win end
 end
-if ARGV[5] == '1' and n >= whole then
+if mode == '1' and n >= whole then
   local until_ = tonumber(redis.call('GET', KEYS[3]) or '0')
   if until_ <= now then redis.call('SET', KEYS[3], tostring(now + win), 'PX', win) end
 end
@@ -169,6 +193,8 @@ return {allowed, n, tostring(allowance), tostring(nextTs), ev, tostring(old)}
 `;
 
 type ScriptReply = [number, number, string, string, number, string];
+
+const MODES = { request: '0', sentinel: '1', tentative: '2', refused: '3' } as const;
 
 export interface LogWrite {
   allowed: boolean;
@@ -189,11 +215,12 @@ export class RedisLogScript {
     this.run = defineScript<ScriptReply>(redis, 'gwSlidingLog', 4, SCRIPT);
   }
 
-  async write(bucket: string, limit: LimitSpec, now: number, mode: 'request' | 'sentinel' | 'tentative'): Promise<LogWrite> {
+  /** `refused`: a smoothed limit's request the sentinel refused (counted in R, smoothing stepped, nothing logged). */
+  async write(bucket: string, limit: LimitSpec, now: number, mode: keyof typeof MODES): Promise<LogWrite> {
     const win = windowMs(limit.per);
     const smooth = this.smoothingEnabled && smoothingActive(limit.smoothing) ? limit.smoothing : undefined;
     const k = bucketKeys(bucket);
-    const args: (string | number)[] = [now, win, limit.rate, uniqueMember(now), mode === 'request' ? '0' : mode === 'sentinel' ? '1' : '2'];
+    const args: (string | number)[] = [now, win, limit.rate, uniqueMember(now), MODES[mode]];
     if (smooth) args.push(smooth.threshold, smooth.step, smooth.trigger, Math.round(smooth.delay * 1000));
     coalesceWrites(this.redis);
     const [allowed, n, allowanceStr, nextStr, ev, oldStr] = await this.run([k.log, k.smoothing, k.sentinel, k.unlogged], args);

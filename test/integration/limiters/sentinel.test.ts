@@ -8,6 +8,8 @@ import { ManualClock } from '../../../lib/clock.js';
 import { storeKeys } from '../../../lib/store/keys.js';
 import { RedisSentinel } from '../../../sidecar/limiters/sentinel.js';
 import { twoGateways, unreachable, type Gateways } from './gateways.js';
+import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
+import { steadyUnderSentinel } from '../../unit/engine/fixtures.js';
 
 const T0 = 1_700_000_040_000;
 
@@ -133,6 +135,17 @@ describe('sentinel variant in Redis', () => {
     for (let i = 0; i < 20; i++) await s.check('plain', { rate: 3, per: 2 });
     await s.settled();
     expect(await g.a.exists(storeKeys.unlogged('plain'))).toBe(0);
+  });
+
+  test('with smoothing, the allowance climbs once per hold-off while the sentinel refuses, and refusals carry it', async () => {
+    const clock = new ManualClock(T0);
+    const events: SmoothingEvent[] = [];
+    const s = new RedisSentinel(g.a, clock, { smoothingEnabled: true }, (e) => events.push(e));
+    const got = await steadyUnderSentinel((limit) => s.check('climb', limit), () => s.settled(), clock, events);
+    expect(got.ups.length).toBeGreaterThanOrEqual(6); // it stepped up only with log writes: 2 Ups in 8 s
+    for (let i = 1; i < got.ups.length; i++) expect(got.ups[i]! - got.ups[i - 1]!).toBeGreaterThanOrEqual(1000);
+    expect(got.refusalLimits.length).toBeGreaterThan(0);
+    expect(Math.max(...got.refusalLimits.slice(0, 4))).toBeLessThan(20); // the first refusals said 20, the rate
   });
 
   test('a failed background write is counted, never thrown at the request', async () => {

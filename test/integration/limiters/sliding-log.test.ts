@@ -3,7 +3,7 @@ import { storeKeys } from '../../../lib/store/keys.js';
 import { RedisSlidingLog } from '../../../sidecar/limiters/sliding-log.js';
 import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
 import { burst, twoGateways, type Gateways } from './gateways.js';
-import { CURVE_EVENTS, CURVE_LIMIT, driveCurve } from '../../unit/engine/fixtures.js';
+import { CURVE_EVENTS, CURVE_LIMIT, driveCurve, editedSmoothedLimit } from '../../unit/engine/fixtures.js';
 
 const T0 = 1_700_000_040_000;
 
@@ -81,6 +81,16 @@ describe('sliding window log in Redis', () => {
     const distinct = ['p:acme{X}', 'p:acme_X_', 'p:acme%7BX%7D', 'p:acme%X'].map((b) => storeKeys.log(b));
     expect(new Set(distinct).size).toBe(4);
     for (const k of distinct) expect(k.match(/[{}]/g)).toEqual(['{', '}']);
+  });
+
+  test('smoothing: an edited limit: a lowered rate caps the stored allowance at once, a raised threshold lifts it', async () => {
+    const clock = new ManualClock(T0);
+    const log = new RedisSlidingLog(g.a, clock, { transactional: true, smoothingEnabled: true });
+    const got = await editedSmoothedLimit((limit) => log.check('edited', limit), clock);
+    expect(got.lifted).toBe(12);
+    expect(got.lowered.admitted).toBeLessThanOrEqual(6);
+    expect(got.lowered.maxLimit).toBeLessThanOrEqual(6);
+    expect(got.raised).toBeGreaterThanOrEqual(10);
   });
 
   test('smoothing: the allowance is shared through the store by every gateway', async () => {

@@ -4,7 +4,7 @@ import { GatewayOptions, type GatewayOptionsT } from '../../../lib/options.js';
 import type { StoredSession } from '../../../lib/sessions.js';
 import type { KeySessionT } from '../../../crds/schemas/access-key.js';
 import type { PolicySpecT } from '../../../crds/schemas/policy.js';
-import type { CompiledApi, CompiledConfig, EndpointRule } from '../../../sidecar/config/types.js';
+import type { CompiledApi, CompiledConfig, EndpointRule, LimitSpec } from '../../../sidecar/config/types.js';
 import { createEngine, type EngineDeps, type EngineSmoothingEvent, type GatewayEngine } from '../../../sidecar/engine/engine.js';
 import type { Verdict } from '../../../sidecar/engine/types.js';
 import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
@@ -127,3 +127,59 @@ export async function driveCurve(
   return { events: events.map((e) => [Math.floor((Date.parse(e.time) - T0) / 1000), e.event, e.oldAllowance, e.newAllowance]), allowance };
 }
 
+
+type Checked = { allowed: boolean; limit: number };
+
+/**
+ * A smoothed limit edited while its allowance is stored (SPEC §3.8: A stays in [threshold, rate]): A is
+ * lifted to 12 of 12/3 s, the window empties, then the rate is lowered to 6 (a burst of 30 must get at
+ * most 6, and no header above 6), then the threshold raised to 10 under rate 12 (a burst of 20 must get
+ * at least 10). Returns what each phase saw. Shared by the memory and the Redis sliding log.
+ */
+export async function editedSmoothedLimit(
+  check: (limit: LimitSpec) => Checked | Promise<Checked>,
+  clock: ManualClock,
+): Promise<{ lifted: number; lowered: { admitted: number; maxLimit: number }; raised: number }> {
+  const sm = (threshold: number, step: number) => ({ enabled: true, threshold, step, trigger: 0.5, delay: 1 });
+  let lifted = 0;
+  for (let i = 0; i < 40; i++) {
+    lifted = (await check({ rate: 12, per: 3, smoothing: sm(4, 4) })).limit;
+    clock.advance(100);
+  }
+  clock.advance(3_500);
+  const lowered = { admitted: 0, maxLimit: 0 };
+  for (let i = 0; i < 30; i++) {
+    const r = await check({ rate: 6, per: 3, smoothing: sm(2, 2) });
+    if (r.allowed) lowered.admitted++;
+    lowered.maxLimit = Math.max(lowered.maxLimit, r.limit);
+  }
+  clock.advance(3_500);
+  let raised = 0;
+  for (let i = 0; i < 20; i++) if ((await check({ rate: 12, per: 3, smoothing: sm(10, 1) })).allowed) raised++;
+  return { lifted, lowered, raised };
+}
+
+/**
+ * A steady 8 requests/s for 8 s against a smoothed 20/4 s (threshold 4, step 2, trigger 0.5, delay 1 s)
+ * under the sentinel: the allowance must climb once per hold-off while the sentinel refuses (SPEC §3.8),
+ * and each refusal's X-RateLimit-Limit must be the smoothed allowance, not the rate. `settle` lets
+ * background store writes land after each request. Shared by the memory and the Redis sentinel.
+ */
+export async function steadyUnderSentinel(
+  check: (limit: LimitSpec) => Checked | Promise<Checked>,
+  settle: () => Promise<void>,
+  clock: ManualClock,
+  events: SmoothingEvent[],
+): Promise<{ ups: number[]; refusalLimits: number[] }> {
+  const limit = { rate: 20, per: 4, smoothing: { enabled: true, threshold: 4, step: 2, trigger: 0.5, delay: 1 } };
+  const start = clock.now();
+  const refusalLimits: number[] = [];
+  for (let i = 0; i < 64; i++) {
+    const r = await check(limit);
+    if (!r.allowed) refusalLimits.push(r.limit);
+    await settle();
+    clock.advance(125);
+  }
+  const ups = events.filter((e) => e.event === 'RateLimitSmoothingUp').map((e) => Date.parse(e.time) - start);
+  return { ups, refusalLimits };
+}

@@ -1,6 +1,7 @@
 import { ManualClock } from '../../../lib/clock.js';
 import { MemorySentinel } from '../../../sidecar/limiters/sentinel.js';
-import { T0 } from './fixtures.js';
+import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
+import { steadyUnderSentinel, T0 } from './fixtures.js';
 
 describe('sentinel variant (memory)', () => {
   test('after the limit is reached requests are refused for at least per, then the full rate is back', async () => {
@@ -43,5 +44,17 @@ describe('sentinel variant (memory)', () => {
     // it used to fall back after every sentinel (R counted only the admitted): Down 6 → 3 at 2.8 s and 8 s
     expect(events.filter(([e]) => e === 'RateLimitSmoothingDown')).toEqual([]);
     expect(events.at(-1)).toEqual(['RateLimitSmoothingUp', 9, 12]);
+  });
+
+  test('with smoothing, the allowance climbs once per hold-off while the sentinel refuses, and refusals carry it', async () => {
+    const clock = new ManualClock(T0);
+    const events: SmoothingEvent[] = [];
+    const s = new MemorySentinel(clock, (e) => events.push(e));
+    const got = await steadyUnderSentinel((limit) => s.check('climb', limit), async () => undefined, clock, events);
+    // it stepped up only with log writes, about once a window: 2 Ups in 8 s
+    expect(got.ups.length).toBeGreaterThanOrEqual(6);
+    for (let i = 1; i < got.ups.length; i++) expect(got.ups[i]! - got.ups[i - 1]!).toBeGreaterThanOrEqual(1000);
+    expect(got.refusalLimits.length).toBeGreaterThan(0);
+    expect(got.refusalLimits[0]).toBeLessThan(20); // it was the rate, 20
   });
 });

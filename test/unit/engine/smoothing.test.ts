@@ -3,7 +3,7 @@ import { MemorySlidingLog } from '../../../sidecar/limiters/sliding-log.js';
 import { initialState, smoothingStep } from '../../../sidecar/limiters/smoothing.js';
 import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
 import type { SmoothingUnsupported } from '../../../sidecar/engine/engine.js';
-import { api, config, CURVE_EVENTS, CURVE_LIMIT, driveCurve, harness, session, T0 } from './fixtures.js';
+import { api, config, CURVE_EVENTS, CURVE_LIMIT, driveCurve, editedSmoothedLimit, harness, session, T0 } from './fixtures.js';
 
 // threshold 5, step 5, trigger 0.5 (up above A − 2.5, down below A − 7.5), delay 10 s, rate 20
 const s = { enabled: true, threshold: 5, step: 5, trigger: 0.5, delay: 10 };
@@ -28,6 +28,17 @@ describe('smoothing state machine', () => {
     expect(smoothingStep({ allowance: 15, lastEvent: 0 }, 8, s, 20, T0).event).toBeUndefined(); // 8 ≥ 7.5: stays
     expect(smoothingStep({ allowance: 9, lastEvent: 0 }, 1, s, 20, T0).state.allowance).toBe(5); // 9 − 5 = 4 is below threshold
     expect(smoothingStep({ allowance: 5, lastEvent: 0 }, 0, s, 20, T0).event).toBeUndefined();
+  });
+
+  test('a stored allowance outside [threshold, rate] (the limit was edited) is brought within them first', () => {
+    // rate lowered to 6 under a stored 12: 6, then the rule (R = 5: no event)
+    expect(smoothingStep({ allowance: 12, lastEvent: 0 }, 5, s, 6, T0)).toEqual({ state: { allowance: 6, lastEvent: 0 }, from: 6 });
+    // threshold raised to 8 over a stored 5: 8
+    const raised = { ...s, threshold: 8 };
+    expect(smoothingStep({ allowance: 5, lastEvent: 0 }, 5, raised, 20, T0).state.allowance).toBe(8);
+    // an event reports the allowance it moved from, as brought within the bounds
+    const down = smoothingStep({ allowance: 30, lastEvent: 0 }, 2, { ...s, threshold: 2 }, 10, T0); // 2 < 10 − 7.5
+    expect([down.event, down.from, down.state.allowance]).toEqual(['RateLimitSmoothingDown', 10, 5]);
   });
 
   test('the hold-off delay must expire between events', () => {
@@ -145,6 +156,18 @@ describe('smoothing in the sliding log', () => {
     await d.fire(3, { api: api('slow'), method: 'GET', path: '/', keyHash: 'c'.repeat(64), session: session({ rate: 20, per: 60, smoothing: s }) });
     expect(drlRefused).toHaveLength(1);
     expect(d.events.map((e) => e.event)).toEqual(['RateLimitSmoothingUp']);
+  });
+});
+
+describe('smoothing: an edited limit (memory sliding log)', () => {
+  test('a lowered rate caps the stored allowance at once; a raised threshold lifts it', async () => {
+    const clock = new ManualClock(T0);
+    const log = new MemorySlidingLog(clock);
+    const got = await editedSmoothedLimit((limit) => log.check('edited', limit), clock);
+    expect(got.lifted).toBe(12);
+    expect(got.lowered.admitted).toBeLessThanOrEqual(6); // it admitted 10 (the stored 12 stepped down once)
+    expect(got.lowered.maxLimit).toBeLessThanOrEqual(6);
+    expect(got.raised).toBeGreaterThanOrEqual(10); // it admitted 4
   });
 });
 
