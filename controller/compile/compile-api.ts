@@ -84,7 +84,7 @@ export function compileApi(res: ApiDefinition): CompiledApi {
     api_id: apiIdOf(res),
     active: s.active,
     keyless: s.use_keyless,
-    listenPath: proxy.listen_path,
+    listenPath: proxy.listen_path!,
     strip: proxy.strip_listen_path,
     targetUrl: proxy.target_url,
     apiLimit: g && !s.disable_rate_limit ? limitOrUndefined(g.rate, g.per) : undefined,

@@ -23,7 +23,10 @@ export function keyMaterial(key: AccessKey, secrets: SecretLookup): KeyMaterial 
   const ref = key.spec.secretRef!;
   const ns = key.metadata.namespace;
   const secret = secrets(ns, ref.name);
-  const raw = secret && secretValue(secret, ref.key);
+  // surrounding whitespace trimmed: a header value cannot carry it (the gateway trims what it reads), and
+  // `kubectl create secret --from-file` keeps the file's trailing newline; untrimmed, such a key was
+  // Ready and could never authenticate
+  const raw = secret && secretValue(secret, ref.key)?.trim();
   if (!raw) return { ok: false, reason: 'SecretNotFound', message: `Secret ${ns}/${ref.name} has no key ${JSON.stringify(ref.key)}` };
   return { ok: true, keyHash: sha256hex(raw) };
 }

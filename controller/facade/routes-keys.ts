@@ -31,6 +31,8 @@ function keyHashOf(keyID: string, hashed: boolean): string {
   // Never a file name (keys are stored by hash), but a key that looks like a path is refused outright:
   // dot segments (path traversal) and control characters (header/log injection) are no key material.
   if (hasControlChar(keyID)) throw new HttpError(400, 'keyID: must not contain control characters');
+  // a header value cannot carry them (the gateway trims what it reads): such a key could never be sent
+  if (keyID.trim() !== keyID) throw new HttpError(400, 'keyID: must not begin or end with whitespace (an HTTP header cannot carry it)');
   if (/(^|[/\\])\.\.?($|[/\\])/.test(keyID)) throw new HttpError(400, 'keyID: must not contain "." or ".." path segments');
   if (!hashed) return sha256hex(keyID);
   if (!/^[0-9a-fA-F]{64}$/.test(keyID)) throw new HttpError(400, 'keyID: with hashed=true it must be a SHA-256 hex digest (64 hex digits)');

@@ -1,14 +1,13 @@
 /** /api/apis/oauth/{apiId}[/{clientId}]: OAuth clients of an API (bearer access token). */
 import { z } from 'zod';
 import { FreeObject } from '../../crds/schemas/common.js';
-import type { OAuthClientSpecT } from '../../crds/schemas/oauth-client.js';
+import { ClientId, type OAuthClientSpecT } from '../../crds/schemas/oauth-client.js';
 import { clientResourceName, clientSecretName, type ApiRef, type ClientRecord } from './backend.js';
 import { requireBearer } from './auth.js';
 import type { Route, RouteArgs } from './context.js';
 import { HttpError, readJson, sendJson, validate } from './http-util.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 
-const ClientId = z.string().min(1).max(256).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
 /**
  * The request body of the spec's table; unknown fields are refused. api_model is accepted and ignored.

@@ -8,7 +8,11 @@ const KeySessionFields = z.strictObject({
   access_rights: AccessRights.nullable().optional().describe('Map from an API id to its access definition; empty = every API.'),
   alias: z.string().optional().describe('Human-readable alias of the key.'),
   allowance: z.number().optional().describe('Requests left in the current window; set it equal to rate.'),
-  apply_policies: StringList.nullable().optional().describe('Policy names to apply.'),
+  apply_policies: z
+    .array(z.string().min(1, 'a policy name cannot be empty'))
+    .nullable()
+    .optional()
+    .describe('Policy names to apply.'),
   apply_policy_id: z.string().optional().describe('Deprecated; use apply_policies.'),
   basic_auth_data: FreeObject.optional().describe('Basic-auth data (kept as given).'),
   certificate: z.string().optional().describe('Client certificate id (kept for compatibility; not used by gw).'),

@@ -118,6 +118,8 @@ export const OasDocument = z
   .describe('OpenAPI 3.0.x document with the x-gw-api-gateway extension.');
 
 const BOTH_STREAMING = 'streaming is given twice: use spec.streaming or spec.oas.x-gw-streaming, not both';
+/** Classic fields the OAS form has its own place for: given beside spec.oas they were ignored, silently. */
+const CLASSIC_WITH_OAS = 'is a classic field that spec.oas replaces (x-gw-api-gateway holds the listen path and the limits): remove it or spec.oas';
 
 export const ApiDefinitionSpec = z
   .strictObject({
@@ -133,8 +135,8 @@ export const ApiDefinitionSpec = z
       .describe('Where the access key is read from.'),
     proxy: z
       .strictObject({
-        listen_path: z.string().regex(/^\//, 'must start with /').describe('Path prefix the API is served under.'),
-        target_url: z.string().url().optional().describe('Upstream URL; a sidecar --upstream overrides it.'),
+        listen_path: z.string().regex(/^\//, 'must start with /').optional().describe('Path prefix the API is served under (classic form: required; with spec.oas: not given).'),
+        target_url: z.string().url().optional().describe('Upstream URL (with spec.oas: when x-gw-api-gateway.upstream.url is not given); a sidecar --upstream overrides it.'),
         strip_listen_path: z.boolean().default(true).describe('Remove the listen path before proxying.'),
       })
       .optional()
@@ -165,6 +167,11 @@ export const ApiDefinitionSpec = z
         rule: '!has(self.streaming) || !has(self.oas) || !has(self.oas.x__dash__gw__dash__streaming)',
         message: BOTH_STREAMING,
       },
+      {
+        rule:
+          '!has(self.oas) || (!(has(self.proxy) && has(self.proxy.listen_path)) && !has(self.global_rate_limit) && !has(self.extended_paths) && !(has(self.use_extended_paths) && self.use_extended_paths))',
+        message: `proxy.listen_path, global_rate_limit, use_extended_paths and extended_paths are classic fields that spec.oas replaces (x-gw-api-gateway holds the listen path and the limits): remove them or spec.oas`,
+      },
     ],
   })
   .superRefine((spec, ctx) => {
@@ -173,6 +180,15 @@ export const ApiDefinitionSpec = z
     }
     if (spec.streaming && spec.oas?.['x-gw-streaming']) {
       ctx.addIssue({ code: 'custom', path: ['streaming'], message: BOTH_STREAMING });
+    }
+    if (spec.oas) {
+      const classic: [boolean, (string | number)[]][] = [
+        [spec.proxy?.listen_path !== undefined, ['proxy', 'listen_path']],
+        [spec.global_rate_limit !== undefined, ['global_rate_limit']],
+        [spec.use_extended_paths, ['use_extended_paths']],
+        [spec.extended_paths !== undefined, ['extended_paths']],
+      ];
+      for (const [given, path] of classic) if (given) ctx.addIssue({ code: 'custom', path, message: CLASSIC_WITH_OAS });
     }
   })
   .describe('An API served by the gateway.');

@@ -10,10 +10,13 @@ export const DcrRegistration = z
   })
   .describe('Dynamic client registration data.');
 
+/** An OAuth client id: the same rule for a manifest, a CR and the facade's body. */
+export const ClientId = z.string().min(1).max(256).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
+
 export const OAuthClientSpec = z
   .strictObject({
     api_id: z.string().min(1).describe('API the client belongs to.'),
-    client_id: z.string().min(1).describe('OAuth client id.'),
+    client_id: ClientId.describe('OAuth client id.'),
     client_name: z.string().optional().describe('Display name of the client.'),
     description: z.string().optional().describe('Free-form description.'),
     policy_id: z.string().optional().describe('Policy (metadata.name) applied to tokens of this client.'),

@@ -62,6 +62,11 @@ const bad: [string, Record<string, unknown>, string, string][] = [
   ['date_created not a date-time', key({ key_hash: HASH, date_created: 'yesterday' }), 'spec.date_created', 'spec.date_created'],
   ['api_id with a space', api({ proxy: { listen_path: '/a/' }, api_id: 'my api' }), 'spec.api_id', 'spec.api_id'],
   ['name not a DNS-1123 name', api({ proxy: { listen_path: '/a/' } }, 'Bad_Name'), 'metadata.name', 'metadata.name'],
+  ['an empty policy name in apply_policies', key({ key_hash: HASH, apply_policies: ['gold', ''] }), 'spec.apply_policies.1', 'spec.apply_policies[1]'],
+  ['an OAuth client_id with a space', client({ api_id: 'a', client_id: 'a b', secretRef: { name: 's' } }), 'spec.client_id: must be printable ASCII without spaces', 'spec.client_id'],
+  ['OAS with a classic global_rate_limit (ignored, silently)', api({ oas: oas({}), global_rate_limit: { rate: 1, per: 60 } }), 'spec.global_rate_limit: is a classic field that spec.oas replaces', 'classic fields that spec.oas replaces'],
+  ['OAS with a classic proxy.listen_path', api({ oas: oas({}), proxy: { listen_path: '/b/' } }), 'spec.proxy.listen_path: is a classic field that spec.oas replaces', 'classic fields that spec.oas replaces'],
+  ['OAS with classic extended_paths', api({ oas: oas({}), use_extended_paths: true, extended_paths: { rate_limit: [] } }), 'spec.use_extended_paths: is a classic field', 'classic fields that spec.oas replaces'],
 ];
 const good: [string, Record<string, unknown>][] = [
   ['classic API', api({ proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 0, per: 0 } })],
@@ -75,6 +80,7 @@ const good: [string, Record<string, unknown>][] = [
   ['policy with rate 0 and per 0 (no limit)', pol({ rate: 0, per: 0 })],
   ['policy with per-endpoint limits', pol({ rate: 10, per: 1, access_rights: { a: { endpoints: [{ path: '/x', methods: [{ name: 'GET', limit: { rate: 1, per: 1 } }] }] } }, meta_data: { rate_limit_pattern: '$gw_meta.org' } })],
   ['OAuth client', client({ api_id: 'a', client_id: 'c', secretRef: { name: 's' }, dcr_registration: { provider: 'p' } })],
+  ['OAS API whose upstream is proxy.target_url', api({ oas: oas({}), proxy: { target_url: 'http://up.example:8080' } })],
 ];
 
 const dryRun = (ns: string, doc: unknown) => kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], stringify(doc));

@@ -63,6 +63,15 @@ describe('gw standalone end to end', () => {
     expect(denied.headers['x-ratelimit-remaining']).toBe('0');
   });
 
+  test('a key whose Secret value ends with a newline (kubectl create secret --from-file) authenticates without it', async () => {
+    const keyed = apiYaml('nl', '/nl/', echo.url, 100, 60).replace('use_keyless: true', 'use_keyless: false');
+    const secret = `apiVersion: v1\nkind: Secret\nmetadata: {name: nl}\ndata: {key: ${Buffer.from('newline-key-0001\n').toString('base64')}}\n`;
+    const key = 'apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: nl}\nspec: {secretRef: {name: nl, key: key}}\n';
+    writeFileSync(join(dir, 'nl.yaml'), `${keyed}---\n${secret}---\n${key}`);
+    await eventually(async () => (await get(`${gw.gateway}/nl/x`, { authorization: 'newline-key-0001' })).status === 200, 3000, 'the key without its newline');
+    expect((await get(`${gw.gateway}/nl/x`, { authorization: 'Bearer newline-key-0001' })).status).toBe(200);
+  });
+
   test('a bad manifest is reported naming the file and field, and does not stop the good one', () => {
     expect(gw.output()).toContain('bad.yaml');
     expect(gw.output()).toContain('spec.global_rate_limit.rate');
