@@ -129,7 +129,11 @@ export const ApiDefinitionSpec = z
     use_keyless: z.boolean().default(false).describe('When true no key is needed and key-level limits do not apply.'),
     auth: z
       .strictObject({
-        auth_header_name: z.string().min(1).default('Authorization').describe('Header that carries the key (raw or Bearer).'),
+        auth_header_name: z
+          .string()
+          .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name (a token: no spaces or separators)')
+          .default('Authorization')
+          .describe('Header that carries the key (raw or Bearer).'),
       })
       .optional()
       .describe('Where the access key is read from.'),

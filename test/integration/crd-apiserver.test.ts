@@ -62,6 +62,7 @@ const bad: [string, Record<string, unknown>, string, string][] = [
   ['date_created not a date-time', key({ key_hash: HASH, date_created: 'yesterday' }), 'spec.date_created', 'spec.date_created'],
   ['api_id with a space', api({ proxy: { listen_path: '/a/' }, api_id: 'my api' }), 'spec.api_id', 'spec.api_id'],
   ['name not a DNS-1123 name', api({ proxy: { listen_path: '/a/' } }, 'Bad_Name'), 'metadata.name', 'metadata.name'],
+  ['auth_header_name that is no header name', api({ proxy: { listen_path: '/a/' }, auth: { auth_header_name: 'X Bad' } }), 'spec.auth.auth_header_name', 'spec.auth.auth_header_name'],
   ['an empty policy name in apply_policies', key({ key_hash: HASH, apply_policies: ['gold', ''] }), 'spec.apply_policies.1', 'spec.apply_policies[1]'],
   ['an OAuth client_id with a space', client({ api_id: 'a', client_id: 'a b', secretRef: { name: 's' } }), 'spec.client_id: must be printable ASCII without spaces', 'spec.client_id'],
   ['OAS with a classic global_rate_limit (ignored, silently)', api({ oas: oas({}), global_rate_limit: { rate: 1, per: 60 } }), 'spec.global_rate_limit: is a classic field that spec.oas replaces', 'classic fields that spec.oas replaces'],
