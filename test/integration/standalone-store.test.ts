@@ -84,6 +84,18 @@ describe('gw standalone with --redis', () => {
     expect(gw.output()).toContain('session store error');
   }, 30_000);
 
+  test('a store back after an outage of 8 s is used again within about half a second (the reconnect backoff is capped at 500 ms)', async () => {
+    expect(await code(`${gw.admin}/readyz`)).toBe(200);
+    await stopNode(node, true);
+    await eventually(async () => (await code(`${gw.admin}/readyz`)) === 503, 5000, 'admin not ready');
+    await new Promise((r) => setTimeout(r, 8000)); // ioredis's own backoff has grown to ~0.9 s by now (2 s later on)
+    node = await startNode([], node.port, node.dir);
+    const back = Date.now();
+    await eventually(async () => (await code(`${gw.admin}/readyz`)) === 200, 10_000, 'ready again');
+    // 2–4 s with ioredis's default backoff; ≤ 0.5 s + the connection set-up now (the bound leaves room for a loaded machine)
+    expect(Date.now() - back).toBeLessThan(1500);
+  }, 30_000);
+
   test('a database index the server does not have (/99): the store is not used (it went on in database 0), readyz 503, a line says why', async () => {
     const client = new Redis(`redis://127.0.0.1:${node.port}`);
     const own = tempDir();
