@@ -60,7 +60,8 @@ export function compileApi(res: ApiDefinition): CompiledApi {
     return {
       ...base,
       api_id: apiIdOf(res),
-      active: x.info?.state?.active ?? s.active,
+      // either switch turns the API off (state.active defaults to true once info.state is given)
+      active: s.active && (x.info?.state?.active ?? true),
       keyless: s.use_keyless || x.server.authentication?.enabled === false,
       listenPath: x.server.listenPath.value,
       strip: x.server.listenPath.strip,

@@ -41,12 +41,15 @@ const OasRateLimit = z
   })
   .describe('A rate limit of the OAS form: rate requests per duration.');
 
+/** An API id, in either form: it names the API's buckets and its access rights, so no separators (`:`, `/`…). */
+const ApiId = z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, . _ -');
+
 /** The x-gw-api-gateway extension of an OAS API definition. */
 export const GwOasExtension = z
   .looseObject({
     info: z
       .looseObject({
-        id: z.string().optional().describe('API id (default: spec.api_id, then metadata.name).'),
+        id: ApiId.optional().describe('API id (default: spec.api_id, then metadata.name).'),
         name: z.string().optional().describe('Human-readable name.'),
         state: z
           .looseObject({ active: z.boolean().default(true).describe('An inactive API answers 404.') })
@@ -120,11 +123,13 @@ export const OasDocument = z
 const BOTH_STREAMING = 'streaming is given twice: use spec.streaming or spec.oas.x-gw-streaming, not both';
 /** Classic fields the OAS form has its own place for: given beside spec.oas they were ignored, silently. */
 const CLASSIC_WITH_OAS = 'is a classic field that spec.oas replaces (x-gw-api-gateway holds the listen path and the limits): remove it or spec.oas';
+const STRIP_WITH_OAS = 'proxy.strip_listen_path: false is a classic field that spec.oas replaces: set x-gw-api-gateway.server.listenPath.strip';
+const KEYLESS_WITH_OAS_AUTH = 'use_keyless: true contradicts x-gw-api-gateway.server.authentication.enabled: true: remove one';
 
 export const ApiDefinitionSpec = z
   .strictObject({
     name: z.string().optional().describe('Human-readable name.'),
-    api_id: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, . _ -').optional().describe('API id; default metadata.name.'),
+    api_id: ApiId.optional().describe('API id; default metadata.name.'),
     active: z.boolean().default(true).describe('An inactive API answers 404.'),
     use_keyless: z.boolean().default(false).describe('When true no key is needed and key-level limits do not apply.'),
     auth: z
@@ -176,6 +181,11 @@ export const ApiDefinitionSpec = z
           '!has(self.oas) || (!(has(self.proxy) && has(self.proxy.listen_path)) && !has(self.global_rate_limit) && !has(self.extended_paths) && !(has(self.use_extended_paths) && self.use_extended_paths))',
         message: `proxy.listen_path, global_rate_limit, use_extended_paths and extended_paths are classic fields that spec.oas replaces (x-gw-api-gateway holds the listen path and the limits): remove them or spec.oas`,
       },
+      { rule: '!has(self.oas) || !has(self.proxy) || !has(self.proxy.strip_listen_path) || self.proxy.strip_listen_path', message: STRIP_WITH_OAS },
+      {
+        rule: '!has(self.oas) || !has(self.use_keyless) || !self.use_keyless || !has(self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication) || !has(self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.enabled) || !self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.enabled',
+        message: KEYLESS_WITH_OAS_AUTH,
+      },
     ],
   })
   .superRefine((spec, ctx) => {
@@ -193,6 +203,11 @@ export const ApiDefinitionSpec = z
         [spec.extended_paths !== undefined, ['extended_paths']],
       ];
       for (const [given, path] of classic) if (given) ctx.addIssue({ code: 'custom', path, message: CLASSIC_WITH_OAS });
+      if (spec.proxy?.strip_listen_path === false) ctx.addIssue({ code: 'custom', path: ['proxy', 'strip_listen_path'], message: STRIP_WITH_OAS });
+      // an authentication the document asks for is never lifted by the classic switch (it made the API keyless)
+      if (spec.use_keyless && spec.oas['x-gw-api-gateway'].server.authentication?.enabled === true) {
+        ctx.addIssue({ code: 'custom', path: ['use_keyless'], message: KEYLESS_WITH_OAS_AUTH });
+      }
     }
   })
   .describe('An API served by the gateway.');

@@ -67,6 +67,9 @@ const bad: [string, Record<string, unknown>, string, string][] = [
   ['an OAuth client_id with a space', client({ api_id: 'a', client_id: 'a b', secretRef: { name: 's' } }), 'spec.client_id: must be printable ASCII without spaces', 'spec.client_id'],
   ['OAS with a classic global_rate_limit (ignored, silently)', api({ oas: oas({}), global_rate_limit: { rate: 1, per: 60 } }), 'spec.global_rate_limit: is a classic field that spec.oas replaces', 'classic fields that spec.oas replaces'],
   ['OAS with a classic proxy.listen_path', api({ oas: oas({}), proxy: { listen_path: '/b/' } }), 'spec.proxy.listen_path: is a classic field that spec.oas replaces', 'classic fields that spec.oas replaces'],
+  ['OAS with the classic strip_listen_path: false', api({ oas: oas({}), proxy: { target_url: 'http://up.example/', strip_listen_path: false } }), 'spec.proxy.strip_listen_path: proxy.strip_listen_path: false is a classic field', 'proxy.strip_listen_path: false is a classic field'],
+  ['OAS authentication on, use_keyless: true (it made the API keyless)', api({ use_keyless: true, oas: oas({ server: { listenPath: { value: '/o/' }, authentication: { enabled: true } } }) }), 'spec.use_keyless: use_keyless: true contradicts', 'use_keyless: true contradicts'],
+  ['OAS info.id with a colon (it named another API\'s buckets)', api({ oas: oas({ info: { id: 'cat:e:GET /items' } }) }), 'spec.oas.x-gw-api-gateway.info.id', 'spec.oas.x-gw-api-gateway.info.id'],
   ['OAS with classic extended_paths', api({ oas: oas({}), use_extended_paths: true, extended_paths: { rate_limit: [] } }), 'spec.use_extended_paths: is a classic field', 'classic fields that spec.oas replaces'],
 ];
 const good: [string, Record<string, unknown>][] = [
@@ -81,6 +84,7 @@ const good: [string, Record<string, unknown>][] = [
   ['policy with rate 0 and per 0 (no limit)', pol({ rate: 0, per: 0 })],
   ['policy with per-endpoint limits', pol({ rate: 10, per: 1, access_rights: { a: { endpoints: [{ path: '/x', methods: [{ name: 'GET', limit: { rate: 1, per: 1 } }] }] } }, meta_data: { rate_limit_pattern: '$gw_meta.org' } })],
   ['OAuth client', client({ api_id: 'a', client_id: 'c', secretRef: { name: 's' }, dcr_registration: { provider: 'p' } })],
+  ['OAS API keyless by use_keyless (the document says nothing of authentication)', api({ use_keyless: true, oas: oas({}) })],
   ['OAS API whose upstream is proxy.target_url', api({ oas: oas({}), proxy: { target_url: 'http://up.example:8080' } })],
 ];
 
