@@ -122,6 +122,16 @@ describe('compiling ApiDefinitions', () => {
     expect([users.test('/users'), users.test('/users/'), users.test('users'), users.test('/users/1'), users.test('/usersx')]).toEqual([true, true, true, false, false]);
   });
 
+  test('OAS: either switch turns the API off (spec.active: false was overridden by info.state.active: true)', () => {
+    const withState = (active: boolean, state: boolean | undefined): ApiDefinition =>
+      api('s', {
+        active,
+        oas: { openapi: '3.0.3', paths: {}, 'x-gw-api-gateway': { info: { id: 's', ...(state === undefined ? {} : { state: { active: state } }) }, server: { listenPath: { value: '/s/' } } } },
+      });
+    expect([compileApi(withState(false, true)).active, compileApi(withState(true, false)).active]).toEqual([false, false]);
+    expect([compileApi(withState(true, true)).active, compileApi(withState(true, undefined)).active, compileApi(withState(false, undefined)).active]).toEqual([true, true, false]);
+  });
+
   test('OAS: a middleware entry naming no operation, or an operationId used twice, is refused with the field (it limited nothing, silently)', () => {
     const oasApi = (paths: Record<string, unknown>, operations: Record<string, unknown>): ApiDefinition =>
       api('m', { oas: { openapi: '3.0.3', paths, 'x-gw-api-gateway': { info: { id: 'm' }, server: { listenPath: { value: '/m/' } }, middleware: { operations } } } });
