@@ -26,13 +26,14 @@ function suppressResetParam(query: URLSearchParams): boolean {
 }
 
 /** keyID → { hash, echo }: the hash is sha256hex(keyID), or keyID itself when hashed=true. */
-function keyHashOf(keyID: string, hashed: boolean): string {
+function keyHashOf(keyID: string, hashed: boolean, creating: boolean): string {
   if (keyID.length > MAX_KEY_ID) throw new HttpError(400, `keyID: longer than ${MAX_KEY_ID} characters`);
   // Never a file name (keys are stored by hash), but a key that looks like a path is refused outright:
   // dot segments (path traversal) and control characters (header/log injection) are no key material.
   if (hasControlChar(keyID)) throw new HttpError(400, 'keyID: must not contain control characters');
-  // a header value cannot carry them (the gateway trims what it reads): such a key could never be sent
-  if (keyID.trim() !== keyID) throw new HttpError(400, 'keyID: must not begin or end with whitespace (an HTTP header cannot carry it)');
+  // a header value cannot carry them (the gateway trims what it reads): such a key could never be sent.
+  // Refused where a key is written; one written before this rule can still be read and deleted by name.
+  if (creating && keyID.trim() !== keyID) throw new HttpError(400, 'keyID: must not begin or end with whitespace (an HTTP header cannot carry it)');
   if (/(^|[/\\])\.\.?($|[/\\])/.test(keyID)) throw new HttpError(400, 'keyID: must not contain "." or ".." path segments');
   if (!hashed) return sha256hex(keyID);
   if (!/^[0-9a-fA-F]{64}$/.test(keyID)) throw new HttpError(400, 'keyID: with hashed=true it must be a SHA-256 hex digest (64 hex digits)');
@@ -71,15 +72,16 @@ async function checkReferences(ctx: FacadeContext, session: KeySessionT, namespa
   if (missing !== undefined) throw new HttpError(400, `access_rights.${missing}: API ${JSON.stringify(missing)} not found in namespace ${namespace}`);
 }
 
-function keyParams(args: RouteArgs): { keyID: string; keyHash: string } {
+/** `creating`: the request writes the key (POST, PUT). */
+function keyParams(args: RouteArgs, creating = false): { keyID: string; keyHash: string } {
   requireGwSecret(args.req, args.ctx.options.secret);
   const keyID = args.params.keyID!;
-  return { keyID, keyHash: keyHashOf(keyID, hashedParam(args.query)) };
+  return { keyID, keyHash: keyHashOf(keyID, hashedParam(args.query), creating) };
 }
 
 async function addKey(args: RouteArgs): Promise<void> {
   const { ctx, res, query } = args;
-  const { keyID, keyHash } = keyParams(args);
+  const { keyID, keyHash } = keyParams(args, true);
   const suppressReset = suppressResetParam(query);
   const body = validate(KeySession, await readJson(args.req));
   const spec = normalizeSession(body);
@@ -97,7 +99,7 @@ async function addKey(args: RouteArgs): Promise<void> {
 
 async function replaceKey(args: RouteArgs): Promise<void> {
   const { ctx, res, query } = args;
-  const { keyID, keyHash } = keyParams(args);
+  const { keyID, keyHash } = keyParams(args, true);
   const suppressReset = suppressResetParam(query);
   const body = validate(KeySession, await readJson(args.req));
   const spec = normalizeSession(body);

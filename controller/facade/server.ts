@@ -22,8 +22,8 @@ export interface FacadeServerOptions {
   options: GatewayOptionsT;
   /**
    * The gateway's own URLs (e.g. http://127.0.0.1:8080): the origins POST /api/proxy may call when
-   * options.gateway_urls is unset. A wildcard or loopback host (0.0.0.0, [::], 127.0.0.1, localhost, [::1])
-   * allows all three loopback names on that port: they reach the same listener.
+   * options.gateway_urls is unset, with the other names that reach them (ALSO_REACHED_AS: a wildcard host
+   * is reached on 127.0.0.1, localhost and [::1]; 127.0.0.1 and [::1] as localhost too).
    */
   gatewayOrigins: string[];
   logger: Logger;
@@ -35,8 +35,18 @@ export interface FacadeServerOptions {
   ready?: () => boolean;
 }
 
-/** Listen hosts whose port the loopback names reach: the wildcards and the loopback names themselves. */
-const LOOPBACK_REACHABLE = new Set(['0.0.0.0', '[::]', '127.0.0.1', 'localhost', '[::1]']);
+/**
+ * The other names that reach a listen host of the gateway: a wildcard host is reached on every loopback
+ * address; 127.0.0.1 and [::1] by `localhost` too (never each other: IPv4 and IPv6 are different sockets);
+ * `localhost` by whichever loopback address it was bound to.
+ */
+const ALSO_REACHED_AS: Record<string, string[]> = {
+  '0.0.0.0': ['127.0.0.1', 'localhost', '[::1]'],
+  '[::]': ['127.0.0.1', 'localhost', '[::1]'],
+  '127.0.0.1': ['localhost'],
+  '[::1]': ['localhost'],
+  localhost: ['127.0.0.1', '[::1]'],
+};
 
 export function allowedOrigins(gatewayUrls: string[] | undefined, gatewayOrigins: string[]): Set<string> {
   const out = new Set<string>();
@@ -45,8 +55,8 @@ export function allowedOrigins(gatewayUrls: string[] | undefined, gatewayOrigins
     if (!o) throw new Error(`gateway_urls: ${JSON.stringify(u)} is not an http(s) URL`);
     out.add(o);
     const url = new URL(o);
-    if (gatewayUrls === undefined && LOOPBACK_REACHABLE.has(url.hostname)) {
-      for (const h of ['127.0.0.1', 'localhost', '[::1]']) {
+    if (gatewayUrls === undefined) {
+      for (const h of ALSO_REACHED_AS[url.hostname] ?? []) {
         url.hostname = h;
         out.add(url.origin);
       }

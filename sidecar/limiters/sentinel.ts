@@ -18,7 +18,7 @@ import type { Clock } from '../../lib/clock.js';
 import { ExpiringMap } from '../../lib/store/memory.js';
 import type { StoreClient } from '../../lib/store/redis.js';
 import { storeKeys } from '../../lib/store/keys.js';
-import { smoothingActive } from './smoothing.js';
+import { initialState, smoothingActive } from './smoothing.js';
 import type { LimitSpec } from '../config/types.js';
 import { MemorySlidingLog, RedisLogScript } from './sliding-log.js';
 import { allowanceOf, result, type Limiter, type LimitResult, type SmoothingListener } from './types.js';
@@ -91,8 +91,8 @@ export class RedisSentinel implements Limiter {
     const until = Number((await this.redis.get(storeKeys.sentinel(bucket))) ?? 0);
     const now = this.clock.now();
     const seen = this.last.get(bucket, now);
-    // the smoothed allowance as of the last script call (the rate before any)
-    const allowance = this.allowances.get(bucket, now) ?? seen?.allowance ?? allowanceOf(limit.rate);
+    // the smoothed allowance as of the last script call; before any, where smoothing starts (threshold)
+    const allowance = this.allowances.get(bucket, now) ?? seen?.allowance ?? this.startingAllowance(limit);
     if (until > now) return this.refused(bucket, limit, allowance, now, until);
     const win = limit.per * 1000;
     // The last write this gateway saw reached the allowance: that script wrote the sentinel, until one
@@ -134,6 +134,12 @@ export class RedisSentinel implements Limiter {
       void p.finally(() => this.pending.delete(p));
     }
     return result(false, allowance, 0, now, until);
+  }
+
+  /** The allowance a bucket this gateway has no news of starts at: the threshold when smoothed, else the rate. */
+  private startingAllowance(limit: LimitSpec): number {
+    const smoothed = this.smoothingEnabled && smoothingActive(limit.smoothing);
+    return allowanceOf(smoothed ? initialState(limit.smoothing!, limit.rate).allowance : limit.rate);
   }
 
   private landed(bucket: string): void {

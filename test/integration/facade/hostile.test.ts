@@ -113,6 +113,9 @@ const cases: Case[] = [
   // a header value cannot carry surrounding whitespace: such a key could never be sent (it was 200 "added")
   ['keyID ending with a space', 'POST', '/gw/keys/ws-123%20', '{}', keyAuth, 400, /^keyID: must not begin or end with whitespace/],
   ['keyID beginning with a space', 'PUT', '/gw/keys/%20ws-123', '{}', keyAuth, 400, /^keyID: must not begin or end with whitespace/],
+  // one written before the rule can still be read and deleted by name: 404 here, not 400
+  ['keyID with a space, GET', 'GET', '/gw/keys/ws-123%20', undefined, keyAuth, 404],
+  ['keyID with a space, DELETE', 'DELETE', '/gw/keys/%20ws-123', undefined, keyAuth, 404],
   ['keyID with NUL', 'POST', '/gw/keys/a%00b', '{}', keyAuth, 400, /^keyID: /],
   ['proxied header value with CR/LF', 'POST', '/api/proxy', '{"method":"GET","url":"http://127.0.0.1:1/","headers":{"x-a":"1\\r\\nx-b: 2"}}', apiAuth, 400, /^headers\.x-a: /],
   ['proxied header name with CR/LF', 'POST', '/api/proxy', '{"method":"GET","url":"http://127.0.0.1:1/","headers":{"x-a\\r\\nx-b":"2"}}', apiAuth, 400, /^headers/],
