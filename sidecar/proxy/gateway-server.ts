@@ -157,6 +157,10 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
       // see the path the upstream will serve
       const urlPath = normalizePath(q === -1 ? url : url.slice(0, q));
       if (urlPath === '/healthz') return sendJson(res, 200, { status: 'ok' });
+      // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (node's own check is off to answer in JSON)
+      if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) return sendJson(res, 400, { error: 'Host header missing' });
+      // TRACE would echo the request's credentials and cookies back (cross-site tracing): refused, as nginx does
+      if (req.method === 'TRACE') return sendJson(res, 405, { error: 'Method Not Allowed' }, { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' });
       if (urlPath === '/readyz') return sendJson(res, deps.ready() ? 200 : 503, { status: deps.ready() ? 'ready' : 'not ready' });
 
       const config = deps.config();
@@ -284,9 +288,32 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
   return { handle, upstreams, tunnels };
 }
 
+/**
+ * Which upgrade offers become tunnels (the 'upgrade' event): a bodiless one for a protocol other than h2c.
+ * The others are served as ordinary requests, their Upgrade headers dropped as hop-by-hop, as nginx does:
+ * an h2c offer (`curl --http2` on http://) or an upgrade offer with a body lost its body on the tunnel
+ * path, and the upstream, waiting for it, timed out (504).
+ */
+export function tunnelsUpgrade(req: IncomingMessage): boolean {
+  const h = req.headers;
+  if ((h.upgrade ?? '').toLowerCase() === 'h2c') return false;
+  return h['transfer-encoding'] === undefined && (h['content-length'] === undefined || h['content-length'] === '0');
+}
+
 export function createGatewayServer(deps: GatewayDeps): { server: Server; close(): Promise<void> } {
   const { handle, upstreams, tunnels } = createGatewayHandler(deps);
-  const server = createServer({ keepAliveTimeout: 5_000 }, handle); // node passes (req, res): no upgrade head
+  const server = createServer(
+    {
+      keepAliveTimeout: 5_000,
+      // no cap on a request's whole duration: node's default (300 s) cut uploads that were still flowing
+      // with a 408; slow headers are still cut (headersTimeout, 60 s)
+      requestTimeout: 0,
+      // the gateway answers a request without Host itself (400 JSON; node's own 400 had an empty body)
+      requireHostHeader: false,
+      shouldUpgradeCallback: tunnelsUpgrade,
+    },
+    handle, // node passes (req, res): no upgrade head
+  );
   // Upgrade (WebSocket…): the same checks, then a tunnel to the upstream (upgrade.ts)
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     socket.on('error', () => undefined); // a client gone mid-handshake: nothing to answer

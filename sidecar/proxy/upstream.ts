@@ -153,13 +153,18 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     else this.controller = controller;
   }
 
-  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
     if (statusCode < 200) return; // 1xx interim answers are not forwarded (node:http sends its own 100-continue)
     const { f } = this;
     f.status = statusCode;
     const cl = headers['content-length'];
     this.left = typeof cl === 'string' && f.req.method !== 'HEAD' ? Number(cl) : -1;
-    f.res.writeHead(statusCode, responseHeaders(headers, f.rateLimit));
+    const out = responseHeaders(headers, f.rateLimit);
+    // a 204 has no body, so no length (RFC 9110 §8.6): an upstream's is dropped
+    if (statusCode === 204) delete out['content-length'];
+    // the upstream's reason phrase, as nginx relays it (node would put its own, or "unknown")
+    if (statusMessage) f.res.writeHead(statusCode, statusMessage, out);
+    else f.res.writeHead(statusCode, out);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

@@ -53,6 +53,7 @@ describe('gateway: HTTP proxying edges', () => {
   let echo: { server: Server; url: string };
   let ws: Server;
   let hold: Server;
+  let odd: Server;
   const held: (() => void)[] = [];
   let gw: Standalone;
   let dir: string;
@@ -77,6 +78,17 @@ describe('gateway: HTTP proxying edges', () => {
     const wsUrl = `http://127.0.0.1:${(ws.address() as { port: number }).port}`;
     await new Promise<void>((r) => hold.listen(0, '127.0.0.1', r));
     const holdUrl = `http://127.0.0.1:${(hold.address() as { port: number }).port}`;
+    // answers with its own reason phrase, or a 204 that wrongly carries a length
+    odd = createServer((req, res) => {
+      if (req.url === '/nc') {
+        res.writeHead(204, { 'content-length': '5' });
+        return void res.end();
+      }
+      res.writeHead(req.url === '/made' ? 201 : 599, req.url === '/made' ? 'Made It' : 'Network Connect Timeout', { 'content-length': '2' });
+      res.end('ok');
+    });
+    await new Promise<void>((r) => odd.listen(0, '127.0.0.1', r));
+    const oddUrl = `http://127.0.0.1:${(odd.address() as { port: number }).port}`;
     dir = tempDir();
     writeFileSync(
       join(dir, 'apis.yaml'),
@@ -107,6 +119,13 @@ spec: {key_hash: ${sha256hex('ws-key-0001')}, rate: 2, per: 60}
 ---
 apiVersion: gw.io/v1alpha1
 kind: ApiDefinition
+metadata: {name: odd}
+spec:
+  use_keyless: true
+  proxy: {listen_path: /odd/, target_url: ${oddUrl}}
+---
+apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
 metadata: {name: down}
 spec:
   use_keyless: true
@@ -123,6 +142,8 @@ spec:
     ws?.close();
     hold?.closeAllConnections();
     hold?.close();
+    odd?.closeAllConnections();
+    odd?.close();
     cleanup(dir);
   });
 
@@ -147,6 +168,39 @@ spec:
     expect(got.continued).toBe(true);
     expect(got.echoed.body).toHaveLength(body.length);
     expect(got.echoed.headers.expect).toBeUndefined(); // answered here, not passed on
+  });
+
+  test('an h2c offer or an upgrade offer with a body is an ordinary request: the body reaches the upstream (it was lost, then 504)', async () => {
+    const h2c = await raw(
+      gw.gateway,
+      'POST /e/h2c HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade, HTTP2-Settings, close\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nContent-Type: text/plain\r\nContent-Length: 11\r\n\r\nhello=world',
+    );
+    expect(h2c).toMatch(/^HTTP\/1\.1 200 /);
+    const echoed = JSON.parse(h2c.slice(h2c.indexOf('\r\n\r\n') + 4).replace(/^[0-9a-f]+\r\n|\r\n0\r\n\r\n$/g, '')) as Echoed;
+    expect(echoed.body).toBe('hello=world');
+    expect(echoed.headers.upgrade).toBeUndefined();
+    expect(echoed.headers['http2-settings']).toBeUndefined();
+    const foo = await raw(gw.gateway, 'POST /e/foo HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade, close\r\nUpgrade: foo\r\nContent-Length: 5\r\n\r\nabcde');
+    expect(foo).toMatch(/^HTTP\/1\.1 200 /);
+    expect(foo).toContain('abcde');
+  });
+
+  test('the upstream\'s reason phrase is relayed; a 204 loses a Content-Length it should not carry', async () => {
+    expect(await raw(gw.gateway, 'GET /odd/made HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n')).toMatch(/^HTTP\/1\.1 201 Made It\r\n/);
+    expect(await raw(gw.gateway, 'GET /odd/x HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n')).toMatch(/^HTTP\/1\.1 599 Network Connect Timeout\r\n/);
+    const nc = await raw(gw.gateway, 'GET /odd/nc HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n');
+    expect(nc).toMatch(/^HTTP\/1\.1 204 /);
+    expect(nc.toLowerCase()).not.toContain('content-length');
+  });
+
+  test('HTTP/1.1 without Host → 400 JSON (node answered with an empty body); HTTP/1.0 without it is served; TRACE → 405', async () => {
+    const noHost = await raw(gw.gateway, 'GET /e/x HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(noHost).toMatch(/^HTTP\/1\.1 400 /);
+    expect(noHost).toContain('{"error":"Host header missing"}');
+    expect(await raw(gw.gateway, 'GET /e/x HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 /);
+    const trace = await raw(gw.gateway, 'TRACE /e/x HTTP/1.1\r\nHost: gw\r\nCookie: secret=1\r\nConnection: close\r\n\r\n');
+    expect(trace).toMatch(/^HTTP\/1\.1 405 /);
+    expect(trace).not.toContain('secret=1');
   });
 
   test('Proxy-Connection is hop-by-hop: not forwarded', async () => {
