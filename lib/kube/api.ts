@@ -3,8 +3,8 @@
  * keep-alive connection pool): plain REST paths, because the operator needs merge/JSON patches,
  * paging and watch streams, and none of client-node's generated code.
  */
-import { Agent, request, type Dispatcher } from '../http/undici.js';
-import type { KubeConnection } from './connection.js';
+import { Agent, errors, request, type Dispatcher } from '../http/undici.js';
+import { KUBE_AGENT_OPTIONS, type KubeConnection } from './connection.js';
 
 export class KubeApiError extends Error {
   constructor(
@@ -51,10 +51,19 @@ async function fail(method: string, path: string, status: number, text: string):
   throw new KubeApiError(`${method} ${path}: ${status} ${st?.message ?? text.slice(0, 200)}`, status, st?.reason);
 }
 
-export function createKubeApi(conn: KubeConnection, timeoutMs = 30_000): KubeApi {
+/**
+ * A watch silent this long ends, as if the server had ended it, and the informer watches again from the
+ * last resourceVersion (no relist). The API server sends bookmarks about once a minute, so a longer silence
+ * is most often a connection that died without a FIN (a network partition, a NAT entry gone): found in
+ * 90 s instead of the 5 min it took, and over HTTP/1.1 (KUBE_AGENT_OPTIONS) the next watch opens a
+ * fresh connection instead of queueing on the dead one.
+ */
+export const WATCH_IDLE_MS = 90_000;
+
+export function createKubeApi(conn: KubeConnection, timeoutMs = 30_000, watchIdleMs = WATCH_IDLE_MS): KubeApi {
   // a connection without its own dispatcher (plain http from client-node's kubeconfig) gets one keep-alive Agent
   let fallback: Dispatcher | undefined;
-  const dispatcher = (): Dispatcher => conn.dispatcher ?? (fallback ??= new Agent({ keepAliveTimeout: 30_000 }));
+  const dispatcher = (): Dispatcher => conn.dispatcher ?? (fallback ??= new Agent(KUBE_AGENT_OPTIONS));
   async function call(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, contentType = 'application/json', query?: Query): Promise<unknown> {
     const headers: Record<string, string> = { ...(await conn.headers()), accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = contentType;
@@ -83,30 +92,45 @@ export function createKubeApi(conn: KubeConnection, timeoutMs = 30_000): KubeApi
         headers,
         signal,
         headersTimeout: timeoutMs,
-        bodyTimeout: 5 * 60_000, // the server ends a watch after timeoutSeconds; silence beyond that is a dead connection
+        bodyTimeout: watchIdleMs,
       });
       if (res.statusCode >= 300) return fail('WATCH', path, res.statusCode, await res.body.text());
-      let buf = '';
+      const lines = new LineEvents(onEvent);
       res.body.setEncoding('utf8');
-      for await (const chunk of res.body as AsyncIterable<string>) {
-        buf += chunk;
-        let nl: number;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl).trim();
-          buf = buf.slice(nl + 1);
-          if (!line) continue;
-          let event: unknown;
-          try {
-            event = JSON.parse(line);
-          } catch {
-            continue;
-          }
-          onEvent(event);
-        }
+      try {
+        for await (const chunk of res.body as AsyncIterable<string>) lines.push(chunk);
+      } catch (e) {
+        // silent for watchIdleMs: ended like a watch the server ends (the caller watches again)
+        if (e instanceof errors.BodyTimeoutError) return;
+        throw e;
       }
     },
   };
 }
+
+/** A watch stream's newline-delimited JSON events, fed chunk by chunk; a line that does not parse is skipped. */
+class LineEvents {
+  private buf = '';
+  constructor(private readonly onEvent: (event: unknown) => void) {}
+
+  push(chunk: string): void {
+    this.buf += chunk;
+    let nl: number;
+    while ((nl = this.buf.indexOf('\n')) >= 0) {
+      const line = this.buf.slice(0, nl).trim();
+      this.buf = this.buf.slice(nl + 1);
+      if (!line) continue;
+      let event: unknown;
+      try {
+        event = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      this.onEvent(event);
+    }
+  }
+}
+
 
 export const codeOf = (e: unknown): number | undefined =>
   e instanceof KubeApiError ? e.code : e && typeof e === 'object' ? (e as { statusCode?: number }).statusCode : undefined;

@@ -10,6 +10,14 @@ import { Agent, type Dispatcher } from '../http/undici.js';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { firstLine } from '../errors.js';
+/**
+ * The API server's connections: HTTP/1.1 only. undici (8) negotiates HTTP/2 by default, and then every
+ * request shares one connection: one that died silently held the relist after a watch timeout for
+ * minutes more (its own stream timeout did not free the session). With HTTP/1.1 each watch and each
+ * request has its own connection, and a timed-out one is closed.
+ */
+export const KUBE_AGENT_OPTIONS = { keepAliveTimeout: 30_000, allowH2: false } as const;
+
 const { readFileSync } = process.getBuiltinModule('node:fs');
 const { dirname, isAbsolute, join } = process.getBuiltinModule('node:path');
 
@@ -74,7 +82,7 @@ function inCluster(): KubeConnection {
   return {
     server,
     headers: async () => ({ authorization: `Bearer ${token()}` }),
-    dispatcher: new Agent({ connect: { ca: readFileSync(join(SA_DIR, 'ca.crt')) }, keepAliveTimeout: 30_000 }),
+    dispatcher: new Agent({ ...KUBE_AGENT_OPTIONS, connect: { ca: readFileSync(join(SA_DIR, 'ca.crt')) } }),
   };
 }
 
@@ -127,9 +135,9 @@ async function fromFile(file: string): Promise<KubeConnection> {
             rejectUnauthorized: !cluster['insecure-skip-tls-verify'],
             ...(cluster['tls-server-name'] ? { servername: cluster['tls-server-name'] } : {}),
           },
-          keepAliveTimeout: 30_000,
+          ...KUBE_AGENT_OPTIONS,
         })
-      : new Agent({ keepAliveTimeout: 30_000 }),
+      : new Agent(KUBE_AGENT_OPTIONS),
   };
 }
 
