@@ -16,6 +16,8 @@ const CONFIG_MAPS: ResourceRef = { group: '', version: 'v1', plural: 'configmaps
 
 export class KubeConfigSource {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };
+  /** The config.json text applied: a ConfigMap is applied when its text changes (not its self-declared hash). */
+  private text: string | undefined;
   private loaded = false;
   private informer?: Informer;
 
@@ -71,18 +73,20 @@ export class KubeConfigSource {
   private apply(cm: KubeObject): void {
     const parsed = ConfigMapData.safeParse(cm);
     const text = parsed.success ? parsed.data.data?.[CONFIG_MAP_KEY] : undefined;
-    if (text === undefined) return;
+    if (text === undefined) return this.refuse(`no data.${CONFIG_MAP_KEY}`);
+    if (text === this.text && this.loaded) return; // a resync of what is applied
     const r = parseCompiledConfig(text);
-    if (!r.ok) {
-      this.onRefused();
-      this.logger.error({ configMap: `${this.namespace}/${CONFIG_MAP_NAME}` }, `config refused, keeping the previous one: ${r.message}`);
-      return;
-    }
-    if (r.config.hash !== this.config.hash || !this.loaded) {
-      this.config = r.config;
-      this.loaded = true;
-      this.onApplied(r.config);
-      this.logger.info({ hash: r.config.hash, apis: r.config.apis.length }, 'config applied');
-    }
+    if (!r.ok) return this.refuse(r.message);
+    this.text = text;
+    this.config = r.config;
+    this.loaded = true;
+    this.onApplied(r.config);
+    this.logger.info({ hash: r.config.hash, apis: r.config.apis.length }, 'config applied');
+  }
+
+  /** A bad ConfigMap: a line and the metric, the previous config kept. */
+  private refuse(reason: string): void {
+    this.onRefused();
+    this.logger.error({ configMap: `${this.namespace}/${CONFIG_MAP_NAME}` }, `config refused, keeping the previous one: ${reason}`);
   }
 }

@@ -4,7 +4,13 @@ import { PolicySpec } from '../../crds/schemas/policy.js';
 import { Smoothing } from '../../crds/schemas/common.js';
 import type { CompiledConfig } from './types.js';
 
-const LimitSpec = z.object({ rate: z.number().min(0), per: z.number().min(0), smoothing: Smoothing.nullable().optional() });
+/** A rate needs a window: rate > 0 with per 0 meant no limit at all (the resource schemas refuse it too). */
+const perGivenForRate = (l: { rate: number; per: number }): boolean => !(l.rate > 0 && l.per <= 0);
+const PER_FOR_RATE = { message: 'per must be greater than 0 when rate is greater than 0', path: ['per'] };
+
+const LimitSpec = z
+  .object({ rate: z.number().min(0), per: z.number().min(0), smoothing: Smoothing.nullable().optional() })
+  .refine(perGivenForRate, PER_FOR_RATE);
 
 const CompiledApiSchema = z.object({
   namespace: z.string(),
@@ -31,14 +37,22 @@ const CompiledApiSchema = z.object({
       rate: z.number().min(0),
       per: z.number().min(0),
       id: z.string(),
-    }),
+    }).refine(perGivenForRate, PER_FOR_RATE),
   ),
   streaming: z.unknown().optional(),
 });
 
 export const CompiledConfigSchema = z.object({
   hash: z.string(),
-  apis: z.array(CompiledApiSchema),
+  apis: z.array(CompiledApiSchema).superRefine((apis, ctx) => {
+    // one listen path, one API (the controller refuses the second; a hand-written config must too)
+    const seen = new Map<string, string>();
+    apis.forEach((a, i) => {
+      const first = seen.get(a.listenPath);
+      if (first !== undefined) ctx.addIssue({ code: 'custom', path: [i, 'listenPath'], message: `${a.listenPath} is also the listen path of ${first}` });
+      else seen.set(a.listenPath, `${a.namespace}/${a.name}`);
+    });
+  }),
   policies: z.record(z.string(), z.object({ namespace: z.string(), name: z.string(), spec: PolicySpec })),
 });
 

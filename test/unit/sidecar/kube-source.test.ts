@@ -53,6 +53,40 @@ describe('sidecar KubeConfigSource (light client)', () => {
     expect(api.calls[1]).toMatchObject({ kind: 'watch', query: { resourceVersion: '1' } });
   });
 
+  test('hand-written ConfigMaps: no config.json, a rate without a window, two APIs on one listen path are refused; a new content under the same hash is applied', async () => {
+    const api = new FakeKubeApi();
+    const good = JSON.parse(configText('/a/')) as { hash: string; apis: { apiLimit: { rate: number; per: number }; listenPath: string }[] };
+    const noWindow = structuredClone(good);
+    noWindow.apis[0]!.apiLimit = { rate: 5, per: 0 }; // it was applied: the API unlimited
+    const twice = structuredClone(good);
+    twice.apis.push({ ...structuredClone(good.apis[0]!), listenPath: '/a/' });
+    const sameHash = JSON.parse(configText('/c/')) as { hash: string };
+    sameHash.hash = good.hash; // it was ignored: the sidecar compared hashes
+    api.lists = [{ items: [cm('1', JSON.stringify(good))], rv: '1' }];
+    api.watches = [
+      {
+        events: [
+          { type: 'MODIFIED', object: { metadata: { name: 'gw-config', namespace: 'ns', resourceVersion: '2' }, data: { other: 'x' } } }, // it was ignored silently
+          { type: 'MODIFIED', object: cm('3', JSON.stringify(noWindow)) },
+          { type: 'MODIFIED', object: cm('4', JSON.stringify(twice)) },
+          { type: 'MODIFIED', object: cm('5', JSON.stringify(sameHash)) },
+        ],
+      },
+    ];
+    const t = source(api);
+    s = t.s;
+    await t.s.start();
+    await until(() => t.applied.length === 2);
+    expect(t.applied).toEqual(['/a/', '/c/']);
+    expect(t.refused()).toBe(3);
+    const refusals = t.logs.filter((l) => l.startsWith('config refused, keeping the previous one'));
+    expect(refusals).toEqual([
+      'config refused, keeping the previous one: no data.config.json',
+      'config refused, keeping the previous one: config.json: apis.0.apiLimit.per: per must be greater than 0 when rate is greater than 0',
+      'config refused, keeping the previous one: config.json: apis.1.listenPath: /a/ is also the listen path of ns/a',
+    ]);
+  });
+
   test('API server unreachable at start: start() returns unloaded, the config arrives once it answers', async () => {
     const api = new FakeKubeApi();
     const t = source(api);
