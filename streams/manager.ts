@@ -4,8 +4,9 @@
  * - apply(apis) starts, reconfigures and stops streams to match `spec.streaming` of each API. A stream
  *   whose config is unchanged keeps running. A changed stream is replaced: its http_server route moves to
  *   the new pipeline at once (new messages wait in its buffer), the old pipeline stops its input and drains
- *   its in-flight messages (up to drainTimeoutMs), then the new one starts — so order is kept and nothing
- *   accepted is dropped. A removed stream (or API) is drained and stopped.
+ *   everything it accepted (however long its rate limits make that; shutdown cuts it to drainTimeoutMs),
+ *   then the new one starts — so order is kept and nothing accepted is dropped. A removed stream (or API)
+ *   is drained and stopped the same way. Drains run off the apply chain: other changes do not wait.
  * - `streaming` is validated with the zod schema; a bad one is logged and skipped (whatever already runs
  *   for that API keeps running), never thrown.
  * - Rate-limit resources belong to the API's streaming config in this process: every stream and component
@@ -78,6 +79,8 @@ interface RunningStream {
   fingerprint: string;
   pipeline: Pipeline;
   output: string;
+  /** Settles once this pipeline runs (after the one it replaced has drained). */
+  started: Promise<void>;
 }
 
 interface ApiState {
@@ -100,6 +103,18 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
   const apis = new Map<string, ApiState>();
   let chain: Promise<void> = Promise.resolve();
   let stopped = false;
+  /** Pipelines replaced or removed and still draining, off the apply chain (stop() cuts them to drainMs). */
+  const retiring = new Set<Pipeline>();
+
+  /**
+   * A replaced or removed pipeline drains everything it accepted, however long its rate limits make
+   * that (a 10 s deadline here dropped the backlog of a stream edited while it had one), off the apply
+   * chain so other APIs' changes are not held behind it; shutdown (stop()) cuts it to drainTimeoutMs.
+   */
+  function retire(p: Pipeline): Promise<void> {
+    retiring.add(p);
+    return p.stop(Infinity).finally(() => retiring.delete(p));
+  }
 
   function updateLimiters(state: ApiState, spec: StreamingSpecT, apiId: string): void {
     const seen = new Set<string>();
@@ -113,9 +128,13 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
     for (const label of [...state.limiters.keys()]) if (!seen.has(label)) state.limiters.delete(label);
   }
 
-  function start(p: Pipeline, old: Pipeline | undefined): Promise<void> {
+  /** Starts p once `old` (the stream it replaces, itself started first) has drained: order is kept. */
+  function start(p: Pipeline, old: RunningStream | undefined): Promise<void> {
     return (async () => {
-      if (old) await old.stop(drainMs);
+      if (old) {
+        await old.started;
+        await retire(old.pipeline);
+      }
       if (stopped) return p.stop(drainMs);
       await p.start();
     })().catch((e: unknown) => {
@@ -125,13 +144,11 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
 
   async function applyApi(api: StreamApi, spec: StreamingSpecT | undefined): Promise<void> {
     let state = apis.get(api.api_id);
-    const work: Promise<void>[] = [];
     if (!spec || Object.keys(spec.streams).length === 0) {
       if (!state) return;
       apis.delete(api.api_id);
       state.routes.clear();
-      for (const s of state.streams.values()) work.push(s.pipeline.stop(drainMs));
-      await Promise.all(work);
+      for (const s of state.streams.values()) void s.started.then(() => retire(s.pipeline));
       return;
     }
     if (!state) {
@@ -166,14 +183,14 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
         if (old) next.set(name, old);
         continue;
       }
-      next.set(name, { fingerprint, pipeline: p, output: Object.keys(s.output)[0] ?? '' });
-      work.push(start(p, old?.pipeline));
+      // not awaited: a replaced stream may take long to drain, and nothing else waits for it
+      next.set(name, { fingerprint, pipeline: p, output: Object.keys(s.output)[0] ?? '', started: start(p, old) });
       logger.info({ api: api.api_id, stream: name, action: old ? 'reconfigure' : 'start' }, 'stream applied');
     }
     for (const [name, old] of st.streams) {
       if (next.get(name) !== old) {
         if (!next.has(name)) {
-          work.push(old.pipeline.stop(drainMs));
+          void old.started.then(() => retire(old.pipeline));
           logger.info({ api: api.api_id, stream: name, action: 'stop' }, 'stream applied');
         }
       }
@@ -186,7 +203,6 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
       if (input instanceof HttpServerInput) routes.set(normalizeInputPath(input.options.path), input);
     }
     st.routes = routes;
-    await Promise.all(work);
   }
 
   async function doApply(list: StreamApi[]): Promise<void> {
@@ -264,6 +280,7 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
         state.routes.clear();
         for (const s of state.streams.values()) work.push(s.pipeline.stop(drainMs));
       }
+      for (const p of retiring) work.push(p.stop(drainMs)); // their full drains cut to the deadline
       const states = [...apis.values()];
       apis.clear();
       await Promise.all(work);

@@ -175,15 +175,37 @@ export class Pipeline {
   }
 
   /**
-   * Stops the input, drains buffered and in-flight messages for up to `drainTimeoutMs`, aborts what is
-   * left, then closes the components. Idempotent.
+   * Stops the input, drains buffered and in-flight messages for up to `drainTimeoutMs` (Infinity: until
+   * done), aborts what is left, then closes the components. Idempotent; a later call with a shorter
+   * deadline brings the deadline forward.
    */
   stop(drainTimeoutMs: number): Promise<void> {
-    this.stopping ??= this.doStop(drainTimeoutMs);
+    if (this.stopping) {
+      // already stopping: a shorter deadline (shutdown during a replacement's full drain) takes over
+      this.shorten?.(drainTimeoutMs);
+      return this.stopping;
+    }
+    this.stopping = this.doStop(drainTimeoutMs);
     return this.stopping;
   }
 
+  /** While draining: brings the drain deadline forward to `ms` from now (never later than it was). */
+  private shorten: ((ms: number) => void) | undefined;
+
   private async doStop(drainTimeoutMs: number): Promise<void> {
+    // the deadline first, so a shorter one asked for while the input stops applies too
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let endsAt = Infinity;
+    const shorten = (ms: number, expire: (v: 'timeout') => void): void => {
+      if (Date.now() + ms >= endsAt) return;
+      endsAt = Date.now() + ms;
+      clearTimeout(timer);
+      timer = setTimeout(() => expire('timeout'), ms);
+    };
+    const deadline = new Promise<'timeout'>((r) => {
+      this.shorten = (ms) => shorten(ms, r);
+      shorten(drainTimeoutMs, r);
+    });
     try {
       await this.input.stop();
     } catch (e) {
@@ -198,10 +220,9 @@ export class Pipeline {
     this.draining = true;
     for (const w of this.itemWaiters.splice(0)) w();
     for (const w of this.roomWaiters.splice(0)) w();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const deadline = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), drainTimeoutMs)));
     const drained = await Promise.race([Promise.all(this.workers).then(() => 'drained' as const), deadline]);
     clearTimeout(timer);
+    this.shorten = undefined;
     if (drained === 'timeout') {
       const left = this.buffer.length + this.inFlight;
       this.logger.warn({ api: this.api, stream: this.name, left }, 'stream drain deadline passed: aborting the messages left');

@@ -310,4 +310,36 @@ describe('streams over HTTP', () => {
     expect((await gw.post('/ev/', { seq: 16 })).status).toBe(404);
     expect(mgr.list()).toEqual([]);
   });
+
+  test('a stream edited with a backlog longer than the drain deadline delivers all of it, in order; other changes do not wait for that drain; shutdown cuts it', async () => {
+    const rxOld = await recv();
+    const rxNew = await recv();
+    const cfg = (url: string) => ({
+      rate_limit_resources: [{ label: 'p', local: { count: 1, interval: '100ms' } }],
+      streams: { s: { input: { http_server: {} }, output: { http_client: { url, rate_limit: 'p' } } } },
+    });
+    const { gw, mgr } = await setup(cfg(`${rxOld.url}/old`), 300); // a 300 ms deadline, a 1.2 s backlog
+    for (let i = 0; i < 12; i++) expect((await gw.post('/ev/', { seq: i })).status).toBe(202);
+    const t = Date.now();
+    await mgr.apply(api(cfg(`${rxNew.url}/new`)));
+    // another API's change is applied while the edited stream drains (it waited for the drain: ~10 s)
+    const other = { api_id: 'b', listenPath: '/b/', streaming: { rate_limit_resources: [{ label: 'q', local: { count: 9 } }], streams: { s: { input: { http_server: {} }, output: { drop: {} } } } } };
+    await mgr.apply([...api(cfg(`${rxNew.url}/new`)), other]);
+    expect(Date.now() - t).toBeLessThan(1000);
+    expect(mgr.limits().find((l) => l.api_id === 'b')?.count).toBe(9);
+    for (let i = 12; i < 15; i++) expect((await gw.post('/ev/', { seq: i })).status).toBe(202);
+    await rxOld.waitFor(12, 15_000);
+    await rxNew.waitFor(3, 15_000);
+    // nothing accepted was dropped (the deadline used to abort the backlog: 7 of 23 lost), order kept
+    expect(rxOld.hits.map((h) => (h.body as { seq: number }).seq)).toEqual(Array.from({ length: 12 }, (_, i) => i));
+    expect(rxNew.hits.map((h) => (h.body as { seq: number }).seq)).toEqual([12, 13, 14]);
+    expect(rxNew.hits[0]!.t).toBeGreaterThan(rxOld.hits[11]!.t);
+
+    // shutdown during such a drain: cut at the deadline, not held until the backlog is through
+    for (let i = 15; i < 35; i++) expect((await gw.post('/ev/', { seq: i })).status).toBe(202);
+    await mgr.apply(api(cfg(`${rxOld.url}/again`)));
+    const t2 = Date.now();
+    await mgr.stop();
+    expect(Date.now() - t2).toBeLessThan(1500);
+  }, 30_000);
 });
