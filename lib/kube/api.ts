@@ -54,11 +54,12 @@ async function fail(method: string, path: string, status: number, text: string):
 /**
  * A watch silent this long ends, as if the server had ended it, and the informer watches again from the
  * last resourceVersion (no relist). The API server sends bookmarks about once a minute, so a longer silence
- * is most often a connection that died without a FIN (a network partition, a NAT entry gone): found in
- * 90 s instead of the 5 min it took, and over HTTP/1.1 (KUBE_AGENT_OPTIONS) the next watch opens a
- * fresh connection instead of queueing on the dead one.
+ * is most often a connection that died without a FIN (a partition, a NAT entry gone). The stream timeout
+ * also makes undici probe the HTTP/2 connection with a PING (timeout: the same 60 s) and replace it when
+ * no answer comes: a silently dead connection is left after ~2 min. It was the watch's 5 min body timeout
+ * plus a 5 min probe: a change made during a 10 s partition reached the sidecar ~10 min after it healed.
  */
-export const WATCH_IDLE_MS = 90_000;
+export const WATCH_IDLE_MS = 60_000;
 
 export function createKubeApi(conn: KubeConnection, timeoutMs = 30_000, watchIdleMs = WATCH_IDLE_MS): KubeApi {
   // a connection without its own dispatcher (plain http from client-node's kubeconfig) gets one keep-alive Agent

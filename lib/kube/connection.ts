@@ -11,12 +11,13 @@ import { parse } from 'yaml';
 import { z } from 'zod';
 import { firstLine } from '../errors.js';
 /**
- * The API server's connections: HTTP/1.1 only. undici (8) negotiates HTTP/2 by default, and then every
- * request shares one connection: one that died silently held the relist after a watch timeout for
- * minutes more (its own stream timeout did not free the session). With HTTP/1.1 each watch and each
- * request has its own connection, and a timed-out one is closed.
+ * The API server's connections. undici (8) negotiates HTTP/2, where every request shares one connection;
+ * a connection that died silently is found by undici's PING probe after a stream times out (probe
+ * timeout = that stream's timeout), so the watch's idle timeout (WATCH_IDLE_MS) bounds how long a
+ * partition goes unnoticed. (HTTP/1.1 only was tried: it loads undici's llhttp WASM at start, +12 MB
+ * of idle sidecar RSS.)
  */
-export const KUBE_AGENT_OPTIONS = { keepAliveTimeout: 30_000, allowH2: false } as const;
+export const KUBE_AGENT_OPTIONS = { keepAliveTimeout: 30_000 } as const;
 
 const { readFileSync } = process.getBuiltinModule('node:fs');
 const { dirname, isAbsolute, join } = process.getBuiltinModule('node:path');

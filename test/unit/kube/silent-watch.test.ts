@@ -1,9 +1,7 @@
 /**
  * A watch on a connection that went silent (no FIN: a partition, a lost NAT entry) over real HTTP: it
  * ends after the idle time like a watch the server ends, without an error (so the informer watches again
- * from its resourceVersion, no relist), and the next request gets a new connection instead of the dead
- * one. The kube connections are HTTP/1.1 only (undici 8 negotiates HTTP/2 by default: one shared
- * connection that a dead peer held for minutes).
+ * from its resourceVersion, no relist), and its connection is closed rather than reused.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -50,7 +48,4 @@ describe('a silent watch', () => {
     await dispatcher.close();
   });
 
-  test('the kube connections never negotiate HTTP/2', () => {
-    expect(KUBE_AGENT_OPTIONS.allowH2).toBe(false);
-  });
 });
