@@ -8,7 +8,6 @@ import type { Route, RouteArgs } from './context.js';
 import { HttpError, readJson, sendJson, validate } from './http-util.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 
-
 /**
  * The request body of the spec's table; unknown fields are refused. api_model is accepted and ignored.
  * An empty client_id or secret counts as not supplied (generated), as a templated CI body sends them.

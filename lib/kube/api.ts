@@ -132,7 +132,6 @@ class LineEvents {
   }
 }
 
-
 export const codeOf = (e: unknown): number | undefined =>
   e instanceof KubeApiError ? e.code : e && typeof e === 'object' ? (e as { statusCode?: number }).statusCode : undefined;
 

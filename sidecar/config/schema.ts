@@ -1,16 +1,13 @@
 /** Validation of the compiled config read from a ConfigMap (another process's output is still input). */
 import { z } from 'zod';
 import { PolicySpec } from '../../crds/schemas/policy.js';
-import { Smoothing } from '../../crds/schemas/common.js';
+import { refinePer, Smoothing } from '../../crds/schemas/common.js';
 import type { CompiledConfig } from './types.js';
 
-/** A rate needs a window: rate > 0 with per 0 meant no limit at all (the resource schemas refuse it too). */
-const perGivenForRate = (l: { rate: number; per: number }): boolean => !(l.rate > 0 && l.per <= 0);
-const PER_FOR_RATE = { message: 'per must be greater than 0 when rate is greater than 0', path: ['per'] };
-
+// a rate needs a window (refinePer, the resource schemas' own rule): rate > 0 with per 0 meant no limit at all
 const LimitSpec = z
   .object({ rate: z.number().min(0), per: z.number().min(0), smoothing: Smoothing.nullable().optional() })
-  .refine(perGivenForRate, PER_FOR_RATE);
+  .superRefine(refinePer);
 
 const CompiledApiSchema = z.object({
   namespace: z.string(),
@@ -37,7 +34,7 @@ const CompiledApiSchema = z.object({
       rate: z.number().min(0),
       per: z.number().min(0),
       id: z.string(),
-    }).refine(perGivenForRate, PER_FOR_RATE),
+    }).superRefine(refinePer),
   ),
   streaming: z.unknown().optional(),
 });

@@ -82,7 +82,7 @@ describe('sidecar KubeConfigSource (light client)', () => {
     const refusals = t.logs.filter((l) => l.startsWith('config refused, keeping the previous one'));
     expect(refusals).toEqual([
       'config refused, keeping the previous one: no data.config.json',
-      'config refused, keeping the previous one: config.json: apis.0.apiLimit.per: per must be greater than 0 when rate is greater than 0',
+      'config refused, keeping the previous one: config.json: apis.0.apiLimit.per: per must be greater than 0 when rate is greater than 0 (rate and per both 0 disable the limit)',
       'config refused, keeping the previous one: config.json: apis.1.listenPath: /a/ is also the listen path of ns/a',
     ]);
   });
