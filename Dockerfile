@@ -15,7 +15,13 @@ COPY tsconfig.json ./
 COPY cli ./cli
 COPY lib ./lib
 COPY crds ./crds
-COPY controller ./controller
+COPY contract ./contract
+COPY compiler ./compiler
+COPY limiters ./limiters
+COPY operator ./operator
+COPY facade ./facade
+COPY webhook ./webhook
+COPY standalone ./standalone
 COPY sidecar ./sidecar
 COPY streams ./streams
 RUN npx tsc -p tsconfig.json && rm -rf dist/test dist/scripts

@@ -10,7 +10,7 @@ import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { closeStoreClient, storeClientFromFlag } from '../lib/store/redis.js';
-import { Operator } from '../controller/operator/operator.js';
+import { Operator } from '../operator/operator.js';
 import { onShutdown } from './shutdown.js';
 import type { ControllerFlags } from './controller.js';
 

@@ -1,8 +1,8 @@
 /** `gw facade`: the management endpoints over the custom resources of a cluster. */
-import { errorBody } from '../controller/facade/http-util.js';
+import { errorBody } from '../lib/http/http-util.js';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { createFacadeServer } from '../controller/facade/server.js';
-import { KubeBackend } from '../controller/facade/backend-kube.js';
+import { createFacadeServer } from '../facade/server.js';
+import { KubeBackend } from '../facade/backend-kube.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createKubeApi, type KubeApi } from '../lib/kube/api.js';
@@ -12,9 +12,9 @@ import { loadGatewayOptions } from '../lib/options.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { onShutdown } from './shutdown.js';
-import { liveQuota } from '../controller/facade/live-quota.js';
+import { liveQuota } from '../facade/live-quota.js';
 import { systemClock } from '../lib/clock.js';
-import { RedisSessionStore } from '../lib/sessions-redis.js';
+import { RedisSessionStore } from '../contract/sessions-redis.js';
 import { storeClientFromFlag } from '../lib/store/redis.js';
 import { KubeConfigSource } from '../sidecar/config/kube-source.js';
 import { createEngine } from '../sidecar/engine/engine.js';

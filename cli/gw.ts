@@ -10,7 +10,7 @@ import type { FacadeFlags } from './facade.js';
 import type { SidecarFlags } from './sidecar.js';
 import type { WebhookFlags } from './webhook.js';
 // The injection defaults have one home (inject.ts, no runtime imports, cheap to load).
-import { defaultInjectOptions as D } from '../controller/webhook/inject.js';
+import { defaultInjectOptions as D } from '../webhook/inject.js';
 import { registerClientCommands } from './client/index.js';
 import { parseHostPort } from '../lib/serve.js';
 

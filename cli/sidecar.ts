@@ -7,8 +7,8 @@ import { storeClientFromFlag, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.j
 import { loadGatewayOptions } from '../lib/options.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createKubeApi } from '../lib/kube/api.js';
-import { MemorySessionStore, type SessionStore } from '../lib/sessions.js';
-import { RedisSessionStore } from '../lib/sessions-redis.js';
+import { MemorySessionStore, type SessionStore } from '../contract/sessions.js';
+import { RedisSessionStore } from '../contract/sessions-redis.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { KubeConfigSource } from '../sidecar/config/kube-source.js';
@@ -17,7 +17,7 @@ import { createGatewayRuntime, startOrWithdraw } from '../sidecar/runtime.js';
 import { SMOOTHING_CHANNEL, type SmoothingEventPayloadT } from '../lib/events.js';
 import { onShutdown } from './shutdown.js';
 import { releaseStartupMemory, tuneHeapForProxying } from '../sidecar/heap-tuning.js';
-import type { CompiledConfig } from '../sidecar/config/types.js';
+import type { CompiledConfig } from '../contract/config.js';
 
 export interface SidecarFlags {
   upstream: string;

@@ -2,22 +2,22 @@
  * `gw standalone`: the gateway, the facade and the resources in one process. Resources come from a
  * watched directory of manifests; sessions live in memory (or Redis with --redis).
  */
-import { errorBody } from '../controller/facade/http-util.js';
+import { errorBody } from '../lib/http/http-util.js';
 import { createLogger } from '../lib/logger.js';
 import { storeClientFromFlag, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
 import { loadGatewayOptions } from '../lib/options.js';
-import { MemorySessionStore } from '../lib/sessions.js';
-import { RedisSessionStore } from '../lib/sessions-redis.js';
+import { MemorySessionStore } from '../contract/sessions.js';
+import { RedisSessionStore } from '../contract/sessions-redis.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
-import { DirSource } from '../controller/sources/dir-source.js';
-import { StandaloneState } from '../controller/standalone/state.js';
-import { QuotaStatePersistence } from '../controller/standalone/quota-state.js';
-import { MemoryQuota } from '../sidecar/limiters/quota.js';
-import { DirBackend } from '../controller/facade/backend-dir.js';
-import { createFacadeServer } from '../controller/facade/server.js';
-import type { ResourceBackend } from '../controller/facade/backend.js';
-import { liveQuota } from '../controller/facade/live-quota.js';
+import { DirSource } from '../standalone/dir-source.js';
+import { StandaloneState } from '../standalone/state.js';
+import { QuotaStatePersistence } from '../standalone/quota-state.js';
+import { MemoryQuota } from '../limiters/quota.js';
+import { DirBackend } from '../facade/backend-dir.js';
+import { createFacadeServer } from '../facade/server.js';
+import type { ResourceBackend } from '../facade/backend.js';
+import { liveQuota } from '../facade/live-quota.js';
 import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime, startOrWithdraw, type GatewayRuntime } from '../sidecar/runtime.js';
 import { onShutdown } from './shutdown.js';

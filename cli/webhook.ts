@@ -2,8 +2,8 @@
 import { z } from 'zod';
 import { createLogger } from '../lib/logger.js';
 import { drain, listen } from '../lib/serve.js';
-import { createWebhookServer } from '../controller/webhook/server.js';
-import type { InjectOptions } from '../controller/webhook/inject.js';
+import { createWebhookServer } from '../webhook/server.js';
+import type { InjectOptions } from '../webhook/inject.js';
 import { onShutdown } from './shutdown.js';
 
 export interface WebhookFlags {

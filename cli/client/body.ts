@@ -1,7 +1,7 @@
 /** The request body of a client command: --body JSON, --body-file FILE, or `-` (either flag) for stdin. */
 import { z } from 'zod';
 // The facade's own limit (one home): a bigger body would only be refused with 413.
-import { MAX_BODY_BYTES } from '../../controller/facade/http-util.js';
+import { MAX_BODY_BYTES } from '../../lib/http/http-util.js';
 import { ClientError, Exit } from './exit-codes.js';
 const { readFileSync } = process.getBuiltinModule('node:fs');
 

@@ -3,10 +3,10 @@ import { Agent, dispatchRequest, type Dispatcher } from '../../lib/http/undici.j
 
 let agent: Dispatcher | undefined;
 import { z } from 'zod';
-import { isControlChar } from '../../controller/facade/http-util.js';
+import { isControlChar } from '../../lib/http/http-util.js';
 import type { Connection } from './connection.js';
 import { ClientError, Exit, exitForStatus } from './exit-codes.js';
-import { NO_SUCH_ROUTE } from '../../controller/facade/http-util.js';
+import { NO_SUCH_ROUTE } from '../../lib/http/http-util.js';
 
 export type Credential = 'bearer' | 'secret';
 

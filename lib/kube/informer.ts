@@ -9,7 +9,7 @@
  * Objects are only checked for the envelope (metadata) here; each reconciler validates the kind.
  */
 import { z } from 'zod';
-import type { Logger } from '../../lib/logger.js';
+import type { Logger } from '../logger.js';
 import { backoffDelay } from '../backoff.js';
 import { codeOf, resourcePath, type KubeApi } from './api.js';
 

@@ -1,5 +1,4 @@
 /** The limiters' store: memory (ExpiringMap) or Redis (a StoreClient), with one key layout. */
 export { ExpiringMap } from './memory.js';
 export { createStoreClient, parseStoreUrl, type ParsedStoreUrl, type StoreClient } from './redis.js';
-export { storeKeys, uniqueMember } from './keys.js';
 export { defineScript, type ScriptRunner } from './scripts.js';

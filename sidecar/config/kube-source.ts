@@ -9,8 +9,8 @@
 import type { Logger } from '../../lib/logger.js';
 import type { KubeApi } from '../../lib/kube/api.js';
 import { Informer, type KubeObject, type ResourceRef } from '../../lib/kube/informer.js';
-import type { CompiledConfig } from './types.js';
-import { CONFIG_MAP_KEY, CONFIG_MAP_NAME, ConfigMapData, parseCompiledConfig } from './schema.js';
+import type { CompiledConfig } from '../../contract/config.js';
+import { CONFIG_MAP_KEY, CONFIG_MAP_NAME, ConfigMapData, parseCompiledConfig } from '../../contract/config-schema.js';
 
 const CONFIG_MAPS: ResourceRef = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' };
 

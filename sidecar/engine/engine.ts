@@ -10,19 +10,19 @@
  */
 import type { Clock } from '../../lib/clock.js';
 import type { GatewayOptionsT } from '../../lib/options.js';
-import type { StoredSession } from '../../lib/sessions.js';
+import type { StoredSession } from '../../contract/sessions.js';
 import type { StoreClient } from '../../lib/store/redis.js';
 import { isWrongType } from '../../lib/store/store-calls.js';
-import type { CompiledConfig, LimitSpec } from '../config/types.js';
-import type { PeerCount } from '../limiters/drl.js';
-import { smoothingActive } from '../limiters/smoothing.js';
-import type { QuotaResult, QuotaSpec, QuotaState } from '../limiters/quota.js';
-import { createLimiters, type Limiters } from '../limiters/select.js';
-import type { LimitResult, MaybePromise, SmoothingEvent } from '../limiters/types.js';
-import { effectiveSession, type EffectiveSession } from './effective-session.js';
-import { matchApiRule } from './endpoint-match.js';
-import { keyLimitFor, keyQuota, quotaBuckets, quotaFor, type KeyLimit } from './key-limits.js';
-import { limiterIdentity } from './rate-limit-key.js';
+import type { CompiledConfig, LimitSpec } from '../../contract/config.js';
+import type { PeerCount } from '../../limiters/drl.js';
+import { smoothingActive } from '../../limiters/smoothing.js';
+import type { QuotaResult, QuotaSpec, QuotaState } from '../../limiters/quota.js';
+import { createLimiters, type Limiters } from '../../limiters/select.js';
+import type { LimitResult, MaybePromise, SmoothingEvent } from '../../limiters/types.js';
+import { effectiveSession, type EffectiveSession } from '../../contract/limits/effective-session.js';
+import { matchApiRule } from '../../contract/limits/endpoint-match.js';
+import { keyLimitFor, keyQuota, quotaBuckets, quotaFor, type KeyLimit } from '../../contract/limits/key-limits.js';
+import { limiterIdentity } from '../../contract/limits/rate-limit-key.js';
 import { Throttle, type Sleep } from './throttle.js';
 import type { CheckRequest, Engine, HeaderNumbers, LimitRefusal, Verdict } from './types.js';
 

@@ -5,7 +5,7 @@
  * A request whose client leaves stops waiting at once (its slot is freed) and is never checked again,
  * and one whose key was revoked while it waited is not admitted (ThrottleWait).
  */
-import type { MaybePromise } from '../limiters/types.js';
+import type { MaybePromise } from '../../limiters/types.js';
 
 export type Sleep = (ms: number) => Promise<void>;
 export const realSleep: Sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -2,9 +2,9 @@
  * The limiter engine's contract with the proxy: given a request's API, endpoint and session,
  * answer allow / deny with the numbers for the X-RateLimit-* headers. No HTTP in here.
  */
-import type { CompiledApi } from '../config/types.js';
-import type { StoredSession } from '../../lib/sessions.js';
-import type { MaybePromise } from '../limiters/types.js';
+import type { CompiledApi } from '../../contract/config.js';
+import type { StoredSession } from '../../contract/sessions.js';
+import type { MaybePromise } from '../../limiters/types.js';
 import type { ThrottleWait } from './throttle.js';
 
 export interface HeaderNumbers {

@@ -4,9 +4,9 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { sha256hex } from '../../lib/hash.js';
-import type { StoredSession } from '../../lib/sessions.js';
+import type { StoredSession } from '../../contract/sessions.js';
 import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
-import type { CompiledApi } from '../config/types.js';
+import type { CompiledApi } from '../../contract/config.js';
 import { endpointPattern } from '../../lib/path-pattern.js';
 
 export function extractKey(headers: IncomingHttpHeaders, headerName: string): string | undefined {

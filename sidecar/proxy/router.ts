@@ -1,5 +1,5 @@
 /** Longest listen-path prefix routing over the compiled APIs (already sorted longest first). */
-import type { CompiledApi } from '../config/types.js';
+import type { CompiledApi } from '../../contract/config.js';
 
 export interface Route {
   api: CompiledApi;

@@ -12,9 +12,9 @@ import { systemClock, type Clock } from '../../lib/clock.js';
 import { GatewayOptions } from '../../lib/options.js';
 import { createStoreClient } from '../../lib/store/redis.js';
 import { createEngine } from '../../sidecar/engine/engine.js';
-import type { CompiledApi } from '../../sidecar/config/types.js';
-import { DrlLimiter } from '../../sidecar/limiters/drl.js';
-import { MemorySlidingLog, RedisSlidingLog } from '../../sidecar/limiters/sliding-log.js';
+import type { CompiledApi } from '../../contract/config.js';
+import { DrlLimiter } from '../../limiters/drl.js';
+import { MemorySlidingLog, RedisSlidingLog } from '../../limiters/sliding-log.js';
 
 const url = process.argv[2];
 const gc = (globalThis as { gc?: () => void }).gc;

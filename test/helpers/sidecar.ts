@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { stringify } from 'yaml';
 import { ApiDefinitionResource } from '../../crds/kinds.js';
-import { compileConfig } from '../../controller/compile/compile-config.js';
+import { compileConfig } from '../../compiler/compile-config.js';
 import { freePort } from '../harness/ports.js';
 import { kubeconfig, kubectl } from './kube.js';
 import { CLI, tempDir } from './standalone.js';

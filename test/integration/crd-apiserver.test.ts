@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { Status } from '../../crds/schemas/common.js';
-import { validateDocument } from '../../lib/manifests.js';
+import { validateDocument } from '../../standalone/manifests.js';
 import { freshNamespace, kubectl } from '../helpers/kube.js';
 
 const api = (spec: unknown, name = 'a') => ({ apiVersion: 'gw.io/v1alpha1', kind: 'ApiDefinition', metadata: { name }, spec });

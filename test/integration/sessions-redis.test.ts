@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { RedisSessionStore, SESSION_PREFIX } from '../../lib/sessions-redis.js';
+import { RedisSessionStore, SESSION_PREFIX } from '../../contract/sessions-redis.js';
 import { freshRedis } from '../helpers/redis.js';
 
 const logger = pino({ level: 'silent' });

@@ -10,7 +10,7 @@
  */
 import { createServer } from 'node:http';
 import { request } from 'undici';
-import { defaultInjectOptions, sidecarContainer } from '../../controller/webhook/inject.js';
+import { defaultInjectOptions, sidecarContainer } from '../../webhook/inject.js';
 import { cmdline, rssMb } from '../bench/proc.js';
 import { freshNamespace } from '../helpers/kube.js';
 import { configOf, startSidecar, writeConfigMap } from '../helpers/sidecar.js';

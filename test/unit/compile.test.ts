@@ -1,6 +1,6 @@
 import { ApiDefinitionResource, PolicyResource, type ApiDefinition, type Policy } from '../../crds/kinds.js';
-import { compileApi } from '../../controller/compile/compile-api.js';
-import { compileConfig } from '../../controller/compile/compile-config.js';
+import { compileApi } from '../../compiler/compile-api.js';
+import { compileConfig } from '../../compiler/compile-config.js';
 import { route } from '../../sidecar/proxy/router.js';
 import { normalizePath } from '../../lib/request-path.js';
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync, rmSync, mkdirSync, symlinkSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { loadListing, loadManifestDir, loadManifestText, formatLoadError, type LoadResult } from '../../lib/manifests.js';
+import { loadListing, loadManifestDir, loadManifestText, formatLoadError, type LoadResult } from '../../standalone/manifests.js';
 import { isProblem, listManifests } from '../../lib/manifest-walk.js';
 import { MAX_MANIFEST_BYTES, readManifestFile } from '../../lib/manifest-read.js';
 import { run } from '../helpers/chart-tools.js';

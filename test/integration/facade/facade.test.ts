@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { AccessKeyResource, OAuthClientResource, SecretResource, secretValue } from '../../../crds/kinds.js';
 import { sha256hex } from '../../../lib/hash.js';
-import { loadManifestDir } from '../../../lib/manifests.js';
+import { loadManifestDir } from '../../../standalone/manifests.js';
 import { conformance, SECRET, startFacade, TOKEN, type Facade } from './helpers.js';
 
 let f: Facade;
@@ -438,8 +438,8 @@ describe('persistence', () => {
       expect(r.resource.metadata.labels?.['app.kubernetes.io/managed-by']).toBe('gw-facade');
     }
     // a "restarted" facade on the same directory
-    const { DirBackend } = await import('../../../controller/facade/backend-dir.js');
-    const { toSnapshot } = await import('../../../controller/sources/snapshot.js');
+    const { DirBackend } = await import('../../../facade/backend-dir.js');
+    const { toSnapshot } = await import('../../../compiler/snapshot.js');
     const fresh = new DirBackend({ dir: f.dir, snapshot: () => toSnapshot(loadManifestDir(f.dir).resources.map((x) => x.resource)) });
     expect((await fresh.listKeys()).sort()).toEqual(((await f.call('GET', '/gw/keys')).body as { keys: string[] }).keys.sort());
     expect((await fresh.listClients('pets')).length).toBe(1);

@@ -7,11 +7,11 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { request } from 'undici';
-import { DirSource } from '../../../controller/sources/dir-source.js';
-import { DirBackend } from '../../../controller/facade/backend-dir.js';
-import type { QuotaState, ResourceBackend } from '../../../controller/facade/backend.js';
-import { facadeOpenApi } from '../../../controller/facade/openapi.js';
-import { createFacadeServer, type FacadeServerOptions } from '../../../controller/facade/server.js';
+import { DirSource } from '../../../standalone/dir-source.js';
+import { DirBackend } from '../../../facade/backend-dir.js';
+import type { QuotaState, ResourceBackend } from '../../../facade/backend.js';
+import { facadeOpenApi } from '../../../facade/openapi.js';
+import { createFacadeServer, type FacadeServerOptions } from '../../../facade/server.js';
 import { GatewayOptions, type GatewayOptionsT } from '../../../lib/options.js';
 
 export const TOKEN = 'facade-test-token-0123456789';

@@ -8,8 +8,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NotReadyError, type ResourceBackend } from '../../../controller/facade/backend.js';
-import { facadeOpenApi } from '../../../controller/facade/openapi.js';
+import { NotReadyError, type ResourceBackend } from '../../../facade/backend.js';
+import { facadeOpenApi } from '../../../facade/openapi.js';
 import { freePort } from '../../harness/ports.js';
 import {
   conformance,

@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { GatewayOptions } from '../../../lib/options.js';
-import { CONFIG_MAP_NAME } from '../../../sidecar/config/schema.js';
+import { CONFIG_MAP_NAME } from '../../../contract/config-schema.js';
 import { helm, kubeconform, run, writeApiServerSchemas, writeCrdSchemas } from '../../helpers/chart-tools.js';
-import { defaultInjectOptions, sidecarContainer } from '../../../controller/webhook/inject.js';
+import { defaultInjectOptions, sidecarContainer } from '../../../webhook/inject.js';
 
 const CHART = resolve('helm/gw');
 const NONDEFAULT = resolve('test/integration/helm/fixtures/values-nondefault.yaml');

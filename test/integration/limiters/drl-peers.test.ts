@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { systemClock } from '../../../lib/clock.js';
-import { DrlPeers } from '../../../sidecar/limiters/drl-peers.js';
+import { DrlPeers } from '../../../limiters/drl-peers.js';
 import { freshRedis, redisUrl } from '../../helpers/redis.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

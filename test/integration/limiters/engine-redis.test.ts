@@ -1,7 +1,7 @@
 import { ManualClock } from '../../../lib/clock.js';
 import { GatewayOptions } from '../../../lib/options.js';
 import { createEngine, type EngineSmoothingEvent, type GatewayEngine } from '../../../sidecar/engine/engine.js';
-import type { CompiledApi, CompiledConfig } from '../../../sidecar/config/types.js';
+import type { CompiledApi, CompiledConfig } from '../../../contract/config.js';
 import type { Verdict } from '../../../sidecar/engine/types.js';
 import { twoGateways, type Gateways } from './gateways.js';
 

@@ -12,8 +12,8 @@ import { ManualClock } from '../../../lib/clock.js';
 import { GatewayOptions } from '../../../lib/options.js';
 import { createStoreClient, type StoreClient } from '../../../lib/store/redis.js';
 import { createEngine, type GatewayEngine } from '../../../sidecar/engine/engine.js';
-import type { CompiledApi } from '../../../sidecar/config/types.js';
-import { DrlPeers } from '../../../sidecar/limiters/drl-peers.js';
+import type { CompiledApi } from '../../../contract/config.js';
+import { DrlPeers } from '../../../limiters/drl-peers.js';
 import { startRedisCluster, type RedisClusterHandle } from '../../harness/redis-cluster.js';
 import { freshRedis, redisUrl } from '../../helpers/redis.js';
 

@@ -1,8 +1,8 @@
 import { ManualClock } from '../../../lib/clock.js';
 import { GatewayOptions } from '../../../lib/options.js';
 import { createEngine } from '../../../sidecar/engine/engine.js';
-import type { CompiledApi } from '../../../sidecar/config/types.js';
-import { storeKeys } from '../../../lib/store/keys.js';
+import type { CompiledApi } from '../../../contract/config.js';
+import { storeKeys } from '../../../contract/store-keys.js';
 import { freshRedis } from '../../helpers/redis.js';
 import { unreachable } from './gateways.js';
 

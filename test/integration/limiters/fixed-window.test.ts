@@ -1,5 +1,5 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { RedisFixedWindow } from '../../../sidecar/limiters/fixed-window.js';
+import { RedisFixedWindow } from '../../../limiters/fixed-window.js';
 import { burst, twoGateways, type Gateways } from './gateways.js';
 
 const T0 = 1_700_000_040_000; // a multiple of 60 s

@@ -8,7 +8,7 @@ import { ManualClock } from '../../../lib/clock.js';
 import { GatewayOptions } from '../../../lib/options.js';
 import { createStoreClient, type StoreClient } from '../../../lib/store/redis.js';
 import { createEngine, type GatewayEngine } from '../../../sidecar/engine/engine.js';
-import type { CompiledApi } from '../../../sidecar/config/types.js';
+import type { CompiledApi } from '../../../contract/config.js';
 import type { Verdict } from '../../../sidecar/engine/types.js';
 import { StoreDeadlineError, StoreUnavailableError } from '../../../lib/store/store-calls.js';
 import { startNode, stopNode, type Node } from '../../harness/redis-cluster.js';

@@ -1,5 +1,5 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { RedisQuota } from '../../../sidecar/limiters/quota.js';
+import { RedisQuota } from '../../../limiters/quota.js';
 import { burst, twoGateways, type Gateways } from './gateways.js';
 
 const T0 = 1_700_000_040_000;

@@ -5,10 +5,10 @@
  * admitted ≤ rate + k − 1, and after that wave nothing is admitted for `per`.
  */
 import { ManualClock } from '../../../lib/clock.js';
-import { storeKeys } from '../../../lib/store/keys.js';
-import { RedisSentinel } from '../../../sidecar/limiters/sentinel.js';
+import { storeKeys } from '../../../contract/store-keys.js';
+import { RedisSentinel } from '../../../limiters/sentinel.js';
 import { twoGateways, unreachable, type Gateways } from './gateways.js';
-import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
+import type { SmoothingEvent } from '../../../limiters/types.js';
 import { steadyUnderSentinel } from '../../unit/engine/fixtures.js';
 
 const T0 = 1_700_000_040_000;

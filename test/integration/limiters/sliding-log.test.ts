@@ -1,7 +1,7 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { storeKeys } from '../../../lib/store/keys.js';
-import { RedisSlidingLog } from '../../../sidecar/limiters/sliding-log.js';
-import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
+import { storeKeys } from '../../../contract/store-keys.js';
+import { RedisSlidingLog } from '../../../limiters/sliding-log.js';
+import type { SmoothingEvent } from '../../../limiters/types.js';
 import { burst, twoGateways, type Gateways } from './gateways.js';
 import { CURVE_EVENTS, CURVE_LIMIT, driveCurve, editedSmoothedLimit } from '../../unit/engine/fixtures.js';
 

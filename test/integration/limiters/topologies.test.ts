@@ -13,7 +13,7 @@ import { ManualClock } from '../../../lib/clock.js';
 import { GatewayOptions } from '../../../lib/options.js';
 import { createStoreClient, type StoreClient } from '../../../lib/store/redis.js';
 import { createEngine } from '../../../sidecar/engine/engine.js';
-import type { CompiledApi } from '../../../sidecar/config/types.js';
+import type { CompiledApi } from '../../../contract/config.js';
 import { freePort } from '../../harness/ports.js';
 import { startRedisCluster, type RedisClusterHandle } from '../../harness/redis-cluster.js';
 

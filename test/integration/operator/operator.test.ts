@@ -6,11 +6,11 @@
 import { jest } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { sha256hex } from '../../../lib/hash.js';
-import { SESSION_PREFIX } from '../../../lib/sessions-redis.js';
-import { storeKeys } from '../../../lib/store/keys.js';
+import { SESSION_PREFIX } from '../../../contract/sessions-redis.js';
+import { storeKeys } from '../../../contract/store-keys.js';
 import { SMOOTHING_CHANNEL } from '../../../lib/events.js';
 import { request } from 'undici';
-import { readClientRecord, clientRecordKey, verifyClientSecret } from '../../../controller/operator/reconcile-client.js';
+import { readClientRecord, clientRecordKey, verifyClientSecret } from '../../../operator/reconcile-client.js';
 import { freshNamespace, kubectl } from '../../helpers/kube.js';
 import { freshRedis } from '../../helpers/redis.js';
 import { accessKey, apiDef, apply, eventually, getJson, oauthClient, policy, ready, secret, startController, waitReady, type Controller } from './helpers.js';

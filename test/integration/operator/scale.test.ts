@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import { loadKubeConnection } from '../../../lib/kube/connection.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { createKubeApi, resourcePath } from '../../../lib/kube/api.js';
-import { REFS } from '../../../controller/operator/context.js';
+import { REFS } from '../../../operator/context.js';
 import { freshNamespace, kubeconfig } from '../../helpers/kube.js';
 import { freshRedis } from '../../helpers/redis.js';
 import { eventually, startController, type Controller } from './helpers.js';

@@ -3,7 +3,7 @@
  * they refuse and accept, the unknown-label rule included (a CEL rule over streams and processors).
  */
 import { stringify } from 'yaml';
-import { validateDocument } from '../../../lib/manifests.js';
+import { validateDocument } from '../../../standalone/manifests.js';
 import { freshNamespace, kubectl } from '../../helpers/kube.js';
 
 const api = (streaming: unknown, name = 'streams') => ({

@@ -5,7 +5,7 @@
  */
 import type { Server } from 'node:http';
 import { request } from 'undici';
-import { compileConfig } from '../../../controller/compile/compile-config.js';
+import { compileConfig } from '../../../compiler/compile-config.js';
 import { ApiDefinitionResource } from '../../../crds/kinds.js';
 import { startEcho } from '../../../scripts/echo-upstream.js';
 import { freshNamespace } from '../../helpers/kube.js';

@@ -1,6 +1,6 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { DrlLimiter } from '../../../sidecar/limiters/drl.js';
-import { createLimiters, usesDrl } from '../../../sidecar/limiters/select.js';
+import { DrlLimiter } from '../../../limiters/drl.js';
+import { createLimiters, usesDrl } from '../../../limiters/select.js';
 import { options, T0 } from './fixtures.js';
 
 async function admitted(l: DrlLimiter, bucket: string, limit: { rate: number; per: number }, n: number): Promise<number> {

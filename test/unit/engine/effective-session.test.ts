@@ -1,5 +1,5 @@
 import type { PolicySpecT } from '../../../crds/schemas/policy.js';
-import { effectiveSession, type EffectiveSession } from '../../../sidecar/engine/effective-session.js';
+import { effectiveSession, type EffectiveSession } from '../../../contract/limits/effective-session.js';
 import { config, session } from './fixtures.js';
 
 const sm = (threshold: number) => ({ enabled: true, threshold, step: 1, trigger: 0.5, delay: 1 });

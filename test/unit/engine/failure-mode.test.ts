@@ -1,7 +1,7 @@
 import { ManualClock } from '../../../lib/clock.js';
 import { StoreCalls, StoreDeadlineError, SUSPECT_DEADLINE_MS } from '../../../lib/store/store-calls.js';
-import { WithFailureMode } from '../../../sidecar/limiters/failure-mode.js';
-import type { Limiter } from '../../../sidecar/limiters/types.js';
+import { WithFailureMode } from '../../../limiters/failure-mode.js';
+import type { Limiter } from '../../../limiters/types.js';
 import { T0 } from './fixtures.js';
 
 const broken: Limiter = {

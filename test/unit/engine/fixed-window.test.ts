@@ -1,5 +1,5 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { MemoryFixedWindow, fixedWindow } from '../../../sidecar/limiters/fixed-window.js';
+import { MemoryFixedWindow, fixedWindow } from '../../../limiters/fixed-window.js';
 import { T0 } from './fixtures.js';
 
 describe('fixed window (memory)', () => {

@@ -1,13 +1,13 @@
 /** Builders shared by the engine tests. */
 import { ManualClock } from '../../../lib/clock.js';
 import { GatewayOptions, type GatewayOptionsT } from '../../../lib/options.js';
-import type { StoredSession } from '../../../lib/sessions.js';
+import type { StoredSession } from '../../../contract/sessions.js';
 import type { KeySessionT } from '../../../crds/schemas/access-key.js';
 import type { PolicySpecT } from '../../../crds/schemas/policy.js';
-import type { CompiledApi, CompiledConfig, EndpointRule, LimitSpec } from '../../../sidecar/config/types.js';
+import type { CompiledApi, CompiledConfig, EndpointRule, LimitSpec } from '../../../contract/config.js';
 import { createEngine, type EngineDeps, type EngineSmoothingEvent, type GatewayEngine } from '../../../sidecar/engine/engine.js';
 import type { Verdict } from '../../../sidecar/engine/types.js';
-import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
+import type { SmoothingEvent } from '../../../limiters/types.js';
 
 export const T0 = 1_700_000_040_000; // a multiple of 60 s: windows start here
 

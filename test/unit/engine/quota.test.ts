@@ -1,5 +1,5 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { MemoryQuota } from '../../../sidecar/limiters/quota.js';
+import { MemoryQuota } from '../../../limiters/quota.js';
 import { NEVER_RETRY_AFTER } from '../../../sidecar/engine/engine.js';
 import { api, config, count, harness, session, T0 } from './fixtures.js';
 

@@ -1,4 +1,4 @@
-import { expandPattern, limiterIdentity } from '../../../sidecar/engine/rate-limit-key.js';
+import { expandPattern, limiterIdentity } from '../../../contract/limits/rate-limit-key.js';
 import { api, config, count, harness, session } from './fixtures.js';
 
 describe('custom rate-limit keys', () => {

@@ -1,6 +1,6 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { MemorySentinel } from '../../../sidecar/limiters/sentinel.js';
-import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
+import { MemorySentinel } from '../../../limiters/sentinel.js';
+import type { SmoothingEvent } from '../../../limiters/types.js';
 import { steadyUnderSentinel, T0 } from './fixtures.js';
 
 describe('sentinel variant (memory)', () => {

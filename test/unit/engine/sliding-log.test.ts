@@ -1,5 +1,5 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { MemorySlidingLog } from '../../../sidecar/limiters/sliding-log.js';
+import { MemorySlidingLog } from '../../../limiters/sliding-log.js';
 import { T0 } from './fixtures.js';
 
 describe('sliding window log (memory)', () => {

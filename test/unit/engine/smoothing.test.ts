@@ -1,7 +1,7 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { MemorySlidingLog } from '../../../sidecar/limiters/sliding-log.js';
-import { initialState, smoothingStep } from '../../../sidecar/limiters/smoothing.js';
-import type { SmoothingEvent } from '../../../sidecar/limiters/types.js';
+import { MemorySlidingLog } from '../../../limiters/sliding-log.js';
+import { initialState, smoothingStep } from '../../../limiters/smoothing.js';
+import type { SmoothingEvent } from '../../../limiters/types.js';
 import type { SmoothingUnsupported } from '../../../sidecar/engine/engine.js';
 import { api, config, CURVE_EVENTS, CURVE_LIMIT, driveCurve, editedSmoothedLimit, harness, session, T0 } from './fixtures.js';
 

@@ -5,8 +5,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeBackend } from '../../../controller/facade/backend-kube.js';
-import { clientResourceName, ConflictError, keyResourceName, NotReadyError, QUOTA_RESET_ANNOTATION } from '../../../controller/facade/backend.js';
+import { KubeBackend } from '../../../facade/backend-kube.js';
+import { clientResourceName, ConflictError, keyResourceName, NotReadyError, QUOTA_RESET_ANNOTATION } from '../../../facade/backend.js';
 import { AccessKeyResource } from '../../../crds/kinds.js';
 import { sha256hex } from '../../../lib/hash.js';
 

@@ -8,11 +8,11 @@ import { ClientError, Exit, exitForStatus } from '../../../cli/client/exit-codes
 import { oneLine, seg } from '../../../cli/client/http.js';
 import { buildProxyRequest } from '../../../cli/client/proxy.js';
 import { generateKey } from '../../../cli/client/keys.js';
-import { liveQuota } from '../../../controller/facade/live-quota.js';
+import { liveQuota } from '../../../facade/live-quota.js';
 import { ManualClock } from '../../../lib/clock.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { GatewayOptions } from '../../../lib/options.js';
-import { MemorySessionStore } from '../../../lib/sessions.js';
+import { MemorySessionStore } from '../../../contract/sessions.js';
 import { createEngine } from '../../../sidecar/engine/engine.js';
 
 const codeOf = (fn: () => unknown): number | undefined => {

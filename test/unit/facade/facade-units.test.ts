@@ -4,18 +4,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { AccessKeyResource, OAuthClientResource, SecretResource } from '../../../crds/kinds.js';
-import { DirBackend } from '../../../controller/facade/backend-dir.js';
-import { clientResourceName, ConflictError, keyResourceName } from '../../../controller/facade/backend.js';
+import { DirBackend } from '../../../facade/backend-dir.js';
+import { clientResourceName, ConflictError, keyResourceName } from '../../../facade/backend.js';
 import { apiIdOf } from '../../../crds/schemas/api-definition.js';
-import { facadeOpenApi } from '../../../controller/facade/openapi.js';
-import { FacadeLimiter } from '../../../controller/facade/rate-limit.js';
+import { facadeOpenApi } from '../../../facade/openapi.js';
+import { FacadeLimiter } from '../../../facade/rate-limit.js';
 import { ManualClock } from '../../../lib/clock.js';
-import { normalizeSession } from '../../../controller/facade/routes-keys.js';
-import { checkProxyUrl, normalizeOrigin } from '../../../controller/facade/routes-proxy.js';
-import { allowedOrigins } from '../../../controller/facade/server.js';
-import { HttpError } from '../../../controller/facade/http-util.js';
-import { emptySnapshot, toSnapshot } from '../../../controller/sources/snapshot.js';
-import { loadManifestDir } from '../../../lib/manifests.js';
+import { normalizeSession } from '../../../facade/routes-keys.js';
+import { checkProxyUrl, normalizeOrigin } from '../../../facade/routes-proxy.js';
+import { allowedOrigins } from '../../../facade/server.js';
+import { HttpError } from '../../../lib/http/http-util.js';
+import { emptySnapshot, toSnapshot } from '../../../compiler/snapshot.js';
+import { loadManifestDir } from '../../../standalone/manifests.js';
 import { sha256hex } from '../../../lib/hash.js';
 
 describe('FacadeLimiter (the gateway sliding window log)', () => {

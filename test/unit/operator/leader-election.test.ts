@@ -1,4 +1,4 @@
-import { LeaderElector, microTime, type LeaseClient, type LeaseRecord, type LeaseSpec } from '../../../controller/operator/leader-election.js';
+import { LeaderElector, microTime, type LeaseClient, type LeaseRecord, type LeaseSpec } from '../../../operator/leader-election.js';
 import { FakeTimers } from './fake-timers.js';
 
 /** One Lease in memory with resourceVersion checks, shared by candidates; writes are counted. */

@@ -6,7 +6,7 @@
 import { pino } from 'pino';
 import { FakeKubeApi, until } from '../../helpers/fake-kube-api.js';
 import { KubeConfigSource } from '../../../sidecar/config/kube-source.js';
-import { compileConfig } from '../../../controller/compile/compile-config.js';
+import { compileConfig } from '../../../compiler/compile-config.js';
 import { ApiDefinitionResource } from '../../../crds/kinds.js';
 
 function configText(path: string): string {

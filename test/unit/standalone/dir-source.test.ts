@@ -6,8 +6,8 @@ import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { DirSource } from '../../../controller/sources/dir-source.js';
-import { emptySnapshot } from '../../../controller/sources/snapshot.js';
+import { DirSource } from '../../../standalone/dir-source.js';
+import { emptySnapshot } from '../../../compiler/snapshot.js';
 
 const policy = 'apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\nspec: {rate: 1, per: 1}\n';
 

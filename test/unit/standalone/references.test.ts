@@ -1,9 +1,9 @@
 /** Standalone's missing-reference report (SPEC.md §2): what an AccessKey or OAuthClient names that the directory lacks. */
 import { parse } from 'yaml';
-import { validateDocument } from '../../../lib/manifests.js';
+import { validateDocument } from '../../../standalone/manifests.js';
 import type { AnyResource } from '../../../crds/kinds.js';
-import { missingReferences, referenceIndex } from '../../../controller/standalone/references.js';
-import { toSnapshot } from '../../../controller/sources/snapshot.js';
+import { missingReferences, referenceIndex } from '../../../standalone/references.js';
+import { toSnapshot } from '../../../compiler/snapshot.js';
 
 function res(yaml: string): AnyResource {
   const v = validateDocument(parse(yaml));

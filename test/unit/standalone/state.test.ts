@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { pino } from 'pino';
-import { validateDocument } from '../../../lib/manifests.js';
-import { MemorySessionStore } from '../../../lib/sessions.js';
-import { toSnapshot } from '../../../controller/sources/snapshot.js';
-import { StandaloneState } from '../../../controller/standalone/state.js';
+import { validateDocument } from '../../../standalone/manifests.js';
+import { MemorySessionStore } from '../../../contract/sessions.js';
+import { toSnapshot } from '../../../compiler/snapshot.js';
+import { StandaloneState } from '../../../standalone/state.js';
 import type { AnyResource } from '../../../crds/kinds.js';
 
 const resources = (yaml: string): AnyResource[] =>

@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
-import { ANN, SIDECAR_NAME, UPSTREAM_PORT_NAME, applyPatch, defaultInjectOptions, injectSidecar } from '../../../controller/webhook/inject.js';
-import { PodSchema, type Pod } from '../../../controller/webhook/admission.js';
-import { review } from '../../../controller/webhook/server.js';
+import { ANN, SIDECAR_NAME, UPSTREAM_PORT_NAME, applyPatch, defaultInjectOptions, injectSidecar } from '../../../webhook/inject.js';
+import { PodSchema, type Pod } from '../../../webhook/admission.js';
+import { review } from '../../../webhook/server.js';
 import { injectOptionsFromFlags, type WebhookFlags } from '../../../cli/webhook.js';
 
 type Obj = Record<string, unknown>;

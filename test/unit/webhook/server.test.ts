@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
 import { pino } from 'pino';
-import { createWebhookServer } from '../../../controller/webhook/server.js';
-import { defaultInjectOptions } from '../../../controller/webhook/inject.js';
+import { createWebhookServer } from '../../../webhook/server.js';
+import { defaultInjectOptions } from '../../../webhook/inject.js';
 
 let dir: string;
 let srv: ReturnType<typeof createWebhookServer>;

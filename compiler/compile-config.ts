@@ -1,0 +1,69 @@
+/**
+ * The set of ApiDefinitions and Policies → CompiledConfig (what sidecars enforce). A bad or
+ * conflicting ApiDefinition is reported and left out; the others still compile. The result depends on
+ * the resources only, not on the order they arrive in (an informer's order differs between a
+ * long-running controller and a fresh one): of two conflicting APIs the older one wins (creationTimestamp,
+ * then namespace/name; without timestamps, as in a manifests directory, the one read first), and the
+ * policies are keyed in sorted order. Equal inputs, equal hash: a restart or a new leader rewrites nothing.
+ */
+import type { ApiDefinition, Policy } from '../crds/kinds.js';
+import type { CompiledApi, CompiledConfig, CompiledPolicy } from '../contract/config.js';
+import { compileApi } from './compile-api.js';
+const { createHash } = process.getBuiltinModule('node:crypto');
+
+export interface CompileProblem {
+  kind: 'ApiDefinition' | 'Policy';
+  namespace: string;
+  name: string;
+  message: string;
+  /** The refused resource and, for a conflict, the one that keeps its place (callers name their files). */
+  resource: ApiDefinition | Policy;
+  conflictsWith?: ApiDefinition;
+}
+
+const nsName = (r: { metadata: { namespace: string; name: string } }): string => `${r.metadata.namespace}/${r.metadata.name}`;
+const createdAt = (r: { metadata: Record<string, unknown> }): string => (typeof r.metadata.creationTimestamp === 'string' ? r.metadata.creationTimestamp : '');
+
+/** Oldest first (creationTimestamp, then namespace/name); resources without a timestamp keep their order. */
+function oldestFirst(apis: ApiDefinition[]): ApiDefinition[] {
+  return apis
+    .map((r, i) => ({ r, i, t: createdAt(r) }))
+    .sort((a, b) => a.t.localeCompare(b.t) || (a.t && b.t ? nsName(a.r).localeCompare(nsName(b.r)) : 0) || a.i - b.i)
+    .map((x) => x.r);
+}
+
+export function compileConfig(apis: ApiDefinition[], policies: Policy[]): { config: CompiledConfig; problems: CompileProblem[] } {
+  const problems: CompileProblem[] = [];
+  const compiled: CompiledApi[] = [];
+  const byListen = new Map<string, CompiledApi>();
+  const byId = new Map<string, CompiledApi>();
+  const sourceOf = new Map<CompiledApi, ApiDefinition>();
+  for (const res of oldestFirst(apis)) {
+    const where = { kind: 'ApiDefinition' as const, namespace: res.metadata.namespace, name: res.metadata.name, resource: res };
+    let api: CompiledApi;
+    try {
+      api = compileApi(res);
+    } catch (e) {
+      problems.push({ ...where, message: (e as Error).message });
+      continue;
+    }
+    const idKey = `${api.namespace}/${api.api_id}`;
+    const clash = byListen.get(api.listenPath) ?? byId.get(idKey);
+    if (clash) {
+      problems.push({ ...where, message: `conflicts with ApiDefinition ${clash.namespace}/${clash.name} (same listen path or api_id)`, conflictsWith: sourceOf.get(clash)! });
+      continue;
+    }
+    sourceOf.set(api, res);
+    byListen.set(api.listenPath, api);
+    byId.set(idKey, api);
+    compiled.push(api);
+  }
+  const pols: Record<string, CompiledPolicy> = {};
+  for (const p of [...policies].sort((a, b) => nsName(a).localeCompare(nsName(b)))) {
+    pols[nsName(p)] = { namespace: p.metadata.namespace, name: p.metadata.name, spec: p.spec };
+  }
+  compiled.sort((a, b) => b.listenPath.length - a.listenPath.length || a.listenPath.localeCompare(b.listenPath));
+  const body = { apis: compiled, policies: pols };
+  const hash = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 16);
+  return { config: { hash, ...body }, problems };
+}

@@ -1,0 +1,75 @@
+/** Validation of the compiled config read from a ConfigMap (another process's output is still input). */
+import { z } from 'zod';
+import { PolicySpec } from '../crds/schemas/policy.js';
+import { refinePer, Smoothing } from '../crds/schemas/common.js';
+import type { CompiledConfig } from './config.js';
+
+// a rate needs a window (refinePer, the resource schemas' own rule): rate > 0 with per 0 meant no limit at all
+const LimitSpec = z
+  .object({ rate: z.number().min(0), per: z.number().min(0), smoothing: Smoothing.nullable().optional() })
+  .superRefine(refinePer);
+
+const CompiledApiSchema = z.object({
+  namespace: z.string(),
+  name: z.string(),
+  api_id: z.string(),
+  active: z.boolean(),
+  keyless: z.boolean(),
+  authHeader: z.string(),
+  listenPath: z.string().startsWith('/'),
+  strip: z.boolean(),
+  targetUrl: z.string().optional(),
+  apiLimit: LimitSpec.optional(),
+  endpointRules: z.array(
+    z.object({
+      method: z.string(),
+      pattern: z.string().refine((p) => {
+        try {
+          new RegExp(p);
+          return true;
+        } catch {
+          return false;
+        }
+      }, 'must be a valid regular expression'),
+      rate: z.number().min(0),
+      per: z.number().min(0),
+      id: z.string(),
+    }).superRefine(refinePer),
+  ),
+  streaming: z.unknown().optional(),
+});
+
+export const CompiledConfigSchema = z.object({
+  hash: z.string(),
+  apis: z.array(CompiledApiSchema).superRefine((apis, ctx) => {
+    // one listen path, one API (the controller refuses the second; a hand-written config must too)
+    const seen = new Map<string, string>();
+    apis.forEach((a, i) => {
+      const first = seen.get(a.listenPath);
+      if (first !== undefined) ctx.addIssue({ code: 'custom', path: [i, 'listenPath'], message: `${a.listenPath} is also the listen path of ${first}` });
+      else seen.set(a.listenPath, `${a.namespace}/${a.name}`);
+    });
+  }),
+  policies: z.record(z.string(), z.object({ namespace: z.string(), name: z.string(), spec: PolicySpec })),
+});
+
+export const CONFIG_MAP_NAME = 'gw-config';
+export const CONFIG_MAP_KEY = 'config.json';
+
+/** The part of a ConfigMap the sidecar and the controller read; its `config.json` is validated by parseCompiledConfig. */
+export const ConfigMapData = z.looseObject({ data: z.record(z.string(), z.string()).nullish() });
+
+export function parseCompiledConfig(text: string): { ok: true; config: CompiledConfig } | { ok: false; message: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    return { ok: false, message: `${CONFIG_MAP_KEY}: invalid JSON: ${(e as Error).message}` };
+  }
+  const r = CompiledConfigSchema.safeParse(raw);
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    return { ok: false, message: `${CONFIG_MAP_KEY}: ${i.path.join('.')}: ${i.message}` };
+  }
+  return { ok: true, config: r.data as CompiledConfig };
+}

@@ -1,0 +1,61 @@
+/**
+ * The compiled gateway config: what the controller writes into ConfigMaps and what standalone
+ * computes from its manifests directory. Sidecars read only this (plus sessions from the store).
+ */
+import type { PolicySpecT } from '../crds/schemas/policy.js';
+import type { SmoothingT } from '../crds/schemas/common.js';
+
+export interface LimitSpec {
+  rate: number;
+  per: number; // seconds
+  smoothing?: SmoothingT | null;
+}
+
+/** One per-endpoint API-level rule, in evaluation order. `pattern` is an anchored regex source. */
+export interface EndpointRule {
+  method: string; // upper case, or '*'
+  pattern: string;
+  rate: number;
+  per: number;
+  /** Stable id used in limiter keys (e.g. "GET /users/{id}"). */
+  id: string;
+}
+
+export interface CompiledApi {
+  namespace: string;
+  name: string; // metadata.name
+  api_id: string;
+  active: boolean;
+  keyless: boolean;
+  authHeader: string; // lower case
+  listenPath: string; // starts with '/'
+  strip: boolean;
+  targetUrl?: string;
+  /** API-level global limit; absent when disabled or rate and per are both 0. */
+  apiLimit?: LimitSpec;
+  /** Per-endpoint API-level rules (enabled ones only), in evaluation order. */
+  endpointRules: EndpointRule[];
+  /** Raw streaming section of the ApiDefinition, if any (streams issue). */
+  streaming?: unknown;
+}
+
+export interface CompiledPolicy {
+  namespace: string;
+  name: string;
+  spec: PolicySpecT;
+}
+
+export interface CompiledConfig {
+  /** Content hash of everything below. */
+  hash: string;
+  apis: CompiledApi[];
+  /** Policies by `${namespace}/${name}`. */
+  policies: Record<string, CompiledPolicy>;
+}
+
+/** A quota as the limiters apply it. */
+export interface QuotaSpec {
+  max: number;
+  /** Seconds; ≤ 0 never renews. */
+  renewal: number;
+}

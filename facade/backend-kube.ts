@@ -1,0 +1,359 @@
+/**
+ * Cluster backend: facade writes become custom resources (AccessKey, OAuthClient) plus a Secret for a
+ * client secret, and the facade answers once the controller has reconciled them (status.observedGeneration
+ * caught up with metadata.generation), or after readyTimeoutMs. Keys are found by spec.key_hash (one GET
+ * for facade-made keys, see findKey): a key kept in a Secret (secretRef) is not visible to the facade in
+ * a cluster.
+ */
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { z } from 'zod';
+import { Status } from '../crds/schemas/common.js';
+import {
+  AccessKeyObject,
+  API_VERSION,
+  ApiDefinitionResource,
+  GROUP,
+  OAuthClientResource,
+  VERSION,
+  type AccessKey,
+  type OAuthClient,
+  guarded,
+} from '../crds/kinds.js';
+import { backoffDelay } from '../lib/backoff.js';
+import type { Logger } from '../lib/logger.js';
+import { apiIdOf } from '../crds/schemas/api-definition.js';
+import {
+  clientSecretManifest,
+  ConflictError,
+  isManaged,
+  keyResourceName,
+  NotReadyError,
+  MANAGED_BY_LABEL,
+  QUOTA_RESET_ANNOTATION,
+  SUPPRESS_RESET_ANNOTATION,
+  type ApiRef,
+  type ClientRecord,
+  type KeyRecord,
+  type QuotaState,
+  type ResourceBackend,
+} from './backend.js';
+const { randomUUID } = process.getBuiltinModule('node:crypto');
+
+export interface KubeBackendOptions {
+  kc: KubeConfig;
+  /** Only this namespace is read (APIs, keys, clients); undefined = all namespaces. */
+  namespace?: string;
+  quota?: (keyHash: string) => Promise<QuotaState | undefined>;
+  /** How long a write waits for the controller to report it Ready (default 10 s); then NotReadyError (504). */
+  readyTimeoutMs?: number;
+  logger?: Logger;
+}
+
+type Plural = 'apidefinitions' | 'policies' | 'accesskeys' | 'oauthclients';
+
+const KIND_OF: Record<Plural, string> = { apidefinitions: 'ApiDefinition', policies: 'Policy', accesskeys: 'AccessKey', oauthclients: 'OAuthClient' };
+
+/** The part of a written resource the wait reads. */
+const ReconcileState = z.object({ status: Status.optional() });
+/** status.quotaReset of an AccessKey: the last gw.io/quota-reset token the controller acted on. */
+const QuotaResetState = z.looseObject({ status: z.looseObject({ quotaReset: z.string().optional() }).optional() });
+
+const PolicyActive = z.looseObject({ spec: z.looseObject({ active: z.boolean().optional() }).optional() });
+const Terminating = z.looseObject({ metadata: z.looseObject({ deletionTimestamp: z.string().optional() }) });
+/** An AccessKey with the hash the controller recorded for a key kept in a Secret (status.keyHash). */
+const AccessKeyWithHash = guarded(AccessKeyObject.extend({ status: z.looseObject({ keyHash: z.string().regex(/^[0-9a-f]{64}$/).optional() }).optional() }));
+type AccessKeyWithHash = z.infer<typeof AccessKeyWithHash>;
+const hashOf = (k: AccessKeyWithHash): string | undefined => k.spec.key_hash ?? k.status?.keyHash;
+/** Marked for deletion, waiting for the controller's finalizer (session / client record cleanup). */
+const terminating = (obj: unknown): boolean => Terminating.safeParse(obj).data?.metadata.deletionTimestamp !== undefined;
+
+/** Besides Ready for the generation: what else the controller must have reported (and why it counts as not reconciled yet). */
+interface WaitAlso {
+  done: (obj: unknown) => boolean;
+  why: string;
+}
+
+const code = (e: unknown): number | undefined => (e as { code?: number }).code;
+
+/** The metadata of a stored resource that a replace must carry over. */
+interface CurrentMeta {
+  resourceVersion?: string;
+  finalizers?: string[];
+  ownerReferences?: unknown[];
+}
+
+async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
+  try {
+    return await p;
+  } catch (e) {
+    if (code(e) === 404) return undefined;
+    throw e;
+  }
+}
+
+export class KubeBackend implements ResourceBackend {
+  private readonly custom: CustomObjectsApi;
+  private readonly core: CoreV1Api;
+
+  constructor(private readonly opts: KubeBackendOptions) {
+    this.custom = opts.kc.makeApiClient(CustomObjectsApi);
+    this.core = opts.kc.makeApiClient(CoreV1Api);
+  }
+
+  private async list<S extends z.ZodType>(plural: Plural, schema: S, labelSelector?: string): Promise<z.infer<S>[]> {
+    const ns = this.opts.namespace;
+    const sel = labelSelector === undefined ? {} : { labelSelector };
+    const res = (ns
+      ? await this.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, ...sel })
+      : await this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural, ...sel })) as { items?: unknown[] };
+    const out: z.infer<S>[] = [];
+    for (const item of res.items ?? []) {
+      const r = schema.safeParse(item);
+      if (r.success) out.push(r.data);
+    }
+    return out;
+  }
+
+  private get(plural: Plural, namespace: string, name: string): Promise<unknown> {
+    return orUndefined(this.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name }) as Promise<unknown>);
+  }
+
+  /** Create, or replace keeping resourceVersion; then wait for the controller. */
+  private async upsert(plural: Plural, resource: AccessKey | OAuthClient, also?: WaitAlso): Promise<void> {
+    const { namespace, name } = resource.metadata;
+    let written: { metadata?: { generation?: number } } | undefined;
+    // Several facade replicas may write one resource at once (the per-process lock does not span them):
+    // a 409 (created meanwhile / resourceVersion moved) re-reads and writes again, a few times.
+    for (let attempt = 1; written === undefined; attempt++) {
+      let current = (await this.get(plural, namespace, name)) as { metadata?: CurrentMeta } | undefined;
+      if (current && terminating(current)) {
+        // Deleted a moment ago (e.g. DELETE then POST of the same key): replacing it would be lost when
+        // the finalizer completes. Wait until it is gone, then create it anew.
+        await this.waitGone(plural, namespace, name);
+        current = undefined;
+      }
+      try {
+        if (current) {
+          // A replace keeps what others put in metadata: the controller's finalizer (its cleanup on
+          // deletion) and owner references.
+          const kept = { ...(current.metadata?.finalizers ? { finalizers: current.metadata.finalizers } : {}), ...(current.metadata?.ownerReferences ? { ownerReferences: current.metadata.ownerReferences } : {}) };
+          const body = { ...resource, metadata: { ...kept, ...resource.metadata, resourceVersion: current.metadata?.resourceVersion } };
+          written = (await this.custom.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name, body })) as typeof written;
+        } else {
+          written = (await this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, body: resource })) as typeof written;
+        }
+      } catch (e) {
+        if (code(e) !== 409 || attempt >= 5) throw e;
+      }
+    }
+    await this.waitReconciled(plural, namespace, name, written?.metadata?.generation ?? 1, also);
+  }
+
+  /**
+   * Polls `check` until it returns true (→ true) or readyTimeoutMs passes (→ false). The controller usually
+   * takes tens of ms: the first poll comes after 25 ms, then the pause doubles up to 200 ms.
+   */
+  private async pollUntil(check: () => Promise<boolean>): Promise<boolean> {
+    const deadline = Date.now() + (this.opts.readyTimeoutMs ?? 10_000);
+    for (let attempt = 1; ; attempt++) {
+      if (await check()) return true;
+      if (Date.now() >= deadline) return false;
+      await new Promise((res) => setTimeout(res, Math.min(backoffDelay(attempt, 25, 200), Math.max(0, deadline - Date.now()))));
+    }
+  }
+
+  private get readyTimeoutS(): number {
+    return (this.opts.readyTimeoutMs ?? 10_000) / 1000;
+  }
+
+  /**
+   * Ready = the controller observed this generation (status.observedGeneration ≥ generation) and its
+   * Ready condition, when it sets one, is not "False". Past readyTimeoutMs: NotReadyError (→ 504).
+   */
+  private async waitReconciled(plural: Plural, namespace: string, name: string, generation: number, also?: WaitAlso): Promise<void> {
+    let why = 'the controller has not reconciled it yet';
+    const done = await this.pollUntil(async () => {
+      const obj = await this.get(plural, namespace, name);
+      if (obj === undefined) return true; // deleted meanwhile: nothing left to wait for
+      const r = ReconcileState.safeParse(obj);
+      const st = r.success ? r.data.status : undefined; // a status the schema does not know counts as not reconciled
+      const ready = st?.conditions?.find((c) => c.type === 'Ready');
+      if ((st?.observedGeneration ?? 0) < generation) return false;
+      if (ready?.status === 'False') {
+        why = `the controller reports Ready=False${ready.reason ? ` (${ready.reason})` : ''}${ready.message ? `: ${ready.message}` : ''}`;
+        return false;
+      }
+      if (!also || also.done(obj)) return true;
+      why = also.why;
+      return false;
+    });
+    if (done) return;
+    this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}`, why }, 'controller did not report the resource Ready in time');
+    throw new NotReadyError(
+      `${KIND_OF[plural]} ${namespace}/${name} was written and exists, but is not Ready after ${this.readyTimeoutS} s: ${why}; it takes effect once reconciled (repeating the request is safe)`,
+    );
+  }
+
+  /**
+   * After a DELETE: waits until the resource is gone, i.e. the controller ran its finalizer (a key's
+   * session and counters, a client's record are out of Redis). Past readyTimeoutMs: NotReadyError (→ 504).
+   */
+  private async waitGone(plural: Plural, namespace: string, name: string): Promise<void> {
+    if (await this.pollUntil(async () => (await this.get(plural, namespace, name)) === undefined)) return;
+    this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}` }, 'controller did not finish a deletion in time');
+    throw new NotReadyError(
+      `${KIND_OF[plural]} ${namespace}/${name} is being deleted, but still exists after ${this.readyTimeoutS} s: the controller has not finished its cleanup yet; it is removed once reconciled (repeating the request is safe)`,
+    );
+  }
+
+  async getApi(namespace: string | undefined, apiId: string): Promise<ApiRef | undefined> {
+    const apis = await this.list('apidefinitions', ApiDefinitionResource);
+    const a = apis.find((x) => (namespace === undefined || x.metadata.namespace === namespace) && apiIdOf(x) === apiId);
+    return a && { namespace: a.metadata.namespace, name: a.metadata.name, apiId };
+  }
+
+  async missingApis(namespace: string, apiIds: string[]): Promise<string[]> {
+    if (apiIds.length === 0) return [];
+    const present = new Set((await this.list('apidefinitions', ApiDefinitionResource)).filter((x) => x.metadata.namespace === namespace).map(apiIdOf));
+    return apiIds.filter((id) => !present.has(id));
+  }
+
+  async getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string; active: boolean } | undefined> {
+    const raw = await this.get('policies', namespace, name);
+    if (!raw) return undefined;
+    return { namespace, name, active: PolicyActive.safeParse(raw).data?.spec?.active !== false };
+  }
+
+  /**
+   * The AccessKey whose key hashes to keyHash: spec.key_hash, or for a key kept in a Secret (secretRef,
+   * e.g. applied with kubectl) the status.keyHash the controller recorded. Facade-made keys are named after the hash
+   * (keyResourceName) in the facade's namespace: one GET. When that misses (a hand-written AccessKey
+   * with key_hash under a name of its own, or no such key) the scan covers only resources that are not
+   * facade-made (server-side label selector), so its cost does not grow with the keys the facade
+   * imported. Without a namespace (all namespaces) the whole list is scanned, as before.
+   */
+  private async findKey(keyHash: string, opts: { terminating?: boolean } = {}): Promise<AccessKeyWithHash | undefined> {
+    const match = (k: AccessKeyWithHash): boolean => hashOf(k) === keyHash && (opts.terminating === true || !terminating(k));
+    const ns = this.opts.namespace;
+    if (ns === undefined) return (await this.list('accesskeys', AccessKeyWithHash)).find(match);
+    const direct = AccessKeyWithHash.safeParse(await this.get('accesskeys', ns, keyResourceName(keyHash)));
+    if (direct.success && match(direct.data)) return direct.data;
+    const [labelKey, labelValue] = Object.entries(MANAGED_BY_LABEL)[0]!;
+    return (await this.list('accesskeys', AccessKeyWithHash, `${labelKey}!=${labelValue}`)).find(match);
+  }
+
+  async getKey(keyHash: string): Promise<KeyRecord | undefined> {
+    const k = await this.findKey(keyHash);
+    if (!k) return undefined;
+    const { key_hash: _h, secretRef: _s, ...spec } = k.spec;
+    return { namespace: k.metadata.namespace, name: k.metadata.name, spec, suppressReset: k.metadata.annotations?.[SUPPRESS_RESET_ANNOTATION] === 'true' };
+  }
+
+  async putKey(keyHash: string, record: KeyRecord): Promise<void> {
+    const existing = await this.findKey(keyHash);
+    const namespace = existing?.metadata.namespace ?? record.namespace;
+    const name = existing?.metadata.name ?? keyResourceName(keyHash);
+    const annotations = { ...(existing?.metadata.annotations ?? {}) };
+    delete annotations[SUPPRESS_RESET_ANNOTATION];
+    delete annotations[QUOTA_RESET_ANNOTATION];
+    // Without suppress_reset every write resets the live quota (SPEC §3.5), also when the key existed:
+    // a fresh token asks the controller to, and the answer waits until it reports having done it.
+    const resetToken = record.suppressReset ? undefined : randomUUID();
+    if (record.suppressReset) annotations[SUPPRESS_RESET_ANNOTATION] = 'true';
+    else annotations[QUOTA_RESET_ANNOTATION] = resetToken!;
+    await this.upsert(
+      'accesskeys',
+      {
+        apiVersion: API_VERSION,
+        kind: 'AccessKey',
+        metadata: { name, namespace, labels: existing ? { ...(existing.metadata.labels ?? {}) } : { ...MANAGED_BY_LABEL }, annotations },
+        // a key kept in a Secret stays there (its manifest, e.g. kubectl's, still names the Secret)
+        spec: existing?.spec.secretRef ? { ...record.spec, secretRef: existing.spec.secretRef } : { ...record.spec, key_hash: keyHash },
+      },
+      resetToken === undefined
+        ? undefined
+        : { done: (obj) => QuotaResetState.safeParse(obj).data?.status?.quotaReset === resetToken, why: 'the controller has not reset its quota yet' },
+    );
+  }
+
+  /** Resolves once the AccessKey is gone (its session removed by the controller's finalizer), or NotReadyError. */
+  async deleteKey(keyHash: string): Promise<boolean> {
+    const k = await this.findKey(keyHash, { terminating: true }); // a timed-out earlier DELETE is waited for again
+    if (!k) return false;
+    const { namespace, name } = k.metadata;
+    await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'accesskeys', name }) as Promise<unknown>);
+    await this.waitGone('accesskeys', namespace, name);
+    return true;
+  }
+
+  async listKeys(): Promise<string[]> {
+    const hashes = (await this.list('accesskeys', AccessKeyWithHash)).flatMap((k) => {
+      const h = hashOf(k);
+      return h && !terminating(k) ? [h] : [];
+    });
+    return [...new Set(hashes)].sort();
+  }
+
+  async quota(keyHash: string): Promise<QuotaState | undefined> {
+    return this.opts.quota?.(keyHash);
+  }
+
+  private async secretOf(c: OAuthClient): Promise<string | undefined> {
+    const s: V1Secret | undefined = await orUndefined(this.core.readNamespacedSecret({ namespace: c.metadata.namespace, name: c.spec.secretRef.name }));
+    const d = s?.data?.[c.spec.secretRef.key];
+    return s?.stringData?.[c.spec.secretRef.key] ?? (d === undefined ? undefined : Buffer.from(d, 'base64').toString('utf8'));
+  }
+
+  async listClients(apiId: string): Promise<ClientRecord[]> {
+    const clients = (await this.list('oauthclients', OAuthClientResource)).filter((c) => c.spec.api_id === apiId && !terminating(c));
+    const out: ClientRecord[] = [];
+    for (const c of clients) out.push({ namespace: c.metadata.namespace, name: c.metadata.name, spec: c.spec, secret: await this.secretOf(c) });
+    return out.sort((a, b) => a.spec.client_id.localeCompare(b.spec.client_id));
+  }
+
+  /** One client of an API (a deleting one only with `terminating`), found without reading the others' Secrets. */
+  private async findClient(apiId: string, clientId: string, opts: { terminating?: boolean } = {}): Promise<OAuthClient | undefined> {
+    return (await this.list('oauthclients', OAuthClientResource)).find(
+      (c) => c.spec.api_id === apiId && c.spec.client_id === clientId && (opts.terminating === true || !terminating(c)),
+    );
+  }
+
+  async getClient(apiId: string, clientId: string): Promise<ClientRecord | undefined> {
+    const c = await this.findClient(apiId, clientId);
+    return c && { namespace: c.metadata.namespace, name: c.metadata.name, spec: c.spec, secret: await this.secretOf(c) };
+  }
+
+  async putClient(record: ClientRecord & { secret: string }): Promise<void> {
+    const ref = record.spec.secretRef;
+    const secret: V1Secret = clientSecretManifest(record);
+    const current = await orUndefined(this.core.readNamespacedSecret({ namespace: record.namespace, name: ref.name }));
+    if (current && !isManaged(current.metadata?.labels)) {
+      throw new ConflictError(`Secret ${record.namespace}/${ref.name} exists and is not managed by the facade`);
+    }
+    if (current) {
+      secret.metadata!.resourceVersion = current.metadata?.resourceVersion;
+      await this.core.replaceNamespacedSecret({ namespace: record.namespace, name: ref.name, body: secret });
+    } else {
+      await this.core.createNamespacedSecret({ namespace: record.namespace, body: secret });
+    }
+    await this.upsert('oauthclients', {
+      apiVersion: API_VERSION,
+      kind: 'OAuthClient',
+      metadata: { name: record.name, namespace: record.namespace, labels: { ...MANAGED_BY_LABEL } },
+      spec: record.spec,
+    });
+  }
+
+  async deleteClient(apiId: string, clientId: string): Promise<boolean> {
+    const c = await this.findClient(apiId, clientId, { terminating: true }); // a timed-out earlier DELETE is finished
+    if (!c) return false;
+    const { namespace, name } = c.metadata;
+    await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'oauthclients', name }) as Promise<unknown>);
+    await this.waitGone('oauthclients', namespace, name); // the controller removed the client's Redis record
+    const s = await orUndefined(this.core.readNamespacedSecret({ namespace, name: c.spec.secretRef.name }));
+    if (isManaged(s?.metadata?.labels)) {
+      await orUndefined(this.core.deleteNamespacedSecret({ namespace, name: c.spec.secretRef.name }));
+    }
+    return true;
+  }
+}

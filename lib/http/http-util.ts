@@ -1,0 +1,112 @@
+/** JSON in and out for the facade: bounded body reading, content-type checks, error bodies. */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { z } from 'zod';
+import { formatZodError } from '../errors.js';
+import { formatShapeProblem, jsonShapeProblem } from '../json-shape.js';
+
+/** Largest request body the facade reads (SPEC.md §4); the CLI's client commands check it before sending. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+/** The message of the facade's 404 for a path it has no route for (the CLI tells it from an unknown key). */
+export const NO_SUCH_ROUTE = 'no such route';
+
+/** A C0 control character or DEL (U+0000–U+001F, U+007F); `ch` is one character (code point). */
+export function isControlChar(ch: string): boolean {
+  const c = ch.codePointAt(0)!;
+  return c < 0x20 || c === 0x7f;
+}
+
+/** Whether `s` holds a control character (header/log injection; a URL parser silently drops CR/LF/TAB). */
+export function hasControlChar(s: string): boolean {
+  return [...s].some(isControlChar);
+}
+
+/** Thrown anywhere in a handler; answered as {"status":"error","message":...}. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+  });
+  res.end(text);
+}
+
+/** The facade's error body (SPEC.md §4). */
+export const errorBody = (_status: number, message: string): { status: 'error'; message: string } => ({ status: 'error', message });
+
+export function sendError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  sendJson(res, status, errorBody(status, message), headers);
+}
+
+const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;.*)?$/i;
+
+export function isJsonContentType(value: string | undefined): boolean {
+  return value !== undefined && JSON_TYPE.test(value.trim());
+}
+
+/**
+ * Reads and parses a JSON body: 415 unless the content type is JSON, 413 past MAX_BODY_BYTES (the
+ * declared length is checked first; a streamed body is no longer buffered once over), 400 when malformed.
+ */
+export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
+  if (!isJsonContentType(req.headers['content-type'])) {
+    throw new HttpError(415, 'Content-Type must be application/json');
+  }
+  const declared = Number(req.headers['content-length'] ?? '0');
+  if (declared > limit) throw new HttpError(413, `request body larger than ${limit} bytes`, { connection: 'close' });
+  const chunks: Buffer[] = [];
+  let size = 0;
+  await new Promise<void>((resolve, reject) => {
+    const onData = (c: Buffer): void => {
+      size += c.length;
+      if (size > limit) {
+        req.off('data', onData);
+        req.pause();
+        reject(new HttpError(413, `request body larger than ${limit} bytes`, { connection: 'close' }));
+        return;
+      }
+      chunks.push(c);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve());
+    req.once('error', reject);
+    req.once('close', () => {
+      if (!req.complete) reject(new HttpError(400, 'request body incomplete (connection closed)'));
+    });
+  });
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') throw new HttpError(400, 'malformed JSON: empty body');
+  let body: unknown;
+  try {
+    body = JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new HttpError(400, `malformed JSON: ${(e as Error).message}`);
+  }
+  const problem = jsonShapeProblem(body);
+  if (problem) throw new HttpError(400, formatShapeProblem(problem));
+  return body;
+}
+
+/** Validates with a zod schema; 400 naming the field(s) otherwise. */
+export function validate<S extends z.ZodType>(schema: S, value: unknown, prefix: string[] = []): z.infer<S> {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new HttpError(400, formatZodError(r.error, prefix));
+  return r.data;
+}
+
+/** The body must be a JSON object (not an array, string, null...). */
+export function requireObject(value: unknown): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new HttpError(400, '(root): must be a JSON object');
+  return value as Record<string, unknown>;
+}

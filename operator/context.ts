@@ -1,0 +1,119 @@
+/** What every reconciler shares: the caches, the writers, the store, and the kinds' REST names. */
+import { GROUP, SecretResource, VERSION, type Secret } from '../crds/kinds.js';
+import type { Logger } from '../lib/logger.js';
+import type { RedisSessionStore } from '../contract/sessions-redis.js';
+import type { StoreClient } from '../lib/store/redis.js';
+import type { CompiledConfig } from '../contract/config.js';
+import type { EventRecorder } from './events.js';
+import type { Informer, KubeObject, ResourceRef } from '../lib/kube/informer.js';
+import { resourcePath, type KubeApi } from '../lib/kube/api.js';
+import type { OperatorMetrics } from './metrics.js';
+import type { Outcome, StatusWriter } from './status.js';
+import { readyCondition } from './status.js';
+
+export const REFS = {
+  ApiDefinition: { group: GROUP, version: VERSION, plural: 'apidefinitions', kind: 'ApiDefinition' },
+  Policy: { group: GROUP, version: VERSION, plural: 'policies', kind: 'Policy' },
+  AccessKey: { group: GROUP, version: VERSION, plural: 'accesskeys', kind: 'AccessKey' },
+  OAuthClient: { group: GROUP, version: VERSION, plural: 'oauthclients', kind: 'OAuthClient' },
+  Secret: { group: '', version: 'v1', plural: 'secrets', kind: 'Secret' },
+  ConfigMap: { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' },
+} as const satisfies Record<string, ResourceRef>;
+
+export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'gw-controller' } as const;
+
+export interface Informers {
+  apis: Informer;
+  policies: Informer;
+  keys: Informer;
+  clients: Informer;
+  secrets: Informer;
+  configMaps: Informer;
+}
+
+export interface OperatorContext {
+  api: KubeApi;
+  logger: Logger;
+  metrics: OperatorMetrics;
+  informers: Informers;
+  redis?: StoreClient;
+  sessions?: RedisSessionStore;
+  status: StatusWriter;
+  events: EventRecorder;
+  /** The last compiled config of a namespace (policies for quota identities, api ids for references). */
+  configs: Map<string, CompiledConfig>;
+  /** Key hash → `namespace/name` of the AccessKey that owns its session. */
+  keyOwners: Map<string, string>;
+  /** The one namespace this controller watches (`--namespace`); undefined: all. */
+  scope?: string;
+}
+
+/** A Secret from the cache, validated (undefined when absent or not a valid Secret). */
+export function cachedSecret(ctx: OperatorContext, ns: string, name: string): Secret | undefined {
+  const raw = ctx.informers.secrets.get(ns, name);
+  if (!raw) return undefined;
+  const s = SecretResource.safeParse({ apiVersion: 'v1', kind: 'Secret', ...raw });
+  return s.success ? s.data : undefined;
+}
+
+/** Status write + a Warning Event when the reason changed to a failure. */
+export async function report(ctx: OperatorContext, ref: ResourceRef, inf: Informer, obj: KubeObject, outcome: Outcome): Promise<void> {
+  const before = readyCondition(obj);
+  const written = await ctx.status.write(ref, obj, outcome);
+  if (written) inf.remember(written);
+  if (!outcome.ready && (before?.reason !== outcome.reason || before?.status !== 'False')) {
+    await ctx.events.record(ref, obj, 'Warning', outcome.reason, outcome.message);
+  }
+}
+
+/** Adds the finalizer (optimistic: the patch tests the resourceVersion). Returns the updated object. */
+export async function ensureFinalizer(ctx: OperatorContext, ref: ResourceRef, inf: Informer, obj: KubeObject, finalizer: string): Promise<KubeObject> {
+  const list = obj.metadata.finalizers ?? [];
+  if (list.includes(finalizer)) return obj;
+  const path = resourcePath(ref, obj.metadata.namespace, obj.metadata.name);
+  const written = await ctx.api.patch(
+    path,
+    [
+      { op: 'test', path: '/metadata/resourceVersion', value: obj.metadata.resourceVersion },
+      { op: 'add', path: '/metadata/finalizers', value: [...list, finalizer] },
+    ],
+    'json',
+  );
+  ctx.metrics.writes.inc({ target: 'finalizer' });
+  inf.remember(written);
+  return inf.get(obj.metadata.namespace ?? '', obj.metadata.name) ?? obj;
+}
+
+export async function removeFinalizer(ctx: OperatorContext, ref: ResourceRef, inf: Informer, obj: KubeObject, finalizer: string): Promise<void> {
+  const list = obj.metadata.finalizers ?? [];
+  if (!list.includes(finalizer)) return;
+  const path = resourcePath(ref, obj.metadata.namespace, obj.metadata.name);
+  const written = await ctx.api.patch(
+    path,
+    [
+      { op: 'test', path: '/metadata/resourceVersion', value: obj.metadata.resourceVersion },
+      { op: 'replace', path: '/metadata/finalizers', value: list.filter((f) => f !== finalizer) },
+    ],
+    'json',
+  );
+  ctx.metrics.writes.inc({ target: 'finalizer' });
+  inf.remember(written);
+}
+
+/** First zod issue as "path: message". */
+export function firstIssue(e: { issues: { path: PropertyKey[]; message: string }[] }): string {
+  const i = e.issues[0];
+  return i ? `${i.path.map(String).join('.') || '(root)'}: ${i.message}` : 'invalid';
+}
+
+/** A Redis call failed: the resource reports Ready=False StoreUnavailable and is retried. */
+export class StoreUnavailable extends Error {}
+
+/** Awaits a Redis call, turning any failure into StoreUnavailable. */
+export async function storeCall<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (e) {
+    throw new StoreUnavailable((e as Error).message);
+  }
+}

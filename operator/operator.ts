@@ -1,0 +1,270 @@
+/**
+ * The operator: informers → work queue → reconcilers. Queue keys are `Config|<ns>` (the namespace's
+ * compiled config + ApiDefinition/Policy statuses), `AccessKey|<ns>|<name>` and `OAuthClient|<ns>|<name>`.
+ * Informers run on every replica (a follower's cache is warm); the queue runs only on the leader, and a
+ * new leader starts with a full resync. Full resyncs also run every resync period, when Redis comes
+ * back after a disconnect, and when the store marker key vanished (FLUSHALL / failover to an empty
+ * replica), so Redis drift is repaired within seconds and any other drift within one resync period.
+ */
+import type { Logger } from '../lib/logger.js';
+import { RedisSessionStore } from '../contract/sessions-redis.js';
+import type { StoreClient } from '../lib/store/redis.js';
+import { CONFIG_MAP_NAME } from '../contract/config-schema.js';
+import { REFS, StoreUnavailable, type Informers, type OperatorContext } from './context.js';
+import { EventRecorder } from './events.js';
+import { Informer, type ChangeType, type KubeObject, type ResourceRef } from '../lib/kube/informer.js';
+import { createKubeApi, type KubeApi } from '../lib/kube/api.js';
+import type { KubeConnection } from '../lib/kube/connection.js';
+import { kubeLeaseClient, LeaderElector } from './leader-election.js';
+import { OperatorMetrics } from './metrics.js';
+import { reconcileClient } from './reconcile-client.js';
+import { policiesOf, reconcileConfig } from './reconcile-config.js';
+import { reconcileKey } from './reconcile-key.js';
+import { SmoothingEvents } from './smoothing-events.js';
+import { StatusWriter } from './status.js';
+import { WorkQueue } from './work-queue.js';
+import { SecretIndex } from './secret-index.js';
+const { randomUUID } = process.getBuiltinModule('node:crypto');
+
+/**
+ * The store marker of a controller's scope (one namespace, or `*` for all): controllers of different
+ * namespaces may share one Redis, and after a FLUSHALL each must notice it and resync its own keys.
+ */
+export const storeMarkerKey = (namespace: string | undefined): string => `gw:controller:marker:${namespace ?? '*'}`;
+
+export interface OperatorOptions {
+  conn: KubeConnection;
+  logger: Logger;
+  namespace?: string;
+  redis?: StoreClient;
+  leaderElect?: boolean;
+  leaseNamespace?: string;
+  leaseName?: string;
+  leaseDurationMs?: number;
+  identity?: string;
+  resyncMs?: number;
+  storeCheckMs?: number;
+  concurrency?: number;
+  metrics?: OperatorMetrics;
+}
+
+export class Operator {
+  readonly metrics: OperatorMetrics;
+  readonly identity: string;
+  private readonly api: KubeApi;
+  private readonly informers: Informers;
+  private readonly queue: WorkQueue;
+  private readonly ctx: OperatorContext;
+  private readonly elector?: LeaderElector;
+  private readonly smoothing?: SmoothingEvents;
+  private readonly secretIndex = new SecretIndex();
+  private leading = false;
+  private synced = false;
+  private timers: NodeJS.Timeout[] = [];
+  private redisSeenReady = false;
+
+  constructor(private readonly o: OperatorOptions) {
+    this.metrics = o.metrics ?? new OperatorMetrics();
+    this.identity = o.identity ?? `${process.env.HOSTNAME ?? 'gw-controller'}-${randomUUID().slice(0, 8)}`;
+    this.api = createKubeApi(o.conn);
+    const mk = (resource: ResourceRef, extra: { fieldSelector?: string } = {}): Informer =>
+      new Informer({ api: this.api, resource, namespace: o.namespace, logger: o.logger, onChange: (t, obj, old) => this.onChange(resource.kind, t, obj, old), ...extra });
+    this.informers = {
+      apis: mk(REFS.ApiDefinition),
+      policies: mk(REFS.Policy),
+      keys: mk(REFS.AccessKey),
+      clients: mk(REFS.OAuthClient),
+      secrets: mk(REFS.Secret),
+      configMaps: mk(REFS.ConfigMap, { fieldSelector: `metadata.name=${CONFIG_MAP_NAME}` }),
+    };
+    const sessions = o.redis ? new RedisSessionStore(o.redis, o.logger) : undefined;
+    this.ctx = {
+      api: this.api,
+      logger: o.logger,
+      metrics: this.metrics,
+      informers: this.informers,
+      redis: o.redis,
+      sessions,
+      status: new StatusWriter(this.api, () => this.metrics.writes.inc({ target: 'status' })),
+      events: new EventRecorder(this.api, this.identity, o.logger, () => this.metrics.writes.inc({ target: 'event' })),
+      configs: new Map(),
+      keyOwners: new Map(),
+      scope: o.namespace,
+    };
+    this.queue = new WorkQueue({
+      concurrency: o.concurrency ?? 32,
+      handler: (k) => this.reconcile(k),
+      onError: (key, err, attempt, retryInMs) => {
+        const log = err instanceof StoreUnavailable || attempt < 3 ? o.logger.warn.bind(o.logger) : o.logger.error.bind(o.logger);
+        // "resource", not "key": the logger redacts every field named key
+        log({ resource: key, attempt, retryInMs, err: (err as Error).message }, 'reconcile failed; retrying');
+      },
+    });
+    this.metrics.depth = () => this.queue.depth();
+    if (o.leaderElect) {
+      this.elector = new LeaderElector({
+        client: kubeLeaseClient(this.api, o.leaseNamespace ?? o.namespace ?? 'default', o.leaseName ?? 'gw-controller'),
+        identity: this.identity,
+        leaseDurationMs: o.leaseDurationMs,
+        logger: o.logger,
+        onStartedLeading: () => this.startLeading(),
+        onStoppedLeading: () => this.stopLeading(),
+      });
+    }
+    if (o.redis) this.smoothing = new SmoothingEvents(o.redis, this.ctx, () => this.leading, o.logger);
+  }
+
+  ready(): boolean {
+    return this.synced && (!this.o.redis || this.o.redis.status === 'ready');
+  }
+
+  async start(): Promise<void> {
+    for (const inf of Object.values(this.informers)) inf.start();
+    if (this.o.redis) {
+      this.o.redis.on('ready', () => {
+        this.o.logger.info(this.redisSeenReady ? 'Redis reconnected: full resync' : 'Redis connected');
+        this.redisSeenReady = true;
+        this.fullResync('redis');
+      });
+      void this.smoothing?.start(); // subscribes whenever Redis is reachable; never blocks start-up
+    }
+    await Promise.all(Object.values(this.informers).map((i: Informer) => i.whenSynced()));
+    this.synced = true;
+    // Key ownership survives restarts in status.keyHash: seed the index before any reconcile, so a
+    // duplicate key stays refused and a deletion never removes a session another AccessKey owns.
+    for (const k of this.informers.keys.list()) {
+      const h = (k as { status?: { keyHash?: unknown } }).status?.keyHash;
+      if (typeof h === 'string' && !k.metadata.deletionTimestamp && !this.ctx.keyOwners.has(h)) this.ctx.keyOwners.set(h, `${k.metadata.namespace}/${k.metadata.name}`);
+    }
+    this.o.logger.info(
+      { apis: this.informers.apis.size(), policies: this.informers.policies.size(), keys: this.informers.keys.size(), clients: this.informers.clients.size() },
+      'caches synced',
+    );
+    const every = (ms: number, fn: () => void): void => {
+      const t = setInterval(fn, ms);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(this.o.resyncMs ?? 60_000, () => this.fullResync('periodic'));
+    if (this.o.redis) every(this.o.storeCheckMs ?? 5_000, () => void this.checkStoreMarker());
+    if (this.elector) {
+      this.metrics.leader.set(0);
+      this.elector.start();
+    } else this.startLeading();
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.queue.stop();
+    await Promise.race([this.queue.idle(), new Promise((r) => setTimeout(r, 5000))]);
+    await this.elector?.stop(true);
+    for (const inf of Object.values(this.informers)) inf.stop();
+    await this.smoothing?.stop();
+  }
+
+  /** Waits until nothing is queued or running (tests). */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  private startLeading(): void {
+    this.leading = true;
+    this.metrics.leader.set(1);
+    this.queue.start();
+    this.fullResync('leader');
+    void this.checkStoreMarker();
+  }
+
+  private stopLeading(): void {
+    this.leading = false;
+    this.metrics.leader.set(0);
+    this.queue.stop();
+    this.queue.clear();
+  }
+
+  /** Everything into the queue: every namespace's config, every key, every client. */
+  fullResync(cause: string): void {
+    if (!this.synced) return;
+    this.metrics.resyncs.inc({ cause });
+    const namespaces = new Set<string>();
+    for (const inf of [this.informers.apis, this.informers.policies, this.informers.configMaps]) {
+      for (const o of inf.list()) namespaces.add(o.metadata.namespace ?? 'default');
+    }
+    for (const ns of namespaces) this.queue.add(`Config|${ns}`);
+    for (const o of this.informers.keys.list()) this.queue.add(`AccessKey|${o.metadata.namespace}|${o.metadata.name}`);
+    for (const o of this.informers.clients.list()) this.queue.add(`OAuthClient|${o.metadata.namespace}|${o.metadata.name}`);
+  }
+
+  /** A marker key in Redis: when it is gone, the store lost its data (FLUSHALL, empty replica) → resync. */
+  private async checkStoreMarker(): Promise<void> {
+    const redis = this.o.redis;
+    if (!redis || !this.leading || redis.status !== 'ready') return;
+    try {
+      const set = await redis.set(storeMarkerKey(this.o.namespace), this.identity, 'NX');
+      if (set === 'OK') {
+        this.o.logger.info('store marker missing (new or flushed store): full resync');
+        this.fullResync('redis');
+      }
+    } catch {
+      // unreachable: the reconnect handler resyncs
+    }
+  }
+
+  private async reconcile(queueKey: string): Promise<void> {
+    const [kind, ns, name] = queueKey.split('|') as [string, string, string | undefined];
+    const end = this.metrics.latency.startTimer({ kind });
+    try {
+      if (kind === 'Config') await reconcileConfig(this.ctx, ns);
+      else if (kind === 'AccessKey') await reconcileKey(this.ctx, ns, name!);
+      else if (kind === 'OAuthClient') await reconcileClient(this.ctx, ns, name!);
+      this.metrics.reconciles.inc({ kind, result: 'success' });
+    } catch (e) {
+      this.metrics.reconciles.inc({ kind, result: e instanceof StoreUnavailable ? 'store_unavailable' : 'error' });
+      throw e;
+    } finally {
+      end();
+    }
+  }
+
+  private onChange(kind: string, type: ChangeType, obj: KubeObject, old?: KubeObject): void {
+    const ns = obj.metadata.namespace ?? 'default';
+    const name = obj.metadata.name;
+    const specChanged = type !== 'update' || !old || old.metadata.generation !== obj.metadata.generation;
+    const lifecycleChanged =
+      specChanged ||
+      old?.metadata.deletionTimestamp !== obj.metadata.deletionTimestamp ||
+      JSON.stringify(old?.metadata.annotations ?? {}) !== JSON.stringify(obj.metadata.annotations ?? {});
+    switch (kind) {
+      case 'ApiDefinition':
+      case 'Policy':
+        if (!specChanged) return;
+        this.queue.add(`Config|${ns}`);
+        for (const k of this.informers.keys.list(ns)) {
+          if (kind === 'ApiDefinition' ? hasAccessRights(k) : policiesOf(k).includes(name)) this.queue.add(`AccessKey|${ns}|${k.metadata.name}`);
+        }
+        for (const c of this.informers.clients.list(ns)) this.queue.add(`OAuthClient|${ns}|${c.metadata.name}`);
+        return;
+      case 'AccessKey':
+        this.secretIndex.update('AccessKey', obj, type === 'delete');
+        if (!lifecycleChanged && type === 'update') return;
+        if (type !== 'delete') this.queue.add(`AccessKey|${ns}|${name}`);
+        if (specChanged) this.queue.addAfter(`Config|${ns}`, 1000); // Policy status lists its keys
+        return;
+      case 'OAuthClient':
+        this.secretIndex.update('OAuthClient', obj, type === 'delete');
+        if (type !== 'delete' && lifecycleChanged) this.queue.add(`OAuthClient|${ns}|${name}`);
+        return;
+      case 'Secret':
+        for (const user of this.secretIndex.users(ns, name)) this.queue.add(user);
+        return;
+      case 'ConfigMap':
+        this.queue.add(`Config|${ns}`);
+        return;
+    }
+  }
+}
+
+function hasAccessRights(raw: KubeObject): boolean {
+  const ar = (raw as { spec?: { access_rights?: unknown } }).spec?.access_rights;
+  return !!ar && typeof ar === 'object' && Object.keys(ar).length > 0;
+}

@@ -1,0 +1,137 @@
+/**
+ * OAuthClient → client record in Redis: `gw:oauth:client:<namespace>/<api_id>/<client_id>` (each part
+ * URI-encoded), JSON validated with ClientRecordSchema when read. The client secret comes from the
+ * Secret of spec.secretRef and is stored only as its SHA-256 (`secret_hash`); verifyClientSecret
+ * compares in constant time. dcr_registration.access_token is a credential too and is left out.
+ * The record is written only when the API (api_id), the policy (policy_id, when set) and the Secret
+ * all exist; otherwise Ready=False says which is missing and a previously written record is removed.
+ * Finalizer gw.io/client-cleanup removes the record before the OAuthClient goes.
+ * status.recordKey remembers the Redis key written, so a changed client_id or api_id cleans up the old one.
+ */
+import { z } from 'zod';
+import { OAuthClientResource, secretValue, type OAuthClient } from '../crds/kinds.js';
+import { safeEqual, sha256hex } from '../lib/hash.js';
+import { cachedSecret, ensureFinalizer, firstIssue, REFS, removeFinalizer, report, storeCall, StoreUnavailable, type OperatorContext } from './context.js';
+import type { KubeObject } from '../lib/kube/informer.js';
+import { apiIdsIn } from './reconcile-key.js';
+import { notReady, notReadyAll, ok, type Reason } from './status.js';
+
+export const CLIENT_FINALIZER = 'gw.io/client-cleanup';
+export const CLIENT_PREFIX = 'gw:oauth:client:';
+export const CLIENT_CHANNEL = 'gw:oauth:clients';
+
+export const ClientRecordSchema = z.object({
+  namespace: z.string(),
+  name: z.string(),
+  api_id: z.string(),
+  client_id: z.string(),
+  client_name: z.string().optional(),
+  description: z.string().optional(),
+  policy_id: z.string().optional(),
+  redirect_uri: z.string().optional(),
+  meta_data: z.record(z.string(), z.unknown()).optional(),
+  dcr_registration: z.object({ client_uri: z.string(), provider: z.string() }).optional(),
+  secret_hash: z.string().regex(/^[0-9a-f]{64}$/),
+});
+export type ClientRecord = z.infer<typeof ClientRecordSchema>;
+
+export const clientRecordKey = (ns: string, apiId: string, clientId: string): string =>
+  `${CLIENT_PREFIX}${[ns, apiId, clientId].map(encodeURIComponent).join('/')}`;
+
+/** Reads and validates a client record (another process's output is still input). */
+export async function readClientRecord(redis: { get(k: string): Promise<string | null> }, key: string): Promise<ClientRecord | undefined> {
+  const raw = await redis.get(key);
+  if (raw === null) return undefined;
+  try {
+    const r = ClientRecordSchema.safeParse(JSON.parse(raw));
+    return r.success ? r.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Constant-time check of a presented client secret against a record. */
+export function verifyClientSecret(record: ClientRecord, secret: string): boolean {
+  return safeEqual(sha256hex(secret), record.secret_hash);
+}
+
+const ClientStatus = z.looseObject({ status: z.looseObject({ recordKey: z.string().optional() }).optional() });
+
+function recordOf(c: OAuthClient, secret: string): ClientRecord {
+  const s = c.spec;
+  return {
+    namespace: c.metadata.namespace,
+    name: c.metadata.name,
+    api_id: s.api_id,
+    client_id: s.client_id,
+    ...(s.client_name !== undefined ? { client_name: s.client_name } : {}),
+    ...(s.description !== undefined ? { description: s.description } : {}),
+    ...(s.policy_id ? { policy_id: s.policy_id } : {}),
+    ...(s.redirect_uri !== undefined ? { redirect_uri: s.redirect_uri } : {}),
+    ...(s.meta_data !== undefined ? { meta_data: s.meta_data } : {}),
+    ...(s.dcr_registration ? { dcr_registration: { client_uri: s.dcr_registration.client_uri, provider: s.dcr_registration.provider } } : {}),
+    secret_hash: sha256hex(secret),
+  };
+}
+
+async function removeRecord(ctx: OperatorContext, key: string): Promise<void> {
+  const n = await storeCall(ctx.redis!.del(key));
+  if (n > 0) {
+    await storeCall(ctx.redis!.publish(CLIENT_CHANNEL, key));
+    ctx.metrics.writes.inc({ target: 'client_delete' });
+  }
+}
+
+export async function reconcileClient(ctx: OperatorContext, ns: string, name: string): Promise<void> {
+  const inf = ctx.informers.clients;
+  let raw: KubeObject | undefined = inf.get(ns, name);
+  if (!raw) return;
+  const previous = ClientStatus.safeParse(raw).data?.status?.recordKey;
+
+  if (raw.metadata.deletionTimestamp) {
+    if (!raw.metadata.finalizers?.includes(CLIENT_FINALIZER)) return;
+    if (!ctx.redis) throw new StoreUnavailable('no --redis: cannot clean up the client record');
+    const keys = new Set<string>();
+    if (previous) keys.add(previous);
+    const p = OAuthClientResource.safeParse(raw);
+    if (p.success) keys.add(clientRecordKey(ns, p.data.spec.api_id, p.data.spec.client_id));
+    for (const k of keys) await removeRecord(ctx, k);
+    await removeFinalizer(ctx, REFS.OAuthClient, inf, raw, CLIENT_FINALIZER);
+    return;
+  }
+
+  raw = await ensureFinalizer(ctx, REFS.OAuthClient, inf, raw, CLIENT_FINALIZER);
+  const parsed = OAuthClientResource.safeParse(raw);
+  if (!parsed.success) return report(ctx, REFS.OAuthClient, inf, raw, notReady('InvalidSpec', firstIssue(parsed.error)));
+  const c = parsed.data;
+  const recordKey = clientRecordKey(ns, c.spec.api_id, c.spec.client_id);
+
+  const secretObj = cachedSecret(ctx, ns, c.spec.secretRef.name);
+  const secret = secretObj && secretValue(secretObj, c.spec.secretRef.key);
+  // every missing reference is named (the reason is the first one's)
+  const missing: [Reason, string][] = [];
+  if (!apiIdsIn(ctx, ns).has(c.spec.api_id)) missing.push(['ApiNotFound', `API ${c.spec.api_id} not found in namespace ${ns}`]);
+  if (c.spec.policy_id && !ctx.informers.policies.get(ns, c.spec.policy_id)) missing.push(['PolicyNotFound', `policy ${c.spec.policy_id} not found in namespace ${ns}`]);
+  if (!secret) missing.push(['SecretNotFound', `Secret ${ns}/${c.spec.secretRef.name} with key ${JSON.stringify(c.spec.secretRef.key)} not found`]);
+  const problem = notReadyAll(missing);
+
+  if (!ctx.redis) return report(ctx, REFS.OAuthClient, inf, raw, problem ?? notReady('StoreUnavailable', 'the controller runs without --redis'));
+  try {
+    if (problem) {
+      for (const k of new Set([previous, recordKey])) if (k) await removeRecord(ctx, k);
+      return await report(ctx, REFS.OAuthClient, inf, raw, problem);
+    }
+    const json = JSON.stringify(recordOf(c, secret!));
+    if ((await storeCall(ctx.redis.get(recordKey))) !== json) {
+      await storeCall(ctx.redis.multi().set(recordKey, json).publish(CLIENT_CHANNEL, recordKey).exec());
+      ctx.metrics.writes.inc({ target: 'client' });
+    }
+    if (previous && previous !== recordKey) await removeRecord(ctx, previous);
+  } catch (e) {
+    if (!(e instanceof StoreUnavailable)) throw e;
+    await report(ctx, REFS.OAuthClient, inf, raw, notReady('StoreUnavailable', `Redis: ${e.message}`, previous ? { recordKey: previous } : undefined));
+    throw e;
+  }
+  await report(ctx, REFS.OAuthClient, inf, raw, ok('client record stored', { recordKey }));
+}
+

@@ -1,0 +1,113 @@
+/**
+ * Reads YAML/JSON manifests (multi-document) into validated resources. Every error names the file,
+ * the document index, the field path and the rule; a bad document never stops the good ones.
+ */
+import { parseAllDocuments } from 'yaml';
+import { RESOURCE_SCHEMAS, type AnyResource } from '../crds/kinds.js';
+import { firstLine, formatZodError } from '../lib/errors.js';
+import { isProblem, listManifests, type Listing } from '../lib/manifest-walk.js';
+import { readManifestFile } from '../lib/manifest-read.js';
+
+export interface LoadError {
+  file: string;
+  /** The document in the file; absent when the whole path was refused (unreadable, a loop, too large…). */
+  index?: number;
+  message: string;
+  /** The path is a directory that could not be listed (its files' previous versions are kept). */
+  dir?: boolean;
+}
+
+export interface LoadResult {
+  resources: { file: string; index: number; resource: AnyResource }[];
+  errors: LoadError[];
+  /** Every manifest path of this read, in read order, refused ones included (files deleted meanwhile not). */
+  files: string[];
+}
+
+/** Validates one parsed document. */
+export function validateDocument(doc: unknown): { ok: true; resource: AnyResource } | { ok: false; message: string } {
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return { ok: false, message: '(root): must be an object' };
+  const kind = (doc as { kind?: unknown }).kind;
+  if (typeof kind !== 'string' || !(kind in RESOURCE_SCHEMAS)) {
+    return { ok: false, message: `kind: must be one of ${Object.keys(RESOURCE_SCHEMAS).join(', ')} (got ${JSON.stringify(kind)})` };
+  }
+  const schema = RESOURCE_SCHEMAS[kind as keyof typeof RESOURCE_SCHEMAS];
+  const parsed = schema.safeParse(doc);
+  if (!parsed.success) return { ok: false, message: formatZodError(parsed.error) };
+  return { ok: true, resource: parsed.data as AnyResource };
+}
+
+/** One file's documents into `into`: any failure is an error naming the file (and document), never a throw. */
+export function loadManifestText(text: string, file: string, into: LoadResult): void {
+  let docs: unknown[];
+  if (/\.json$/i.test(file)) {
+    try {
+      const v: unknown = JSON.parse(text);
+      docs = Array.isArray(v) ? v : [v];
+    } catch (e) {
+      into.errors.push({ file, index: 0, message: `invalid JSON: ${(e as Error).message}` });
+      return;
+    }
+  } else {
+    docs = [];
+    let parsed;
+    try {
+      parsed = parseAllDocuments(text);
+    } catch (e) {
+      into.errors.push({ file, message: `invalid YAML: ${firstLine((e as Error).message)}` });
+      return;
+    }
+    parsed.forEach((d, i) => {
+      if (d.errors.length) {
+        into.errors.push({ file, index: i, message: `invalid YAML: ${firstLine(d.errors[0]!.message)}` });
+        docs.push(undefined);
+        return;
+      }
+      try {
+        docs.push(d.toJS()); // throws on an alias bomb ("Excessive alias count…", the yaml default limit)
+      } catch (e) {
+        into.errors.push({ file, index: i, message: `invalid YAML: ${firstLine((e as Error).message)}` });
+        docs.push(undefined);
+      }
+    });
+  }
+  docs.forEach((doc, index) => {
+    if (doc === undefined || doc === null) return; // empty document or already reported
+    let v: ReturnType<typeof validateDocument>;
+    try {
+      v = validateDocument(doc);
+    } catch (e) {
+      v = { ok: false, message: `cannot validate: ${(e as Error).message}` }; // e.g. nesting deeper than the stack
+    }
+    if (v.ok) into.resources.push({ file, index, resource: v.resource });
+    else into.errors.push({ file, index, message: v.message });
+  });
+}
+
+/** Reads every file of a listing, in its order; the listing's problems become errors. */
+export function loadListing(listing: Listing): LoadResult {
+  const result: LoadResult = { resources: [], errors: [], files: [] };
+  for (const entry of listing.entries) {
+    if (isProblem(entry)) {
+      result.errors.push({ file: entry.rel, message: entry.problem, ...(entry.dir ? { dir: true } : {}) });
+      if (!entry.dir) result.files.push(entry.rel);
+      continue;
+    }
+    const read = readManifestFile(entry.path);
+    if (!read.ok) {
+      if (read.gone) continue; // deleted since the listing: the next poll sees it gone
+      result.errors.push({ file: entry.rel, message: read.message });
+    } else loadManifestText(read.text, entry.rel, result);
+    result.files.push(entry.rel);
+  }
+  return result;
+}
+
+/** Lists and reads dir. Throws only when dir itself cannot be listed. */
+export function loadManifestDir(dir: string): LoadResult {
+  return loadListing(listManifests(dir));
+}
+
+export function formatLoadError(e: LoadError): string {
+  return e.index === undefined ? `${e.file}: ${e.message}` : `${e.file} (document ${e.index}): ${e.message}`;
+}

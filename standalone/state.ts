@@ -1,0 +1,159 @@
+/**
+ * Standalone's reconciler: the manifests directory → compiled config + sessions, the same job the
+ * operator does in a cluster (ConfigMaps + Redis), done in process.
+ */
+import { stringify } from 'yaml';
+import type { Logger } from '../lib/logger.js';
+import type { SessionStore, StoredSession } from '../contract/sessions.js';
+import type { CompiledConfig } from '../contract/config.js';
+import { compileConfig } from '../compiler/compile-config.js';
+import { keyMaterial, sessionOf, snapshotSecrets } from '../compiler/key-sessions.js';
+import type { AccessKey } from '../crds/kinds.js';
+import { resourceLabel, type ResourceSnapshot } from '../compiler/snapshot.js';
+import { missingReferences, referenceIndex } from './references.js';
+import { ChangedNotesLog, noteOn, refusalNote, type Notes } from './report.js';
+const { randomBytes } = process.getBuiltinModule('node:crypto');
+const { mkdirSync, writeFileSync, existsSync } = process.getBuiltinModule('node:fs');
+const { join } = process.getBuiltinModule('node:path');
+
+export class StandaloneState {
+  private config: CompiledConfig = { hash: '', apis: [], policies: {} };
+  /** The sessions written, by key hash: the JSON the store was given (to compare). */
+  private written = new Map<string, string>();
+  /** The directory's sessions by key hash, whether or not the store took them (the fallback while it is down). */
+  private known = new Map<string, StoredSession>();
+  private applying: Promise<void> = Promise.resolve();
+  private readonly notesLog: ChangedNotesLog;
+  /** Write every session on the next apply (resync), not only the changed ones. */
+  private rewrite = false;
+
+  constructor(
+    private readonly dir: string,
+    private readonly sessions: SessionStore,
+    private readonly logger: Logger,
+    private readonly onKeyAdded: (keyHash: string, stored: StoredSession, annotations: Record<string, string>) => Promise<void> = async () => {},
+  ) {
+    this.notesLog = new ChangedNotesLog(logger);
+  }
+
+  current(): CompiledConfig {
+    return this.config;
+  }
+
+  /**
+   * The session of a key of the directory (the fallback while Redis is down), also when the store never
+   * took it: a standalone started while its Redis is down serves its directory's keys.
+   */
+  session(keyHash: string): StoredSession | undefined {
+    return this.known.get(keyHash);
+  }
+
+  /** Serialised: snapshots are applied one after another, in order. */
+  apply(snapshot: ResourceSnapshot, rewrite = false): Promise<void> {
+    this.applying = this.applying
+      .then(() => {
+        if (rewrite) this.rewrite = true;
+        return this.applyNow(snapshot);
+      })
+      .catch((e: unknown) => {
+        this.logger.error({ err: (e as Error).message }, 'applying resources failed');
+      });
+    return this.applying;
+  }
+
+  private async applyNow(snapshot: ResourceSnapshot): Promise<void> {
+    const { config, problems } = compileConfig(snapshot.apis, snapshot.policies);
+    const notes: Notes = new Map();
+    problems.forEach((p) => notes.set(`refused ${resourceLabel(snapshot, p.resource)}`, refusalNote(snapshot, p)));
+    if (config.hash !== this.config.hash) {
+      this.config = config;
+      this.logger.info({ apis: config.apis.length, policies: Object.keys(config.policies).length, hash: config.hash }, 'config applied');
+    }
+
+    this.noteMissingReferences(snapshot, notes);
+    const next = new Map<string, { key: AccessKey; stored: StoredSession; annotations: Record<string, string> }>();
+    const secrets = snapshotSecrets(snapshot);
+    for (const key of snapshot.keys) {
+      const m = keyMaterial(key, secrets);
+      if (!m.ok) {
+        const ns = key.metadata.namespace;
+        const ref = key.spec.secretRef!;
+        const secret = secrets(ns, ref.name);
+        // SPEC §2: only a Secret that does not exist is generated; one without the named key is the
+        // operator's SecretNotFound: the key is not served (a generated Secret would shadow the user's)
+        if (!secret) {
+          const failed = this.generateSecret(ns, ref.name, ref.key, key.metadata.name);
+          if (failed) notes.set(`secret ${resourceLabel(snapshot, key)}`, noteOn(snapshot, key, `not served: ${failed}`));
+        } else notes.set(`secret ${resourceLabel(snapshot, key)}`, noteOn(snapshot, key, `not served: ${resourceLabel(snapshot, secret)} has no key ${JSON.stringify(ref.key)}`));
+        continue;
+      }
+      const first = next.get(m.keyHash);
+      if (first) {
+        notes.set(`duplicate ${resourceLabel(snapshot, key)}`, noteOn(snapshot, key, `refused: ${resourceLabel(snapshot, first.key)} has the same key`));
+        continue;
+      }
+      next.set(m.keyHash, { key, stored: sessionOf(key), annotations: key.metadata.annotations ?? {} });
+    }
+    this.notesLog.log(notes);
+    this.known = new Map([...next].map(([hash, { stored }]) => [hash, stored]));
+    for (const [hash, { stored, annotations }] of next) {
+      const json = JSON.stringify(stored);
+      if (!this.rewrite && this.written.get(hash) === json) continue;
+      const isNew = !this.written.has(hash);
+      await this.sessions.put(hash, stored);
+      this.written.set(hash, json);
+      if (isNew) await this.onKeyAdded(hash, stored, annotations);
+    }
+    for (const hash of [...this.written.keys()]) {
+      if (!next.has(hash)) {
+        await this.sessions.delete(hash);
+        this.written.delete(hash);
+      }
+    }
+    this.rewrite = false;
+  }
+
+  /**
+   * Applies `snapshot` writing every session again, even unchanged ones: the store is back after a lost
+   * connection, possibly empty (a Redis restarted without persistence), and the directory is the source
+   * of truth. Keys written before are not additions: their quotas are not reset. Should the writes fail,
+   * the next apply writes everything again too.
+   */
+  resync(snapshot: ResourceSnapshot): Promise<void> {
+    return this.apply(snapshot, true);
+  }
+
+  /** AccessKeys and OAuthClients that refer to a policy or an API the directory lacks. */
+  private noteMissingReferences(snapshot: ResourceSnapshot, notes: Notes): void {
+    const index = referenceIndex(snapshot);
+    for (const r of [...snapshot.keys, ...snapshot.clients]) {
+      const missing = missingReferences(r, index);
+      if (missing !== undefined) notes.set(`missing ${resourceLabel(snapshot, r)}`, noteOn(snapshot, r, `refers to something missing: ${missing}`));
+    }
+  }
+
+  /**
+   * A secretRef to a Secret that does not exist: generate a random key into a new Secret manifest (as the
+   * operator does). Undefined when written (or already there), else why not: the AccessKey is then not served.
+   */
+  private generateSecret(namespace: string, name: string, dataKey: string, keyName: string): string | undefined {
+    const dir = join(this.dir, '.gw');
+    const file = join(dir, `secret-${namespace}-${name}.yaml`);
+    try {
+      if (existsSync(file)) return undefined;
+      mkdirSync(dir, { recursive: true });
+      const secret = {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'gw' } },
+        type: 'Opaque',
+        data: { [dataKey]: Buffer.from(randomBytes(24).toString('base64url')).toString('base64') },
+      };
+      writeFileSync(file, stringify(secret), { mode: 0o600, flag: 'wx' });
+    } catch (e) {
+      return `Secret ${namespace}/${name} does not exist and cannot be generated: ${(e as Error).message}`;
+    }
+    this.logger.info({ accessKey: keyName, secret: `${namespace}/${name}` }, 'generated a random key into a new Secret');
+    return undefined;
+  }
+}
