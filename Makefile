@@ -28,6 +28,7 @@ crds-check: build
 	@for f in crds/*.yaml; do cmp -s "$$f" "helm/gw/crds/$${f#crds/}" || { echo "helm/gw/crds/$${f#crds/} is stale: run make crds"; exit 1; }; done
 
 lint: deps
+	npx prettier --check "**/*.{ts,js}"
 	npx eslint .
 	npx tsc -p tsconfig.json --noEmit
 

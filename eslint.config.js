@@ -15,7 +15,19 @@ export default tseslint.config(
     // Product code takes Node's built-ins from process.getBuiltinModule(), not `import`: an ES import of a
     // built-in builds its namespace by running every lazy getter (node:http's loads Node's bundled fetch
     // and WebSocket, node:crypto's webcrypto), memory every gw process would carry (docs/benchmarks.md, run I).
-    files: ['cli/**/*.ts', 'lib/**/*.ts', 'contract/**/*.ts', 'compiler/**/*.ts', 'limiters/**/*.ts', 'operator/**/*.ts', 'facade/**/*.ts', 'webhook/**/*.ts', 'standalone/**/*.ts', 'sidecar/**/*.ts', 'streams/**/*.ts'],
+    files: [
+      'cli/**/*.ts',
+      'lib/**/*.ts',
+      'contract/**/*.ts',
+      'compiler/**/*.ts',
+      'limiters/**/*.ts',
+      'operator/**/*.ts',
+      'facade/**/*.ts',
+      'webhook/**/*.ts',
+      'standalone/**/*.ts',
+      'sidecar/**/*.ts',
+      'streams/**/*.ts',
+    ],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',

@@ -16,21 +16,28 @@ import type { ControllerFlags } from './controller.js';
 
 function seconds(value: string, flag: string, min = 0.1): number {
   const n = Number(value);
-  if (!Number.isFinite(n) || n < min) throw new Error(`${flag}: expected a number of seconds ≥ ${min}, got ${JSON.stringify(value)}`);
+  if (!Number.isFinite(n) || n < min)
+    throw new Error(`${flag}: expected a number of seconds ≥ ${min}, got ${JSON.stringify(value)}`);
   return Math.round(n * 1000);
 }
 
 /** `onStop` registers the shutdown trigger (signals in the main thread, a message in a worker). */
-export async function runControllerProcess(flags: ControllerFlags, onStop: (drain: () => Promise<void>) => void = (d) => onShutdown(createLogger('controller'), d)): Promise<void> {
+export async function runControllerProcess(
+  flags: ControllerFlags,
+  onStop: (drain: () => Promise<void>) => void = (d) => onShutdown(createLogger('controller'), d),
+): Promise<void> {
   const logger = createLogger('controller');
   const conn = await loadKubeConnection(flags.kubeconfig);
   const resyncMs = seconds(flags.resyncPeriod, '--resync-period');
   const leaseDurationMs = seconds(flags.leaseDuration, '--lease-duration', 1);
   const storeCheckMs = seconds(flags.storeCheckPeriod, '--store-check-period');
   const concurrency = Number(flags.concurrency);
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--concurrency: expected a positive integer, got ${JSON.stringify(flags.concurrency)}`);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new Error(`--concurrency: expected a positive integer, got ${JSON.stringify(flags.concurrency)}`);
   const leaderElect = flags.leaderElect === true || flags.leaderElect === 'true' || flags.leaderElect === '1';
-  const redis = flags.redis ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }, logger) : undefined;
+  const redis = flags.redis
+    ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }, logger)
+    : undefined;
   redis?.on('error', () => undefined);
   if (!redis) logger.warn('no --redis: AccessKeys and OAuthClients stay Ready=False StoreUnavailable');
 
@@ -64,7 +71,14 @@ export async function runControllerProcess(flags: ControllerFlags, onStop: (drai
   await operator.start();
   if (stopping) return;
   logger.info(
-    { metrics: opsAddr, namespace: flags.namespace ?? '(all)', leaderElect, identity: operator.identity, resyncMs, leaseDurationMs },
+    {
+      metrics: opsAddr,
+      namespace: flags.namespace ?? '(all)',
+      leaderElect,
+      identity: operator.identity,
+      resyncMs,
+      leaseDurationMs,
+    },
     'gw controller ready',
   );
 }

@@ -37,7 +37,9 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   let signalled = false;
   const stop = (signal: string): void => {
     if (signalled) {
-      process.stdout.write(`${JSON.stringify({ level: 40, time: Date.now(), component: 'controller', signal, msg: 'second signal while draining: exiting now' })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ level: 40, time: Date.now(), component: 'controller', signal, msg: 'second signal while draining: exiting now' })}\n`,
+      );
       process.exit(1);
     }
     signalled = true;

@@ -73,9 +73,13 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   const logger = createLogger('facade');
   const options = loadGatewayOptions(flags.config);
   if (!options.secret) throw new Error('secret: required (config file `secret` or env GW_SECRET)');
-  if (!options.access_tokens?.length) throw new Error('access_tokens: required (config file `access_tokens` or env GW_ACCESS_TOKENS)');
+  if (!options.access_tokens?.length)
+    throw new Error('access_tokens: required (config file `access_tokens` or env GW_ACCESS_TOKENS)');
   const readyTimeoutMs = Number(flags.readyTimeout ?? '10') * 1000;
-  if (!Number.isFinite(readyTimeoutMs) || readyTimeoutMs <= 0) throw new Error(`--ready-timeout: expected a positive number of seconds, got ${JSON.stringify(flags.readyTimeout)}`);
+  if (!Number.isFinite(readyTimeoutMs) || readyTimeoutMs <= 0)
+    throw new Error(
+      `--ready-timeout: expected a positive number of seconds, got ${JSON.stringify(flags.readyTimeout)}`,
+    );
   // the same checks as the controller's and the sidecar's (no kubeconfig outside a cluster, a missing
   // CA file, a bad server URL → exit 1 with one line); the facade used to start and answer 500
   const conn = await loadKubeConnection(flags.kubeconfig);
@@ -83,17 +87,35 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   const kc = loadKubeConfig(flags.kubeconfig);
   // Live quota values (GET /gw/keys/{keyID}) need the shared store, where the controller writes the
   // sessions and the gateways count, and the namespace's compiled config (policies): read-only.
-  const redis = flags.redis ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }, logger) : undefined;
+  const redis = flags.redis
+    ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }, logger)
+    : undefined;
   redis?.on('error', (e: Error) => logger.warn({ err: e.message }, 'redis error (live quota values unavailable)'));
   const sessions = redis ? new RedisSessionStore(redis, logger) : undefined;
   const config = redis ? new KubeConfigSource(createKubeApi(conn), flags.namespace, logger) : undefined;
   if (config) await config.start();
   if (!redis) logger.warn('no --redis: GET /gw/keys/{keyID} answers the stored quota fields, not the live ones');
-  const engine = redis && config ? createEngine({ options, clock: systemClock, config: () => config.current(), redis }) : undefined;
+  const engine =
+    redis && config ? createEngine({ options, clock: systemClock, config: () => config.current(), redis }) : undefined;
   const quota = sessions && engine ? liveQuota(sessions, engine) : undefined;
-  const backend = new KubeBackend({ kc, namespace: flags.namespace, logger, readyTimeoutMs, ...(quota ? { quota } : {}) });
-  if (!options.gateway_urls?.length) logger.warn('no gateway_urls in --config: POST /api/proxy refuses every URL (the facade is not a gateway; list the gateways\' origins)');
-  const facade = createFacadeServer({ backend, options, gatewayOrigins: options.gateway_urls ?? [], logger, namespace: flags.namespace });
+  const backend = new KubeBackend({
+    kc,
+    namespace: flags.namespace,
+    logger,
+    readyTimeoutMs,
+    ...(quota ? { quota } : {}),
+  });
+  if (!options.gateway_urls?.length)
+    logger.warn(
+      "no gateway_urls in --config: POST /api/proxy refuses every URL (the facade is not a gateway; list the gateways' origins)",
+    );
+  const facade = createFacadeServer({
+    backend,
+    options,
+    gatewayOrigins: options.gateway_urls ?? [],
+    logger,
+    namespace: flags.namespace,
+  });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   // ready while the API server (the facade's store: every route reads or writes custom resources)
@@ -101,7 +123,12 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   // ones without it, so it does not make the facade unready.
   let started = false;
   const api = new ApiProbe(kube, logger);
-  const server = createOpsServer(registry, () => started && api.reachable, (req, res) => facade.emit('request', req, res), errorBody);
+  const server = createOpsServer(
+    registry,
+    () => started && api.reachable,
+    (req, res) => facade.emit('request', req, res),
+    errorBody,
+  );
   const addr = await listen(server, flags.listen, '--listen');
   await api.start();
   started = true;

@@ -22,7 +22,10 @@ function fail(message: string): never {
 /** A namespace flag: a Kubernetes namespace name (DNS-1123 label), or commander's one-line error. */
 const namespaceOption = (flag: string, envName: string, description: string, def?: string): Option =>
   env(flag, envName, description, def).argParser((v: string) => {
-    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(v)) throw new InvalidArgumentError('must be a Kubernetes namespace name (DNS-1123 label: lower-case letters, digits and -, at most 63).');
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(v))
+      throw new InvalidArgumentError(
+        'must be a Kubernetes namespace name (DNS-1123 label: lower-case letters, digits and -, at most 63).',
+      );
     return v;
   });
 
@@ -65,7 +68,14 @@ program
   .description('Gateway, facade and resources in one process, from a directory of manifests')
   .addOption(env('--resources <dir>', 'GW_RESOURCES', 'directory of YAML/JSON manifests').makeOptionMandatory())
   .addOption(addressOption('--listen <host:port>', 'GW_LISTEN', 'gateway listen address', '0.0.0.0:8080'))
-  .addOption(addressOption('--admin-listen <host:port>', 'GW_ADMIN_LISTEN', 'management (facade) and metrics listen address', '127.0.0.1:8081'))
+  .addOption(
+    addressOption(
+      '--admin-listen <host:port>',
+      'GW_ADMIN_LISTEN',
+      'management (facade) and metrics listen address',
+      '127.0.0.1:8081',
+    ),
+  )
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'shared store URL (default: in memory)'))
   .action((opts: { resources: string; listen: string; adminListen: string; config?: string; redis?: string }) =>
@@ -78,15 +88,38 @@ program
   .addOption(env('--kubeconfig <file>', 'GW_KUBECONFIG', 'kubeconfig (default: in-cluster)'))
   .addOption(namespaceOption('--namespace <ns>', 'GW_NAMESPACE', 'namespace to watch (default: all)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
-  .addOption(boolOption('--leader-elect [enabled]', 'GW_LEADER_ELECT', 'enable leader election (true/false; the flag alone: true)'))
-  .addOption(addressOption('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9090'))
+  .addOption(
+    boolOption(
+      '--leader-elect [enabled]',
+      'GW_LEADER_ELECT',
+      'enable leader election (true/false; the flag alone: true)',
+    ),
+  )
+  .addOption(
+    addressOption('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9090'),
+  )
   .addOption(env('--resync-period <seconds>', 'GW_RESYNC_PERIOD', 'full resync period', '60').hideHelp())
   .addOption(env('--lease-duration <seconds>', 'GW_LEASE_DURATION', 'leader election lease duration', '15').hideHelp())
-  .addOption(namespaceOption('--lease-namespace <ns>', 'GW_LEASE_NAMESPACE', 'namespace of the leader-election Lease (default: $POD_NAMESPACE, else --namespace, else default)'))
+  .addOption(
+    namespaceOption(
+      '--lease-namespace <ns>',
+      'GW_LEASE_NAMESPACE',
+      'namespace of the leader-election Lease (default: $POD_NAMESPACE, else --namespace, else default)',
+    ),
+  )
   .addOption(env('--identity <id>', 'GW_IDENTITY', 'leader election identity (default: hostname + random)').hideHelp())
   .addOption(env('--concurrency <n>', 'GW_CONCURRENCY', 'reconciles running at once', '32').hideHelp())
-  .addOption(env('--store-check-period <seconds>', 'GW_STORE_CHECK_PERIOD', 'how often the Redis marker key is checked', '5').hideHelp())
-  .action((opts: ControllerFlags) => import('./controller.js').then((m) => m.runController(opts)).catch((e: unknown) => fail((e as Error).message)));
+  .addOption(
+    env(
+      '--store-check-period <seconds>',
+      'GW_STORE_CHECK_PERIOD',
+      'how often the Redis marker key is checked',
+      '5',
+    ).hideHelp(),
+  )
+  .action((opts: ControllerFlags) =>
+    import('./controller.js').then((m) => m.runController(opts)).catch((e: unknown) => fail((e as Error).message)),
+  );
 
 program
   .command('facade')
@@ -96,8 +129,17 @@ program
   .addOption(addressOption('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8081'))
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL (live quota values)'))
-  .addOption(env('--ready-timeout <seconds>', 'GW_READY_TIMEOUT', 'how long a write waits for the controller to report it Ready (then 504)', '10'))
-  .action((opts: FacadeFlags) => import('./facade.js').then((m) => m.runFacade(opts)).catch((e: unknown) => fail((e as Error).message)));
+  .addOption(
+    env(
+      '--ready-timeout <seconds>',
+      'GW_READY_TIMEOUT',
+      'how long a write waits for the controller to report it Ready (then 504)',
+      '10',
+    ),
+  )
+  .action((opts: FacadeFlags) =>
+    import('./facade.js').then((m) => m.runFacade(opts)).catch((e: unknown) => fail((e as Error).message)),
+  );
 
 program
   .command('sidecar')
@@ -109,8 +151,12 @@ program
   .addOption(env('--group <name>', 'GW_GROUP', 'DRL peer group', 'default'))
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
-  .addOption(addressOption('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9091'))
-  .action((opts: SidecarFlags) => import('./sidecar.js').then((m) => m.runSidecar(opts)).catch((e: unknown) => fail((e as Error).message)));
+  .addOption(
+    addressOption('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9091'),
+  )
+  .action((opts: SidecarFlags) =>
+    import('./sidecar.js').then((m) => m.runSidecar(opts)).catch((e: unknown) => fail((e as Error).message)),
+  );
 
 // Clients of the facade for CI pipelines: gw keys|oauth|proxy (docs/facade.md, exit-code table).
 registerClientCommands(program);
@@ -122,18 +168,66 @@ program
   .addOption(env('--tls-cert <file>', 'GW_TLS_CERT', 'serving certificate (PEM)').makeOptionMandatory())
   .addOption(env('--tls-key <file>', 'GW_TLS_KEY', 'serving key (PEM)').makeOptionMandatory())
   .addOption(env('--image <image>', 'GW_SIDECAR_IMAGE', 'image of the injected sidecar', D.image))
-  .addOption(env('--image-pull-policy <policy>', 'GW_SIDECAR_IMAGE_PULL_POLICY', 'Always, IfNotPresent or Never', D.imagePullPolicy))
-  .addOption(env('--sidecar-listen-port <port>', 'GW_SIDECAR_LISTEN_PORT', 'port the sidecar proxies on', String(D.listenPort)))
-  .addOption(env('--sidecar-metrics-port <port>', 'GW_SIDECAR_METRICS_PORT', 'port of the sidecar health and metrics', String(D.metricsPort)))
-  .addOption(env('--redis-secret <name>', 'GW_SIDECAR_REDIS_SECRET', "Secret (pod's namespace, key url) with the Redis URL; empty: none", D.redisSecretName))
-  .addOption(env('--sidecar-config-map <name>', 'GW_SIDECAR_CONFIG_MAP', "ConfigMap (pod's namespace, key config.yaml) mounted as the sidecar's --config"))
-  .addOption(env('--sidecar-config-namespaces <ns,...>', 'GW_SIDECAR_CONFIG_NAMESPACES', 'the namespaces that have that ConfigMap (default: all); pods elsewhere get no --config'))
-  .addOption(env('--sidecar-cpu-request <q>', 'GW_SIDECAR_CPU_REQUEST', 'sidecar CPU request', D.resources.requests.cpu))
-  .addOption(env('--sidecar-memory-request <q>', 'GW_SIDECAR_MEMORY_REQUEST', 'sidecar memory request', D.resources.requests.memory))
+  .addOption(
+    env(
+      '--image-pull-policy <policy>',
+      'GW_SIDECAR_IMAGE_PULL_POLICY',
+      'Always, IfNotPresent or Never',
+      D.imagePullPolicy,
+    ),
+  )
+  .addOption(
+    env('--sidecar-listen-port <port>', 'GW_SIDECAR_LISTEN_PORT', 'port the sidecar proxies on', String(D.listenPort)),
+  )
+  .addOption(
+    env(
+      '--sidecar-metrics-port <port>',
+      'GW_SIDECAR_METRICS_PORT',
+      'port of the sidecar health and metrics',
+      String(D.metricsPort),
+    ),
+  )
+  .addOption(
+    env(
+      '--redis-secret <name>',
+      'GW_SIDECAR_REDIS_SECRET',
+      "Secret (pod's namespace, key url) with the Redis URL; empty: none",
+      D.redisSecretName,
+    ),
+  )
+  .addOption(
+    env(
+      '--sidecar-config-map <name>',
+      'GW_SIDECAR_CONFIG_MAP',
+      "ConfigMap (pod's namespace, key config.yaml) mounted as the sidecar's --config",
+    ),
+  )
+  .addOption(
+    env(
+      '--sidecar-config-namespaces <ns,...>',
+      'GW_SIDECAR_CONFIG_NAMESPACES',
+      'the namespaces that have that ConfigMap (default: all); pods elsewhere get no --config',
+    ),
+  )
+  .addOption(
+    env('--sidecar-cpu-request <q>', 'GW_SIDECAR_CPU_REQUEST', 'sidecar CPU request', D.resources.requests.cpu),
+  )
+  .addOption(
+    env(
+      '--sidecar-memory-request <q>',
+      'GW_SIDECAR_MEMORY_REQUEST',
+      'sidecar memory request',
+      D.resources.requests.memory,
+    ),
+  )
   .addOption(env('--sidecar-cpu-limit <q>', 'GW_SIDECAR_CPU_LIMIT', 'sidecar CPU limit (default: none)'))
-  .addOption(env('--sidecar-memory-limit <q>', 'GW_SIDECAR_MEMORY_LIMIT', 'sidecar memory limit', D.resources.limits.memory))
+  .addOption(
+    env('--sidecar-memory-limit <q>', 'GW_SIDECAR_MEMORY_LIMIT', 'sidecar memory limit', D.resources.limits.memory),
+  )
   .addOption(env('--run-as-user <uid>', 'GW_SIDECAR_RUN_AS_USER', 'UID of the sidecar', String(D.runAsUser)))
-  .action((opts: WebhookFlags) => import('./webhook.js').then((m) => m.runWebhook(opts)).catch((e: unknown) => fail((e as Error).message)));
+  .action((opts: WebhookFlags) =>
+    import('./webhook.js').then((m) => m.runWebhook(opts)).catch((e: unknown) => fail((e as Error).message)),
+  );
 
 /**
  * Commander's own usage errors (unknown or missing flag, bad argument) read like every other start-up

@@ -45,21 +45,37 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   }
   const kube = createKubeApi(await loadKubeConnection(flags.kubeconfig));
   const metrics = new GatewayMetrics();
-  const redis = flags.redis ? storeClientFromFlag(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1, enableOfflineQueue: false }, logger) : undefined;
+  const redis = flags.redis
+    ? storeClientFromFlag(
+        flags.redis,
+        { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1, enableOfflineQueue: false },
+        logger,
+      )
+    : undefined;
   redis?.on('error', () => metrics.storeErrors.inc());
   let sessions: SessionStore;
   if (redis) {
     const rs = new RedisSessionStore(redis, logger);
-    await rs.subscribe().catch((e: unknown) => logger.warn({ err: (e as Error).message }, 'session notifications unavailable; cache expires after 1 s'));
+    await rs
+      .subscribe()
+      .catch((e: unknown) =>
+        logger.warn({ err: (e as Error).message }, 'session notifications unavailable; cache expires after 1 s'),
+      );
     sessions = rs;
   } else {
     logger.warn('no --redis: keys cannot be looked up (keyless APIs only) and limits are local to this sidecar');
     sessions = new MemorySessionStore();
   }
   let onConfig: (c: CompiledConfig) => void = () => {};
-  const source = new KubeConfigSource(kube, flags.namespace, logger, () => metrics.configErrors.inc(), (c) => {
-    onConfig(c);
-  });
+  const source = new KubeConfigSource(
+    kube,
+    flags.namespace,
+    logger,
+    () => metrics.configErrors.inc(),
+    (c) => {
+      onConfig(c);
+    },
+  );
   await source.start();
 
   const runtime = await createGatewayRuntime({
@@ -95,7 +111,10 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   releaseStartupMemory();
   // a start that fails here (an address in use) takes back its DRL heartbeat: the group must not count
   // a peer that never served
-  const [gwAddr, opsAddr] = await startOrWithdraw(runtime, async () => [await listen(runtime.server, flags.listen, '--listen'), await listen(ops, flags.metricsListen, '--metrics-listen')]);
+  const [gwAddr, opsAddr] = await startOrWithdraw(runtime, async () => [
+    await listen(runtime.server, flags.listen, '--listen'),
+    await listen(ops, flags.metricsListen, '--metrics-listen'),
+  ]);
   onShutdown(logger, async () => {
     source.stop();
     await Promise.all([drain(runtime.server), drain(ops)]);
@@ -106,5 +125,10 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   // announced only once SIGTERM drains: a supervisor may stop the process the moment it reads this
   // "listening": /readyz may still say 503 (no gw-config readable yet, or the store unreachable)
   const ready = runtime.ready();
-  logger.info({ listen: gwAddr, metrics: opsAddr, namespace: flags.namespace, group: flags.group, ready }, ready ? 'gw sidecar listening and ready' : 'gw sidecar listening; not ready until gw-config is read and the store reached (/readyz)');
+  logger.info(
+    { listen: gwAddr, metrics: opsAddr, namespace: flags.namespace, group: flags.group, ready },
+    ready
+      ? 'gw sidecar listening and ready'
+      : 'gw sidecar listening; not ready until gw-config is read and the store reached (/readyz)',
+  );
 }

@@ -51,11 +51,15 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   }
 
   const metrics = new GatewayMetrics();
-  const redis = flags.redis ? storeClientFromFlag(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1 }, logger) : undefined;
+  const redis = flags.redis
+    ? storeClientFromFlag(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1 }, logger)
+    : undefined;
   redis?.on('error', () => metrics.storeErrors.inc());
   const holder: { runtime?: GatewayRuntime; state?: StandaloneState } = {};
   // with Redis down, a key of the directory is still known: its session as standalone last wrote it
-  const sessions = redis ? new RedisSessionStore(redis, logger, undefined, undefined, (h) => holder.state?.session(h)) : new MemorySessionStore();
+  const sessions = redis
+    ? new RedisSessionStore(redis, logger, undefined, undefined, (h) => holder.state?.session(h))
+    : new MemorySessionStore();
   const source = new DirSource(flags.resources, logger, (errs) => metrics.configErrors.inc(errs.length));
   const state = new StandaloneState(flags.resources, sessions, logger, async (hash, stored, annotations) => {
     if (annotations['gw.io/suppress-reset'] !== 'true') await holder.runtime?.engine.resetQuota(hash, stored);
@@ -86,7 +90,10 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   holder.runtime = runtime;
   const engine = runtime.engine;
   // without Redis the quota counters live in this process: kept across a restart in DIR/.gw
-  const quotaState = engine.limiters.quota instanceof MemoryQuota ? new QuotaStatePersistence(join(flags.resources, '.gw'), engine.limiters.quota, logger) : undefined;
+  const quotaState =
+    engine.limiters.quota instanceof MemoryQuota
+      ? new QuotaStatePersistence(join(flags.resources, '.gw'), engine.limiters.quota, logger)
+      : undefined;
   quotaState?.load();
   quotaState?.start();
   await runtime.applyConfig(state.current());
@@ -115,7 +122,10 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
         try {
           await engine.resetQuota(hash, await sessions.get(hash));
         } catch (e) {
-          logger.warn({ keyHash: hash.slice(0, 12), err: (e as Error).message }, 'quota reset deferred: the shared store is unavailable');
+          logger.warn(
+            { keyHash: hash.slice(0, 12), err: (e as Error).message },
+            'quota reset deferred: the shared store is unavailable',
+          );
         }
       }
     },
@@ -123,7 +133,13 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
 
   releaseStartupMemory();
   const gwAddr = await startOrWithdraw(runtime, () => listen(runtime.server, flags.listen, '--listen'));
-  const facade = createFacadeServer({ backend, options, gatewayOrigins: [`http://${gwAddr}`], logger, ready: () => ready });
+  const facade = createFacadeServer({
+    backend,
+    options,
+    gatewayOrigins: [`http://${gwAddr}`],
+    logger,
+    ready: () => ready,
+  });
   const admin = createOpsServer(metrics.registry, isReady, (req, res) => facade.emit('request', req, res), errorBody);
   const adminAddr = await startOrWithdraw(runtime, () => listen(admin, flags.adminListen, '--admin-listen'));
   ready = true;

@@ -25,14 +25,21 @@ export interface WebhookFlags {
 }
 
 const portNum = (flag: string) =>
-  z.string().regex(/^\d+$/, `${flag}: not a number`).transform(Number).pipe(z.number().int().min(1, `${flag}: out of range`).max(65535, `${flag}: out of range`));
-const quantity = (flag: string) => z.string().regex(/^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, `${flag}: not a Kubernetes quantity`);
+  z
+    .string()
+    .regex(/^\d+$/, `${flag}: not a number`)
+    .transform(Number)
+    .pipe(z.number().int().min(1, `${flag}: out of range`).max(65535, `${flag}: out of range`));
+const quantity = (flag: string) =>
+  z.string().regex(/^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, `${flag}: not a Kubernetes quantity`);
 
 /** Flags → InjectOptions, or a one-line error naming the flag. */
 export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
   const schema = z.object({
     image: z.string().min(1, '--image: empty'),
-    imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never'], { message: '--image-pull-policy: Always, IfNotPresent or Never' }),
+    imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never'], {
+      message: '--image-pull-policy: Always, IfNotPresent or Never',
+    }),
     listenPort: portNum('--sidecar-listen-port'),
     metricsPort: portNum('--sidecar-metrics-port'),
     redisSecretName: z.string(),
@@ -40,7 +47,14 @@ export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
     configNamespaces: z
       .string()
       .optional()
-      .transform((v) => (v === undefined ? undefined : v.split(',').map((n) => n.trim()).filter(Boolean))),
+      .transform((v) =>
+        v === undefined
+          ? undefined
+          : v
+              .split(',')
+              .map((n) => n.trim())
+              .filter(Boolean),
+      ),
     cpuRequest: quantity('--sidecar-cpu-request'),
     memoryRequest: quantity('--sidecar-memory-request'),
     cpuLimit: quantity('--sidecar-cpu-limit').optional(),

@@ -11,7 +11,14 @@ function limitOrUndefined(rate: number, per: number): LimitSpec | undefined {
   return rate === 0 && per === 0 ? undefined : { rate, per };
 }
 
-function rule(method: string, path: string, rate: number, per: number, field: string, pattern = endpointPattern): EndpointRule {
+function rule(
+  method: string,
+  path: string,
+  rate: number,
+  per: number,
+  field: string,
+  pattern = endpointPattern,
+): EndpointRule {
   try {
     return { method: method.toUpperCase(), pattern: pattern(path), rate, per, id: `${method.toUpperCase()} ${path}` };
   } catch (e) {
@@ -39,7 +46,8 @@ export function compileApi(res: ApiDefinition): CompiledApi {
         if (typeof opId !== 'string') continue;
         const where = `spec.oas.paths.${path}.${method}.operationId`;
         // OpenAPI: operationIds are unique; a middleware entry must name exactly one operation.
-        if (seen.has(opId)) throw new Error(`${where}: duplicate operationId ${JSON.stringify(opId)} (also at ${seen.get(opId)})`);
+        if (seen.has(opId))
+          throw new Error(`${where}: duplicate operationId ${JSON.stringify(opId)} (also at ${seen.get(opId)})`);
         seen.set(opId, where);
         const rl = ops[opId]?.rateLimit;
         // enabled, and not 0/0 (a pair of zeros disables the limit, as everywhere)
@@ -52,11 +60,14 @@ export function compileApi(res: ApiDefinition): CompiledApi {
     // A middleware entry for an operation the document does not have would limit nothing, silently.
     for (const opId of Object.keys(ops)) {
       if (!seen.has(opId)) {
-        throw new Error(`spec.oas.x-gw-api-gateway.middleware.operations.${opId}: no operation in spec.oas.paths has operationId ${JSON.stringify(opId)}`);
+        throw new Error(
+          `spec.oas.x-gw-api-gateway.middleware.operations.${opId}: no operation in spec.oas.paths has operationId ${JSON.stringify(opId)}`,
+        );
       }
     }
     const up = x.upstream?.rateLimit;
-    const apiLimit = up?.enabled && !s.disable_rate_limit ? limitOrUndefined(up.rate, durationSeconds(up.per)) : undefined;
+    const apiLimit =
+      up?.enabled && !s.disable_rate_limit ? limitOrUndefined(up.rate, durationSeconds(up.per)) : undefined;
     return {
       ...base,
       api_id: apiIdOf(res),

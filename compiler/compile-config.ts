@@ -21,8 +21,10 @@ export interface CompileProblem {
   conflictsWith?: ApiDefinition;
 }
 
-const nsName = (r: { metadata: { namespace: string; name: string } }): string => `${r.metadata.namespace}/${r.metadata.name}`;
-const createdAt = (r: { metadata: Record<string, unknown> }): string => (typeof r.metadata.creationTimestamp === 'string' ? r.metadata.creationTimestamp : '');
+const nsName = (r: { metadata: { namespace: string; name: string } }): string =>
+  `${r.metadata.namespace}/${r.metadata.name}`;
+const createdAt = (r: { metadata: Record<string, unknown> }): string =>
+  typeof r.metadata.creationTimestamp === 'string' ? r.metadata.creationTimestamp : '';
 
 /** Oldest first (creationTimestamp, then namespace/name); resources without a timestamp keep their order. */
 function oldestFirst(apis: ApiDefinition[]): ApiDefinition[] {
@@ -32,14 +34,22 @@ function oldestFirst(apis: ApiDefinition[]): ApiDefinition[] {
     .map((x) => x.r);
 }
 
-export function compileConfig(apis: ApiDefinition[], policies: Policy[]): { config: CompiledConfig; problems: CompileProblem[] } {
+export function compileConfig(
+  apis: ApiDefinition[],
+  policies: Policy[],
+): { config: CompiledConfig; problems: CompileProblem[] } {
   const problems: CompileProblem[] = [];
   const compiled: CompiledApi[] = [];
   const byListen = new Map<string, CompiledApi>();
   const byId = new Map<string, CompiledApi>();
   const sourceOf = new Map<CompiledApi, ApiDefinition>();
   for (const res of oldestFirst(apis)) {
-    const where = { kind: 'ApiDefinition' as const, namespace: res.metadata.namespace, name: res.metadata.name, resource: res };
+    const where = {
+      kind: 'ApiDefinition' as const,
+      namespace: res.metadata.namespace,
+      name: res.metadata.name,
+      resource: res,
+    };
     let api: CompiledApi;
     try {
       api = compileApi(res);
@@ -50,7 +60,11 @@ export function compileConfig(apis: ApiDefinition[], policies: Policy[]): { conf
     const idKey = `${api.namespace}/${api.api_id}`;
     const clash = byListen.get(api.listenPath) ?? byId.get(idKey);
     if (clash) {
-      problems.push({ ...where, message: `conflicts with ApiDefinition ${clash.namespace}/${clash.name} (same listen path or api_id)`, conflictsWith: sourceOf.get(clash)! });
+      problems.push({
+        ...where,
+        message: `conflicts with ApiDefinition ${clash.namespace}/${clash.name} (same listen path or api_id)`,
+        conflictsWith: sourceOf.get(clash)!,
+      });
       continue;
     }
     sourceOf.set(api, res);

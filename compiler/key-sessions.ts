@@ -27,7 +27,12 @@ export function keyMaterial(key: AccessKey, secrets: SecretLookup): KeyMaterial 
   // `kubectl create secret --from-file` keeps the file's trailing newline; untrimmed, such a key was
   // Ready and could never authenticate
   const raw = secret && secretValue(secret, ref.key)?.trim();
-  if (!raw) return { ok: false, reason: 'SecretNotFound', message: `Secret ${ns}/${ref.name} has no key ${JSON.stringify(ref.key)}` };
+  if (!raw)
+    return {
+      ok: false,
+      reason: 'SecretNotFound',
+      message: `Secret ${ns}/${ref.name} has no key ${JSON.stringify(ref.key)}`,
+    };
   return { ok: true, keyHash: sha256hex(raw) };
 }
 /** The session record of a key: its spec without the key material, deprecated fields mapped. */

@@ -21,20 +21,22 @@ const CompiledApiSchema = z.object({
   targetUrl: z.string().optional(),
   apiLimit: LimitSpec.optional(),
   endpointRules: z.array(
-    z.object({
-      method: z.string(),
-      pattern: z.string().refine((p) => {
-        try {
-          new RegExp(p);
-          return true;
-        } catch {
-          return false;
-        }
-      }, 'must be a valid regular expression'),
-      rate: z.number().min(0),
-      per: z.number().min(0),
-      id: z.string(),
-    }).superRefine(refinePer),
+    z
+      .object({
+        method: z.string(),
+        pattern: z.string().refine((p) => {
+          try {
+            new RegExp(p);
+            return true;
+          } catch {
+            return false;
+          }
+        }, 'must be a valid regular expression'),
+        rate: z.number().min(0),
+        per: z.number().min(0),
+        id: z.string(),
+      })
+      .superRefine(refinePer),
   ),
   streaming: z.unknown().optional(),
 });
@@ -46,7 +48,12 @@ export const CompiledConfigSchema = z.object({
     const seen = new Map<string, string>();
     apis.forEach((a, i) => {
       const first = seen.get(a.listenPath);
-      if (first !== undefined) ctx.addIssue({ code: 'custom', path: [i, 'listenPath'], message: `${a.listenPath} is also the listen path of ${first}` });
+      if (first !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: [i, 'listenPath'],
+          message: `${a.listenPath} is also the listen path of ${first}`,
+        });
       else seen.set(a.listenPath, `${a.namespace}/${a.name}`);
     });
   }),
@@ -59,7 +66,9 @@ export const CONFIG_MAP_KEY = 'config.json';
 /** The part of a ConfigMap the sidecar and the controller read; its `config.json` is validated by parseCompiledConfig. */
 export const ConfigMapData = z.looseObject({ data: z.record(z.string(), z.string()).nullish() });
 
-export function parseCompiledConfig(text: string): { ok: true; config: CompiledConfig } | { ok: false; message: string } {
+export function parseCompiledConfig(
+  text: string,
+): { ok: true; config: CompiledConfig } | { ok: false; message: string } {
   let raw: unknown;
   try {
     raw = JSON.parse(text);

@@ -15,7 +15,15 @@ import { z } from 'zod';
 import { KeySession } from '../crds/schemas/access-key.js';
 import { throttledWarn } from '../lib/log-throttle.js';
 import type { Logger } from '../lib/logger.js';
-import { BACKGROUND_DEADLINE_MS, bounded, DEFAULT_STORE_DEADLINE_MS, isWrongType, StoreCalls, StoreUnavailableError, storeReady } from '../lib/store/store-calls.js';
+import {
+  BACKGROUND_DEADLINE_MS,
+  bounded,
+  DEFAULT_STORE_DEADLINE_MS,
+  isWrongType,
+  StoreCalls,
+  StoreUnavailableError,
+  storeReady,
+} from '../lib/store/store-calls.js';
 import type { SessionStore, StoredSession } from './sessions.js';
 import { closeStoreClient } from '../lib/store/redis.js';
 
@@ -45,7 +53,10 @@ export class RedisSessionStore implements SessionStore {
   /** Subscribe to change notifications (readers only). */
   async subscribe(): Promise<void> {
     // the subscriber's commands are off the request path: a store that never answers fails them after 5 s
-    const sub = 'nodes' in this.redis ? this.redis.duplicate() : this.redis.duplicate({ enableOfflineQueue: true, commandTimeout: BACKGROUND_DEADLINE_MS });
+    const sub =
+      'nodes' in this.redis
+        ? this.redis.duplicate()
+        : this.redis.duplicate({ enableOfflineQueue: true, commandTimeout: BACKGROUND_DEADLINE_MS });
     this.sub = sub;
     sub.on('message', (_ch: string, hash: string) => {
       this.cache.delete(hash);
@@ -90,7 +101,11 @@ export class RedisSessionStore implements SessionStore {
       try {
         const parsed = StoredSessionSchema.safeParse(JSON.parse(raw));
         if (parsed.success) value = parsed.data;
-        else this.logger.error({ keyHash: keyHash.slice(0, 12) }, `session in Redis refused: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
+        else
+          this.logger.error(
+            { keyHash: keyHash.slice(0, 12) },
+            `session in Redis refused: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`,
+          );
       } catch {
         this.logger.error({ keyHash: keyHash.slice(0, 12) }, 'session in Redis is not JSON; refused');
       }
@@ -101,12 +116,24 @@ export class RedisSessionStore implements SessionStore {
   }
 
   async put(keyHash: string, value: StoredSession): Promise<void> {
-    await bounded(this.redis.multi().set(SESSION_PREFIX + keyHash, JSON.stringify(value)).publish(SESSION_CHANNEL, keyHash).exec());
+    await bounded(
+      this.redis
+        .multi()
+        .set(SESSION_PREFIX + keyHash, JSON.stringify(value))
+        .publish(SESSION_CHANNEL, keyHash)
+        .exec(),
+    );
     this.cache.delete(keyHash);
   }
 
   async delete(keyHash: string): Promise<boolean> {
-    const res = await bounded(this.redis.multi().del(SESSION_PREFIX + keyHash).publish(SESSION_CHANNEL, keyHash).exec());
+    const res = await bounded(
+      this.redis
+        .multi()
+        .del(SESSION_PREFIX + keyHash)
+        .publish(SESSION_CHANNEL, keyHash)
+        .exec(),
+    );
     this.cache.delete(keyHash);
     return Number(res?.[0]?.[1] ?? 0) > 0;
   }

@@ -59,7 +59,10 @@ export class MemorySessionStore implements SessionStore {
 }
 
 /** A store's session of a key hash, synchronously when `peek` knows it. */
-export function lookupSession(store: SessionStore, keyHash: string): StoredSession | undefined | Promise<StoredSession | undefined> {
+export function lookupSession(
+  store: SessionStore,
+  keyHash: string,
+): StoredSession | undefined | Promise<StoredSession | undefined> {
   const known = store.peek(keyHash);
   return known === undefined ? store.get(keyHash) : (known ?? undefined);
 }

@@ -39,7 +39,9 @@ export function bucketKeys(bucket: string): { log: string; smoothing: string; se
 
 let seq = 0;
 // 8 base-36 characters of process identity (~2.8e12 values)
-const PROC = Math.floor(Math.random() * 36 ** 8).toString(36).padStart(8, '0');
+const PROC = Math.floor(Math.random() * 36 ** 8)
+  .toString(36)
+  .padStart(8, '0');
 /** A log member unique across processes and calls, so equal timestamps never collapse into one entry. */
 export function uniqueMember(now: number): string {
   seq = (seq + 1) % 1e12;

@@ -13,9 +13,13 @@ function matchesAny(given: string, candidates: readonly string[]): boolean {
 /** `Authorization: Bearer <token>` with token in access_tokens: 401 when missing, 403 when wrong. */
 export function requireBearer(req: IncomingMessage, accessTokens: readonly string[]): void {
   const h = req.headers.authorization;
-  if (!h || !h.trim()) throw new HttpError(401, 'Authorization header missing: expected "Bearer <access token>"', { 'www-authenticate': 'Bearer' });
+  if (!h || !h.trim())
+    throw new HttpError(401, 'Authorization header missing: expected "Bearer <access token>"', {
+      'www-authenticate': 'Bearer',
+    });
   const m = /^Bearer\s+(\S+)\s*$/i.exec(h.trim());
-  if (!m) throw new HttpError(401, 'Authorization header must be "Bearer <access token>"', { 'www-authenticate': 'Bearer' });
+  if (!m)
+    throw new HttpError(401, 'Authorization header must be "Bearer <access token>"', { 'www-authenticate': 'Bearer' });
   if (!matchesAny(m[1]!, accessTokens)) throw new HttpError(403, 'access token not accepted');
 }
 

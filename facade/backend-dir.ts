@@ -38,7 +38,8 @@ import {
   type QuotaState,
   type ResourceBackend,
 } from './backend.js';
-const { existsSync, mkdirSync, readdirSync, renameSync, unlinkSync, writeFileSync } = process.getBuiltinModule('node:fs');
+const { existsSync, mkdirSync, readdirSync, renameSync, unlinkSync, writeFileSync } =
+  process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 
 export interface DirBackendOptions {
@@ -71,7 +72,9 @@ export class DirBackend implements ResourceBackend {
   }
 
   async getApi(namespace: string | undefined, apiId: string): Promise<ApiRef | undefined> {
-    const api = this.lookup((s) => s.apis.find((a) => (namespace === undefined || a.metadata.namespace === namespace) && apiIdOf(a) === apiId));
+    const api = this.lookup((s) =>
+      s.apis.find((a) => (namespace === undefined || a.metadata.namespace === namespace) && apiIdOf(a) === apiId),
+    );
     return api && { namespace: api.metadata.namespace, name: api.metadata.name, apiId };
   }
 
@@ -81,8 +84,13 @@ export class DirBackend implements ResourceBackend {
     return missing;
   }
 
-  async getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string; active: boolean } | undefined> {
-    const p = this.lookup((s) => s.policies.find((x) => x.metadata.namespace === namespace && x.metadata.name === name));
+  async getPolicy(
+    namespace: string,
+    name: string,
+  ): Promise<{ namespace: string; name: string; active: boolean } | undefined> {
+    const p = this.lookup((s) =>
+      s.policies.find((x) => x.metadata.namespace === namespace && x.metadata.name === name),
+    );
     return p && { namespace, name, active: p.spec.active !== false };
   }
 
@@ -97,10 +105,14 @@ export class DirBackend implements ResourceBackend {
 
   async putKey(keyHash: string, record: KeyRecord): Promise<void> {
     const other = this.foreignKey(keyHash);
-    if (other) throw new ConflictError(`key is defined by AccessKey ${other.metadata.namespace}/${other.metadata.name} in a hand-written manifest; edit it there`);
+    if (other)
+      throw new ConflictError(
+        `key is defined by AccessKey ${other.metadata.namespace}/${other.metadata.name} in a hand-written manifest; edit it there`,
+      );
     const name = keyResourceName(keyHash);
     const existing = this.readFile(this.keyFile(name), AccessKeyResource);
-    if (existing && existing.spec.key_hash !== keyHash) throw new ConflictError(`AccessKey ${name} already holds another key`);
+    if (existing && existing.spec.key_hash !== keyHash)
+      throw new ConflictError(`AccessKey ${name} already holds another key`);
     const resource: AccessKey = {
       apiVersion: API_VERSION,
       kind: 'AccessKey',
@@ -123,7 +135,10 @@ export class DirBackend implements ResourceBackend {
       return true;
     }
     const other = this.foreignKey(keyHash);
-    if (other) throw new ConflictError(`key is defined by AccessKey ${other.metadata.namespace}/${other.metadata.name} in a hand-written manifest; delete it there`);
+    if (other)
+      throw new ConflictError(
+        `key is defined by AccessKey ${other.metadata.namespace}/${other.metadata.name} in a hand-written manifest; delete it there`,
+      );
     return false;
   }
 
@@ -152,7 +167,10 @@ export class DirBackend implements ResourceBackend {
 
   async putClient(record: ClientRecord & { secret: string }): Promise<void> {
     const foreign = this.foreignClients(record.spec.api_id).find((c) => c.spec.client_id === record.spec.client_id);
-    if (foreign) throw new ConflictError(`client is defined by OAuthClient ${foreign.metadata.namespace}/${foreign.metadata.name} in a hand-written manifest`);
+    if (foreign)
+      throw new ConflictError(
+        `client is defined by OAuthClient ${foreign.metadata.namespace}/${foreign.metadata.name} in a hand-written manifest`,
+      );
     const ref = record.spec.secretRef;
     const secret: Secret = clientSecretManifest(record);
     const client: OAuthClient = {
@@ -183,7 +201,9 @@ export class DirBackend implements ResourceBackend {
   }
 
   async deleteClient(apiId: string, clientId: string): Promise<boolean> {
-    const own = this.ownFiles('oauthclient-', OAuthClientResource).find((c) => c.spec.api_id === apiId && c.spec.client_id === clientId);
+    const own = this.ownFiles('oauthclient-', OAuthClientResource).find(
+      (c) => c.spec.api_id === apiId && c.spec.client_id === clientId,
+    );
     if (own) {
       this.removeFile(this.clientFile(own.metadata.name));
       const secretFile = this.secretFile(own.metadata.namespace, own.spec.secretRef.name);
@@ -193,7 +213,10 @@ export class DirBackend implements ResourceBackend {
       return true;
     }
     const foreign = this.foreignClients(apiId).find((c) => c.spec.client_id === clientId);
-    if (foreign) throw new ConflictError(`client is defined by OAuthClient ${foreign.metadata.namespace}/${foreign.metadata.name} in a hand-written manifest; delete it there`);
+    if (foreign)
+      throw new ConflictError(
+        `client is defined by OAuthClient ${foreign.metadata.namespace}/${foreign.metadata.name} in a hand-written manifest; delete it there`,
+      );
     return false;
   }
 
@@ -243,7 +266,10 @@ export class DirBackend implements ResourceBackend {
     return out;
   }
 
-  private readFile<T>(file: string, schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } }): T | undefined {
+  private readFile<T>(
+    file: string,
+    schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } },
+  ): T | undefined {
     const read = readManifestFile(file); // never blocks on a FIFO, never reads a huge file
     if (!read.ok) return undefined;
     const text = read.text;
@@ -288,7 +314,9 @@ function manifestText(resource: object, what: string): string {
   const json = `${HEADER}${JSON.stringify(resource)}\n`;
   const size = Buffer.byteLength(json);
   if (size <= MAX_MANIFEST_BYTES) return json;
-  throw new TooLargeError(`${what} would be stored as a manifest of ${size} bytes, over the ${MAX_MANIFEST_BYTES}-byte limit of a manifest file`);
+  throw new TooLargeError(
+    `${what} would be stored as a manifest of ${size} bytes, over the ${MAX_MANIFEST_BYTES}-byte limit of a manifest file`,
+  );
 }
 
 function toKeyRecord(k: AccessKey): KeyRecord {

@@ -51,7 +51,12 @@ export interface KubeBackendOptions {
 
 type Plural = 'apidefinitions' | 'policies' | 'accesskeys' | 'oauthclients';
 
-const KIND_OF: Record<Plural, string> = { apidefinitions: 'ApiDefinition', policies: 'Policy', accesskeys: 'AccessKey', oauthclients: 'OAuthClient' };
+const KIND_OF: Record<Plural, string> = {
+  apidefinitions: 'ApiDefinition',
+  policies: 'Policy',
+  accesskeys: 'AccessKey',
+  oauthclients: 'OAuthClient',
+};
 
 /** The part of a written resource the wait reads. */
 const ReconcileState = z.object({ status: Status.optional() });
@@ -61,11 +66,23 @@ const QuotaResetState = z.looseObject({ status: z.looseObject({ quotaReset: z.st
 const PolicyActive = z.looseObject({ spec: z.looseObject({ active: z.boolean().optional() }).optional() });
 const Terminating = z.looseObject({ metadata: z.looseObject({ deletionTimestamp: z.string().optional() }) });
 /** An AccessKey with the hash the controller recorded for a key kept in a Secret (status.keyHash). */
-const AccessKeyWithHash = guarded(AccessKeyObject.extend({ status: z.looseObject({ keyHash: z.string().regex(/^[0-9a-f]{64}$/).optional() }).optional() }));
+const AccessKeyWithHash = guarded(
+  AccessKeyObject.extend({
+    status: z
+      .looseObject({
+        keyHash: z
+          .string()
+          .regex(/^[0-9a-f]{64}$/)
+          .optional(),
+      })
+      .optional(),
+  }),
+);
 type AccessKeyWithHash = z.infer<typeof AccessKeyWithHash>;
 const hashOf = (k: AccessKeyWithHash): string | undefined => k.spec.key_hash ?? k.status?.keyHash;
 /** Marked for deletion, waiting for the controller's finalizer (session / client record cleanup). */
-const terminating = (obj: unknown): boolean => Terminating.safeParse(obj).data?.metadata.deletionTimestamp !== undefined;
+const terminating = (obj: unknown): boolean =>
+  Terminating.safeParse(obj).data?.metadata.deletionTimestamp !== undefined;
 
 /** Besides Ready for the generation: what else the controller must have reported (and why it counts as not reconciled yet). */
 interface WaitAlso {
@@ -103,9 +120,17 @@ export class KubeBackend implements ResourceBackend {
   private async list<S extends z.ZodType>(plural: Plural, schema: S, labelSelector?: string): Promise<z.infer<S>[]> {
     const ns = this.opts.namespace;
     const sel = labelSelector === undefined ? {} : { labelSelector };
-    const res = (ns
-      ? await this.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, ...sel })
-      : await this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural, ...sel })) as { items?: unknown[] };
+    const res = (
+      ns
+        ? await this.custom.listNamespacedCustomObject({
+            group: GROUP,
+            version: VERSION,
+            namespace: ns,
+            plural,
+            ...sel,
+          })
+        : await this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural, ...sel })
+    ) as { items?: unknown[] };
     const out: z.infer<S>[] = [];
     for (const item of res.items ?? []) {
       const r = schema.safeParse(item);
@@ -115,7 +140,15 @@ export class KubeBackend implements ResourceBackend {
   }
 
   private get(plural: Plural, namespace: string, name: string): Promise<unknown> {
-    return orUndefined(this.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name }) as Promise<unknown>);
+    return orUndefined(
+      this.custom.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural,
+        name,
+      }) as Promise<unknown>,
+    );
   }
 
   /** Create, or replace keeping resourceVersion; then wait for the controller. */
@@ -136,11 +169,30 @@ export class KubeBackend implements ResourceBackend {
         if (current) {
           // A replace keeps what others put in metadata: the controller's finalizer (its cleanup on
           // deletion) and owner references.
-          const kept = { ...(current.metadata?.finalizers ? { finalizers: current.metadata.finalizers } : {}), ...(current.metadata?.ownerReferences ? { ownerReferences: current.metadata.ownerReferences } : {}) };
-          const body = { ...resource, metadata: { ...kept, ...resource.metadata, resourceVersion: current.metadata?.resourceVersion } };
-          written = (await this.custom.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name, body })) as typeof written;
+          const kept = {
+            ...(current.metadata?.finalizers ? { finalizers: current.metadata.finalizers } : {}),
+            ...(current.metadata?.ownerReferences ? { ownerReferences: current.metadata.ownerReferences } : {}),
+          };
+          const body = {
+            ...resource,
+            metadata: { ...kept, ...resource.metadata, resourceVersion: current.metadata?.resourceVersion },
+          };
+          written = (await this.custom.replaceNamespacedCustomObject({
+            group: GROUP,
+            version: VERSION,
+            namespace,
+            plural,
+            name,
+            body,
+          })) as typeof written;
         } else {
-          written = (await this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, body: resource })) as typeof written;
+          written = (await this.custom.createNamespacedCustomObject({
+            group: GROUP,
+            version: VERSION,
+            namespace,
+            plural,
+            body: resource,
+          })) as typeof written;
         }
       } catch (e) {
         if (code(e) !== 409 || attempt >= 5) throw e;
@@ -158,7 +210,9 @@ export class KubeBackend implements ResourceBackend {
     for (let attempt = 1; ; attempt++) {
       if (await check()) return true;
       if (Date.now() >= deadline) return false;
-      await new Promise((res) => setTimeout(res, Math.min(backoffDelay(attempt, 25, 200), Math.max(0, deadline - Date.now()))));
+      await new Promise((res) =>
+        setTimeout(res, Math.min(backoffDelay(attempt, 25, 200), Math.max(0, deadline - Date.now()))),
+      );
     }
   }
 
@@ -170,7 +224,13 @@ export class KubeBackend implements ResourceBackend {
    * Ready = the controller observed this generation (status.observedGeneration ≥ generation) and its
    * Ready condition, when it sets one, is not "False". Past readyTimeoutMs: NotReadyError (→ 504).
    */
-  private async waitReconciled(plural: Plural, namespace: string, name: string, generation: number, also?: WaitAlso): Promise<void> {
+  private async waitReconciled(
+    plural: Plural,
+    namespace: string,
+    name: string,
+    generation: number,
+    also?: WaitAlso,
+  ): Promise<void> {
     let why = 'the controller has not reconciled it yet';
     const done = await this.pollUntil(async () => {
       const obj = await this.get(plural, namespace, name);
@@ -188,7 +248,10 @@ export class KubeBackend implements ResourceBackend {
       return false;
     });
     if (done) return;
-    this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}`, why }, 'controller did not report the resource Ready in time');
+    this.opts.logger?.warn(
+      { resource: `${plural}/${namespace}/${name}`, why },
+      'controller did not report the resource Ready in time',
+    );
     throw new NotReadyError(
       `${KIND_OF[plural]} ${namespace}/${name} was written and exists, but is not Ready after ${this.readyTimeoutS} s: ${why}; it takes effect once reconciled (repeating the request is safe)`,
     );
@@ -200,7 +263,10 @@ export class KubeBackend implements ResourceBackend {
    */
   private async waitGone(plural: Plural, namespace: string, name: string): Promise<void> {
     if (await this.pollUntil(async () => (await this.get(plural, namespace, name)) === undefined)) return;
-    this.opts.logger?.warn({ resource: `${plural}/${namespace}/${name}` }, 'controller did not finish a deletion in time');
+    this.opts.logger?.warn(
+      { resource: `${plural}/${namespace}/${name}` },
+      'controller did not finish a deletion in time',
+    );
     throw new NotReadyError(
       `${KIND_OF[plural]} ${namespace}/${name} is being deleted, but still exists after ${this.readyTimeoutS} s: the controller has not finished its cleanup yet; it is removed once reconciled (repeating the request is safe)`,
     );
@@ -214,11 +280,18 @@ export class KubeBackend implements ResourceBackend {
 
   async missingApis(namespace: string, apiIds: string[]): Promise<string[]> {
     if (apiIds.length === 0) return [];
-    const present = new Set((await this.list('apidefinitions', ApiDefinitionResource)).filter((x) => x.metadata.namespace === namespace).map(apiIdOf));
+    const present = new Set(
+      (await this.list('apidefinitions', ApiDefinitionResource))
+        .filter((x) => x.metadata.namespace === namespace)
+        .map(apiIdOf),
+    );
     return apiIds.filter((id) => !present.has(id));
   }
 
-  async getPolicy(namespace: string, name: string): Promise<{ namespace: string; name: string; active: boolean } | undefined> {
+  async getPolicy(
+    namespace: string,
+    name: string,
+  ): Promise<{ namespace: string; name: string; active: boolean } | undefined> {
     const raw = await this.get('policies', namespace, name);
     if (!raw) return undefined;
     return { namespace, name, active: PolicyActive.safeParse(raw).data?.spec?.active !== false };
@@ -233,7 +306,8 @@ export class KubeBackend implements ResourceBackend {
    * imported. Without a namespace (all namespaces) the whole list is scanned, as before.
    */
   private async findKey(keyHash: string, opts: { terminating?: boolean } = {}): Promise<AccessKeyWithHash | undefined> {
-    const match = (k: AccessKeyWithHash): boolean => hashOf(k) === keyHash && (opts.terminating === true || !terminating(k));
+    const match = (k: AccessKeyWithHash): boolean =>
+      hashOf(k) === keyHash && (opts.terminating === true || !terminating(k));
     const ns = this.opts.namespace;
     if (ns === undefined) return (await this.list('accesskeys', AccessKeyWithHash)).find(match);
     const direct = AccessKeyWithHash.safeParse(await this.get('accesskeys', ns, keyResourceName(keyHash)));
@@ -246,7 +320,12 @@ export class KubeBackend implements ResourceBackend {
     const k = await this.findKey(keyHash);
     if (!k) return undefined;
     const { key_hash: _h, secretRef: _s, ...spec } = k.spec;
-    return { namespace: k.metadata.namespace, name: k.metadata.name, spec, suppressReset: k.metadata.annotations?.[SUPPRESS_RESET_ANNOTATION] === 'true' };
+    return {
+      namespace: k.metadata.namespace,
+      name: k.metadata.name,
+      spec,
+      suppressReset: k.metadata.annotations?.[SUPPRESS_RESET_ANNOTATION] === 'true',
+    };
   }
 
   async putKey(keyHash: string, record: KeyRecord): Promise<void> {
@@ -266,13 +345,23 @@ export class KubeBackend implements ResourceBackend {
       {
         apiVersion: API_VERSION,
         kind: 'AccessKey',
-        metadata: { name, namespace, labels: existing ? { ...(existing.metadata.labels ?? {}) } : { ...MANAGED_BY_LABEL }, annotations },
+        metadata: {
+          name,
+          namespace,
+          labels: existing ? { ...(existing.metadata.labels ?? {}) } : { ...MANAGED_BY_LABEL },
+          annotations,
+        },
         // a key kept in a Secret stays there (its manifest, e.g. kubectl's, still names the Secret)
-        spec: existing?.spec.secretRef ? { ...record.spec, secretRef: existing.spec.secretRef } : { ...record.spec, key_hash: keyHash },
+        spec: existing?.spec.secretRef
+          ? { ...record.spec, secretRef: existing.spec.secretRef }
+          : { ...record.spec, key_hash: keyHash },
       },
       resetToken === undefined
         ? undefined
-        : { done: (obj) => QuotaResetState.safeParse(obj).data?.status?.quotaReset === resetToken, why: 'the controller has not reset its quota yet' },
+        : {
+            done: (obj) => QuotaResetState.safeParse(obj).data?.status?.quotaReset === resetToken,
+            why: 'the controller has not reset its quota yet',
+          },
     );
   }
 
@@ -281,7 +370,15 @@ export class KubeBackend implements ResourceBackend {
     const k = await this.findKey(keyHash, { terminating: true }); // a timed-out earlier DELETE is waited for again
     if (!k) return false;
     const { namespace, name } = k.metadata;
-    await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'accesskeys', name }) as Promise<unknown>);
+    await orUndefined(
+      this.custom.deleteNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: 'accesskeys',
+        name,
+      }) as Promise<unknown>,
+    );
     await this.waitGone('accesskeys', namespace, name);
     return true;
   }
@@ -299,20 +396,36 @@ export class KubeBackend implements ResourceBackend {
   }
 
   private async secretOf(c: OAuthClient): Promise<string | undefined> {
-    const s: V1Secret | undefined = await orUndefined(this.core.readNamespacedSecret({ namespace: c.metadata.namespace, name: c.spec.secretRef.name }));
+    const s: V1Secret | undefined = await orUndefined(
+      this.core.readNamespacedSecret({ namespace: c.metadata.namespace, name: c.spec.secretRef.name }),
+    );
     const d = s?.data?.[c.spec.secretRef.key];
-    return s?.stringData?.[c.spec.secretRef.key] ?? (d === undefined ? undefined : Buffer.from(d, 'base64').toString('utf8'));
+    return (
+      s?.stringData?.[c.spec.secretRef.key] ?? (d === undefined ? undefined : Buffer.from(d, 'base64').toString('utf8'))
+    );
   }
 
   async listClients(apiId: string): Promise<ClientRecord[]> {
-    const clients = (await this.list('oauthclients', OAuthClientResource)).filter((c) => c.spec.api_id === apiId && !terminating(c));
+    const clients = (await this.list('oauthclients', OAuthClientResource)).filter(
+      (c) => c.spec.api_id === apiId && !terminating(c),
+    );
     const out: ClientRecord[] = [];
-    for (const c of clients) out.push({ namespace: c.metadata.namespace, name: c.metadata.name, spec: c.spec, secret: await this.secretOf(c) });
+    for (const c of clients)
+      out.push({
+        namespace: c.metadata.namespace,
+        name: c.metadata.name,
+        spec: c.spec,
+        secret: await this.secretOf(c),
+      });
     return out.sort((a, b) => a.spec.client_id.localeCompare(b.spec.client_id));
   }
 
   /** One client of an API (a deleting one only with `terminating`), found without reading the others' Secrets. */
-  private async findClient(apiId: string, clientId: string, opts: { terminating?: boolean } = {}): Promise<OAuthClient | undefined> {
+  private async findClient(
+    apiId: string,
+    clientId: string,
+    opts: { terminating?: boolean } = {},
+  ): Promise<OAuthClient | undefined> {
     return (await this.list('oauthclients', OAuthClientResource)).find(
       (c) => c.spec.api_id === apiId && c.spec.client_id === clientId && (opts.terminating === true || !terminating(c)),
     );
@@ -320,7 +433,9 @@ export class KubeBackend implements ResourceBackend {
 
   async getClient(apiId: string, clientId: string): Promise<ClientRecord | undefined> {
     const c = await this.findClient(apiId, clientId);
-    return c && { namespace: c.metadata.namespace, name: c.metadata.name, spec: c.spec, secret: await this.secretOf(c) };
+    return (
+      c && { namespace: c.metadata.namespace, name: c.metadata.name, spec: c.spec, secret: await this.secretOf(c) }
+    );
   }
 
   async putClient(record: ClientRecord & { secret: string }): Promise<void> {
@@ -348,7 +463,15 @@ export class KubeBackend implements ResourceBackend {
     const c = await this.findClient(apiId, clientId, { terminating: true }); // a timed-out earlier DELETE is finished
     if (!c) return false;
     const { namespace, name } = c.metadata;
-    await orUndefined(this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'oauthclients', name }) as Promise<unknown>);
+    await orUndefined(
+      this.custom.deleteNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: 'oauthclients',
+        name,
+      }) as Promise<unknown>,
+    );
     await this.waitGone('oauthclients', namespace, name); // the controller removed the client's Redis record
     const s = await orUndefined(this.core.readNamespacedSecret({ namespace, name: c.spec.secretRef.name }));
     if (isManaged(s?.metadata?.labels)) {

@@ -98,7 +98,11 @@ export function clientSecretManifest(record: ClientRecord & { secret: string }) 
   return {
     apiVersion: 'v1' as const,
     kind: 'Secret' as const,
-    metadata: { name: ref.name, namespace: record.namespace, labels: { ...MANAGED_BY_LABEL } as Record<string, string> },
+    metadata: {
+      name: ref.name,
+      namespace: record.namespace,
+      labels: { ...MANAGED_BY_LABEL } as Record<string, string>,
+    },
     type: 'Opaque',
     data: { [ref.key]: Buffer.from(record.secret, 'utf8').toString('base64') },
   };

@@ -10,10 +10,17 @@ import type { QuotaState } from './backend.js';
 
 /** What reads a live quota as the gateway applies it (the gateway's engine, wired by the CLI). */
 export interface QuotaReader {
-  readQuota(keyHash: string, stored: StoredSession, apiId?: string): Promise<{ remaining: number; renews: number } | undefined>;
+  readQuota(
+    keyHash: string,
+    stored: StoredSession,
+    apiId?: string,
+  ): Promise<{ remaining: number; renews: number } | undefined>;
 }
 
-export function liveQuota(sessions: SessionStore, engine: QuotaReader): (keyHash: string) => Promise<QuotaState | undefined> {
+export function liveQuota(
+  sessions: SessionStore,
+  engine: QuotaReader,
+): (keyHash: string) => Promise<QuotaState | undefined> {
   return async (keyHash) => {
     const s = await sessions.get(keyHash);
     if (!s) return undefined;

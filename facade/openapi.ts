@@ -9,7 +9,9 @@ import { OAuthClientBody } from './routes-oauth.js';
 type Json = { [k: string]: unknown };
 
 function fromZod(schema: z.ZodType): Json {
-  const s = withoutKubernetesKeywords(z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' })) as Json;
+  const s = withoutKubernetesKeywords(
+    z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }),
+  ) as Json;
   delete s.$schema;
   return s;
 }
@@ -18,12 +20,19 @@ function fromZod(schema: z.ZodType): Json {
 function withoutKubernetesKeywords(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(withoutKubernetesKeywords);
   if (typeof v !== 'object' || v === null) return v;
-  return Object.fromEntries(Object.entries(v).filter(([k]) => !k.startsWith('x-kubernetes-')).map(([k, x]) => [k, withoutKubernetesKeywords(x)]));
+  return Object.fromEntries(
+    Object.entries(v)
+      .filter(([k]) => !k.startsWith('x-kubernetes-'))
+      .map(([k, x]) => [k, withoutKubernetesKeywords(x)]),
+  );
 }
 
 const str = { type: 'string' };
 const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: Json, description: string): Json => ({ description, content: { 'application/json': { schema } } });
+const json = (schema: Json, description: string): Json => ({
+  description,
+  content: { 'application/json': { schema } },
+});
 const err = (description: string): Json => json(ref('Error'), description);
 
 const E = {
@@ -34,7 +43,10 @@ const E = {
   409: err('Conflict: the resource exists already or is owned by a hand-written manifest'),
   413: err('Body over 1 MiB'),
   415: err('Content-Type is not JSON'),
-  429: { ...err('Too many requests to the facade from this client'), headers: { 'Retry-After': { schema: { type: 'integer' } } } },
+  429: {
+    ...err('Too many requests to the facade from this client'),
+    headers: { 'Retry-After': { schema: { type: 'integer' } } },
+  },
   502: err('The gateway could not be reached'),
   504: err('The gateway did not answer within proxy_timeout'),
   notReady: err(
@@ -57,8 +69,20 @@ const keyIdParam = {
     'The key (or its SHA-256 hex with hashed=true), one percent-encoded path segment. Refused with 400: "." or ".." path ' +
     'segments (also inside, e.g. "a/../b") and control characters',
 };
-const hashedParam = { name: 'hashed', in: 'query', required: false, schema: { type: 'string', enum: ['true', 'false'] }, description: 'keyID already is the SHA-256 hex of the key' };
-const suppressResetParam = { name: 'suppress_reset', in: 'query', required: false, schema: { type: 'string', enum: ['1'] }, description: 'Keep the live quota instead of resetting it' };
+const hashedParam = {
+  name: 'hashed',
+  in: 'query',
+  required: false,
+  schema: { type: 'string', enum: ['true', 'false'] },
+  description: 'keyID already is the SHA-256 hex of the key',
+};
+const suppressResetParam = {
+  name: 'suppress_reset',
+  in: 'query',
+  required: false,
+  schema: { type: 'string', enum: ['1'] },
+  description: 'Keep the live quota instead of resetting it',
+};
 const jsonBody = (schema: Json): Json => ({ required: true, content: { 'application/json': { schema } } });
 
 const clientProps = {
@@ -75,7 +99,15 @@ const clientProps = {
     additionalProperties: false,
   },
 };
-const clientRequired = ['client_id', 'client_name', 'description', 'policy_id', 'redirect_uri', 'meta_data', 'dcr_registration'];
+const clientRequired = [
+  'client_id',
+  'client_name',
+  'description',
+  'policy_id',
+  'redirect_uri',
+  'meta_data',
+  'dcr_registration',
+];
 
 export const facadeOpenApi: Json = {
   openapi: '3.1.0',
@@ -105,7 +137,12 @@ export const facadeOpenApi: Json = {
         required: [...clientRequired, 'secret'],
         additionalProperties: false,
       },
-      OAuthClientSummary: { type: 'object', properties: clientProps, required: clientRequired, additionalProperties: false },
+      OAuthClientSummary: {
+        type: 'object',
+        properties: clientProps,
+        required: clientRequired,
+        additionalProperties: false,
+      },
       Deleted: {
         type: 'object',
         properties: { key: str, action: { const: 'deleted' }, status: { const: 'ok' } },
@@ -119,7 +156,9 @@ export const facadeOpenApi: Json = {
           url: { type: 'string', description: 'Absolute URL whose origin is one of gateway_urls' },
           headers: {
             type: 'object',
-            additionalProperties: { anyOf: [str, { type: 'number' }, { type: 'boolean' }, { type: 'array', items: str }] },
+            additionalProperties: {
+              anyOf: [str, { type: 'number' }, { type: 'boolean' }, { type: 'array', items: str }],
+            },
           },
           body: { description: 'A string is sent as is; any other JSON value is sent as JSON' },
         },
@@ -167,7 +206,15 @@ export const facadeOpenApi: Json = {
         requestBody: jsonBody(ref('OAuthClientRequest')),
         responses: {
           200: json(ref('OAuthClient'), 'Client created'),
-          400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 413: E[413], 415: E[415], 429: E[429], 504: E.notReady,
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          409: E[409],
+          413: E[413],
+          415: E[415],
+          429: E[429],
+          504: E.notReady,
         },
       },
       get: {
@@ -176,7 +223,11 @@ export const facadeOpenApi: Json = {
         security: bearer,
         responses: {
           200: json({ type: 'array', items: ref('OAuthClientSummary') }, 'The clients'),
-          400: E[400], 401: E[401], 403: E[403], 404: E[404], 429: E[429],
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          429: E[429],
         },
       },
     },
@@ -185,12 +236,28 @@ export const facadeOpenApi: Json = {
       get: {
         operationId: 'getOAuthClient',
         security: bearer,
-        responses: { 200: json(ref('OAuthClient'), 'The client, secret included'), 400: E[400], 401: E[401], 403: E[403], 404: E[404], 429: E[429] },
+        responses: {
+          200: json(ref('OAuthClient'), 'The client, secret included'),
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          429: E[429],
+        },
       },
       delete: {
         operationId: 'deleteOAuthClient',
         security: bearer,
-        responses: { 200: json(ref('Deleted'), 'Client deleted'), 400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 429: E[429], 504: E.notReady },
+        responses: {
+          200: json(ref('Deleted'), 'Client deleted'),
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          409: E[409],
+          429: E[429],
+          504: E.notReady,
+        },
       },
     },
     '/api/proxy': {
@@ -201,7 +268,14 @@ export const facadeOpenApi: Json = {
         requestBody: jsonBody(ref('ProxyRequest')),
         responses: {
           200: json(ref('ProxyResponse'), 'The gateway answered (any status)'),
-          400: E[400], 401: E[401], 403: E[403], 413: E[413], 415: E[415], 429: E[429], 502: E[502], 504: E[504],
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          413: E[413],
+          415: E[415],
+          429: E[429],
+          502: E[502],
+          504: E[504],
         },
       },
     },
@@ -222,7 +296,14 @@ export const facadeOpenApi: Json = {
         requestBody: jsonBody(ref('KeySession')),
         responses: {
           200: json(ref('KeyResult'), 'action added or modified'),
-          400: E[400], 401: E[401], 403: E[403], 409: E[409], 413: E[413], 415: E[415], 429: E[429], 504: E.notReady,
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          409: E[409],
+          413: E[413],
+          415: E[415],
+          429: E[429],
+          504: E.notReady,
         },
       },
       put: {
@@ -232,19 +313,43 @@ export const facadeOpenApi: Json = {
         requestBody: jsonBody(ref('KeySession')),
         responses: {
           200: json(ref('KeyResult'), 'action modified'),
-          400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 413: E[413], 415: E[415], 429: E[429], 504: E.notReady,
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          409: E[409],
+          413: E[413],
+          415: E[415],
+          429: E[429],
+          504: E.notReady,
         },
       },
       get: {
         operationId: 'getKey',
         summary: 'The session, with live quota_remaining and quota_renews',
         security: gwSecret,
-        responses: { 200: json(ref('KeySession'), 'The session'), 400: E[400], 401: E[401], 403: E[403], 404: E[404], 429: E[429] },
+        responses: {
+          200: json(ref('KeySession'), 'The session'),
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          429: E[429],
+        },
       },
       delete: {
         operationId: 'deleteKey',
         security: gwSecret,
-        responses: { 200: json(ref('KeyResult'), 'action deleted'), 400: E[400], 401: E[401], 403: E[403], 404: E[404], 409: E[409], 429: E[429], 504: E.notReady },
+        responses: {
+          200: json(ref('KeyResult'), 'action deleted'),
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          409: E[409],
+          429: E[429],
+          504: E.notReady,
+        },
       },
     },
     '/openapi.json': {

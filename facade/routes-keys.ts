@@ -33,10 +33,13 @@ function keyHashOf(keyID: string, hashed: boolean, creating: boolean): string {
   if (hasControlChar(keyID)) throw new HttpError(400, 'keyID: must not contain control characters');
   // a header value cannot carry them (the gateway trims what it reads): such a key could never be sent.
   // Refused where a key is written; one written before this rule can still be read and deleted by name.
-  if (creating && keyID.trim() !== keyID) throw new HttpError(400, 'keyID: must not begin or end with whitespace (an HTTP header cannot carry it)');
-  if (/(^|[/\\])\.\.?($|[/\\])/.test(keyID)) throw new HttpError(400, 'keyID: must not contain "." or ".." path segments');
+  if (creating && keyID.trim() !== keyID)
+    throw new HttpError(400, 'keyID: must not begin or end with whitespace (an HTTP header cannot carry it)');
+  if (/(^|[/\\])\.\.?($|[/\\])/.test(keyID))
+    throw new HttpError(400, 'keyID: must not contain "." or ".." path segments');
   if (!hashed) return sha256hex(keyID);
-  if (!/^[0-9a-fA-F]{64}$/.test(keyID)) throw new HttpError(400, 'keyID: with hashed=true it must be a SHA-256 hex digest (64 hex digits)');
+  if (!/^[0-9a-fA-F]{64}$/.test(keyID))
+    throw new HttpError(400, 'keyID: with hashed=true it must be a SHA-256 hex digest (64 hex digits)');
   return keyID.toLowerCase();
 }
 
@@ -58,7 +61,12 @@ export function normalizeSession(s: KeySessionT): KeySessionT {
  * The policies and APIs a key body names must exist in the key's namespace: 400 naming the field at once,
  * rather than a key the controller reports as not Ready (and the facade waiting for it until its timeout).
  */
-async function checkReferences(ctx: FacadeContext, session: KeySessionT, namespace: string, body: KeySessionT): Promise<void> {
+async function checkReferences(
+  ctx: FacadeContext,
+  session: KeySessionT,
+  namespace: string,
+  body: KeySessionT,
+): Promise<void> {
   // the field the client sent: the deprecated apply_policy_id when it was the one that set the policy
   const fromDeprecated = !body.apply_policies?.length && !!body.apply_policy_id;
   for (const [i, p] of (session.apply_policies ?? []).entries()) {
@@ -66,10 +74,18 @@ async function checkReferences(ctx: FacadeContext, session: KeySessionT, namespa
     const policy = await ctx.backend.getPolicy(namespace, p);
     if (!policy) throw new HttpError(400, `${field}: policy ${JSON.stringify(p)} not found in namespace ${namespace}`);
     // the gateway refuses a key applying an inactive policy (and the controller reports it not Ready)
-    if (!policy.active) throw new HttpError(400, `${field}: policy ${JSON.stringify(p)} is inactive (active: false) in namespace ${namespace}`);
+    if (!policy.active)
+      throw new HttpError(
+        400,
+        `${field}: policy ${JSON.stringify(p)} is inactive (active: false) in namespace ${namespace}`,
+      );
   }
   const [missing] = await ctx.backend.missingApis(namespace, Object.keys(session.access_rights ?? {}));
-  if (missing !== undefined) throw new HttpError(400, `access_rights.${missing}: API ${JSON.stringify(missing)} not found in namespace ${namespace}`);
+  if (missing !== undefined)
+    throw new HttpError(
+      400,
+      `access_rights.${missing}: API ${JSON.stringify(missing)} not found in namespace ${namespace}`,
+    );
 }
 
 /** `creating`: the request writes the key (POST, PUT). */

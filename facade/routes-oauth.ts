@@ -75,7 +75,8 @@ async function createClient(args: RouteArgs): Promise<void> {
   };
   const record: ClientRecord & { secret: string } = { namespace: api.namespace, name, spec, secret };
   await ctx.locks.run(`client:${api.apiId}\u0000${clientId}`, async () => {
-    if (await ctx.backend.getClient(api.apiId, clientId)) throw new HttpError(409, 'client_id: a client with this id already exists for this API');
+    if (await ctx.backend.getClient(api.apiId, clientId))
+      throw new HttpError(409, 'client_id: a client with this id already exists for this API');
     await ctx.backend.putClient(record);
   });
   ctx.logger.info({ apiId: api.apiId, clientId, resource: `${api.namespace}/${name}` }, 'OAuth client created');
@@ -85,7 +86,11 @@ async function createClient(args: RouteArgs): Promise<void> {
 async function listClients(args: RouteArgs): Promise<void> {
   const api = await findApi(args);
   const clients = await args.ctx.backend.listClients(api.apiId);
-  sendJson(args.res, 200, clients.map((c) => clientView(c, false)));
+  sendJson(
+    args.res,
+    200,
+    clients.map((c) => clientView(c, false)),
+  );
 }
 
 async function getClient(args: RouteArgs): Promise<void> {
@@ -98,7 +103,9 @@ async function getClient(args: RouteArgs): Promise<void> {
 async function deleteClient(args: RouteArgs): Promise<void> {
   const api = await findApi(args);
   const clientId = args.params.clientId!;
-  const deleted = await args.ctx.locks.run(`client:${api.apiId}\u0000${clientId}`, () => args.ctx.backend.deleteClient(api.apiId, clientId));
+  const deleted = await args.ctx.locks.run(`client:${api.apiId}\u0000${clientId}`, () =>
+    args.ctx.backend.deleteClient(api.apiId, clientId),
+  );
   if (!deleted) throw new HttpError(404, 'OAuth client not found');
   args.ctx.logger.info({ apiId: api.apiId, clientId }, 'OAuth client deleted');
   sendJson(args.res, 200, { key: clientId, action: 'deleted', status: 'ok' });

@@ -13,8 +13,18 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** Set by the facade's HTTP client itself, or meaningless across a hop. */
 const DROPPED_HEADERS = new Set([
-  'host', 'content-length', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade',
-  'expect', 'proxy-authorization', 'proxy-connection', 'http2-settings',
+  'host',
+  'content-length',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+  'proxy-authorization',
+  'proxy-connection',
+  'http2-settings',
 ]);
 /** Largest proxied response body the facade buffers. */
 export const MAX_PROXY_RESPONSE_BYTES = 10 * 1024 * 1024;
@@ -55,13 +65,16 @@ export function checkProxyUrl(raw: string, allowed: ReadonlySet<string>): URL {
   } catch {
     throw new HttpError(400, 'url: must be an absolute URL with scheme, host and path');
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new HttpError(400, `url: scheme ${u.protocol} not allowed (http or https only)`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new HttpError(400, `url: scheme ${u.protocol} not allowed (http or https only)`);
   if (u.username || u.password) throw new HttpError(400, 'url: credentials in the URL are not allowed');
   if (!allowed.has(u.origin)) throw new HttpError(400, `url: origin ${u.origin} is not a gateway URL (gateway_urls)`);
   return u;
 }
 
-function outgoingHeaders(given: Record<string, z.infer<typeof HeaderValue>> | undefined): Record<string, string | string[]> {
+function outgoingHeaders(
+  given: Record<string, z.infer<typeof HeaderValue>> | undefined,
+): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(given ?? {})) {
     const name = k.toLowerCase();
@@ -87,7 +100,13 @@ function isJson(contentType: string | string[] | undefined): boolean {
   return !!ct && /^application\/([a-z0-9.+-]*\+)?json\b/i.test(ct.trim());
 }
 
-async function send(ctx: FacadeContext, url: URL, method: string, headers: Record<string, string | string[]>, body: string | undefined) {
+async function send(
+  ctx: FacadeContext,
+  url: URL,
+  method: string,
+  headers: Record<string, string | string[]>,
+  body: string | undefined,
+) {
   const timeoutMs = ctx.options.proxy_timeout * 1000;
   const ac = new AbortController();
   let timedOut = false;
@@ -120,7 +139,8 @@ async function send(ctx: FacadeContext, url: URL, method: string, headers: Recor
     if (timedOut) throw new HttpError(504, `gateway did not answer within ${ctx.options.proxy_timeout} s`);
     const err = e as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
     const code = err.code ?? err.cause?.code ?? '';
-    if (e instanceof undiciErrors.InvalidArgumentError) throw new HttpError(400, `invalid proxied request: ${err.message}`);
+    if (e instanceof undiciErrors.InvalidArgumentError)
+      throw new HttpError(400, `invalid proxied request: ${err.message}`);
     ctx.logger.warn({ origin: url.origin, code, err: err.message }, 'proxy: gateway unreachable');
     throw new HttpError(502, `gateway unreachable${code ? ` (${code})` : ''}`);
   } finally {

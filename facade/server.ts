@@ -95,10 +95,14 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
   const rl = opts.rateLimit === undefined ? (options.facade_rate_limit ?? DEFAULT_FACADE_RATE_LIMIT) : opts.rateLimit;
   if (rl && (!(rl.rate >= 1) || !(rl.per > 0))) throw new Error('facade rate limit: rate must be ≥ 1 and per > 0');
   const limiter = rl ? new FacadeLimiter(rl) : undefined;
-  if (!options.access_tokens?.length) logger.warn('no access_tokens configured: every /api/... request is refused with 403');
+  if (!options.access_tokens?.length)
+    logger.warn('no access_tokens configured: every /api/... request is refused with 403');
   if (!options.secret) logger.warn('no secret configured: every /gw/... request is refused with 403');
 
-  const openapiRoute: Route = { template: '/openapi.json', methods: { GET: async ({ res }) => sendJson(res, 200, facadeOpenApi) } };
+  const openapiRoute: Route = {
+    template: '/openapi.json',
+    methods: { GET: async ({ res }) => sendJson(res, 200, facadeOpenApi) },
+  };
   const routes: CompiledRoute[] = [...oauthRoutes, ...proxyRoutes, ...keyRoutes, openapiRoute].map(compile);
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<string> => {
@@ -160,7 +164,16 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
     const started = process.hrtime.bigint();
     const done = (route: string): void => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      logger.debug({ method: req.method, route, status: res.statusCode, ms: Math.round(ms * 10) / 10, client: req.socket.remoteAddress }, 'facade request');
+      logger.debug(
+        {
+          method: req.method,
+          route,
+          status: res.statusCode,
+          ms: Math.round(ms * 10) / 10,
+          client: req.socket.remoteAddress,
+        },
+        'facade request',
+      );
     };
     handle(req, res).then(done, (e: unknown) => {
       const route = (e as { route?: string }).route ?? '(unmatched)';

@@ -26,7 +26,8 @@ export function jsonShapeProblem(value: unknown, maxDepth = MAX_JSON_DEPTH): Sha
       continue;
     }
     const keys = Object.keys(v);
-    if (keys.includes('__proto__')) return { path: [...path, '__proto__'], message: 'the field name __proto__ is not allowed' };
+    if (keys.includes('__proto__'))
+      return { path: [...path, '__proto__'], message: 'the field name __proto__ is not allowed' };
     for (let i = keys.length - 1; i >= 0; i--) {
       const child = (v as Record<string, unknown>)[keys[i]!];
       if (isNested(child)) stack.push({ value: child, path: [...path, keys[i]!] });

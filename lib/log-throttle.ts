@@ -3,7 +3,11 @@
  * first event of each period is logged, with the number of events since the last line; the others are
  * only counted (metrics still count every one).
  */
-export function throttledLog<T>(periodMs: number, log: (event: T, suppressed: number) => void, now: () => number = Date.now): (event: T) => void {
+export function throttledLog<T>(
+  periodMs: number,
+  log: (event: T, suppressed: number) => void,
+  now: () => number = Date.now,
+): (event: T) => void {
   let last = -Infinity;
   let suppressed = 0;
   return (event) => {
@@ -20,5 +24,7 @@ export function throttledLog<T>(periodMs: number, log: (event: T, suppressed: nu
 
 /** A warn line `msg` for an error, at most one a second, with `suppressed`: the errors left out since the last line. */
 export function throttledWarn(logger: { warn(obj: object, msg: string): void }, msg: string): (e: Error) => void {
-  return throttledLog<Error>(1000, (e, suppressed) => logger.warn({ err: e.message, ...(suppressed ? { suppressed } : {}) }, msg));
+  return throttledLog<Error>(1000, (e, suppressed) =>
+    logger.warn({ err: e.message, ...(suppressed ? { suppressed } : {}) }, msg),
+  );
 }

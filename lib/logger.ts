@@ -6,13 +6,22 @@ export type { Logger };
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function createLogger(name: string, level = process.env.GW_LOG_LEVEL ?? 'info'): Logger {
-  if (!LEVELS.includes(level)) throw new Error(`GW_LOG_LEVEL: must be one of ${LEVELS.join(', ')} (got ${JSON.stringify(level)})`);
+  if (!LEVELS.includes(level))
+    throw new Error(`GW_LOG_LEVEL: must be one of ${LEVELS.join(', ')} (got ${JSON.stringify(level)})`);
   return pino({
     name,
     level,
     base: { component: name },
     redact: {
-      paths: ['key', 'secret', 'token', '*.authorization', '*.Authorization', 'headers.authorization', 'headers["x-gw-authorization"]'],
+      paths: [
+        'key',
+        'secret',
+        'token',
+        '*.authorization',
+        '*.Authorization',
+        'headers.authorization',
+        'headers["x-gw-authorization"]',
+      ],
       censor: '[redacted]',
     },
   });

@@ -11,7 +11,8 @@ const { closeSync, constants, fstatSync, openSync, readSync } = process.getBuilt
  */
 export const MAX_MANIFEST_BYTES = 1024 * 1024;
 
-export type ReadOutcome = { ok: true; text: string } | { ok: false; gone: true } | { ok: false; gone?: false; message: string };
+export type ReadOutcome =
+  { ok: true; text: string } | { ok: false; gone: true } | { ok: false; gone?: false; message: string };
 
 const CHUNK = 64 * 1024;
 
@@ -28,7 +29,10 @@ export function readManifestFile(path: string, maxBytes = MAX_MANIFEST_BYTES): R
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) return { ok: false, message: 'skipped: not a regular file' };
-    const tooLarge = (size: number): ReadOutcome => ({ ok: false, message: `too large: ${size} bytes, over the limit of ${maxBytes} bytes per manifest file (split it into several files)` });
+    const tooLarge = (size: number): ReadOutcome => ({
+      ok: false,
+      message: `too large: ${size} bytes, over the limit of ${maxBytes} bytes per manifest file (split it into several files)`,
+    });
     if (st.size > maxBytes) return tooLarge(st.size);
     const chunks: Buffer[] = [];
     let total = 0;

@@ -38,7 +38,8 @@ export interface Listing {
 export const isProblem = (e: ListedEntry): e is PathProblem => 'problem' in e;
 
 const errCode = (e: unknown): string | undefined => (e as NodeJS.ErrnoException).code;
-const errText = (e: unknown): string => `${errCode(e) ?? 'error'}: ${(e as Error).message.replace(/^\w+: /, '').replace(/, \w+ '.*'$/, '')}`;
+const errText = (e: unknown): string =>
+  `${errCode(e) ?? 'error'}: ${(e as Error).message.replace(/^\w+: /, '').replace(/, \w+ '.*'$/, '')}`;
 
 function isSymbolicLink(path: string): boolean {
   try {
@@ -90,7 +91,12 @@ export function listManifests(dir: string): Listing {
         const first = seen.get(id);
         if (first !== undefined) {
           const where = first || '.';
-          problem(relPath, ancestors.has(id) ? `skipped: symbolic link loop (leads back to ${where})` : `skipped: the same directory as ${where}, read there`);
+          problem(
+            relPath,
+            ancestors.has(id)
+              ? `skipped: symbolic link loop (leads back to ${where})`
+              : `skipped: the same directory as ${where}, read there`,
+          );
           continue;
         }
         let inner: string[];

@@ -12,7 +12,12 @@ export function json(res: ServerResponse, status: number, body: unknown): void {
 }
 
 /** Answers the three operational paths; returns false for anything else. */
-export function handleOps(req: IncomingMessage, res: ServerResponse, registry: Registry, ready: () => boolean): boolean {
+export function handleOps(
+  req: IncomingMessage,
+  res: ServerResponse,
+  registry: Registry,
+  ready: () => boolean,
+): boolean {
   const path = (req.url ?? '/').split('?')[0];
   if (path === '/healthz') {
     json(res, 200, { status: 'ok' });

@@ -48,7 +48,9 @@ export type Algorithm = 'drl' | 'sliding_log' | 'sentinel' | 'fixed_window';
  */
 export function ignoredAlgorithmFlags(o: GatewayOptionsT): string[] {
   if (!o.enable_fixed_window_rate_limiter) return [];
-  return (['enable_sentinel_rate_limiter', 'enable_kv_rolling_limiter', 'enable_non_transactional_rate_limiter'] as const).filter((f) => o[f]);
+  return (
+    ['enable_sentinel_rate_limiter', 'enable_kv_rolling_limiter', 'enable_non_transactional_rate_limiter'] as const
+  ).filter((f) => o[f]);
 }
 
 /** The one algorithm the gateway runs for store-backed limits (DRL may still take fast limits, §3.2). */
@@ -80,7 +82,9 @@ export function loadGatewayOptions(file: string | undefined, env: NodeJS.Process
   const o = parsed.data;
   if (!o.secret && env.GW_SECRET?.trim()) o.secret = env.GW_SECRET.trim();
   if (!o.access_tokens && env.GW_ACCESS_TOKENS) {
-    o.access_tokens = env.GW_ACCESS_TOKENS.split(',').map((s) => s.trim()).filter(Boolean);
+    o.access_tokens = env.GW_ACCESS_TOKENS.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   }
   return o;
 }

@@ -6,7 +6,12 @@
  * `/users/.*` or `/users/{id}` for those).
  */
 export function endpointPattern(path: string): string {
-  return anchored(path.replace(/^\//, '').replace(/\/$/, '').replace(/\{[^/{}]+\}/g, '.*'));
+  return anchored(
+    path
+      .replace(/^\//, '')
+      .replace(/\/$/, '')
+      .replace(/\{[^/{}]+\}/g, '.*'),
+  );
 }
 
 /**

@@ -10,7 +10,8 @@ export function parseHostPort(value: string, flag: string): { host: string; port
 }
 
 /** HOST:PORT as a URL authority: an IPv6 host in brackets. */
-export const hostPort = (host: string, port: number | string): string => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
+export const hostPort = (host: string, port: number | string): string =>
+  host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 
 export function listen(server: Server, address: string, flag: string): Promise<string> {
   const { host, port } = parseHostPort(address, flag);

@@ -43,7 +43,9 @@ export class WithFailureMode implements Limiter {
   private failed(limit: LimitSpec): LimitResult {
     const now = this.clock.now();
     const allowance = allowanceOf(limit.rate);
-    return this.mode === 'open' ? result(true, allowance, allowance, now, now) : result(false, allowance, 0, now, now + 1000);
+    return this.mode === 'open'
+      ? result(true, allowance, allowance, now, now)
+      : result(false, allowance, 0, now, now + 1000);
   }
 
   async reset(bucket: string): Promise<void> {

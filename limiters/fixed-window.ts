@@ -55,7 +55,11 @@ export class RedisFixedWindow implements Limiter {
     const w = fixedWindow(now, limit.per);
     const key = storeKeys.fixedWindow(bucket, w.id);
     // relative TTL (the clock may be a test's): the counter outlives its window by a second
-    const res = await this.redis.multi().incr(key).pexpire(key, w.end - now + 1000).exec();
+    const res = await this.redis
+      .multi()
+      .incr(key)
+      .pexpire(key, w.end - now + 1000)
+      .exec();
     if (!res) throw new Error('transaction aborted');
     for (const [err] of res) if (err) throw err;
     return verdict(Number(res[0]![1]), limit, now, w.end);

@@ -13,7 +13,6 @@ import type { QuotaSpec } from '../contract/config.js';
 
 export type { QuotaSpec };
 
-
 export interface QuotaResult {
   allowed: boolean;
   max: number;
@@ -59,7 +58,13 @@ export class MemoryQuota implements QuotaStore {
     }
     const allowed = s.used < q.max;
     if (allowed) s.used++;
-    return { allowed, max: q.max, remaining: Math.max(0, q.max - s.used), renews: toSeconds(s.renews), renewsMs: s.renews };
+    return {
+      allowed,
+      max: q.max,
+      remaining: Math.max(0, q.max - s.used),
+      renews: toSeconds(s.renews),
+      renewsMs: s.renews,
+    };
   }
 
   async read(bucket: string, q: QuotaSpec): Promise<QuotaState> {
@@ -119,9 +124,18 @@ export class RedisQuota implements QuotaStore {
   }
 
   async consume(bucket: string, q: QuotaSpec): Promise<QuotaResult> {
-    const [allowed, used, renews] = await this.run([storeKeys.quota(bucket)], [this.clock.now(), q.max, Math.round(q.renewal * 1000)]);
+    const [allowed, used, renews] = await this.run(
+      [storeKeys.quota(bucket)],
+      [this.clock.now(), q.max, Math.round(q.renewal * 1000)],
+    );
     const renewsMs = Number(renews);
-    return { allowed: allowed === 1, max: q.max, remaining: Math.max(0, q.max - used), renews: toSeconds(renewsMs), renewsMs };
+    return {
+      allowed: allowed === 1,
+      max: q.max,
+      remaining: Math.max(0, q.max - used),
+      renews: toSeconds(renewsMs),
+      renewsMs,
+    };
   }
 
   async read(bucket: string, q: QuotaSpec): Promise<QuotaState> {

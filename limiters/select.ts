@@ -63,17 +63,25 @@ export function createLimiters(d: LimiterDeps): Limiters {
   const drl = new DrlLimiter(d.clock, d.peers);
   let inner: Limiter;
   let sentinel: RedisSentinel | undefined;
-  if (algorithm === 'fixed_window') inner = d.redis ? new RedisFixedWindow(d.redis, d.clock) : new MemoryFixedWindow(d.clock);
+  if (algorithm === 'fixed_window')
+    inner = d.redis ? new RedisFixedWindow(d.redis, d.clock) : new MemoryFixedWindow(d.clock);
   else if (algorithm === 'sentinel') {
     inner = d.redis
       ? (sentinel = new RedisSentinel(d.redis, d.clock, { smoothingEnabled: smoothing }, d.onSmoothing, onError))
       : new MemorySentinel(d.clock, d.onSmoothing, smoothing);
   } else {
     inner = d.redis
-      ? new RedisSlidingLog(d.redis, d.clock, { transactional: !o.enable_non_transactional_rate_limiter, smoothingEnabled: smoothing }, d.onSmoothing)
+      ? new RedisSlidingLog(
+          d.redis,
+          d.clock,
+          { transactional: !o.enable_non_transactional_rate_limiter, smoothingEnabled: smoothing },
+          d.onSmoothing,
+        )
       : new MemorySlidingLog(d.clock, d.onSmoothing, smoothing);
   }
-  const calls = d.redis ? new StoreCalls(d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS, storeReady(d.redis), onError) : new StoreCalls(0, undefined, onError);
+  const calls = d.redis
+    ? new StoreCalls(d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS, storeReady(d.redis), onError)
+    : new StoreCalls(0, undefined, onError);
   const store = d.redis ? new WithFailureMode(inner, o.kv_failure_mode, d.clock, calls, d.onStoreRepair) : inner;
   const quota: QuotaStore = d.redis ? new RedisQuota(d.redis, d.clock) : new MemoryQuota(d.clock);
 

@@ -152,7 +152,8 @@ export class RedisSentinel implements Limiter {
   private async writeLog(bucket: string, limit: LimitSpec, now: number): Promise<void> {
     const w = await this.script.write(bucket, limit, now, 'sentinel');
     this.last.set(bucket, { n: w.n, allowance: w.allowance, at: now }, now + limit.per * 1000);
-    if (this.smoothingEnabled && smoothingActive(limit.smoothing)) this.allowances.set(bucket, w.allowance, now + allowanceTtl(limit));
+    if (this.smoothingEnabled && smoothingActive(limit.smoothing))
+      this.allowances.set(bucket, w.allowance, now + allowanceTtl(limit));
   }
 
   /** Resolves when every background log write started so far has finished (tests, shutdown). */
@@ -161,7 +162,12 @@ export class RedisSentinel implements Limiter {
   }
 
   async reset(bucket: string): Promise<void> {
-    await this.redis.del(storeKeys.log(bucket), storeKeys.smoothing(bucket), storeKeys.sentinel(bucket), storeKeys.unlogged(bucket));
+    await this.redis.del(
+      storeKeys.log(bucket),
+      storeKeys.smoothing(bucket),
+      storeKeys.sentinel(bucket),
+      storeKeys.unlogged(bucket),
+    );
     this.last.delete(bucket);
     this.allowances.delete(bucket);
   }

@@ -27,7 +27,8 @@ const windowMs = (per: number): number => Math.max(1, Math.round(per * 1000));
  * requests after the idle spell step it down with their events (SPEC §3.8).
  */
 const SMOOTHING_MIN_TTL_MS = 86_400_000;
-const smoothingTtlMs = (win: number, delayMs: number): number => Math.max(Math.max(win, delayMs) * 10, SMOOTHING_MIN_TTL_MS);
+const smoothingTtlMs = (win: number, delayMs: number): number =>
+  Math.max(Math.max(win, delayMs) * 10, SMOOTHING_MIN_TTL_MS);
 
 export class MemorySlidingLog implements Limiter {
   readonly name = 'sliding_log';
@@ -84,7 +85,13 @@ export class MemorySlidingLog implements Limiter {
     this.smooth.set(bucket, step.state, now + smoothingTtlMs(win, s.delay * 1000));
     if (step.event) {
       this.onSmoothing(
-        { event: step.event, limiterKey: bucket, oldAllowance: step.from, newAllowance: step.state.allowance, time: new Date(now).toISOString() },
+        {
+          event: step.event,
+          limiterKey: bucket,
+          oldAllowance: step.from,
+          newAllowance: step.state.allowance,
+          time: new Date(now).toISOString(),
+        },
         step.state.allowance,
       );
     }
@@ -223,11 +230,20 @@ export class RedisLogScript {
     const args: (string | number)[] = [now, win, limit.rate, uniqueMember(now), MODES[mode]];
     if (smooth) args.push(smooth.threshold, smooth.step, smooth.trigger, Math.round(smooth.delay * 1000));
     coalesceWrites(this.redis);
-    const [allowed, n, allowanceStr, nextStr, ev, oldStr] = await this.run([k.log, k.smoothing, k.sentinel, k.unlogged], args);
+    const [allowed, n, allowanceStr, nextStr, ev, oldStr] = await this.run(
+      [k.log, k.smoothing, k.sentinel, k.unlogged],
+      args,
+    );
     const allowance = Number(allowanceStr);
     if (ev !== 0) {
       this.onSmoothing(
-        { event: ev > 0 ? 'RateLimitSmoothingUp' : 'RateLimitSmoothingDown', limiterKey: bucket, oldAllowance: Number(oldStr), newAllowance: allowance, time: new Date(now).toISOString() },
+        {
+          event: ev > 0 ? 'RateLimitSmoothingUp' : 'RateLimitSmoothingDown',
+          limiterKey: bucket,
+          oldAllowance: Number(oldStr),
+          newAllowance: allowance,
+          time: new Date(now).toISOString(),
+        },
         allowance,
       );
     }

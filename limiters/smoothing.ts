@@ -32,10 +32,18 @@ export function smoothingStep(
   // rate lowered or its threshold raised since) would admit more than the rate, or less than the threshold
   const a = Math.min(Math.max(state.allowance, lower), rate);
   if (holdOffOver && measured > a - s.step * s.trigger && a < rate) {
-    return { state: { allowance: Math.min(a + s.step, rate), lastEvent: nowMs }, event: 'RateLimitSmoothingUp', from: a };
+    return {
+      state: { allowance: Math.min(a + s.step, rate), lastEvent: nowMs },
+      event: 'RateLimitSmoothingUp',
+      from: a,
+    };
   }
   if (holdOffOver && measured < a - s.step * (1 + s.trigger) && a > lower) {
-    return { state: { allowance: Math.max(a - s.step, lower), lastEvent: nowMs }, event: 'RateLimitSmoothingDown', from: a };
+    return {
+      state: { allowance: Math.max(a - s.step, lower), lastEvent: nowMs },
+      event: 'RateLimitSmoothingDown',
+      from: a,
+    };
   }
   return { state: a === state.allowance ? state : { allowance: a, lastEvent: state.lastEvent }, from: a };
 }

@@ -57,7 +57,13 @@ export function cachedSecret(ctx: OperatorContext, ns: string, name: string): Se
 }
 
 /** Status write + a Warning Event when the reason changed to a failure. */
-export async function report(ctx: OperatorContext, ref: ResourceRef, inf: Informer, obj: KubeObject, outcome: Outcome): Promise<void> {
+export async function report(
+  ctx: OperatorContext,
+  ref: ResourceRef,
+  inf: Informer,
+  obj: KubeObject,
+  outcome: Outcome,
+): Promise<void> {
   const before = readyCondition(obj);
   const written = await ctx.status.write(ref, obj, outcome);
   if (written) inf.remember(written);
@@ -67,7 +73,13 @@ export async function report(ctx: OperatorContext, ref: ResourceRef, inf: Inform
 }
 
 /** Adds the finalizer (optimistic: the patch tests the resourceVersion). Returns the updated object. */
-export async function ensureFinalizer(ctx: OperatorContext, ref: ResourceRef, inf: Informer, obj: KubeObject, finalizer: string): Promise<KubeObject> {
+export async function ensureFinalizer(
+  ctx: OperatorContext,
+  ref: ResourceRef,
+  inf: Informer,
+  obj: KubeObject,
+  finalizer: string,
+): Promise<KubeObject> {
   const list = obj.metadata.finalizers ?? [];
   if (list.includes(finalizer)) return obj;
   const path = resourcePath(ref, obj.metadata.namespace, obj.metadata.name);
@@ -84,7 +96,13 @@ export async function ensureFinalizer(ctx: OperatorContext, ref: ResourceRef, in
   return inf.get(obj.metadata.namespace ?? '', obj.metadata.name) ?? obj;
 }
 
-export async function removeFinalizer(ctx: OperatorContext, ref: ResourceRef, inf: Informer, obj: KubeObject, finalizer: string): Promise<void> {
+export async function removeFinalizer(
+  ctx: OperatorContext,
+  ref: ResourceRef,
+  inf: Informer,
+  obj: KubeObject,
+  finalizer: string,
+): Promise<void> {
   const list = obj.metadata.finalizers ?? [];
   if (!list.includes(finalizer)) return;
   const path = resourcePath(ref, obj.metadata.namespace, obj.metadata.name);

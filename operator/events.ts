@@ -16,7 +16,13 @@ export class EventRecorder {
     private readonly onWrite: () => void,
   ) {}
 
-  async record(ref: ResourceRef, obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+  async record(
+    ref: ResourceRef,
+    obj: KubeObject,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+  ): Promise<void> {
     const ns = obj.metadata.namespace ?? 'default';
     const now = kubeTime(new Date());
     const body = {

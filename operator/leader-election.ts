@@ -87,7 +87,10 @@ export class LeaderElector {
           const cur = await this.o.client.get();
           if (cur?.spec.holderIdentity === this.o.identity) {
             const now = this.timers.now();
-            await this.o.client.update({ ...cur.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(now) }, cur.resourceVersion);
+            await this.o.client.update(
+              { ...cur.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(now) },
+              cur.resourceVersion,
+            );
           }
         } catch (e) {
           this.o.logger?.warn({ err: (e as Error).message }, 'could not release the lease');
@@ -113,7 +116,12 @@ export class LeaderElector {
       this.observed = { key: JSON.stringify(fresh), at: now };
       return true;
     }
-    const key = JSON.stringify([cur.spec.holderIdentity, cur.spec.renewTime, cur.spec.acquireTime, cur.resourceVersion]);
+    const key = JSON.stringify([
+      cur.spec.holderIdentity,
+      cur.spec.renewTime,
+      cur.spec.acquireTime,
+      cur.resourceVersion,
+    ]);
     if (this.observed?.key !== key) this.observed = { key, at: now };
     const holder = cur.spec.holderIdentity ?? '';
     const duration = holder === me ? this.leaseMs : (cur.spec.leaseDurationSeconds ?? this.leaseMs / 1000) * 1000;
@@ -123,7 +131,15 @@ export class LeaderElector {
         ? { ...cur.spec, renewTime: microTime(now), leaseDurationSeconds: fresh.leaseDurationSeconds }
         : { ...fresh, leaseTransitions: (cur.spec.leaseTransitions ?? 0) + 1 };
     const written = await this.o.client.update(next, cur.resourceVersion);
-    this.observed = { key: JSON.stringify([written.spec.holderIdentity, written.spec.renewTime, written.spec.acquireTime, written.resourceVersion]), at: now };
+    this.observed = {
+      key: JSON.stringify([
+        written.spec.holderIdentity,
+        written.spec.renewTime,
+        written.spec.acquireTime,
+        written.resourceVersion,
+      ]),
+      at: now,
+    };
     return true;
   }
 
@@ -161,7 +177,10 @@ export class LeaderElector {
 /** The Lease as a LeaseClient over the API server. */
 export function kubeLeaseClient(api: KubeApi, namespace: string, name: string): LeaseClient {
   const ref = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' };
-  const LeaseObj = z.looseObject({ metadata: z.looseObject({ resourceVersion: z.string().optional() }), spec: LeaseSpecSchema.optional() });
+  const LeaseObj = z.looseObject({
+    metadata: z.looseObject({ resourceVersion: z.string().optional() }),
+    spec: LeaseSpecSchema.optional(),
+  });
   const toRecord = (raw: unknown): LeaseRecord => {
     const o = LeaseObj.parse(raw);
     return { spec: o.spec ?? {}, resourceVersion: o.metadata.resourceVersion };
@@ -176,11 +195,23 @@ export function kubeLeaseClient(api: KubeApi, namespace: string, name: string): 
       }
     },
     async create(spec) {
-      return toRecord(await api.post(resourcePath(ref, namespace), { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec }));
+      return toRecord(
+        await api.post(resourcePath(ref, namespace), {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name, namespace },
+          spec,
+        }),
+      );
     },
     async update(spec, resourceVersion) {
       return toRecord(
-        await api.put(resourcePath(ref, namespace, name), { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace, resourceVersion }, spec }),
+        await api.put(resourcePath(ref, namespace, name), {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name, namespace, resourceVersion },
+          spec,
+        }),
       );
     },
   };

@@ -24,14 +24,23 @@ export class OperatorMetrics {
     registers: [this.registry],
     collect: (): void => this.queueDepth.set(this.depth()),
   });
-  readonly leader = new Gauge({ name: 'gw_controller_leader', help: '1 while this controller is the leader (or leader election is off)', registers: [this.registry] });
+  readonly leader = new Gauge({
+    name: 'gw_controller_leader',
+    help: '1 while this controller is the leader (or leader election is off)',
+    registers: [this.registry],
+  });
   readonly writes = new Counter({
     name: 'gw_controller_writes_total',
     help: 'Writes by target: session, session_delete, client, client_delete, quota_reset, configmap, status, finalizer, secret, event',
     labelNames: ['target'] as const,
     registers: [this.registry],
   });
-  readonly resyncs = new Counter({ name: 'gw_controller_resyncs_total', help: 'Full resyncs by cause (periodic, redis, leader)', labelNames: ['cause'] as const, registers: [this.registry] });
+  readonly resyncs = new Counter({
+    name: 'gw_controller_resyncs_total',
+    help: 'Full resyncs by cause (periodic, redis, leader)',
+    labelNames: ['cause'] as const,
+    registers: [this.registry],
+  });
   readonly smoothingEvents = new Counter({
     name: 'gw_controller_smoothing_events_total',
     help: 'Smoothing events received from sidecars, by event',

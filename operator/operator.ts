@@ -68,7 +68,14 @@ export class Operator {
     this.identity = o.identity ?? `${process.env.HOSTNAME ?? 'gw-controller'}-${randomUUID().slice(0, 8)}`;
     this.api = createKubeApi(o.conn);
     const mk = (resource: ResourceRef, extra: { fieldSelector?: string } = {}): Informer =>
-      new Informer({ api: this.api, resource, namespace: o.namespace, logger: o.logger, onChange: (t, obj, old) => this.onChange(resource.kind, t, obj, old), ...extra });
+      new Informer({
+        api: this.api,
+        resource,
+        namespace: o.namespace,
+        logger: o.logger,
+        onChange: (t, obj, old) => this.onChange(resource.kind, t, obj, old),
+        ...extra,
+      });
     this.informers = {
       apis: mk(REFS.ApiDefinition),
       policies: mk(REFS.Policy),
@@ -95,7 +102,8 @@ export class Operator {
       concurrency: o.concurrency ?? 32,
       handler: (k) => this.reconcile(k),
       onError: (key, err, attempt, retryInMs) => {
-        const log = err instanceof StoreUnavailable || attempt < 3 ? o.logger.warn.bind(o.logger) : o.logger.error.bind(o.logger);
+        const log =
+          err instanceof StoreUnavailable || attempt < 3 ? o.logger.warn.bind(o.logger) : o.logger.error.bind(o.logger);
         // "resource", not "key": the logger redacts every field named key
         log({ resource: key, attempt, retryInMs, err: (err as Error).message }, 'reconcile failed; retrying');
       },
@@ -134,10 +142,16 @@ export class Operator {
     // duplicate key stays refused and a deletion never removes a session another AccessKey owns.
     for (const k of this.informers.keys.list()) {
       const h = (k as { status?: { keyHash?: unknown } }).status?.keyHash;
-      if (typeof h === 'string' && !k.metadata.deletionTimestamp && !this.ctx.keyOwners.has(h)) this.ctx.keyOwners.set(h, `${k.metadata.namespace}/${k.metadata.name}`);
+      if (typeof h === 'string' && !k.metadata.deletionTimestamp && !this.ctx.keyOwners.has(h))
+        this.ctx.keyOwners.set(h, `${k.metadata.namespace}/${k.metadata.name}`);
     }
     this.o.logger.info(
-      { apis: this.informers.apis.size(), policies: this.informers.policies.size(), keys: this.informers.keys.size(), clients: this.informers.clients.size() },
+      {
+        apis: this.informers.apis.size(),
+        policies: this.informers.policies.size(),
+        keys: this.informers.keys.size(),
+        clients: this.informers.clients.size(),
+      },
       'caches synced',
     );
     const every = (ms: number, fn: () => void): void => {
@@ -192,7 +206,8 @@ export class Operator {
     }
     for (const ns of namespaces) this.queue.add(`Config|${ns}`);
     for (const o of this.informers.keys.list()) this.queue.add(`AccessKey|${o.metadata.namespace}|${o.metadata.name}`);
-    for (const o of this.informers.clients.list()) this.queue.add(`OAuthClient|${o.metadata.namespace}|${o.metadata.name}`);
+    for (const o of this.informers.clients.list())
+      this.queue.add(`OAuthClient|${o.metadata.namespace}|${o.metadata.name}`);
   }
 
   /** A marker key in Redis: when it is gone, the store lost its data (FLUSHALL, empty replica) → resync. */
@@ -240,7 +255,8 @@ export class Operator {
         if (!specChanged) return;
         this.queue.add(`Config|${ns}`);
         for (const k of this.informers.keys.list(ns)) {
-          if (kind === 'ApiDefinition' ? hasAccessRights(k) : policiesOf(k).includes(name)) this.queue.add(`AccessKey|${ns}|${k.metadata.name}`);
+          if (kind === 'ApiDefinition' ? hasAccessRights(k) : policiesOf(k).includes(name))
+            this.queue.add(`AccessKey|${ns}|${k.metadata.name}`);
         }
         for (const c of this.informers.clients.list(ns)) this.queue.add(`OAuthClient|${ns}|${c.metadata.name}`);
         return;

@@ -11,7 +11,17 @@
 import { z } from 'zod';
 import { OAuthClientResource, secretValue, type OAuthClient } from '../crds/kinds.js';
 import { safeEqual, sha256hex } from '../lib/hash.js';
-import { cachedSecret, ensureFinalizer, firstIssue, REFS, removeFinalizer, report, storeCall, StoreUnavailable, type OperatorContext } from './context.js';
+import {
+  cachedSecret,
+  ensureFinalizer,
+  firstIssue,
+  REFS,
+  removeFinalizer,
+  report,
+  storeCall,
+  StoreUnavailable,
+  type OperatorContext,
+} from './context.js';
 import type { KubeObject } from '../lib/kube/informer.js';
 import { apiIdsIn } from './reconcile-key.js';
 import { notReady, notReadyAll, ok, type Reason } from './status.js';
@@ -39,7 +49,10 @@ export const clientRecordKey = (ns: string, apiId: string, clientId: string): st
   `${CLIENT_PREFIX}${[ns, apiId, clientId].map(encodeURIComponent).join('/')}`;
 
 /** Reads and validates a client record (another process's output is still input). */
-export async function readClientRecord(redis: { get(k: string): Promise<string | null> }, key: string): Promise<ClientRecord | undefined> {
+export async function readClientRecord(
+  redis: { get(k: string): Promise<string | null> },
+  key: string,
+): Promise<ClientRecord | undefined> {
   const raw = await redis.get(key);
   if (raw === null) return undefined;
   try {
@@ -69,7 +82,9 @@ function recordOf(c: OAuthClient, secret: string): ClientRecord {
     ...(s.policy_id ? { policy_id: s.policy_id } : {}),
     ...(s.redirect_uri !== undefined ? { redirect_uri: s.redirect_uri } : {}),
     ...(s.meta_data !== undefined ? { meta_data: s.meta_data } : {}),
-    ...(s.dcr_registration ? { dcr_registration: { client_uri: s.dcr_registration.client_uri, provider: s.dcr_registration.provider } } : {}),
+    ...(s.dcr_registration
+      ? { dcr_registration: { client_uri: s.dcr_registration.client_uri, provider: s.dcr_registration.provider } }
+      : {}),
     secret_hash: sha256hex(secret),
   };
 }
@@ -102,7 +117,8 @@ export async function reconcileClient(ctx: OperatorContext, ns: string, name: st
 
   raw = await ensureFinalizer(ctx, REFS.OAuthClient, inf, raw, CLIENT_FINALIZER);
   const parsed = OAuthClientResource.safeParse(raw);
-  if (!parsed.success) return report(ctx, REFS.OAuthClient, inf, raw, notReady('InvalidSpec', firstIssue(parsed.error)));
+  if (!parsed.success)
+    return report(ctx, REFS.OAuthClient, inf, raw, notReady('InvalidSpec', firstIssue(parsed.error)));
   const c = parsed.data;
   const recordKey = clientRecordKey(ns, c.spec.api_id, c.spec.client_id);
 
@@ -110,12 +126,25 @@ export async function reconcileClient(ctx: OperatorContext, ns: string, name: st
   const secret = secretObj && secretValue(secretObj, c.spec.secretRef.key);
   // every missing reference is named (the reason is the first one's)
   const missing: [Reason, string][] = [];
-  if (!apiIdsIn(ctx, ns).has(c.spec.api_id)) missing.push(['ApiNotFound', `API ${c.spec.api_id} not found in namespace ${ns}`]);
-  if (c.spec.policy_id && !ctx.informers.policies.get(ns, c.spec.policy_id)) missing.push(['PolicyNotFound', `policy ${c.spec.policy_id} not found in namespace ${ns}`]);
-  if (!secret) missing.push(['SecretNotFound', `Secret ${ns}/${c.spec.secretRef.name} with key ${JSON.stringify(c.spec.secretRef.key)} not found`]);
+  if (!apiIdsIn(ctx, ns).has(c.spec.api_id))
+    missing.push(['ApiNotFound', `API ${c.spec.api_id} not found in namespace ${ns}`]);
+  if (c.spec.policy_id && !ctx.informers.policies.get(ns, c.spec.policy_id))
+    missing.push(['PolicyNotFound', `policy ${c.spec.policy_id} not found in namespace ${ns}`]);
+  if (!secret)
+    missing.push([
+      'SecretNotFound',
+      `Secret ${ns}/${c.spec.secretRef.name} with key ${JSON.stringify(c.spec.secretRef.key)} not found`,
+    ]);
   const problem = notReadyAll(missing);
 
-  if (!ctx.redis) return report(ctx, REFS.OAuthClient, inf, raw, problem ?? notReady('StoreUnavailable', 'the controller runs without --redis'));
+  if (!ctx.redis)
+    return report(
+      ctx,
+      REFS.OAuthClient,
+      inf,
+      raw,
+      problem ?? notReady('StoreUnavailable', 'the controller runs without --redis'),
+    );
   try {
     if (problem) {
       for (const k of new Set([previous, recordKey])) if (k) await removeRecord(ctx, k);
@@ -129,9 +158,14 @@ export async function reconcileClient(ctx: OperatorContext, ns: string, name: st
     if (previous && previous !== recordKey) await removeRecord(ctx, previous);
   } catch (e) {
     if (!(e instanceof StoreUnavailable)) throw e;
-    await report(ctx, REFS.OAuthClient, inf, raw, notReady('StoreUnavailable', `Redis: ${e.message}`, previous ? { recordKey: previous } : undefined));
+    await report(
+      ctx,
+      REFS.OAuthClient,
+      inf,
+      raw,
+      notReady('StoreUnavailable', `Redis: ${e.message}`, previous ? { recordKey: previous } : undefined),
+    );
     throw e;
   }
   await report(ctx, REFS.OAuthClient, inf, raw, ok('client record stored', { recordKey }));
 }
-

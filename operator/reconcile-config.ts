@@ -26,14 +26,22 @@ export const POLICY_STATUS_KEYS = 50;
 export function policiesOf(raw: unknown): string[] {
   const spec = (raw as { spec?: { apply_policies?: unknown; apply_policy_id?: unknown } } | null)?.spec;
   if (!spec || typeof spec !== 'object') return [];
-  const list = Array.isArray(spec.apply_policies) && spec.apply_policies.length ? spec.apply_policies : typeof spec.apply_policy_id === 'string' && spec.apply_policy_id ? [spec.apply_policy_id] : [];
+  const list =
+    Array.isArray(spec.apply_policies) && spec.apply_policies.length
+      ? spec.apply_policies
+      : typeof spec.apply_policy_id === 'string' && spec.apply_policy_id
+        ? [spec.apply_policy_id]
+        : [];
   return [...new Set(list.filter((x): x is string => typeof x === 'string'))];
 }
 
 /** ConfigMapData plus the metadata compared before a write. */
 const ConfigMapWithMeta = z.looseObject({
   ...ConfigMapData.shape,
-  metadata: z.looseObject({ resourceVersion: z.string().optional(), annotations: z.record(z.string(), z.string()).optional() }),
+  metadata: z.looseObject({
+    resourceVersion: z.string().optional(),
+    annotations: z.record(z.string(), z.string()).optional(),
+  }),
 });
 
 /**
@@ -104,8 +112,14 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
     if (outcomes.has(raw)) continue;
     // what `kubectl get apidefinitions` prints, the same for the classic and the OAS form
     const c = compiled.get(a.metadata.name);
-    const shown = c && { listenPath: c.listenPath, ...(c.apiLimit ? { rate: c.apiLimit.rate, per: c.apiLimit.per } : {}) };
-    outcomes.set(raw, tooLarge ? notReady('ConfigTooLarge', tooLarge, shown) : ok(`compiled into ConfigMap ${CONFIG_MAP_NAME}`, shown));
+    const shown = c && {
+      listenPath: c.listenPath,
+      ...(c.apiLimit ? { rate: c.apiLimit.rate, per: c.apiLimit.per } : {}),
+    };
+    outcomes.set(
+      raw,
+      tooLarge ? notReady('ConfigTooLarge', tooLarge, shown) : ok(`compiled into ConfigMap ${CONFIG_MAP_NAME}`, shown),
+    );
   }
   for (const p of policies) {
     const raw = policyRaw.get(p.metadata.name)!;
@@ -115,7 +129,11 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
     const keys = (keysByPolicy.get(p.metadata.name) ?? []).sort();
     const extra = { apis: present, keys: keys.slice(0, POLICY_STATUS_KEYS), keyCount: keys.length };
     if (outcomes.has(raw)) continue;
-    if (missing.length) outcomes.set(raw, notReady('ApiNotFound', `access_rights name API(s) not found in namespace ${ns}: ${missing.join(', ')}`, extra));
+    if (missing.length)
+      outcomes.set(
+        raw,
+        notReady('ApiNotFound', `access_rights name API(s) not found in namespace ${ns}: ${missing.join(', ')}`, extra),
+      );
     else outcomes.set(raw, ok(`applied to ${keys.length} key(s)`, extra));
   }
   for (const [raw, outcome] of outcomes) {
@@ -124,14 +142,32 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
   }
 }
 
-async function writeConfigMap(ctx: OperatorContext, ns: string, text: string, hash: string, owners: KubeObject[], existing: KubeObject | undefined): Promise<void> {
+async function writeConfigMap(
+  ctx: OperatorContext,
+  ns: string,
+  text: string,
+  hash: string,
+  owners: KubeObject[],
+  existing: KubeObject | undefined,
+): Promise<void> {
   const ownerReferences = owners
     .filter((o) => o.metadata.uid)
-    .map((o) => ({ apiVersion: API_VERSION, kind: String((o as { kind?: string }).kind), name: o.metadata.name, uid: o.metadata.uid! }))
+    .map((o) => ({
+      apiVersion: API_VERSION,
+      kind: String((o as { kind?: string }).kind),
+      name: o.metadata.name,
+      uid: o.metadata.uid!,
+    }))
     .sort((a, b) => a.uid.localeCompare(b.uid));
   const cur = existing ? ConfigMapWithMeta.safeParse(existing) : undefined;
   const curOwners = JSON.stringify(
-    ((existing as { metadata: { ownerReferences?: { uid: string; kind: string; name: string; apiVersion: string }[] } } | undefined)?.metadata.ownerReferences ?? [])
+    (
+      (
+        existing as
+          | { metadata: { ownerReferences?: { uid: string; kind: string; name: string; apiVersion: string }[] } }
+          | undefined
+      )?.metadata.ownerReferences ?? []
+    )
       .map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.name, uid: o.uid }))
       .sort((a, b) => a.uid.localeCompare(b.uid)),
   );
@@ -161,5 +197,8 @@ async function writeConfigMap(ctx: OperatorContext, ns: string, text: string, ha
     : await ctx.api.post(resourcePath(REFS.ConfigMap, ns), body);
   ctx.metrics.writes.inc({ target: 'configmap' });
   ctx.informers.configMaps.remember(written);
-  ctx.logger.info({ namespace: ns, hash, bytes: Buffer.byteLength(text) }, existing ? 'config map updated' : 'config map created');
+  ctx.logger.info(
+    { namespace: ns, hash, bytes: Buffer.byteLength(text) },
+    existing ? 'config map updated' : 'config map created',
+  );
 }

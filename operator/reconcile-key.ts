@@ -28,7 +28,18 @@ import { QUOTA_RESET_ANNOTATION, SUPPRESS_RESET_ANNOTATION } from '../contract/a
 import { apiIdOf } from '../crds/schemas/api-definition.js';
 import { keyMaterial, sessionOf } from '../compiler/key-sessions.js';
 import { compileNamespace } from './reconcile-config.js';
-import { cachedSecret, ensureFinalizer, firstIssue, MANAGED_BY, REFS, removeFinalizer, report, storeCall, StoreUnavailable, type OperatorContext } from './context.js';
+import {
+  cachedSecret,
+  ensureFinalizer,
+  firstIssue,
+  MANAGED_BY,
+  REFS,
+  removeFinalizer,
+  report,
+  storeCall,
+  StoreUnavailable,
+  type OperatorContext,
+} from './context.js';
 import type { KubeObject } from '../lib/kube/informer.js';
 import { codeOf, resourcePath } from '../lib/kube/api.js';
 import { missingKeyReferences } from '../compiler/key-references.js';
@@ -38,12 +49,19 @@ const { randomBytes } = process.getBuiltinModule('node:crypto');
 export const KEY_FINALIZER = 'gw.io/session-cleanup';
 
 const KeyStatus = z.looseObject({
-  status: z.looseObject({ keyHash: z.string().regex(/^[0-9a-f]{64}$/).optional(), quotaReset: z.string().optional() }).optional(),
+  status: z
+    .looseObject({
+      keyHash: z
+        .string()
+        .regex(/^[0-9a-f]{64}$/)
+        .optional(),
+      quotaReset: z.string().optional(),
+    })
+    .optional(),
 });
 const ownedHash = (raw: KubeObject): string | undefined => KeyStatus.safeParse(raw).data?.status?.keyHash;
 /** The last gw.io/quota-reset token acted on. */
 const doneReset = (raw: KubeObject): string | undefined => KeyStatus.safeParse(raw).data?.status?.quotaReset;
-
 
 /** Deletes the session and every limiter/quota counter of the hash identity (`k:h:<hash>…`, `q:h:<hash>…`). */
 export async function deleteSessionAndCounters(ctx: OperatorContext, hash: string): Promise<void> {
@@ -68,7 +86,11 @@ async function resetQuota(ctx: OperatorContext, hash: string, stored: StoredSess
 }
 
 /** The key material: a hash, or the reason there is none yet. Creates the Secret when it does not exist. */
-async function keyHashOf(ctx: OperatorContext, key: AccessKey, raw: KubeObject): Promise<{ hash: string } | { outcome: Outcome }> {
+async function keyHashOf(
+  ctx: OperatorContext,
+  key: AccessKey,
+  raw: KubeObject,
+): Promise<{ hash: string } | { outcome: Outcome }> {
   const ns = key.metadata.namespace;
   const ref = key.spec.secretRef;
   if (!key.spec.key_hash && ref && !ctx.informers.secrets.get(ns, ref.name)) {
@@ -81,7 +103,16 @@ async function keyHashOf(ctx: OperatorContext, key: AccessKey, raw: KubeObject):
         name: ref.name,
         namespace: ns,
         labels: { ...MANAGED_BY },
-        ownerReferences: raw.metadata.uid ? [{ apiVersion: (raw as { apiVersion?: string }).apiVersion ?? 'gw.io/v1alpha1', kind: 'AccessKey', name: key.metadata.name, uid: raw.metadata.uid }] : [],
+        ownerReferences: raw.metadata.uid
+          ? [
+              {
+                apiVersion: (raw as { apiVersion?: string }).apiVersion ?? 'gw.io/v1alpha1',
+                kind: 'AccessKey',
+                name: key.metadata.name,
+                uid: raw.metadata.uid,
+              },
+            ]
+          : [],
       },
       data: { [ref.key]: Buffer.from(value, 'utf8').toString('base64') },
     };
@@ -89,7 +120,10 @@ async function keyHashOf(ctx: OperatorContext, key: AccessKey, raw: KubeObject):
       const written = await ctx.api.post(resourcePath(REFS.Secret, ns), body);
       ctx.metrics.writes.inc({ target: 'secret' });
       ctx.informers.secrets.remember(written);
-      ctx.logger.info({ accessKey: `${ns}/${key.metadata.name}`, secret: `${ns}/${ref.name}` }, 'generated a random key into a new Secret');
+      ctx.logger.info(
+        { accessKey: `${ns}/${key.metadata.name}`, secret: `${ns}/${ref.name}` },
+        'generated a random key into a new Secret',
+      );
       return { hash: sha256hex(value) };
     } catch (e) {
       if (codeOf(e) !== 409) throw e;
@@ -140,10 +174,17 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
   if (owner && owner !== resKey) {
     const other = inf.get(...(owner.split('/') as [string, string]));
     if (other && !other.metadata.deletionTimestamp) {
-      return report(ctx, REFS.AccessKey, inf, raw, notReady('InvalidSpec', `the same key is already used by AccessKey ${owner}`));
+      return report(
+        ctx,
+        REFS.AccessKey,
+        inf,
+        raw,
+        notReady('InvalidSpec', `the same key is already used by AccessKey ${owner}`),
+      );
     }
   }
-  if (!ctx.redis || !ctx.sessions) return report(ctx, REFS.AccessKey, inf, raw, notReady('StoreUnavailable', 'the controller runs without --redis'));
+  if (!ctx.redis || !ctx.sessions)
+    return report(ctx, REFS.AccessKey, inf, raw, notReady('StoreUnavailable', 'the controller runs without --redis'));
 
   const stored = sessionOf(key);
   const previous = ownedHash(raw);
@@ -156,7 +197,17 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
     // several namespaces sharing one Redis): the same key twice, refused like a duplicate here — the two
     // controllers used to take the session from each other on every resync.
     const foreign = ctx.scope === undefined ? undefined : foreignOwner(current, ctx.scope);
-    if (foreign) return await report(ctx, REFS.AccessKey, inf, raw, notReady('InvalidSpec', `the same key is already used by AccessKey ${foreign} (a namespace this controller does not watch)`));
+    if (foreign)
+      return await report(
+        ctx,
+        REFS.AccessKey,
+        inf,
+        raw,
+        notReady(
+          'InvalidSpec',
+          `the same key is already used by AccessKey ${foreign} (a namespace this controller does not watch)`,
+        ),
+      );
     if (current !== json) {
       await storeCall(ctx.sessions.put(hash, stored));
       ctx.metrics.writes.inc({ target: 'session' });
@@ -171,7 +222,10 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
     const firstWrite = previous !== hash && key.metadata.annotations?.[SUPPRESS_RESET_ANNOTATION] !== 'true';
     if (firstWrite || (resetWanted !== undefined && resetWanted !== resetDone)) await resetQuota(ctx, hash, stored);
   } catch (e) {
-    await storeDown(ctx, raw, e, { ...(previous ? { keyHash: previous } : {}), ...(resetDone !== undefined ? { quotaReset: resetDone } : {}) });
+    await storeDown(ctx, raw, e, {
+      ...(previous ? { keyHash: previous } : {}),
+      ...(resetDone !== undefined ? { quotaReset: resetDone } : {}),
+    });
   }
 
   // References: reported, the session stays (the sidecar resolves policies and fails closed).
@@ -181,10 +235,23 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
   const states = new Map((stored.session.apply_policies ?? []).map((p) => [p, policyState(ctx, ns, p)]));
   const named = (state: string): string[] => [...states].filter(([, st]) => st === state).map(([p]) => p);
   const [invalid, inactive] = [named('invalid'), named('inactive')];
-  const refs = missingKeyReferences(stored.session, ns, (p) => states.get(p) !== 'missing', (a) => apiIds.has(a));
+  const refs = missingKeyReferences(
+    stored.session,
+    ns,
+    (p) => states.get(p) !== 'missing',
+    (a) => apiIds.has(a),
+  );
   // the gateway refuses a key that applies an inactive policy (fail closed): its Ready says so
-  if (inactive.length) refs.unshift(['PolicyInactive', `policy inactive in namespace ${ns} (active: false; the key is refused): ${inactive.join(', ')}`]);
-  if (invalid.length) refs.unshift(['PolicyNotFound', `policy not valid in namespace ${ns} (see its Ready condition): ${invalid.join(', ')}`]);
+  if (inactive.length)
+    refs.unshift([
+      'PolicyInactive',
+      `policy inactive in namespace ${ns} (active: false; the key is refused): ${inactive.join(', ')}`,
+    ]);
+  if (invalid.length)
+    refs.unshift([
+      'PolicyNotFound',
+      `policy not valid in namespace ${ns} (see its Ready condition): ${invalid.join(', ')}`,
+    ]);
   const missing = notReadyAll(refs, extra);
   if (missing) return report(ctx, REFS.AccessKey, inf, raw, missing);
   await report(ctx, REFS.AccessKey, inf, raw, ok('session stored', extra));
@@ -205,7 +272,10 @@ async function withdraw(ctx: OperatorContext, raw: KubeObject, resKey: string, o
       await storeDown(ctx, raw, e, { keyHash: previous });
     }
   }
-  await report(ctx, REFS.AccessKey, ctx.informers.keys, raw, { ...outcome, extra: { ...outcome.extra, ...(previous ? { keyHash: previous } : {}) } });
+  await report(ctx, REFS.AccessKey, ctx.informers.keys, raw, {
+    ...outcome,
+    extra: { ...outcome.extra, ...(previous ? { keyHash: previous } : {}) },
+  });
 }
 
 const SessionOwner = z.object({ namespace: z.string(), name: z.string().optional() });
@@ -231,9 +301,20 @@ function policyState(ctx: OperatorContext, ns: string, name: string): 'missing' 
 }
 
 /** The store went away mid-reconcile: Ready=False StoreUnavailable keeping what status recorded, then the retry. */
-async function storeDown(ctx: OperatorContext, raw: KubeObject, e: unknown, kept: Record<string, unknown>): Promise<never> {
+async function storeDown(
+  ctx: OperatorContext,
+  raw: KubeObject,
+  e: unknown,
+  kept: Record<string, unknown>,
+): Promise<never> {
   if (!(e instanceof StoreUnavailable)) throw e;
-  await report(ctx, REFS.AccessKey, ctx.informers.keys, raw, notReady('StoreUnavailable', `Redis: ${e.message}`, Object.keys(kept).length ? kept : undefined));
+  await report(
+    ctx,
+    REFS.AccessKey,
+    ctx.informers.keys,
+    raw,
+    notReady('StoreUnavailable', `Redis: ${e.message}`, Object.keys(kept).length ? kept : undefined),
+  );
   throw e;
 }
 

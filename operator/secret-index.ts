@@ -2,7 +2,9 @@
 import { z } from 'zod';
 import type { KubeObject } from '../lib/kube/informer.js';
 
-const WithRef = z.looseObject({ spec: z.looseObject({ secretRef: z.looseObject({ name: z.string() }).optional() }).optional() });
+const WithRef = z.looseObject({
+  spec: z.looseObject({ secretRef: z.looseObject({ name: z.string() }).optional() }).optional(),
+});
 
 export class SecretIndex {
   private readonly bySecret = new Map<string, Set<string>>();

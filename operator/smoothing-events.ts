@@ -25,11 +25,16 @@ export class SmoothingEvents {
   ) {}
 
   async start(): Promise<void> {
-    const sub = 'nodes' in this.redis ? this.redis.duplicate() : this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+    const sub =
+      'nodes' in this.redis
+        ? this.redis.duplicate()
+        : this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.sub = sub;
     sub.on('error', () => undefined);
     sub.on('message', (_ch: string, text: string) => void this.onMessage(text));
-    await sub.subscribe(SMOOTHING_CHANNEL).catch((e: unknown) => this.logger.warn({ err: (e as Error).message }, 'smoothing events unavailable'));
+    await sub
+      .subscribe(SMOOTHING_CHANNEL)
+      .catch((e: unknown) => this.logger.warn({ err: (e as Error).message }, 'smoothing events unavailable'));
   }
 
   async stop(): Promise<void> {
@@ -59,7 +64,13 @@ export class SmoothingEvents {
       return obj && { ref: REFS.AccessKey, obj };
     }
     if (limiterKey.startsWith('k:p:')) {
-      const obj = inf.policies.list(ns).find((o) => typeof (o as { spec?: { meta_data?: { rate_limit_pattern?: unknown } } }).spec?.meta_data?.rate_limit_pattern === 'string');
+      const obj = inf.policies
+        .list(ns)
+        .find(
+          (o) =>
+            typeof (o as { spec?: { meta_data?: { rate_limit_pattern?: unknown } } }).spec?.meta_data
+              ?.rate_limit_pattern === 'string',
+        );
       return obj && { ref: REFS.Policy, obj };
     }
     return undefined;

@@ -7,7 +7,15 @@ import type { KubeObject } from '../lib/kube/informer.js';
 import type { ResourceRef } from '../lib/kube/informer.js';
 import { resourcePath, type KubeApi } from '../lib/kube/api.js';
 
-export type Reason = 'Reconciled' | 'InvalidSpec' | 'PolicyNotFound' | 'PolicyInactive' | 'ApiNotFound' | 'SecretNotFound' | 'StoreUnavailable' | 'ConfigTooLarge';
+export type Reason =
+  | 'Reconciled'
+  | 'InvalidSpec'
+  | 'PolicyNotFound'
+  | 'PolicyInactive'
+  | 'ApiNotFound'
+  | 'SecretNotFound'
+  | 'StoreUnavailable'
+  | 'ConfigTooLarge';
 
 export interface Outcome {
   ready: boolean;
@@ -20,8 +28,18 @@ export interface Outcome {
 /** A Kubernetes Time (RFC 3339, whole seconds) as conditions and Events carry it. */
 export const kubeTime = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-export const ok = (message = 'reconciled', extra?: Record<string, unknown>): Outcome => ({ ready: true, reason: 'Reconciled', message, extra });
-export const notReady = (reason: Reason, message: string, extra?: Record<string, unknown>): Outcome => ({ ready: false, reason, message, extra });
+export const ok = (message = 'reconciled', extra?: Record<string, unknown>): Outcome => ({
+  ready: true,
+  reason: 'Reconciled',
+  message,
+  extra,
+});
+export const notReady = (reason: Reason, message: string, extra?: Record<string, unknown>): Outcome => ({
+  ready: false,
+  reason,
+  message,
+  extra,
+});
 /** Not ready for several missing things at once: every one named, the reason is the first one's. */
 export const notReadyAll = (missing: [Reason, string][], extra?: Record<string, unknown>): Outcome | undefined =>
   missing.length ? notReady(missing[0]![0], missing.map(([, m]) => m).join('; '), extra) : undefined;
@@ -70,13 +88,20 @@ const strip = (s: Record<string, unknown>): string =>
 function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
   if (v && typeof v === 'object') {
-    return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+    );
   }
   return v;
 }
 
 export function statusEqual(obj: KubeObject, desired: Record<string, unknown>): boolean {
-  return strip(canonical(currentStatus(obj)) as Record<string, unknown>) === strip(canonical(desired) as Record<string, unknown>);
+  return (
+    strip(canonical(currentStatus(obj)) as Record<string, unknown>) ===
+    strip(canonical(desired) as Record<string, unknown>)
+  );
 }
 
 export class StatusWriter {

@@ -32,7 +32,6 @@ export interface WorkQueueOptions {
   onError?: (key: string, err: unknown, attempt: number, retryInMs: number) => void;
 }
 
-
 export class WorkQueue {
   private readonly queue: string[] = [];
   private head = 0;

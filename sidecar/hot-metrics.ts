@@ -6,7 +6,14 @@
  * (one per label set, created once) and a request adds to its numbers. The exposition is
  * prom-client's: a HotMetric presents the same get() a prom-client Counter or Histogram does.
  */
-import type { Metric, MetricObjectWithValues, MetricType, MetricValue, MetricValueWithName, Registry } from 'prom-client';
+import type {
+  Metric,
+  MetricObjectWithValues,
+  MetricType,
+  MetricValue,
+  MetricValueWithName,
+  Registry,
+} from 'prom-client';
 
 type Labels = Record<string, string>;
 
@@ -32,7 +39,8 @@ abstract class HotMetric<S> {
     const key = this.labelNames.map((n) => labels[n] ?? '').join('\u0000');
     let e = this.series.get(key);
     if (!e) {
-      for (const n of Object.keys(labels)) if (!this.labelNames.includes(n)) throw new Error(`${this.name}: unknown label ${n}`);
+      for (const n of Object.keys(labels))
+        if (!this.labelNames.includes(n)) throw new Error(`${this.name}: unknown label ${n}`);
       for (const n of this.labelNames) if (labels[n] === undefined) throw new Error(`${this.name}: label ${n} missing`);
       const ordered: Labels = {};
       for (const n of this.labelNames) ordered[n] = labels[n]!;
@@ -65,7 +73,13 @@ export class HotCounter extends HotMetric<CounterSeries> {
   }
   async get(): Promise<MetricObjectWithValues<MetricValue<string>>> {
     const values = [...this.series.values()].map(({ labels, s }) => ({ labels, value: s.value }));
-    return { name: this.name, help: this.help, type: 'counter' as unknown as MetricType, aggregator: this.aggregator, values } as MetricObjectWithValues<MetricValue<string>>;
+    return {
+      name: this.name,
+      help: this.help,
+      type: 'counter' as unknown as MetricType,
+      aggregator: this.aggregator,
+      values,
+    } as MetricObjectWithValues<MetricValue<string>>;
   }
 }
 
@@ -124,6 +138,12 @@ export class HotHistogram extends HotMetric<HistogramSeries> {
       values.push({ metricName: `${this.name}_sum`, labels, value: s.sum });
       values.push({ metricName: `${this.name}_count`, labels, value: s.count });
     }
-    return { name: this.name, help: this.help, type: 'histogram' as unknown as MetricType, aggregator: this.aggregator, values } as MetricObjectWithValues<MetricValueWithName<string>>;
+    return {
+      name: this.name,
+      help: this.help,
+      type: 'histogram' as unknown as MetricType,
+      aggregator: this.aggregator,
+      values,
+    } as MetricObjectWithValues<MetricValueWithName<string>>;
   }
 }

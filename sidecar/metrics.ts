@@ -5,18 +5,76 @@ import { HotCounter, HotHistogram } from './hot-metrics.js';
 export class GatewayMetrics {
   readonly registry = new Registry();
   // written on every request: plain numbers read at scrape time (hot-metrics.ts)
-  readonly requests = new HotCounter('gw_requests_total', 'Requests by API and status class', ['api', 'code'], this.registry);
-  readonly rateLimited = new Counter({ name: 'gw_rate_limited_total', help: 'Requests refused by a rate limit, by API and scope', labelNames: ['api', 'scope'], registers: [this.registry] });
-  readonly quotaExceeded = new Counter({ name: 'gw_quota_exceeded_total', help: 'Requests refused by a quota', labelNames: ['api'], registers: [this.registry] });
-  readonly decision = new HotHistogram('gw_decision_seconds', 'Time to decide allow/deny', [], [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5], this.registry); // up to past the store deadline (1 s)
-  readonly upstream = new HotHistogram('gw_upstream_seconds', 'Upstream latency', ['api'], [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5], this.registry);
-  readonly storeErrors = new Counter({ name: 'gw_store_errors_total', help: 'Errors talking to the shared store', registers: [this.registry] });
-  readonly drlPeers = new Gauge({ name: 'gw_drl_peers', help: 'Live gateways in the DRL group', registers: [this.registry] });
-  readonly smoothingAllowance = new Gauge({ name: 'gw_smoothing_allowance', help: 'Current smoothing allowance', labelNames: ['api'], registers: [this.registry] });
-  readonly smoothingEvents = new Counter({ name: 'gw_smoothing_events_total', help: 'Smoothing events', labelNames: ['api', 'event'], registers: [this.registry] });
-  readonly smoothingRefused = new Counter({ name: 'gw_smoothing_refused_total', help: 'Limits whose smoothing the active limiter cannot apply (reported once per bucket)', labelNames: ['api'], registers: [this.registry] });
-  readonly configErrors = new Counter({ name: 'gw_config_errors_total', help: 'Resources or configs refused', registers: [this.registry] });
-  readonly configLoaded = new Gauge({ name: 'gw_config_apis', help: 'APIs in the active config', registers: [this.registry] });
+  readonly requests = new HotCounter(
+    'gw_requests_total',
+    'Requests by API and status class',
+    ['api', 'code'],
+    this.registry,
+  );
+  readonly rateLimited = new Counter({
+    name: 'gw_rate_limited_total',
+    help: 'Requests refused by a rate limit, by API and scope',
+    labelNames: ['api', 'scope'],
+    registers: [this.registry],
+  });
+  readonly quotaExceeded = new Counter({
+    name: 'gw_quota_exceeded_total',
+    help: 'Requests refused by a quota',
+    labelNames: ['api'],
+    registers: [this.registry],
+  });
+  readonly decision = new HotHistogram(
+    'gw_decision_seconds',
+    'Time to decide allow/deny',
+    [],
+    [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    this.registry,
+  ); // up to past the store deadline (1 s)
+  readonly upstream = new HotHistogram(
+    'gw_upstream_seconds',
+    'Upstream latency',
+    ['api'],
+    [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+    this.registry,
+  );
+  readonly storeErrors = new Counter({
+    name: 'gw_store_errors_total',
+    help: 'Errors talking to the shared store',
+    registers: [this.registry],
+  });
+  readonly drlPeers = new Gauge({
+    name: 'gw_drl_peers',
+    help: 'Live gateways in the DRL group',
+    registers: [this.registry],
+  });
+  readonly smoothingAllowance = new Gauge({
+    name: 'gw_smoothing_allowance',
+    help: 'Current smoothing allowance',
+    labelNames: ['api'],
+    registers: [this.registry],
+  });
+  readonly smoothingEvents = new Counter({
+    name: 'gw_smoothing_events_total',
+    help: 'Smoothing events',
+    labelNames: ['api', 'event'],
+    registers: [this.registry],
+  });
+  readonly smoothingRefused = new Counter({
+    name: 'gw_smoothing_refused_total',
+    help: 'Limits whose smoothing the active limiter cannot apply (reported once per bucket)',
+    labelNames: ['api'],
+    registers: [this.registry],
+  });
+  readonly configErrors = new Counter({
+    name: 'gw_config_errors_total',
+    help: 'Resources or configs refused',
+    registers: [this.registry],
+  });
+  readonly configLoaded = new Gauge({
+    name: 'gw_config_apis',
+    help: 'APIs in the active config',
+    registers: [this.registry],
+  });
 
   constructor(defaults = true) {
     if (defaults) collectDefaultMetrics({ register: this.registry });

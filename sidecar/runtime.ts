@@ -52,9 +52,14 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
   const ignored = ignoredAlgorithmFlags(d.options);
   if (ignored.length) {
     const algorithm = selectedAlgorithm(d.options);
-    logger.warn({ algorithm, ignored }, `more than one limiter algorithm enabled: ${algorithm} is used, ${ignored.join(', ')} ignored`);
+    logger.warn(
+      { algorithm, ignored },
+      `more than one limiter algorithm enabled: ${algorithm} is used, ${ignored.join(', ')} ignored`,
+    );
   }
-  const peers = new DrlPeers(d.redis, d.group ?? 'default', d.options.drl_notification_frequency, clock, () => metrics.storeErrors.inc());
+  const peers = new DrlPeers(d.redis, d.group ?? 'default', d.options.drl_notification_frequency, clock, () =>
+    metrics.storeErrors.inc(),
+  );
   peers.onChange((n) => {
     metrics.drlPeers.set(n);
     logger.info({ peers: n }, 'DRL peers changed');
@@ -71,7 +76,17 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     storeDeadlineMs: d.options.kv_deadline_ms,
     onSmoothingEvent: (e) => {
       metrics.smoothingEvents.inc({ api: e.api_id, event: e.event });
-      logger.info({ event: e.event, api_id: e.api_id, limiter_key: e.limiterKey, old_allowance: e.oldAllowance, new_allowance: e.newAllowance, time: e.time }, e.event);
+      logger.info(
+        {
+          event: e.event,
+          api_id: e.api_id,
+          limiter_key: e.limiterKey,
+          old_allowance: e.oldAllowance,
+          new_allowance: e.newAllowance,
+          time: e.time,
+        },
+        e.event,
+      );
       d.onSmoothingEvent?.(e);
     },
     onSmoothingUnsupported: (e) => {
@@ -83,7 +98,11 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
       metrics.storeErrors.inc();
       logStoreError(e);
     },
-    onStoreRepair: (bucket) => logger.warn({ bucket }, 'shared store keys of a limiter bucket held another type: removed, the bucket starts afresh'),
+    onStoreRepair: (bucket) =>
+      logger.warn(
+        { bucket },
+        'shared store keys of a limiter bucket held another type: removed, the bucket starts afresh',
+      ),
   });
   const streams = createStreamManager({ logger, redisUrl: d.redisUrl, clock });
   streams.metrics(metrics.registry);

@@ -96,7 +96,10 @@ export class DirSource {
       const listing = this.list();
       if (this.signatureOf(listing) !== this.signature) this.changed(listing);
     } catch (e) {
-      this.logger.error({ dir: this.dir, err: (e as Error).message }, 'reading the resources directory failed; the next change tries again');
+      this.logger.error(
+        { dir: this.dir, err: (e as Error).message },
+        'reading the resources directory failed; the next change tries again',
+      );
     }
   }
 
@@ -128,7 +131,9 @@ export class DirSource {
   private read(listing: Listing | Unreadable): boolean {
     this.signature = this.signatureOf(listing);
     if ('unreadable' in listing) {
-      const what = this.loadedOnce ? 'keeping the last good resources' : 'nothing loaded yet: not ready until it can be read';
+      const what = this.loadedOnce
+        ? 'keeping the last good resources'
+        : 'nothing loaded yet: not ready until it can be read';
       this.logger.error({ dir: this.dir, err: listing.unreadable }, `cannot read resources directory; ${what}`);
       return false;
     }
@@ -137,7 +142,11 @@ export class DirSource {
     // each refusal is logged (and counted) once, not again on every later change of the directory
     const reported = new Set(result.errors.map(formatLoadError));
     const fresh = result.errors.filter((e) => !this.reported.has(formatLoadError(e)));
-    for (const e of fresh) this.logger.warn({ file: e.file, ...(e.index === undefined ? {} : { document: e.index }) }, `resource refused: ${formatLoadError(e)}`);
+    for (const e of fresh)
+      this.logger.warn(
+        { file: e.file, ...(e.index === undefined ? {} : { document: e.index }) },
+        `resource refused: ${formatLoadError(e)}`,
+      );
     if (fresh.length) this.onErrors(fresh);
     this.snapshot = this.merge(result, reported);
     this.reported = reported;
@@ -168,7 +177,8 @@ export class DirSource {
       const previous = this.lastGood.get(file);
       let resources = byFile.get(file) ?? [];
       if (badFiles.has(file) && previous) {
-        if (!this.reported.has(`keep ${file}`)) this.logger.warn({ file }, 'file has errors: keeping its previous version');
+        if (!this.reported.has(`keep ${file}`))
+          this.logger.warn({ file }, 'file has errors: keeping its previous version');
         reported.add(`keep ${file}`);
         resources = previous;
       } else if (!badFiles.has(file)) this.lastGood.set(file, resources);

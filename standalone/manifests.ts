@@ -26,10 +26,14 @@ export interface LoadResult {
 
 /** Validates one parsed document. */
 export function validateDocument(doc: unknown): { ok: true; resource: AnyResource } | { ok: false; message: string } {
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return { ok: false, message: '(root): must be an object' };
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+    return { ok: false, message: '(root): must be an object' };
   const kind = (doc as { kind?: unknown }).kind;
   if (typeof kind !== 'string' || !(kind in RESOURCE_SCHEMAS)) {
-    return { ok: false, message: `kind: must be one of ${Object.keys(RESOURCE_SCHEMAS).join(', ')} (got ${JSON.stringify(kind)})` };
+    return {
+      ok: false,
+      message: `kind: must be one of ${Object.keys(RESOURCE_SCHEMAS).join(', ')} (got ${JSON.stringify(kind)})`,
+    };
   }
   const schema = RESOURCE_SCHEMAS[kind as keyof typeof RESOURCE_SCHEMAS];
   const parsed = schema.safeParse(doc);

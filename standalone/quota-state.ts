@@ -18,7 +18,9 @@ export const QUOTA_STATE_FILE = '.quota-state.json';
 
 const QuotaStateFile = z.strictObject({
   version: z.literal(1),
-  periods: z.array(z.strictObject({ bucket: z.string().min(1).max(2048), used: z.number().int().min(0), renews: z.number().min(0) })),
+  periods: z.array(
+    z.strictObject({ bucket: z.string().min(1).max(2048), used: z.number().int().min(0), renews: z.number().min(0) }),
+  ),
 });
 
 export class QuotaStatePersistence {
@@ -44,7 +46,10 @@ export class QuotaStatePersistence {
     try {
       doc = JSON.parse(readFileSync(this.file, 'utf8'));
     } catch (e) {
-      this.logger.warn({ file: this.file, err: (e as Error).message }, 'quota state ignored: not JSON (quotas start afresh)');
+      this.logger.warn(
+        { file: this.file, err: (e as Error).message },
+        'quota state ignored: not JSON (quotas start afresh)',
+      );
       return;
     }
     const r = QuotaStateFile.safeParse(doc);
@@ -84,7 +89,11 @@ export class QuotaStatePersistence {
       this.failing = false;
     } catch (e) {
       // once per failure spell (a read-only DIR would otherwise log every period)
-      if (!this.failing) this.logger.warn({ file: this.file, err: (e as Error).message }, 'quota state not saved (a restart would start quotas afresh); trying again');
+      if (!this.failing)
+        this.logger.warn(
+          { file: this.file, err: (e as Error).message },
+          'quota state not saved (a restart would start quotas afresh); trying again',
+        );
       this.failing = true;
     }
   }

@@ -32,7 +32,8 @@ export function missingReferences(r: AccessKey | OAuthClient, index: ReferenceIn
     for (const [, message] of missingKeyReferences(sessionOf(r).session, ns, hasPolicy, hasApi)) missing.push(message);
   } else {
     if (!hasApi(r.spec.api_id)) missing.push(`API not found in namespace ${ns}: ${r.spec.api_id}`);
-    if (r.spec.policy_id && !hasPolicy(r.spec.policy_id)) missing.push(`policy not found in namespace ${ns}: ${r.spec.policy_id}`);
+    if (r.spec.policy_id && !hasPolicy(r.spec.policy_id))
+      missing.push(`policy not found in namespace ${ns}: ${r.spec.policy_id}`);
   }
   return missing.length ? missing.join('; ') : undefined;
 }

@@ -19,7 +19,10 @@ export type Notes = Map<string, Note>;
 /** A line about r: `Kind ns/name (file) <text>`, with kind, namespace, name and file as log fields. */
 export function noteOn(s: ResourceSnapshot, r: AnyResource, text: string): Note {
   const file = s.files?.get(r);
-  return { fields: { kind: r.kind, namespace: r.metadata.namespace, name: r.metadata.name, ...(file ? { file } : {}) }, line: `${resourceLabel(s, r)} ${text}` };
+  return {
+    fields: { kind: r.kind, namespace: r.metadata.namespace, name: r.metadata.name, ...(file ? { file } : {}) },
+    line: `${resourceLabel(s, r)} ${text}`,
+  };
 }
 
 /** A refused ApiDefinition, naming its file and, for a conflict, the other one's file. */

@@ -31,7 +31,11 @@ export class StandaloneState {
     private readonly dir: string,
     private readonly sessions: SessionStore,
     private readonly logger: Logger,
-    private readonly onKeyAdded: (keyHash: string, stored: StoredSession, annotations: Record<string, string>) => Promise<void> = async () => {},
+    private readonly onKeyAdded: (
+      keyHash: string,
+      stored: StoredSession,
+      annotations: Record<string, string>,
+    ) => Promise<void> = async () => {},
   ) {
     this.notesLog = new ChangedNotesLog(logger);
   }
@@ -67,7 +71,10 @@ export class StandaloneState {
     problems.forEach((p) => notes.set(`refused ${resourceLabel(snapshot, p.resource)}`, refusalNote(snapshot, p)));
     if (config.hash !== this.config.hash) {
       this.config = config;
-      this.logger.info({ apis: config.apis.length, policies: Object.keys(config.policies).length, hash: config.hash }, 'config applied');
+      this.logger.info(
+        { apis: config.apis.length, policies: Object.keys(config.policies).length, hash: config.hash },
+        'config applied',
+      );
     }
 
     this.noteMissingReferences(snapshot, notes);
@@ -83,13 +90,25 @@ export class StandaloneState {
         // operator's SecretNotFound: the key is not served (a generated Secret would shadow the user's)
         if (!secret) {
           const failed = this.generateSecret(ns, ref.name, ref.key, key.metadata.name);
-          if (failed) notes.set(`secret ${resourceLabel(snapshot, key)}`, noteOn(snapshot, key, `not served: ${failed}`));
-        } else notes.set(`secret ${resourceLabel(snapshot, key)}`, noteOn(snapshot, key, `not served: ${resourceLabel(snapshot, secret)} has no key ${JSON.stringify(ref.key)}`));
+          if (failed)
+            notes.set(`secret ${resourceLabel(snapshot, key)}`, noteOn(snapshot, key, `not served: ${failed}`));
+        } else
+          notes.set(
+            `secret ${resourceLabel(snapshot, key)}`,
+            noteOn(
+              snapshot,
+              key,
+              `not served: ${resourceLabel(snapshot, secret)} has no key ${JSON.stringify(ref.key)}`,
+            ),
+          );
         continue;
       }
       const first = next.get(m.keyHash);
       if (first) {
-        notes.set(`duplicate ${resourceLabel(snapshot, key)}`, noteOn(snapshot, key, `refused: ${resourceLabel(snapshot, first.key)} has the same key`));
+        notes.set(
+          `duplicate ${resourceLabel(snapshot, key)}`,
+          noteOn(snapshot, key, `refused: ${resourceLabel(snapshot, first.key)} has the same key`),
+        );
         continue;
       }
       next.set(m.keyHash, { key, stored: sessionOf(key), annotations: key.metadata.annotations ?? {} });
@@ -128,7 +147,11 @@ export class StandaloneState {
     const index = referenceIndex(snapshot);
     for (const r of [...snapshot.keys, ...snapshot.clients]) {
       const missing = missingReferences(r, index);
-      if (missing !== undefined) notes.set(`missing ${resourceLabel(snapshot, r)}`, noteOn(snapshot, r, `refers to something missing: ${missing}`));
+      if (missing !== undefined)
+        notes.set(
+          `missing ${resourceLabel(snapshot, r)}`,
+          noteOn(snapshot, r, `refers to something missing: ${missing}`),
+        );
     }
   }
 
@@ -153,7 +176,10 @@ export class StandaloneState {
     } catch (e) {
       return `Secret ${namespace}/${name} does not exist and cannot be generated: ${(e as Error).message}`;
     }
-    this.logger.info({ accessKey: keyName, secret: `${namespace}/${name}` }, 'generated a random key into a new Secret');
+    this.logger.info(
+      { accessKey: keyName, secret: `${namespace}/${name}` },
+      'generated a random key into a new Secret',
+    );
     return undefined;
   }
 }

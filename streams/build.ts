@@ -47,12 +47,20 @@ function buildInput(spec: InputSpecT, b: BuildContext, ctx: InputContext): Input
 
 function buildProcessor(spec: ProcessorSpecT, b: BuildContext, concurrency: number): Processor {
   if (spec.mapping) return new MappingProcessor(spec.mapping);
-  if (spec.http_client) return new HttpClientProcessor(spec.http_client, b.limiter(spec.http_client.rate_limit), b.clock, b.meter, concurrency);
+  if (spec.http_client)
+    return new HttpClientProcessor(
+      spec.http_client,
+      b.limiter(spec.http_client.rate_limit),
+      b.clock,
+      b.meter,
+      concurrency,
+    );
   throw new Error('processor: no component type');
 }
 
 function buildOutput(spec: OutputSpecT, b: BuildContext): Output {
-  if (spec.http_client) return new HttpClientOutput(spec.http_client, b.limiter(spec.http_client.rate_limit), b.clock, b.meter);
+  if (spec.http_client)
+    return new HttpClientOutput(spec.http_client, b.limiter(spec.http_client.rate_limit), b.clock, b.meter);
   if (spec.drop) return new DropOutput();
   if (spec.stdout) return new StdoutOutput(b.stdout);
   throw new Error('output: no component type');

@@ -99,13 +99,19 @@ export class HttpCaller {
   ) {
     this.timeoutMs = durationMs(o.timeout);
     // undici's own header/body timeouts (300 s by default) would cut a longer `timeout` short.
-    this.agent = new Agent({ connections, keepAliveTimeout: 10_000, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs });
+    this.agent = new Agent({
+      connections,
+      keepAliveTimeout: 10_000,
+      headersTimeout: this.timeoutMs,
+      bodyTimeout: this.timeoutMs,
+    });
     this.initialMs = durationMs(o.backoff.initial_interval);
     this.maxMs = Math.max(this.initialMs, durationMs(o.backoff.max_interval));
     const { url, authorization } = splitUserinfo(o.url);
     this.url = url;
     this.headers = { ...o.headers };
-    if (authorization && !Object.keys(this.headers).some((h) => h.toLowerCase() === 'authorization')) this.headers.authorization = authorization;
+    if (authorization && !Object.keys(this.headers).some((h) => h.toLowerCase() === 'authorization'))
+      this.headers.authorization = authorization;
     this.where = `${o.verb} ${redactUrl(o.url)}`;
     this.secrets = [...urlSecrets(o.url), ...Object.values(this.headers)];
   }
@@ -116,7 +122,8 @@ export class HttpCaller {
     if (this.o.verb !== 'GET') {
       const enc = encodeBody(body);
       payload = enc.payload;
-      if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = enc.contentType;
+      if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
+        headers['content-type'] = enc.contentType;
     }
     for (let attempt = 0; ; attempt++) {
       const pause = this.pausedUntil - this.clock.now();

@@ -91,7 +91,10 @@ interface ApiState {
 }
 
 /** "streams.x.output.http_client.rate_limit: unknown rate-limit label ..." for each issue. */
-export function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>, prefix = 'spec.streaming'): string {
+export function describeIssues(
+  issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>,
+  prefix = 'spec.streaming',
+): string {
   return issues.map((i) => `${[prefix, ...i.path.map(String)].join('.')}: ${i.message}`).join('; ');
 }
 
@@ -123,7 +126,11 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
       const intervalMs = durationMs(r.local.interval);
       const l = state.limiters.get(r.label);
       if (l) l.configure(r.local.count, intervalMs);
-      else state.limiters.set(r.label, new LocalRateLimit({ count: r.local.count, intervalMs, clock, label: `${apiId}/${r.label}` }));
+      else
+        state.limiters.set(
+          r.label,
+          new LocalRateLimit({ count: r.local.count, intervalMs, clock, label: `${apiId}/${r.label}` }),
+        );
     }
     for (const label of [...state.limiters.keys()]) if (!seen.has(label)) state.limiters.delete(label);
   }
@@ -179,7 +186,10 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
           limiter: (label) => (label === undefined ? undefined : st.limiters.get(label)),
         });
       } catch (e) {
-        logger.error({ api: api.api_id, stream: name, err: `spec.streaming.streams.${name}.${(e as Error).message}` }, 'stream refused');
+        logger.error(
+          { api: api.api_id, stream: name, err: `spec.streaming.streams.${name}.${(e as Error).message}` },
+          'stream refused',
+        );
         if (old) next.set(name, old);
         continue;
       }
@@ -216,7 +226,10 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
       }
       const r = StreamingSpec.safeParse(api.streaming);
       if (!r.success) {
-        logger.error({ api: api.api_id, err: describeIssues(r.error.issues) }, 'streaming config refused; keeping the streams already running');
+        logger.error(
+          { api: api.api_id, err: describeIssues(r.error.issues) },
+          'streaming config refused; keeping the streams already running',
+        );
         wanted.set(api.api_id, { api, spec: undefined, keep: true });
         continue;
       }
@@ -266,7 +279,8 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
     limits() {
       const out: LimitInfo[] = [];
       for (const [api_id, state] of apis) {
-        for (const [label, l] of state.limiters) out.push({ api_id, label, ...l.limit, used: l.used(), waiting: l.waiting });
+        for (const [label, l] of state.limiters)
+          out.push({ api_id, label, ...l.limit, used: l.used(), waiting: l.waiting });
       }
       return out;
     },

@@ -45,7 +45,14 @@ export class StreamMetrics {
   register(registry: Registry): void {
     if (this.registered.has(registry)) return;
     this.registered.add(registry);
-    for (const m of [this.messagesIn, this.messagesOut, this.messagesFailed, this.rateLimitWaits, this.retries, this.outputSeconds]) {
+    for (const m of [
+      this.messagesIn,
+      this.messagesOut,
+      this.messagesFailed,
+      this.rateLimitWaits,
+      this.retries,
+      this.outputSeconds,
+    ]) {
       registry.registerMetric(m);
     }
   }

@@ -15,7 +15,17 @@
  */
 import type { Logger } from '../lib/logger.js';
 import type { StreamMeter } from './metrics.js';
-import { PermanentError, RetriesExhaustedError, type Ack, type Input, type InputContext, type Message, type Output, type Outcome, type Processor } from './types.js';
+import {
+  PermanentError,
+  RetriesExhaustedError,
+  type Ack,
+  type Input,
+  type InputContext,
+  type Message,
+  type Output,
+  type Outcome,
+  type Processor,
+} from './types.js';
 
 interface Item {
   msg: Message;
@@ -115,7 +125,10 @@ export class Pipeline {
     const n = Math.max(1, this.output.maxInFlight);
     for (let i = 0; i < n; i++) this.workers.push(this.work());
     await this.input.start();
-    this.logger.info({ api: this.api, stream: this.name, input: this.input.type, output: this.output.type }, 'stream started');
+    this.logger.info(
+      { api: this.api, stream: this.name, input: this.input.type, output: this.output.type },
+      'stream started',
+    );
   }
 
   private async next(): Promise<Item | undefined> {
@@ -159,9 +172,17 @@ export class Pipeline {
     } catch (e) {
       if (signal.aborted) return 'aborted';
       const err = e as Error;
-      const outcome: Outcome = e instanceof RetriesExhaustedError ? 'failed' : stage === 'output' && !(e instanceof PermanentError) ? 'failed' : 'rejected';
+      const outcome: Outcome =
+        e instanceof RetriesExhaustedError
+          ? 'failed'
+          : stage === 'output' && !(e instanceof PermanentError)
+            ? 'failed'
+            : 'rejected';
       this.meter.failed();
-      this.logger.warn({ api: this.api, stream: this.name, id: msg.id, stage, outcome, err: err.message }, 'stream message not delivered');
+      this.logger.warn(
+        { api: this.api, stream: this.name, id: msg.id, stage, outcome, err: err.message },
+        'stream message not delivered',
+      );
       return outcome;
     }
   }
@@ -170,7 +191,10 @@ export class Pipeline {
     try {
       await item.ack(outcome);
     } catch (e) {
-      this.logger.warn({ api: this.api, stream: this.name, id: item.msg.id, outcome, err: (e as Error).message }, 'stream ack failed');
+      this.logger.warn(
+        { api: this.api, stream: this.name, id: item.msg.id, outcome, err: (e as Error).message },
+        'stream ack failed',
+      );
     }
   }
 
@@ -225,7 +249,10 @@ export class Pipeline {
     this.shorten = undefined;
     if (drained === 'timeout') {
       const left = this.buffer.length + this.inFlight;
-      this.logger.warn({ api: this.api, stream: this.name, left }, 'stream drain deadline passed: aborting the messages left');
+      this.logger.warn(
+        { api: this.api, stream: this.name, left },
+        'stream drain deadline passed: aborting the messages left',
+      );
       this.closed = true;
       this.abort.abort(new Error('stream stopped'));
       for (const item of this.buffer.splice(0)) await this.settle(item, 'aborted');

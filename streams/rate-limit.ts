@@ -93,7 +93,9 @@ export class LocalRateLimit {
   /** The schema refuses these first; this names the resource if a caller skipped it. */
   private check(count: number, intervalMs: number): void {
     if (!(count >= 1) || !(intervalMs > 0) || !Number.isFinite(intervalMs)) {
-      throw new Error(`rate limit ${JSON.stringify(this.label)}: count must be ≥ 1 and interval > 0 (got count ${count}, interval ${intervalMs} ms)`);
+      throw new Error(
+        `rate limit ${JSON.stringify(this.label)}: count must be ≥ 1 and interval > 0 (got count ${count}, interval ${intervalMs} ms)`,
+      );
     }
   }
 
@@ -133,7 +135,9 @@ export class LocalRateLimit {
     if (p) return Promise.resolve(p);
     if (this.waiters.length >= this.maxWaiting) {
       return Promise.reject(
-        new RateLimitQueueFullError(`rate limit ${this.label}: ${this.waiters.length} callers already waiting (bound ${this.maxWaiting})`),
+        new RateLimitQueueFullError(
+          `rate limit ${this.label}: ${this.waiters.length} callers already waiting (bound ${this.maxWaiting})`,
+        ),
       );
     }
     return new Promise<Permit>((resolve, reject) => {
@@ -203,10 +207,13 @@ export class LocalRateLimit {
     this.clearTimer();
     this.timerAt = at;
     // A timer may fire a little early against the clock: pump() re-checks and re-arms.
-    this.timer = this.timers.set(() => {
-      this.timer = undefined;
-      this.pump();
-    }, Math.max(1, at - now));
+    this.timer = this.timers.set(
+      () => {
+        this.timer = undefined;
+        this.pump();
+      },
+      Math.max(1, at - now),
+    );
   }
 
   private clearTimer(): void {

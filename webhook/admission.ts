@@ -67,7 +67,11 @@ export interface AdmissionResponseBody {
   };
 }
 
-export function admissionResponse(uid: string, patch: JsonPatchOp[] | undefined, warnings: string[]): AdmissionResponseBody {
+export function admissionResponse(
+  uid: string,
+  patch: JsonPatchOp[] | undefined,
+  warnings: string[],
+): AdmissionResponseBody {
   const response: AdmissionResponseBody['response'] = { uid, allowed: true };
   if (patch && patch.length > 0) {
     response.patchType = 'JSONPatch';

@@ -81,20 +81,38 @@ function usedPorts(containers: PodContainer[]): Set<number> {
   return new Set(containers.flatMap((c) => (c.ports ?? []).map((p) => p.containerPort)));
 }
 
-export function sidecarContainer(o: InjectOptions, a: { upstreamPort: number; listenPort: number; metricsPort: number; group: string; portName: string; config: boolean }): Record<string, unknown> {
+export function sidecarContainer(
+  o: InjectOptions,
+  a: {
+    upstreamPort: number;
+    listenPort: number;
+    metricsPort: number;
+    group: string;
+    portName: string;
+    config: boolean;
+  },
+): Record<string, unknown> {
   const env: Record<string, unknown>[] = [
     { name: 'GW_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
     // glibc's malloc arenas: two instead of one per thread (the proxy allocates on its main thread);
     // −1.5 to −2 MB of idle RSS per pod (docs/benchmarks.md, run I)
     { name: 'MALLOC_ARENA_MAX', value: '2' },
   ];
-  if (o.redisSecretName) env.push({ name: 'GW_REDIS', valueFrom: { secretKeyRef: { name: o.redisSecretName, key: 'url', optional: true } } });
+  if (o.redisSecretName)
+    env.push({
+      name: 'GW_REDIS',
+      valueFrom: { secretKeyRef: { name: o.redisSecretName, key: 'url', optional: true } },
+    });
   const args = [
     'sidecar',
-    '--upstream', `http://127.0.0.1:${a.upstreamPort}`,
-    '--listen', `0.0.0.0:${a.listenPort}`,
-    '--metrics-listen', `0.0.0.0:${a.metricsPort}`,
-    '--group', a.group,
+    '--upstream',
+    `http://127.0.0.1:${a.upstreamPort}`,
+    '--listen',
+    `0.0.0.0:${a.listenPort}`,
+    '--metrics-listen',
+    `0.0.0.0:${a.metricsPort}`,
+    '--group',
+    a.group,
   ];
   const c: Record<string, unknown> = {
     name: SIDECAR_NAME,
@@ -130,7 +148,11 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
   const ann = pod.metadata?.annotations ?? {};
   const labels = pod.metadata?.labels ?? {};
   const containers = pod.spec.containers;
-  const none = (outcome: InjectResult['outcome'], warnings: string[] = []): InjectResult => ({ patch: [], outcome, warnings });
+  const none = (outcome: InjectResult['outcome'], warnings: string[] = []): InjectResult => ({
+    patch: [],
+    outcome,
+    warnings,
+  });
 
   if ((ann[ANN.inject] ?? '').toLowerCase() !== 'true') return none('not-requested');
   if (containers.some((c) => c.name === SIDECAR_NAME)) return none('already-injected');
@@ -147,7 +169,9 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
   if (typeof explicit === 'string') return refuse(explicit);
   const upstreamPort = explicit ?? named?.port;
   if (upstreamPort === undefined) {
-    return refuse(`no container port named "${portName}" and no ${ANN.upstreamPort} annotation: the sidecar does not know where the app listens`);
+    return refuse(
+      `no container port named "${portName}" and no ${ANN.upstreamPort} annotation: the sidecar does not know where the app listens`,
+    );
   }
   const listenPort = port(ann[ANN.listenPort], ANN.listenPort) ?? o.listenPort;
   const metricsPort = port(ann[ANN.metricsPort], ANN.metricsPort) ?? o.metricsPort;
@@ -155,9 +179,18 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
   if (typeof metricsPort === 'string') return refuse(metricsPort);
   // native sidecars (init containers with restartPolicy Always, e.g. a mesh proxy) share the pod's ports too
   const inits = ((pod.spec as Record<string, unknown>).initContainers ?? []) as PodContainer[];
-  const used = usedPorts([...containers, ...(Array.isArray(inits) ? inits.filter((c) => (c as Record<string, unknown>).restartPolicy === 'Always') : [])]);
-  for (const [what, p] of [['listen port', listenPort], ['metrics port', metricsPort]] as const) {
-    if (p === upstreamPort || used.has(p)) return refuse(`the sidecar's ${what} ${p} is already used in this pod (set ${what === 'listen port' ? ANN.listenPort : ANN.metricsPort})`);
+  const used = usedPorts([
+    ...containers,
+    ...(Array.isArray(inits) ? inits.filter((c) => (c as Record<string, unknown>).restartPolicy === 'Always') : []),
+  ]);
+  for (const [what, p] of [
+    ['listen port', listenPort],
+    ['metrics port', metricsPort],
+  ] as const) {
+    if (p === upstreamPort || used.has(p))
+      return refuse(
+        `the sidecar's ${what} ${p} is already used in this pod (set ${what === 'listen port' ? ANN.listenPort : ANN.metricsPort})`,
+      );
   }
   if (listenPort === metricsPort) return refuse(`listen port and metrics port are both ${listenPort}`);
   const rewire = named !== undefined && named.port === upstreamPort;
@@ -166,11 +199,24 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
   }
 
   const group = ann[ANN.group] ?? labels['app.kubernetes.io/name'] ?? labels.app ?? 'default';
-  const config = o.configMapName !== undefined && (o.configNamespaces === undefined || (namespace !== undefined && o.configNamespaces.includes(namespace)));
-  const sidecar = sidecarContainer(o, { upstreamPort, listenPort, metricsPort, group, portName: rewire ? portName : 'gw-proxy', config });
+  const config =
+    o.configMapName !== undefined &&
+    (o.configNamespaces === undefined || (namespace !== undefined && o.configNamespaces.includes(namespace)));
+  const sidecar = sidecarContainer(o, {
+    upstreamPort,
+    listenPort,
+    metricsPort,
+    group,
+    portName: rewire ? portName : 'gw-proxy',
+    config,
+  });
   const patch: JsonPatchOp[] = [];
   if (rewire && named) {
-    patch.push({ op: 'replace', path: `/spec/containers/${named.ci}/ports/${named.pi}/name`, value: UPSTREAM_PORT_NAME });
+    patch.push({
+      op: 'replace',
+      path: `/spec/containers/${named.ci}/ports/${named.pi}/name`,
+      value: UPSTREAM_PORT_NAME,
+    });
     // the app's own probes and lifecycle hooks that name the port follow it (a named probe port resolves
     // only among the probed container's ports: left as "http" they would fail, the pod never Ready)
     patch.push(...portReferences(containers[named.ci]!, named.ci, portName));
@@ -179,11 +225,16 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
   if (config) {
     const volume = { name: 'gw-sidecar-config', configMap: { name: o.configMapName, optional: true } };
     const hasVolumes = Array.isArray((pod.spec as Record<string, unknown>).volumes);
-    patch.push(hasVolumes ? { op: 'add', path: '/spec/volumes/-', value: volume } : { op: 'add', path: '/spec/volumes', value: [volume] });
+    patch.push(
+      hasVolumes
+        ? { op: 'add', path: '/spec/volumes/-', value: volume }
+        : { op: 'add', path: '/spec/volumes', value: [volume] },
+    );
   }
   patch.push({ op: 'add', path: `/metadata/annotations/${escape(ANN.status)}`, value: 'injected' });
   const warnings: string[] = [];
-  if (!rewire) warnings.push(`gw sidecar listens on port ${listenPort} (named "gw-proxy"): point the Service's targetPort at it`);
+  if (!rewire)
+    warnings.push(`gw sidecar listens on port ${listenPort} (named "gw-proxy"): point the Service's targetPort at it`);
   if (pod.spec.automountServiceAccountToken === false) {
     warnings.push('automountServiceAccountToken is false: the gw sidecar cannot read its ConfigMap');
   }
@@ -214,7 +265,10 @@ function portReferences(c: PodContainer, ci: number, portName: string): JsonPatc
 export function applyPatch<T>(doc: T, patch: JsonPatchOp[]): T {
   const out = structuredClone(doc) as unknown;
   for (const op of patch) {
-    const parts = op.path.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const parts = op.path
+      .split('/')
+      .slice(1)
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
     const last = parts.pop();
     if (last === undefined) throw new Error(`bad patch path ${op.path}`);
     let cur = out as Record<string, unknown> | unknown[];

@@ -8,7 +8,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from '../lib/logger.js';
 import { handleOps, json } from '../lib/ops-server.js';
-import { AdmissionReviewSchema, PodSchema, admissionResponse, describeZodError, type AdmissionResponseBody } from './admission.js';
+import {
+  AdmissionReviewSchema,
+  PodSchema,
+  admissionResponse,
+  describeZodError,
+  type AdmissionResponseBody,
+} from './admission.js';
 import { injectSidecar, type InjectOptions } from './inject.js';
 const { createServer } = process.getBuiltinModule('node:https');
 const { readFileSync, statSync } = process.getBuiltinModule('node:fs');
@@ -25,9 +31,14 @@ export interface WebhookServerOptions {
 }
 
 /** Handles one AdmissionReview body; exported for the unit tests. */
-export function review(body: unknown, inject: InjectOptions, logger?: Logger): { status: number; body: AdmissionResponseBody | { error: string } } {
+export function review(
+  body: unknown,
+  inject: InjectOptions,
+  logger?: Logger,
+): { status: number; body: AdmissionResponseBody | { error: string } } {
   const parsed = AdmissionReviewSchema.safeParse(body);
-  if (!parsed.success) return { status: 400, body: { error: `bad AdmissionReview: ${describeZodError(parsed.error)}` } };
+  if (!parsed.success)
+    return { status: 400, body: { error: `bad AdmissionReview: ${describeZodError(parsed.error)}` } };
   const req = parsed.data.request;
   // Only creation: a running pod's containers are immutable, so an UPDATE is never patched.
   if (req.kind.kind !== 'Pod' || req.kind.group !== '' || req.operation !== 'CREATE') {
@@ -35,19 +46,35 @@ export function review(body: unknown, inject: InjectOptions, logger?: Logger): {
   }
   const pod = PodSchema.safeParse(req.object);
   if (!pod.success) {
-    logger?.warn({ uid: req.uid, namespace: req.namespace }, `pod not understood, admitted unchanged: ${describeZodError(pod.error)}`);
-    return { status: 200, body: admissionResponse(req.uid, undefined, [`gw sidecar not injected: pod not understood (${describeZodError(pod.error)})`]) };
+    logger?.warn(
+      { uid: req.uid, namespace: req.namespace },
+      `pod not understood, admitted unchanged: ${describeZodError(pod.error)}`,
+    );
+    return {
+      status: 200,
+      body: admissionResponse(req.uid, undefined, [
+        `gw sidecar not injected: pod not understood (${describeZodError(pod.error)})`,
+      ]),
+    };
   }
   const r = injectSidecar(pod.data, inject, req.namespace);
   const name = pod.data.metadata?.name ?? `${pod.data.metadata?.generateName ?? ''}*`;
-  logger?.info({ uid: req.uid, namespace: req.namespace, pod: name, outcome: r.outcome, dryRun: req.dryRun ?? false }, 'admission');
+  logger?.info(
+    { uid: req.uid, namespace: req.namespace, pod: name, outcome: r.outcome, dryRun: req.dryRun ?? false },
+    'admission',
+  );
   return { status: 200, body: admissionResponse(req.uid, r.patch, r.warnings) };
 }
 
 export function createWebhookServer(o: WebhookServerOptions): { server: Server; close: () => void } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const admissions = new Counter({ name: 'gw_webhook_admissions_total', help: 'Pod admissions by outcome', labelNames: ['outcome'], registers: [registry] });
+  const admissions = new Counter({
+    name: 'gw_webhook_admissions_total',
+    help: 'Pod admissions by outcome',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
   const tls = () => ({ cert: readFileSync(o.certFile), key: readFileSync(o.keyFile) });
   const mtime = () => `${statSync(o.certFile).mtimeMs}:${statSync(o.keyFile).mtimeMs}`;
   let stamp = mtime();

@@ -22,24 +22,32 @@ function readStdin(): string {
 }
 
 function readText(flags: BodyFlags): { text: string; from: string } | undefined {
-  if (flags.body !== undefined && flags.bodyFile !== undefined) throw new ClientError(Exit.USAGE, '--body and --body-file: give one of them');
+  if (flags.body !== undefined && flags.bodyFile !== undefined)
+    throw new ClientError(Exit.USAGE, '--body and --body-file: give one of them');
   if (flags.body === '-' || flags.bodyFile === '-') return { text: readStdin(), from: 'stdin' };
   if (flags.body !== undefined) return { text: flags.body, from: '--body' };
   if (flags.bodyFile !== undefined) {
     try {
       return { text: readFileSync(flags.bodyFile, 'utf8'), from: `--body-file ${flags.bodyFile}` };
     } catch (e) {
-      throw new ClientError(Exit.USAGE, `--body-file: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}: ${flags.bodyFile}`);
+      throw new ClientError(
+        Exit.USAGE,
+        `--body-file: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}: ${flags.bodyFile}`,
+      );
     }
   }
   return undefined;
 }
 
 /** The parsed body object, or `fallback` when no body was given. */
-export function readBody(flags: BodyFlags, fallback: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+export function readBody(
+  flags: BodyFlags,
+  fallback: Record<string, unknown> | undefined,
+): Record<string, unknown> | undefined {
   const got = readText(flags);
   if (!got) return fallback;
-  if (Buffer.byteLength(got.text) > MAX_BODY_BYTES) throw new ClientError(Exit.USAGE, `${got.from}: larger than ${MAX_BODY_BYTES} bytes (the facade's limit)`);
+  if (Buffer.byteLength(got.text) > MAX_BODY_BYTES)
+    throw new ClientError(Exit.USAGE, `${got.from}: larger than ${MAX_BODY_BYTES} bytes (the facade's limit)`);
   let value: unknown;
   try {
     value = JSON.parse(got.text) as unknown;

@@ -44,17 +44,29 @@ const Timeout = z.coerce.number().positive().max(3600);
 /** Adds --url, --token / --secret (only the ones the command uses) and --timeout. */
 export function addConnectionOptions(cmd: Command, creds: { token?: boolean; secret?: boolean }): Command {
   cmd.addOption(new Option('--url <url>', `facade base URL (default ${DEFAULT_FACADE_URL})`).env('GW_FACADE_URL'));
-  if (creds.token) cmd.addOption(new Option('--token <token>', 'bearer access token for /api/... (prefer the env var)').env('GW_ACCESS_TOKEN'));
-  if (creds.secret) cmd.addOption(new Option('--secret <secret>', 'X-Gw-Authorization secret for /gw/keys (prefer the env var)').env('GW_SECRET'));
-  cmd.addOption(new Option('--timeout <seconds>', `give up on the facade after this long (default ${DEFAULT_TIMEOUT_S})`).env('GW_CLIENT_TIMEOUT'));
+  if (creds.token)
+    cmd.addOption(
+      new Option('--token <token>', 'bearer access token for /api/... (prefer the env var)').env('GW_ACCESS_TOKEN'),
+    );
+  if (creds.secret)
+    cmd.addOption(
+      new Option('--secret <secret>', 'X-Gw-Authorization secret for /gw/keys (prefer the env var)').env('GW_SECRET'),
+    );
+  cmd.addOption(
+    new Option('--timeout <seconds>', `give up on the facade after this long (default ${DEFAULT_TIMEOUT_S})`).env(
+      'GW_CLIENT_TIMEOUT',
+    ),
+  );
   return cmd;
 }
 
 export function resolveConnection(flags: ConnectionFlags): Connection {
   const url = FacadeUrl.safeParse(flags.url ?? DEFAULT_FACADE_URL);
-  if (!url.success) throw new ClientError(Exit.USAGE, `--url / GW_FACADE_URL: ${url.error.issues[0]?.message ?? 'invalid'}`);
+  if (!url.success)
+    throw new ClientError(Exit.USAGE, `--url / GW_FACADE_URL: ${url.error.issues[0]?.message ?? 'invalid'}`);
   const t = Timeout.safeParse(flags.timeout ?? DEFAULT_TIMEOUT_S);
-  if (!t.success) throw new ClientError(Exit.USAGE, '--timeout / GW_CLIENT_TIMEOUT: must be a number of seconds > 0 and ≤ 3600');
+  if (!t.success)
+    throw new ClientError(Exit.USAGE, '--timeout / GW_CLIENT_TIMEOUT: must be a number of seconds > 0 and ≤ 3600');
   const u = new URL(url.data);
   const basePath = u.pathname.replace(/\/+$/, '');
   return {
@@ -77,6 +89,7 @@ function credential(value: string | undefined, what: string): string | undefined
   const v = value?.trim();
   if (!v) return undefined;
   // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(v)) throw new ClientError(Exit.USAGE, `${what}: holds a control character (a header cannot carry it)`);
+  if (/[\u0000-\u001f\u007f]/.test(v))
+    throw new ClientError(Exit.USAGE, `${what}: holds a control character (a header cannot carry it)`);
   return v;
 }

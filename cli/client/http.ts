@@ -78,7 +78,10 @@ export async function callFacade(conn: Connection, call: FacadeCall): Promise<un
       throw new ClientError(Exit.UNAVAILABLE, `facade ${conn.base} did not answer within ${conn.timeoutMs / 1000} s`);
     }
     const code = err.code ?? err.cause?.code;
-    throw new ClientError(Exit.UNAVAILABLE, `facade ${conn.base} unreachable${code ? ` (${code})` : ''}: ${oneLine(err.message)}`);
+    throw new ClientError(
+      Exit.UNAVAILABLE,
+      `facade ${conn.base} unreachable${code ? ` (${code})` : ''}: ${oneLine(err.message)}`,
+    );
   }
 
   let parsed: unknown;
@@ -89,14 +92,22 @@ export async function callFacade(conn: Connection, call: FacadeCall): Promise<un
   }
   const code = exitForStatus(status, call.proxy);
   if (code === Exit.OK) {
-    if (parsed === undefined) throw new ClientError(Exit.UNAVAILABLE, `facade answered HTTP ${status} without a JSON body (is --url the facade?)`);
+    if (parsed === undefined)
+      throw new ClientError(
+        Exit.UNAVAILABLE,
+        `facade answered HTTP ${status} without a JSON body (is --url the facade?)`,
+      );
     return parsed;
   }
   const e = ErrorBody.safeParse(parsed);
   const message = e.success ? e.data.message : text.trim() ? `non-JSON answer: ${text.trim()}` : 'empty answer';
   // the facade has no such route: --url (its base path) is wrong, not the key or client — exit 2 would
   // tell a pipeline "already deleted"
-  if (status === 404 && message === NO_SUCH_ROUTE) throw new ClientError(Exit.UNAVAILABLE, `HTTP 404: ${message} under ${conn.base} (is --url the facade's base URL?)`);
+  if (status === 404 && message === NO_SUCH_ROUTE)
+    throw new ClientError(
+      Exit.UNAVAILABLE,
+      `HTTP 404: ${message} under ${conn.base} (is --url the facade's base URL?)`,
+    );
   const retry = code === Exit.RATE_LIMITED && retryAfter ? ` (retry after ${String(retryAfter)} s)` : '';
   throw new ClientError(code, `HTTP ${status}: ${oneLine(message)}${retry}`);
 }

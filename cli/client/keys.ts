@@ -29,7 +29,12 @@ export function generateKey(): string {
 }
 
 function common(cmd: Command, opts: { body?: boolean; write?: boolean; hashed?: boolean }): Command {
-  const body = opts.body ? { json: 'the session as JSON (SPEC key table); "-" reads stdin', file: 'read the session from a file; "-" reads stdin' } : undefined;
+  const body = opts.body
+    ? {
+        json: 'the session as JSON (SPEC key table); "-" reads stdin',
+        file: 'read the session from a file; "-" reads stdin',
+      }
+    : undefined;
   return clientOptions(cmd, { body, creds: { secret: true } }, (c) => {
     if (opts.write) c.option('--suppress-reset', 'keep the live quota (suppress_reset=1)');
     if (opts.hashed) c.option('--hashed', 'the key id already is the SHA-256 hex of the key (hashed=true)');
@@ -37,7 +42,11 @@ function common(cmd: Command, opts: { body?: boolean; write?: boolean; hashed?: 
 }
 
 function write(method: 'POST' | 'PUT', keyID: string, flags: KeyFlags): Promise<ExitCode> {
-  return callAndPrint(flags, { method, path: `/gw/keys/${seg(keyID)}${query(flags, true)}`, credential: 'secret' }, true);
+  return callAndPrint(
+    flags,
+    { method, path: `/gw/keys/${seg(keyID)}${query(flags, true)}`, credential: 'secret' },
+    true,
+  );
 }
 
 export function keysCommand(): Command {
@@ -46,7 +55,9 @@ export function keysCommand(): Command {
   common(
     keys
       .command('create')
-      .description('Create or import a key (POST /gw/keys/{keyID}); a random 256-bit key when KEY_ID is omitted. Prints {key, key_hash, action, status}')
+      .description(
+        'Create or import a key (POST /gw/keys/{keyID}); a random 256-bit key when KEY_ID is omitted. Prints {key, key_hash, action, status}',
+      )
       .argument('[keyID]', 'the key (or its hash with --hashed)'),
     { body: true, write: true, hashed: true },
   ).action(
@@ -57,26 +68,47 @@ export function keysCommand(): Command {
   );
 
   common(
-    keys.command('update').description('Replace the session of an existing key (PUT /gw/keys/{keyID})').argument('<keyID>'),
+    keys
+      .command('update')
+      .description('Replace the session of an existing key (PUT /gw/keys/{keyID})')
+      .argument('<keyID>'),
     { body: true, write: true, hashed: true },
   ).action(clientAction(async (keyID: string, flags: KeyFlags) => write('PUT', keyID, flags)));
 
-  common(keys.command('get').description('The session, with live quota_remaining/quota_renews (GET /gw/keys/{keyID})').argument('<keyID>'), {
-    hashed: true,
-  }).action(
+  common(
+    keys
+      .command('get')
+      .description('The session, with live quota_remaining/quota_renews (GET /gw/keys/{keyID})')
+      .argument('<keyID>'),
+    {
+      hashed: true,
+    },
+  ).action(
     clientAction(async (keyID: string, flags: KeyFlags) =>
-      callAndPrint(flags, { method: 'GET', path: `/gw/keys/${seg(keyID)}${query(flags, false)}`, credential: 'secret' }),
+      callAndPrint(flags, {
+        method: 'GET',
+        path: `/gw/keys/${seg(keyID)}${query(flags, false)}`,
+        credential: 'secret',
+      }),
     ),
   );
 
-  common(keys.command('delete').description('Delete a key (DELETE /gw/keys/{keyID})').argument('<keyID>'), { hashed: true }).action(
+  common(keys.command('delete').description('Delete a key (DELETE /gw/keys/{keyID})').argument('<keyID>'), {
+    hashed: true,
+  }).action(
     clientAction(async (keyID: string, flags: KeyFlags) =>
-      callAndPrint(flags, { method: 'DELETE', path: `/gw/keys/${seg(keyID)}${query(flags, false)}`, credential: 'secret' }),
+      callAndPrint(flags, {
+        method: 'DELETE',
+        path: `/gw/keys/${seg(keyID)}${query(flags, false)}`,
+        credential: 'secret',
+      }),
     ),
   );
 
   common(keys.command('list').description('SHA-256 hashes of every key (GET /gw/keys)'), {}).action(
-    clientAction(async (flags: KeyFlags) => callAndPrint(flags, { method: 'GET', path: '/gw/keys', credential: 'secret' })),
+    clientAction(async (flags: KeyFlags) =>
+      callAndPrint(flags, { method: 'GET', path: '/gw/keys', credential: 'secret' }),
+    ),
   );
   return keys;
 }

@@ -22,26 +22,49 @@ export function oauthCommand(): Command {
   common(
     oauth
       .command('create')
-      .description('Create a client (POST /api/apis/oauth/{apiId}); client_id and secret generated when absent. Prints the client, secret included')
+      .description(
+        'Create a client (POST /api/apis/oauth/{apiId}); client_id and secret generated when absent. Prints the client, secret included',
+      )
       .argument('<apiId>'),
     true,
   ).action(
-    clientAction(async (apiId: string, flags: OAuthFlags) => callAndPrint(flags, { method: 'POST', path: `/api/apis/oauth/${seg(apiId)}`, credential: 'bearer' }, true)),
-  );
-
-  common(oauth.command('list').description('Clients of an API, secrets omitted (GET /api/apis/oauth/{apiId})').argument('<apiId>')).action(
-    clientAction(async (apiId: string, flags: OAuthFlags) => callAndPrint(flags, { method: 'GET', path: `/api/apis/oauth/${seg(apiId)}`, credential: 'bearer' })),
-  );
-
-  common(oauth.command('get').description('One client, secret included').argument('<apiId>').argument('<clientId>')).action(
-    clientAction(async (apiId: string, clientId: string, flags: OAuthFlags) =>
-      callAndPrint(flags, { method: 'GET', path: `/api/apis/oauth/${seg(apiId)}/${seg(clientId)}`, credential: 'bearer' }),
+    clientAction(async (apiId: string, flags: OAuthFlags) =>
+      callAndPrint(flags, { method: 'POST', path: `/api/apis/oauth/${seg(apiId)}`, credential: 'bearer' }, true),
     ),
   );
 
-  common(oauth.command('delete').description('Delete a client and its secret').argument('<apiId>').argument('<clientId>')).action(
+  common(
+    oauth
+      .command('list')
+      .description('Clients of an API, secrets omitted (GET /api/apis/oauth/{apiId})')
+      .argument('<apiId>'),
+  ).action(
+    clientAction(async (apiId: string, flags: OAuthFlags) =>
+      callAndPrint(flags, { method: 'GET', path: `/api/apis/oauth/${seg(apiId)}`, credential: 'bearer' }),
+    ),
+  );
+
+  common(
+    oauth.command('get').description('One client, secret included').argument('<apiId>').argument('<clientId>'),
+  ).action(
     clientAction(async (apiId: string, clientId: string, flags: OAuthFlags) =>
-      callAndPrint(flags, { method: 'DELETE', path: `/api/apis/oauth/${seg(apiId)}/${seg(clientId)}`, credential: 'bearer' }),
+      callAndPrint(flags, {
+        method: 'GET',
+        path: `/api/apis/oauth/${seg(apiId)}/${seg(clientId)}`,
+        credential: 'bearer',
+      }),
+    ),
+  );
+
+  common(
+    oauth.command('delete').description('Delete a client and its secret').argument('<apiId>').argument('<clientId>'),
+  ).action(
+    clientAction(async (apiId: string, clientId: string, flags: OAuthFlags) =>
+      callAndPrint(flags, {
+        method: 'DELETE',
+        path: `/api/apis/oauth/${seg(apiId)}/${seg(clientId)}`,
+        credential: 'bearer',
+      }),
     ),
   );
   return oauth;

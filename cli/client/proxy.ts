@@ -32,7 +32,11 @@ function parseData(data: string): unknown {
   }
 }
 
-export function buildProxyRequest(method: string | undefined, url: string | undefined, flags: ProxyFlags): Record<string, unknown> {
+export function buildProxyRequest(
+  method: string | undefined,
+  url: string | undefined,
+  flags: ProxyFlags,
+): Record<string, unknown> {
   const req: Record<string, unknown> = { ...readBody(flags, {}) };
   // One positional argument is the URL (method GET), or the method when it is a bare token (`gw proxy
   // POST --body req.json` takes the URL from the body); two are METHOD URL.
@@ -44,7 +48,8 @@ export function buildProxyRequest(method: string | undefined, url: string | unde
   if (url !== undefined) req.url = url;
   if (flags.header.length) {
     const given = req.headers;
-    const headers: Record<string, unknown> = given && typeof given === 'object' && !Array.isArray(given) ? { ...(given as Record<string, unknown>) } : {};
+    const headers: Record<string, unknown> =
+      given && typeof given === 'object' && !Array.isArray(given) ? { ...(given as Record<string, unknown>) } : {};
     for (const h of flags.header) {
       const [k, v] = parseHeader(h);
       headers[k] = v;
@@ -52,7 +57,8 @@ export function buildProxyRequest(method: string | undefined, url: string | unde
     req.headers = headers;
   }
   if (flags.data !== undefined) req.body = parseData(flags.data);
-  if (req.url === undefined) throw new ClientError(Exit.USAGE, 'a URL is needed: gw proxy [METHOD] URL, or "url" in --body');
+  if (req.url === undefined)
+    throw new ClientError(Exit.USAGE, 'a URL is needed: gw proxy [METHOD] URL, or "url" in --body');
   if (req.method === undefined) req.method = 'GET';
   return req;
 }
@@ -72,15 +78,25 @@ export function proxyCommand(): Command {
     file: 'read the proxy request from a file; "-" reads stdin',
   };
   clientOptions(cmd, { body, creds: { token: true } }, (c) => {
-    c.option('--fail', `exit ${Exit.PROXIED_ERROR} when the proxied status is 400 or more (the answer is still printed)`);
+    c.option(
+      '--fail',
+      `exit ${Exit.PROXIED_ERROR} when the proxied status is 400 or more (the answer is still printed)`,
+    );
   });
   cmd.action(
     clientAction(async (method: string | undefined, url: string | undefined, flags: ProxyFlags): Promise<ExitCode> => {
       const conn = resolveConnection(flags);
       const body = buildProxyRequest(method, url, flags);
-      const answer = await callFacade(conn, { method: 'POST', path: '/api/proxy', credential: 'bearer', body, proxy: true });
+      const answer = await callFacade(conn, {
+        method: 'POST',
+        path: '/api/proxy',
+        credential: 'bearer',
+        body,
+        proxy: true,
+      });
       const a = ProxyAnswer.safeParse(answer);
-      if (!a.success) throw new ClientError(Exit.UNAVAILABLE, 'facade answer has no status_code (is --url the facade?)');
+      if (!a.success)
+        throw new ClientError(Exit.UNAVAILABLE, 'facade answer has no status_code (is --url the facade?)');
       printJson(answer, flags);
       return flags.fail && a.data.status_code >= 400 ? Exit.PROXIED_ERROR : Exit.OK;
     }),

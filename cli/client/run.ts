@@ -32,7 +32,11 @@ export function clientOptions(
  * The body of a plain client action: the connection, then the request body (`withBody`: --body /
  * --body-file, `{}` when neither), one call to the facade, its answer printed; exit 0.
  */
-export async function callAndPrint(flags: ConnectionFlags & BodyFlags & OutputFlags, call: Omit<FacadeCall, 'body'>, withBody = false): Promise<ExitCode> {
+export async function callAndPrint(
+  flags: ConnectionFlags & BodyFlags & OutputFlags,
+  call: Omit<FacadeCall, 'body'>,
+  withBody = false,
+): Promise<ExitCode> {
   const conn = resolveConnection(flags);
   const body = withBody ? readBody(flags, {}) : undefined;
   printJson(await callFacade(conn, { ...call, body }), flags);
@@ -50,14 +54,17 @@ function commandName(cmd: Command): string {
  * Wraps an action: it returns the exit code (after printing); a ClientError prints one line on stderr;
  * anything unexpected is exit 5. process.exitCode (not exit()) so stdout is flushed to a pipe.
  */
-export function clientAction<A extends unknown[]>(fn: (...args: A) => Promise<ExitCode>): (...args: A) => Promise<void> {
+export function clientAction<A extends unknown[]>(
+  fn: (...args: A) => Promise<ExitCode>,
+): (...args: A) => Promise<void> {
   return async (...args: A): Promise<void> => {
     const cmd = args[args.length - 1] as Command;
     let code: ExitCode;
     try {
       code = await fn(...args);
     } catch (e) {
-      const ce = e instanceof ClientError ? e : new ClientError(Exit.UNAVAILABLE, `unexpected: ${(e as Error).message}`);
+      const ce =
+        e instanceof ClientError ? e : new ClientError(Exit.UNAVAILABLE, `unexpected: ${(e as Error).message}`);
       process.stderr.write(`${commandName(cmd)}: ${oneLine(ce.message)}\n`);
       code = ce.code;
     }

@@ -92,7 +92,11 @@ function mergeApiLimit(limits: ApiLimitT[]): ApiLimitT | null {
   return out;
 }
 
-function mergeAccess(policies: PolicySpecT[], names: string[], limitPolicy: Record<string, string>): Record<string, AccessDefinitionT> {
+function mergeAccess(
+  policies: PolicySpecT[],
+  names: string[],
+  limitPolicy: Record<string, string>,
+): Record<string, AccessDefinitionT> {
   const out: Record<string, AccessDefinitionT> = {};
   const apiIds = [...new Set(policies.flatMap((p) => Object.keys(p.access_rights ?? {})))];
   for (const apiId of apiIds) {
@@ -106,19 +110,23 @@ function mergeAccess(policies: PolicySpecT[], names: string[], limitPolicy: Reco
     // a definition without allowed_urls allows every URL, so the union does too
     const unrestricted = defs.some((d) => !d.allowed_urls?.length);
     const urls = new Map<string, Set<string>>();
-    if (!unrestricted) for (const d of defs) for (const u of d.allowed_urls ?? []) {
-      const set = urls.get(u.url) ?? new Set<string>();
-      u.methods.forEach((m) => set.add(m));
-      urls.set(u.url, set);
-    }
+    if (!unrestricted)
+      for (const d of defs)
+        for (const u of d.allowed_urls ?? []) {
+          const set = urls.get(u.url) ?? new Set<string>();
+          u.methods.forEach((m) => set.add(m));
+          urls.set(u.url, set);
+        }
     // per-endpoint: highest rate per METHOD path
     const byEndpoint = new Map<string, { path: string; name: string; limit: { rate: number; per: number } }[]>();
-    for (const d of defs) for (const ep of d.endpoints ?? []) for (const m of ep.methods) {
-      const id = `${m.name.toUpperCase()} ${ep.path}`;
-      const list = byEndpoint.get(id) ?? [];
-      list.push({ path: ep.path, name: m.name.toUpperCase(), limit: m.limit });
-      byEndpoint.set(id, list);
-    }
+    for (const d of defs)
+      for (const ep of d.endpoints ?? [])
+        for (const m of ep.methods) {
+          const id = `${m.name.toUpperCase()} ${ep.path}`;
+          const list = byEndpoint.get(id) ?? [];
+          list.push({ path: ep.path, name: m.name.toUpperCase(), limit: m.limit });
+          byEndpoint.set(id, list);
+        }
     const endpoints = new Map<string, { name: string; limit: { rate: number; per: number } }[]>();
     for (const list of byEndpoint.values()) {
       const win = highestRate(list.map((x) => x.limit));

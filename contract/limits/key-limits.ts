@@ -37,7 +37,13 @@ export function enabled(l: { rate?: number; per?: number } | null | undefined): 
  */
 const limitCache = new WeakMap<EffectiveSession, Map<string, { identity: string; kl: KeyLimit | undefined }>>();
 
-export function keyLimitFor(eff: EffectiveSession, identity: string, apiId: string, method: string, path: string): KeyLimit | undefined {
+export function keyLimitFor(
+  eff: EffectiveSession,
+  identity: string,
+  apiId: string,
+  method: string,
+  path: string,
+): KeyLimit | undefined {
   const def = eff.access_rights[apiId];
   if (def?.endpoints?.length) return computeKeyLimit(eff, identity, apiId, method, path);
   let byApi = limitCache.get(eff);
@@ -50,17 +56,32 @@ export function keyLimitFor(eff: EffectiveSession, identity: string, apiId: stri
   return kl;
 }
 
-function computeKeyLimit(eff: EffectiveSession, identity: string, apiId: string, method: string, path: string): KeyLimit | undefined {
+function computeKeyLimit(
+  eff: EffectiveSession,
+  identity: string,
+  apiId: string,
+  method: string,
+  path: string,
+): KeyLimit | undefined {
   const def = eff.access_rights[apiId];
   const keyThrottle = { interval: eff.throttle_interval ?? 0, retries: eff.throttle_retry_limit ?? 0 };
   const apiLimit = def?.limit;
   const apiThrottle =
-    apiLimit?.throttle_retry_limit !== undefined ? { interval: apiLimit.throttle_interval ?? 0, retries: apiLimit.throttle_retry_limit } : keyThrottle;
+    apiLimit?.throttle_retry_limit !== undefined
+      ? { interval: apiLimit.throttle_interval ?? 0, retries: apiLimit.throttle_retry_limit }
+      : keyThrottle;
   const ep = matchKeyEndpoint(def, method, path);
-  if (ep && enabled(ep.limit)) return { bucket: `k:${identity}:a:${apiId}:e:${ep.id}`, limit: ep.limit, scope: 'endpoint', throttle: apiThrottle };
+  if (ep && enabled(ep.limit))
+    return { bucket: `k:${identity}:a:${apiId}:e:${ep.id}`, limit: ep.limit, scope: 'endpoint', throttle: apiThrottle };
   if (enabled(apiLimit)) {
     const limit = { rate: apiLimit.rate, per: apiLimit.per, smoothing: def?.limit?.smoothing };
-    return { bucket: `k:${identity}:a:${apiId}`, limit, scope: 'api', throttle: apiThrottle, policy: eff.limit_policy?.apis[apiId] };
+    return {
+      bucket: `k:${identity}:a:${apiId}`,
+      limit,
+      scope: 'api',
+      throttle: apiThrottle,
+      policy: eff.limit_policy?.apis[apiId],
+    };
   }
   if (enabled(eff)) {
     const limit = { rate: eff.rate, per: eff.per, smoothing: eff.smoothing };
@@ -80,7 +101,9 @@ export function keyQuota(eff: EffectiveSession, identity: string): QuotaRef | un
 export function quotaFor(eff: EffectiveSession, identity: string, apiId: string): QuotaRef | undefined {
   const l = eff.access_rights[apiId]?.limit;
   if (l?.quota_max !== undefined) {
-    return l.quota_max > 0 ? { bucket: `q:${identity}:a:${apiId}`, spec: { max: l.quota_max, renewal: l.quota_renewal_rate ?? 0 } } : undefined;
+    return l.quota_max > 0
+      ? { bucket: `q:${identity}:a:${apiId}`, spec: { max: l.quota_max, renewal: l.quota_renewal_rate ?? 0 } }
+      : undefined;
   }
   return keyQuota(eff, identity);
 }

@@ -1,14 +1,28 @@
 /** One entry of access_rights (keys and policies): which API, which URLs, and per-API / per-endpoint limits. */
 import { z } from 'zod';
 import { INVALID_PATTERN, validEndpointPattern } from '../../lib/path-pattern.js';
-import { PER_RULE, PerSeconds, Rate, RateLimitPair, refinePer, Smoothing, StringList, ThrottleInterval, ThrottleRetryLimit } from './common.js';
+import {
+  PER_RULE,
+  PerSeconds,
+  Rate,
+  RateLimitPair,
+  refinePer,
+  Smoothing,
+  StringList,
+  ThrottleInterval,
+  ThrottleRetryLimit,
+} from './common.js';
 
 export const ApiLimit = z
   .strictObject({
     rate: Rate.optional(),
     per: PerSeconds.optional(),
     quota_max: z.number().int().optional().describe('Requests per quota period; 0 or less is unlimited.'),
-    quota_remaining: z.number().int().optional().describe('Requests left in the current quota period (kept current by the gateway).'),
+    quota_remaining: z
+      .number()
+      .int()
+      .optional()
+      .describe('Requests left in the current quota period (kept current by the gateway).'),
     quota_renewal_rate: z.number().int().optional().describe('Quota period in seconds; 0 or less never renews.'),
     throttle_interval: ThrottleInterval.optional(),
     throttle_retry_limit: ThrottleRetryLimit.optional(),
@@ -16,13 +30,23 @@ export const ApiLimit = z
   })
   .meta({ 'x-kubernetes-validations': [PER_RULE] })
   .superRefine(refinePer)
-  .describe('Per-API limit of a key or policy; its throttle fields, when set, apply to its per-API and per-endpoint limits.');
+  .describe(
+    'Per-API limit of a key or policy; its throttle fields, when set, apply to its per-API and per-endpoint limits.',
+  );
 
 export const EndpointLimit = z
   .strictObject({
-    path: z.string().min(1).refine(validEndpointPattern, INVALID_PATTERN).describe('Endpoint path (literal, {name} wildcards or a regex).'),
+    path: z
+      .string()
+      .min(1)
+      .refine(validEndpointPattern, INVALID_PATTERN)
+      .describe('Endpoint path (literal, {name} wildcards or a regex).'),
     methods: z
-      .array(z.strictObject({ name: z.string().min(1).describe('HTTP method.'), limit: RateLimitPair }).describe('A method and its limit.'))
+      .array(
+        z
+          .strictObject({ name: z.string().min(1).describe('HTTP method.'), limit: RateLimitPair })
+          .describe('A method and its limit.'),
+      )
       .min(1)
       .describe('Methods of the path, each with its own limit.'),
   })
@@ -37,7 +61,11 @@ export const AccessDefinition = z
       .array(
         z
           .strictObject({
-            url: z.string().min(1).refine(validEndpointPattern, INVALID_PATTERN).describe('URL pattern (regex) relative to the listen path.'),
+            url: z
+              .string()
+              .min(1)
+              .refine(validEndpointPattern, INVALID_PATTERN)
+              .describe('URL pattern (regex) relative to the listen path.'),
             methods: StringList.describe('HTTP methods allowed on the URL.'),
           })
           .describe('An allowed URL and its methods.'),
@@ -53,10 +81,22 @@ const API_ID_MESSAGE = 'api_id must equal the map key (the API id) or be left ou
 
 export const AccessRights = z
   .record(z.string(), AccessDefinition)
-  .meta({ 'x-kubernetes-validations': [{ rule: "self.all(k, !has(self[k].api_id) || self[k].api_id == '' || self[k].api_id == k)", message: API_ID_MESSAGE }] })
+  .meta({
+    'x-kubernetes-validations': [
+      {
+        rule: "self.all(k, !has(self[k].api_id) || self[k].api_id == '' || self[k].api_id == k)",
+        message: API_ID_MESSAGE,
+      },
+    ],
+  })
   .superRefine((rights, ctx) => {
     for (const [k, d] of Object.entries(rights)) {
-      if (d.api_id && d.api_id !== k) ctx.addIssue({ code: 'custom', path: [k, 'api_id'], message: `${API_ID_MESSAGE} (${JSON.stringify(d.api_id)} under ${JSON.stringify(k)})` });
+      if (d.api_id && d.api_id !== k)
+        ctx.addIssue({
+          code: 'custom',
+          path: [k, 'api_id'],
+          message: `${API_ID_MESSAGE} (${JSON.stringify(d.api_id)} under ${JSON.stringify(k)})`,
+        });
     }
   })
   .describe('Map from an API id to its access definition.');

@@ -13,7 +13,11 @@ const HttpMethod = z
 
 export const ClassicEndpointRule = z
   .strictObject({
-    path: z.string().min(1).refine(validEndpointPattern, INVALID_PATTERN).describe('Endpoint path: a literal path or a regex pattern (e.g. .* matches everything).'),
+    path: z
+      .string()
+      .min(1)
+      .refine(validEndpointPattern, INVALID_PATTERN)
+      .describe('Endpoint path: a literal path or a regex pattern (e.g. .* matches everything).'),
     method: HttpMethod,
     enabled: z.boolean().default(true).describe('Turns the rule on or off.'),
     rate: Rate,
@@ -37,7 +41,8 @@ const OasRateLimit = z
   })
   .meta({ 'x-kubernetes-validations': [OAS_PER_RULE] })
   .superRefine((v, ctx) => {
-    if (v.enabled && v.rate > 0 && DURATION_PATTERN.test(v.per) && durationMs(v.per) === 0) ctx.addIssue({ code: 'custom', path: ['per'], message: OAS_PER_RULE.message });
+    if (v.enabled && v.rate > 0 && DURATION_PATTERN.test(v.per) && durationMs(v.per) === 0)
+      ctx.addIssue({ code: 'custom', path: ['per'], message: OAS_PER_RULE.message });
   })
   .describe('A rate limit of the OAS form: rate requests per duration.');
 
@@ -99,7 +104,10 @@ export const GwOasExtension = z
 
 export const OasDocument = z
   .looseObject({
-    openapi: z.string().regex(/^3\.0\.\d+$/, 'must be an OpenAPI 3.0.x version such as 3.0.3').describe('OpenAPI version (3.0.x).'),
+    openapi: z
+      .string()
+      .regex(/^3\.0\.\d+$/, 'must be an OpenAPI 3.0.x version such as 3.0.3')
+      .describe('OpenAPI version (3.0.x).'),
     info: z
       .looseObject({
         title: z.string().optional().describe('Title of the API.'),
@@ -122,9 +130,12 @@ export const OasDocument = z
 
 const BOTH_STREAMING = 'streaming is given twice: use spec.streaming or spec.oas.x-gw-streaming, not both';
 /** Classic fields the OAS form has its own place for: given beside spec.oas they were ignored, silently. */
-const CLASSIC_WITH_OAS = 'is a classic field that spec.oas replaces (x-gw-api-gateway holds the listen path and the limits): remove it or spec.oas';
-const STRIP_WITH_OAS = 'proxy.strip_listen_path: false is a classic field that spec.oas replaces: set x-gw-api-gateway.server.listenPath.strip';
-const KEYLESS_WITH_OAS_AUTH = 'use_keyless: true contradicts x-gw-api-gateway.server.authentication.enabled: true: remove one';
+const CLASSIC_WITH_OAS =
+  'is a classic field that spec.oas replaces (x-gw-api-gateway holds the listen path and the limits): remove it or spec.oas';
+const STRIP_WITH_OAS =
+  'proxy.strip_listen_path: false is a classic field that spec.oas replaces: set x-gw-api-gateway.server.listenPath.strip';
+const KEYLESS_WITH_OAS_AUTH =
+  'use_keyless: true contradicts x-gw-api-gateway.server.authentication.enabled: true: remove one';
 
 export const ApiDefinitionSpec = z
   .strictObject({
@@ -144,8 +155,18 @@ export const ApiDefinitionSpec = z
       .describe('Where the access key is read from.'),
     proxy: z
       .strictObject({
-        listen_path: z.string().regex(/^\//, 'must start with /').optional().describe('Path prefix the API is served under (classic form: required; with spec.oas: not given).'),
-        target_url: z.string().url().optional().describe('Upstream URL (with spec.oas: when x-gw-api-gateway.upstream.url is not given); a sidecar --upstream overrides it.'),
+        listen_path: z
+          .string()
+          .regex(/^\//, 'must start with /')
+          .optional()
+          .describe('Path prefix the API is served under (classic form: required; with spec.oas: not given).'),
+        target_url: z
+          .string()
+          .url()
+          .optional()
+          .describe(
+            'Upstream URL (with spec.oas: when x-gw-api-gateway.upstream.url is not given); a sidecar --upstream overrides it.',
+          ),
         strip_listen_path: z.boolean().default(true).describe('Remove the listen path before proxying.'),
       })
       .optional()
@@ -158,7 +179,9 @@ export const ApiDefinitionSpec = z
         rate_limit: z
           .array(ClassicEndpointRule)
           .default([])
-          .describe('Per-endpoint API-level limits, evaluated in array order; the first matching enabled rule applies.'),
+          .describe(
+            'Per-endpoint API-level limits, evaluated in array order; the first matching enabled rule applies.',
+          ),
       })
       .optional()
       .describe('Per-endpoint API-level limits (used when use_extended_paths is true).'),
@@ -177,11 +200,13 @@ export const ApiDefinitionSpec = z
         message: BOTH_STREAMING,
       },
       {
-        rule:
-          '!has(self.oas) || (!(has(self.proxy) && has(self.proxy.listen_path)) && !has(self.global_rate_limit) && !has(self.extended_paths) && !(has(self.use_extended_paths) && self.use_extended_paths))',
+        rule: '!has(self.oas) || (!(has(self.proxy) && has(self.proxy.listen_path)) && !has(self.global_rate_limit) && !has(self.extended_paths) && !(has(self.use_extended_paths) && self.use_extended_paths))',
         message: `proxy.listen_path, global_rate_limit, use_extended_paths and extended_paths are classic fields that spec.oas replaces (x-gw-api-gateway holds the listen path and the limits): remove them or spec.oas`,
       },
-      { rule: '!has(self.oas) || !has(self.proxy) || !has(self.proxy.strip_listen_path) || self.proxy.strip_listen_path', message: STRIP_WITH_OAS },
+      {
+        rule: '!has(self.oas) || !has(self.proxy) || !has(self.proxy.strip_listen_path) || self.proxy.strip_listen_path',
+        message: STRIP_WITH_OAS,
+      },
       {
         rule: '!has(self.oas) || !has(self.use_keyless) || !self.use_keyless || !has(self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication) || !has(self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.enabled) || !self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.enabled',
         message: KEYLESS_WITH_OAS_AUTH,
@@ -190,7 +215,11 @@ export const ApiDefinitionSpec = z
   })
   .superRefine((spec, ctx) => {
     if (!spec.oas && !spec.proxy?.listen_path) {
-      ctx.addIssue({ code: 'custom', path: ['proxy', 'listen_path'], message: 'proxy.listen_path is required unless spec.oas is given' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['proxy', 'listen_path'],
+        message: 'proxy.listen_path is required unless spec.oas is given',
+      });
     }
     if (spec.streaming && spec.oas?.['x-gw-streaming']) {
       ctx.addIssue({ code: 'custom', path: ['streaming'], message: BOTH_STREAMING });
@@ -203,7 +232,8 @@ export const ApiDefinitionSpec = z
         [spec.extended_paths !== undefined, ['extended_paths']],
       ];
       for (const [given, path] of classic) if (given) ctx.addIssue({ code: 'custom', path, message: CLASSIC_WITH_OAS });
-      if (spec.proxy?.strip_listen_path === false) ctx.addIssue({ code: 'custom', path: ['proxy', 'strip_listen_path'], message: STRIP_WITH_OAS });
+      if (spec.proxy?.strip_listen_path === false)
+        ctx.addIssue({ code: 'custom', path: ['proxy', 'strip_listen_path'], message: STRIP_WITH_OAS });
       // an authentication the document asks for is never lifted by the classic switch (it made the API keyless)
       if (spec.use_keyless && spec.oas['x-gw-api-gateway'].server.authentication?.enabled === true) {
         ctx.addIssue({ code: 'custom', path: ['use_keyless'], message: KEYLESS_WITH_OAS_AUTH });

@@ -33,6 +33,8 @@ export function boundedDuration(b: DurationBounds) {
       return ms >= minMs && ms <= maxMs;
     }, message)
     .meta({
-      'x-kubernetes-validations': [{ rule: `duration(self) >= duration('${b.min}') && duration(self) <= duration('${b.max}')`, message }],
+      'x-kubernetes-validations': [
+        { rule: `duration(self) >= duration('${b.min}') && duration(self) <= duration('${b.max}')`, message },
+      ],
     });
 }

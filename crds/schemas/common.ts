@@ -14,12 +14,16 @@ export const DurationString = z
 const PER_MESSAGE = 'per must be greater than 0 when rate is greater than 0 (rate and per both 0 disable the limit)';
 
 /** A rate needs a window: rate > 0 with per 0 or no per is refused. The CEL form for the CRDs: */
-export const PER_RULE = { rule: '!has(self.rate) || self.rate <= 0 || (has(self.per) && self.per > 0)', message: PER_MESSAGE };
+export const PER_RULE = {
+  rule: '!has(self.rate) || self.rate <= 0 || (has(self.per) && self.per > 0)',
+  message: PER_MESSAGE,
+};
 
 /** The zod form of PER_RULE, for a superRefine of an object holding rate and per. */
 export function refinePer(v: { rate?: number; per?: number }, ctx: z.RefinementCtx): void {
   // a negative per has its own error already
-  if (v.rate !== undefined && v.rate > 0 && (v.per === undefined || v.per === 0)) ctx.addIssue({ code: 'custom', path: ['per'], message: PER_MESSAGE });
+  if (v.rate !== undefined && v.rate > 0 && (v.per === undefined || v.per === 0))
+    ctx.addIssue({ code: 'custom', path: ['per'], message: PER_MESSAGE });
 }
 
 export const RateLimitPair = z
@@ -32,7 +36,11 @@ export const Smoothing = z
   .strictObject({
     enabled: z.boolean().describe('Turns smoothing on or off.'),
     threshold: z.number().min(0).default(0).describe('Initial (lowest) current allowance; the lower bound.'),
-    step: z.number().min(0).default(0).describe('Amount by which the current allowance moves on each smoothing event (0: no movement, smoothing off).'),
+    step: z
+      .number()
+      .min(0)
+      .default(0)
+      .describe('Amount by which the current allowance moves on each smoothing event (0: no movement, smoothing off).'),
     trigger: z
       .number()
       .min(0)
@@ -43,13 +51,16 @@ export const Smoothing = z
   .describe('Rate limit smoothing (sliding window log and sentinel limiters only). The upper bound is rate.');
 
 /** Throttling (SPEC.md §3.6); Tyk writes -1 for "off", so any value ≤ 0 is accepted and means no throttling. */
-export const ThrottleInterval = z.number().describe('Seconds to wait before re-checking a request refused by the key-level limit (≤ 0: no wait).');
-export const ThrottleRetryLimit = z.number().int().describe('How many times a refused request is re-checked before its 429 (≤ 0: no throttling).');
+export const ThrottleInterval = z
+  .number()
+  .describe('Seconds to wait before re-checking a request refused by the key-level limit (≤ 0: no wait).');
+export const ThrottleRetryLimit = z
+  .number()
+  .int()
+  .describe('How many times a refused request is re-checked before its 429 (≤ 0: no throttling).');
 
 /** Free-form object: kept as given (x-kubernetes-preserve-unknown-fields in the CRD). */
-export const FreeObject = z
-  .record(z.string(), z.unknown())
-  .meta({ 'x-kubernetes-preserve-unknown-fields': true });
+export const FreeObject = z.record(z.string(), z.unknown()).meta({ 'x-kubernetes-preserve-unknown-fields': true });
 
 export const StringList = z.array(z.string()).describe('A list of strings.');
 
@@ -74,7 +85,10 @@ export const ReadyCondition = z
 export const Status = z
   .object({
     observedGeneration: z.number().int().optional().describe('metadata.generation the controller last acted on.'),
-    conditions: z.array(ReadyCondition).optional().describe('Conditions; Ready tells whether the resource is in effect.'),
+    conditions: z
+      .array(ReadyCondition)
+      .optional()
+      .describe('Conditions; Ready tells whether the resource is in effect.'),
   })
   .meta({ 'x-kubernetes-preserve-unknown-fields': true })
   .describe('Observed state written by the controller.');

@@ -11,7 +11,11 @@ export const DcrRegistration = z
   .describe('Dynamic client registration data.');
 
 /** An OAuth client id: the same rule for a manifest, a CR and the facade's body. */
-export const ClientId = z.string().min(1).max(256).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
+export const ClientId = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
 export const OAuthClientSpec = z
   .strictObject({

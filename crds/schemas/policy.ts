@@ -1,7 +1,17 @@
 /** Policy: limits, quota and access rights applied to keys through apply_policies. */
 import { z } from 'zod';
 import { AccessRights } from './access-definition.js';
-import { FreeObject, PER_RULE, PerSeconds, Rate, refinePer, Smoothing, StringList, ThrottleInterval, ThrottleRetryLimit } from './common.js';
+import {
+  FreeObject,
+  PER_RULE,
+  PerSeconds,
+  Rate,
+  refinePer,
+  Smoothing,
+  StringList,
+  ThrottleInterval,
+  ThrottleRetryLimit,
+} from './common.js';
 
 export const PolicySpec = z
   .strictObject({

@@ -17,13 +17,21 @@ const Label = z.string().max(63).describe('Name of a rate-limit resource declare
  * Windows of rate-limit resources: from 1ms (0 cannot limit anything) to 8784h (366 days, so daily,
  * monthly and yearly quotas fit; the limiter chains Node timers past their 24.8-day limit).
  */
-const WindowDuration = boundedDuration({ min: '1ms', max: '8784h', why: 'a window of 0 limits nothing; 8784h is 366 days' });
+const WindowDuration = boundedDuration({
+  min: '1ms',
+  max: '8784h',
+  why: 'a window of 0 limits nothing; 8784h is 366 days',
+});
 
 /**
  * Timers of components (request timeout, backoff, claim_idle): from 1ms (0 cannot work: a timeout of 0
  * fails every request, a backoff of 0 never grows) to 24h.
  */
-const TimerDuration = boundedDuration({ min: '1ms', max: '24h', why: '0 cannot work; more than a day is refused as a likely mistake' });
+const TimerDuration = boundedDuration({
+  min: '1ms',
+  max: '24h',
+  why: '0 cannot work; more than a day is refused as a likely mistake',
+});
 
 export const RateLimitResource = z
   .strictObject({
@@ -33,7 +41,9 @@ export const RateLimitResource = z
     local: z
       .strictObject({
         count: z.number().int().min(1).default(1000).describe('Maximum accesses per interval.'),
-        interval: WindowDuration.default('1s').describe('Window of the limit: a duration such as 1s, 200ms or 24h, from 1ms to 8784h (366 days).'),
+        interval: WindowDuration.default('1s').describe(
+          'Window of the limit: a duration such as 1s, 200ms or 24h, from 1ms to 8784h (366 days).',
+        ),
       })
       .default({ count: 1000, interval: '1s' })
       .describe('A limit local to one pipeline instance (not shared across gateway processes).'),
@@ -56,7 +66,8 @@ function component<T extends Record<string, z.ZodType>>(what: string, shape: T) 
     })
     .superRefine((v, ctx) => {
       const set = names.filter((n) => (v as Record<string, unknown>)[n] !== undefined);
-      if (set.length !== 1) ctx.addIssue({ code: 'custom', path: [], message: `${message} (got ${set.length ? set.join(', ') : 'none'})` });
+      if (set.length !== 1)
+        ctx.addIssue({ code: 'custom', path: [], message: `${message} (got ${set.length ? set.join(', ') : 'none'})` });
     });
 }
 
@@ -74,7 +85,9 @@ const httpClientFields = {
   url: z.string().url().describe('URL of the external service.'),
   verb: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('POST').describe('HTTP method.'),
   headers: Headers,
-  rate_limit: Label.optional().describe('Label of the rate-limit resource every request (and retry) of this component takes from.'),
+  rate_limit: Label.optional().describe(
+    'Label of the rate-limit resource every request (and retry) of this component takes from.',
+  ),
   timeout: TimerDuration.default('5s').describe('Timeout of one request (1ms to 24h).'),
   max_retries: z
     .number()
@@ -113,11 +126,26 @@ export const RedisStreamsInput = z
       .describe('Redis URL; default the gateway store (--redis).'),
     stream: z.string().min(1).describe('Stream key.'),
     group: z.string().min(1).describe('Consumer group (created when missing).'),
-    consumer: z.string().min(1).optional().describe('Consumer name; default the host name (the pod name), stable across restarts.'),
-    body_key: z.string().min(1).default('body').describe('Field holding the message body; without it the message is the object of all fields.'),
-    start_from_oldest: z.boolean().default(true).describe('A new group starts at the beginning of the stream (else only new entries).'),
+    consumer: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Consumer name; default the host name (the pod name), stable across restarts.'),
+    body_key: z
+      .string()
+      .min(1)
+      .default('body')
+      .describe('Field holding the message body; without it the message is the object of all fields.'),
+    start_from_oldest: z
+      .boolean()
+      .default(true)
+      .describe('A new group starts at the beginning of the stream (else only new entries).'),
     batch_size: z.number().int().min(1).default(10).describe('Entries read per XREADGROUP.'),
-    claim_idle: boundedDuration({ min: '300ms', max: '24h', why: 'entries in flight here are touched every claim_idle/3, at least 100ms apart: below 300ms other consumers claim them mid-delivery' })
+    claim_idle: boundedDuration({
+      min: '300ms',
+      max: '24h',
+      why: 'entries in flight here are touched every claim_idle/3, at least 100ms apart: below 300ms other consumers claim them mid-delivery',
+    })
       .default('30s')
       .describe('Entries pending this long with another (dead) consumer are claimed and redelivered (300ms to 24h).'),
   })
@@ -163,7 +191,9 @@ export const HttpClientProcessor = z
       .string()
       .min(1)
       .optional()
-      .describe('Store the response (JSON when it parses) under this field; default: the response replaces the message.'),
+      .describe(
+        'Store the response (JSON when it parses) under this field; default: the response replaces the message.',
+      ),
   })
   .describe('Calls a service with the message and uses the response (enrichment).');
 
@@ -219,13 +249,19 @@ export const StreamingSpec = z
       .default([])
       .meta({
         'x-kubernetes-validations': [
-          { rule: 'self.all(r, self.exists_one(o, o.label == r.label))', message: 'rate-limit resource labels must be unique' },
+          {
+            rule: 'self.all(r, self.exists_one(o, o.label == r.label))',
+            message: 'rate-limit resource labels must be unique',
+          },
         ],
       })
       .describe('Declared rate-limit resources.'),
     streams: z
       .record(
-        z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'stream names: letters, digits, . _ -').max(63),
+        z
+          .string()
+          .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'stream names: letters, digits, . _ -')
+          .max(63),
         StreamSpec,
       )
       .default({})
@@ -250,7 +286,11 @@ export const StreamingSpec = z
     s.rate_limit_resources.forEach((r, i) => {
       if (labels.has(r.label)) {
         const unlabelled = r.label === '' ? ' (a resource without a label is labelled "")' : '';
-        ctx.addIssue({ code: 'custom', path: ['rate_limit_resources', i, 'label'], message: `duplicate rate-limit label ${JSON.stringify(r.label)}${unlabelled}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['rate_limit_resources', i, 'label'],
+          message: `duplicate rate-limit label ${JSON.stringify(r.label)}${unlabelled}`,
+        });
       }
       labels.add(r.label);
     });
@@ -267,7 +307,15 @@ export const StreamingSpec = z
     const paths = new Map<string, string>();
     for (const [name, st] of Object.entries(s.streams)) {
       (st.pipeline?.processors ?? []).forEach((p, i) => {
-        checkLabel(p.http_client?.rate_limit, ['streams', name, 'pipeline', 'processors', i, 'http_client', 'rate_limit']);
+        checkLabel(p.http_client?.rate_limit, [
+          'streams',
+          name,
+          'pipeline',
+          'processors',
+          i,
+          'http_client',
+          'rate_limit',
+        ]);
       });
       checkLabel(st.output.http_client?.rate_limit, ['streams', name, 'output', 'http_client', 'rate_limit']);
       const hs = st.input.http_server;

@@ -19,6 +19,8 @@ export function answerClientErrorsWithJson(server: Server, body: (status: number
     }
     const [status, reason] = ANSWERS[err.code ?? ''] ?? [400, 'Bad Request'];
     const text = JSON.stringify(body(status, reason));
-    socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+    );
   });
 }

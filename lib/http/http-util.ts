@@ -31,7 +31,12 @@ export class HttpError extends Error {
   }
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
     ...headers,
@@ -43,9 +48,17 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 }
 
 /** The facade's error body (SPEC.md §4). */
-export const errorBody = (_status: number, message: string): { status: 'error'; message: string } => ({ status: 'error', message });
+export const errorBody = (_status: number, message: string): { status: 'error'; message: string } => ({
+  status: 'error',
+  message,
+});
 
-export function sendError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+export function sendError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   sendJson(res, status, errorBody(status, message), headers);
 }
 
@@ -107,6 +120,7 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, prefix:
 
 /** The body must be a JSON object (not an array, string, null...). */
 export function requireObject(value: unknown): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new HttpError(400, '(root): must be a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new HttpError(400, '(root): must be a JSON object');
   return value as Record<string, unknown>;
 }

@@ -21,16 +21,30 @@ export type Agent = U.Agent;
 type ApiRequest = (this: U.Dispatcher, opts: U.Dispatcher.RequestOptions) => Promise<U.Dispatcher.ResponseData>;
 const apiRequest = require('undici/lib/api/api-request.js') as ApiRequest;
 
-export type RequestOptions = Omit<U.Dispatcher.RequestOptions, 'origin' | 'path' | 'method'> & { method?: U.Dispatcher.HttpMethod };
+export type RequestOptions = Omit<U.Dispatcher.RequestOptions, 'origin' | 'path' | 'method'> & {
+  method?: U.Dispatcher.HttpMethod;
+};
 
 /** `undici.request(url, { dispatcher, ... })` with the dispatcher given explicitly. */
-export function request(dispatcher: U.Dispatcher, url: string | URL, opts: RequestOptions = {}): Promise<U.Dispatcher.ResponseData> {
+export function request(
+  dispatcher: U.Dispatcher,
+  url: string | URL,
+  opts: RequestOptions = {},
+): Promise<U.Dispatcher.ResponseData> {
   const u = typeof url === 'string' ? new URL(url) : url;
-  return apiRequest.call(dispatcher, { ...opts, origin: u.origin, path: u.pathname + u.search, method: opts.method ?? 'GET' });
+  return apiRequest.call(dispatcher, {
+    ...opts,
+    origin: u.origin,
+    path: u.pathname + u.search,
+    method: opts.method ?? 'GET',
+  });
 }
 
 /** `dispatcher.request(opts)`: origin and path sent exactly as given (no URL parsing, so "%2E%2E" stays). */
-export function dispatchRequest(dispatcher: U.Dispatcher, opts: U.Dispatcher.RequestOptions): Promise<U.Dispatcher.ResponseData> {
+export function dispatchRequest(
+  dispatcher: U.Dispatcher,
+  opts: U.Dispatcher.RequestOptions,
+): Promise<U.Dispatcher.ResponseData> {
   return apiRequest.call(dispatcher, opts);
 }
 

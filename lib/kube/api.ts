@@ -65,7 +65,13 @@ export function createKubeApi(conn: KubeConnection, timeoutMs = 30_000, watchIdl
   // a connection without its own dispatcher (plain http from client-node's kubeconfig) gets one keep-alive Agent
   let fallback: Dispatcher | undefined;
   const dispatcher = (): Dispatcher => conn.dispatcher ?? (fallback ??= new Agent(KUBE_AGENT_OPTIONS));
-  async function call(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, contentType = 'application/json', query?: Query): Promise<unknown> {
+  async function call(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    path: string,
+    body?: unknown,
+    contentType = 'application/json',
+    query?: Query,
+  ): Promise<unknown> {
     const headers: Record<string, string> = { ...(await conn.headers()), accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = contentType;
     const res = await request(dispatcher(), url(conn.server, path, query), {
@@ -133,10 +139,19 @@ class LineEvents {
 }
 
 export const codeOf = (e: unknown): number | undefined =>
-  e instanceof KubeApiError ? e.code : e && typeof e === 'object' ? (e as { statusCode?: number }).statusCode : undefined;
+  e instanceof KubeApiError
+    ? e.code
+    : e && typeof e === 'object'
+      ? (e as { statusCode?: number }).statusCode
+      : undefined;
 
 /** REST path of a collection (namespace undefined = all namespaces) or of one object. */
-export function resourcePath(r: { group: string; version: string; plural: string }, namespace?: string, name?: string, sub?: string): string {
+export function resourcePath(
+  r: { group: string; version: string; plural: string },
+  namespace?: string,
+  name?: string,
+  sub?: string,
+): string {
   const root = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
   const ns = namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
   const n = name ? `/${encodeURIComponent(name)}` : '';

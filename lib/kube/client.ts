@@ -8,7 +8,9 @@ export function loadKubeConfig(file?: string): KubeConfig {
     if (file) kc.loadFromFile(file);
     else kc.loadFromCluster();
   } catch (e) {
-    throw new Error(`--kubeconfig: cannot load ${file ?? 'in-cluster config'}: ${firstLine((e as Error).message)}`, { cause: e });
+    throw new Error(`--kubeconfig: cannot load ${file ?? 'in-cluster config'}: ${firstLine((e as Error).message)}`, {
+      cause: e,
+    });
   }
   if (!kc.getCurrentCluster()) throw new Error(`--kubeconfig: ${file ?? 'in-cluster config'} has no current cluster`);
   return kc;

@@ -52,7 +52,9 @@ const KubeconfigSchema = z.looseObject({
   'current-context': z.string().optional(),
   clusters: z.array(z.looseObject({ name: z.string(), cluster: ClusterSchema })),
   users: z.array(z.looseObject({ name: z.string(), user: UserSchema })).nullish(),
-  contexts: z.array(z.looseObject({ name: z.string(), context: z.looseObject({ cluster: z.string(), user: z.string().optional() }) })),
+  contexts: z.array(
+    z.looseObject({ name: z.string(), context: z.looseObject({ cluster: z.string(), user: z.string().optional() }) }),
+  ),
 });
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -60,7 +62,8 @@ const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 function tokenReader(file: string): () => string {
   let cached: { value: string; at: number } | undefined;
   return () => {
-    if (!cached || Date.now() - cached.at > 60_000) cached = { value: readFileSync(file, 'utf8').trim(), at: Date.now() };
+    if (!cached || Date.now() - cached.at > 60_000)
+      cached = { value: readFileSync(file, 'utf8').trim(), at: Date.now() };
     return cached.value;
   };
 }
@@ -106,7 +109,8 @@ async function fromFile(file: string): Promise<KubeConnection> {
   if (!context) throw new Error('no current context');
   const cluster = kc.clusters.find((c) => c.name === context.cluster)?.cluster;
   if (!cluster) throw new Error(`cluster ${context.cluster} not found`);
-  const user: z.infer<typeof UserSchema> = (context.user ? kc.users?.find((u) => u.name === context.user)?.user : undefined) ?? {};
+  const user: z.infer<typeof UserSchema> =
+    (context.user ? kc.users?.find((u) => u.name === context.user)?.user : undefined) ?? {};
   if (user.exec || user['auth-provider'] || cluster['proxy-url']) return viaClientNode(file);
 
   const rel = (p: string): string => (isAbsolute(p) ? p : join(dirname(file), p));
@@ -119,7 +123,8 @@ async function fromFile(file: string): Promise<KubeConnection> {
   const headers = async (): Promise<Record<string, string>> => {
     if (user.token) return { authorization: `Bearer ${user.token}` };
     if (tokenFile) return { authorization: `Bearer ${tokenFile()}` };
-    if (user.username !== undefined) return { authorization: `Basic ${Buffer.from(`${user.username}:${user.password ?? ''}`).toString('base64')}` };
+    if (user.username !== undefined)
+      return { authorization: `Basic ${Buffer.from(`${user.username}:${user.password ?? ''}`).toString('base64')}` };
     return {};
   };
   const server = cluster.server.replace(/\/$/, '');

@@ -56,7 +56,8 @@ export interface InformerOptions {
   onError?: (err: Error, retryInMs: number) => void;
 }
 
-export const objectKey = (o: { metadata: { namespace?: string; name: string } }): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+export const objectKey = (o: { metadata: { namespace?: string; name: string } }): string =>
+  `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
 class Gone extends Error {}
 
@@ -173,7 +174,11 @@ export class Informer {
         this.failures++;
         const ms = backoffDelay(this.failures, 500, 30_000);
         if (this.o.onError) this.o.onError(e as Error, ms);
-        else this.o.logger.warn({ kind: this.kind, err: (e as Error).message, retryInMs: ms }, 'list/watch failed; retrying');
+        else
+          this.o.logger.warn(
+            { kind: this.kind, err: (e as Error).message, retryInMs: ms },
+            'list/watch failed; retrying',
+          );
         await new Promise<void>((r) => {
           const t = setTimeout(r, ms);
           this.wake = () => {
@@ -192,7 +197,12 @@ export class Informer {
     let rv = '';
     do {
       const page = ListSchema.parse(
-        await this.o.api.get(path, { limit: this.o.pageSize ?? 500, continue: cont, fieldSelector: this.o.fieldSelector, labelSelector: this.o.labelSelector }),
+        await this.o.api.get(path, {
+          limit: this.o.pageSize ?? 500,
+          continue: cont,
+          fieldSelector: this.o.fieldSelector,
+          labelSelector: this.o.labelSelector,
+        }),
       );
       for (const item of page.items ?? []) {
         const obj = envelope(item);
@@ -233,7 +243,11 @@ export class Informer {
   }
 
   private async watchOnce(): Promise<void> {
-    const query: Record<string, string | number | boolean> = { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 240 };
+    const query: Record<string, string | number | boolean> = {
+      resourceVersion: this.resourceVersion,
+      allowWatchBookmarks: true,
+      timeoutSeconds: 240,
+    };
     if (this.o.fieldSelector) query.fieldSelector = this.o.fieldSelector;
     if (this.o.labelSelector) query.labelSelector = this.o.labelSelector;
     const ac = new AbortController();
@@ -241,16 +255,21 @@ export class Informer {
     if (this.stopped) return;
     let gone = false;
     try {
-      await this.o.api.watch(resourcePath(this.o.resource, this.o.namespace), query, (ev) => {
-        const e = WatchEvent.safeParse(ev);
-        if (!e.success) return;
-        if (e.data.type === 'ERROR') {
-          if ((e.data.object as { code?: number } | undefined)?.code === 410) gone = true;
-          ac.abort();
-          return;
-        }
-        this.apply(e.data.type, e.data.object);
-      }, ac.signal);
+      await this.o.api.watch(
+        resourcePath(this.o.resource, this.o.namespace),
+        query,
+        (ev) => {
+          const e = WatchEvent.safeParse(ev);
+          if (!e.success) return;
+          if (e.data.type === 'ERROR') {
+            if ((e.data.object as { code?: number } | undefined)?.code === 410) gone = true;
+            ac.abort();
+            return;
+          }
+          this.apply(e.data.type, e.data.object);
+        },
+        ac.signal,
+      );
     } catch (err) {
       if (gone || codeOf(err) === 410) throw new Gone('410');
       if (this.stopped || ac.signal.aborted) return;

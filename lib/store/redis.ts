@@ -25,17 +25,21 @@ export interface ParsedStoreUrl {
 }
 
 function hostList(s: string, defaultPort: number): { host: string; port: number }[] {
-  return s.split(',').filter(Boolean).map((hp) => {
-    // host, host:port, or an IPv6 address in brackets ([::1], [::1]:6379)
-    const m = /^(?:\[([^\]]+)\]|([^:[\]]+))(?::(\d+))?$/.exec(hp.trim());
-    if (!m || Number(m[3] ?? 0) > 65535) throw new Error(`bad host "${hp}" in store URL: expected HOST[:PORT]`);
-    return { host: (m[1] ?? m[2])!, port: m[3] ? Number(m[3]) : defaultPort };
-  });
+  return s
+    .split(',')
+    .filter(Boolean)
+    .map((hp) => {
+      // host, host:port, or an IPv6 address in brackets ([::1], [::1]:6379)
+      const m = /^(?:\[([^\]]+)\]|([^:[\]]+))(?::(\d+))?$/.exec(hp.trim());
+      if (!m || Number(m[3] ?? 0) > 65535) throw new Error(`bad host "${hp}" in store URL: expected HOST[:PORT]`);
+      return { host: (m[1] ?? m[2])!, port: m[3] ? Number(m[3]) : defaultPort };
+    });
 }
 
 export function parseStoreUrl(url: string): ParsedStoreUrl {
   const m = /^([a-z+]+):\/\/(?:([^@/]*)@)?([^/?#]+)(\/[^?#]*)?/i.exec(url);
-  if (!m) throw new Error(`bad store URL "${url}": expected redis://, rediss://, redis+sentinel:// or redis+cluster://`);
+  if (!m)
+    throw new Error(`bad store URL "${url}": expected redis://, rediss://, redis+sentinel:// or redis+cluster://`);
   const scheme = m[1]!.toLowerCase();
   let username: string | undefined;
   let password: string | undefined;
@@ -53,14 +57,39 @@ export function parseStoreUrl(url: string): ParsedStoreUrl {
   switch (scheme) {
     case 'redis':
     case 'rediss':
-      return { kind: 'single', url, hosts: hostList(m[3]!, 6379), username, password, db: dbOf(segments[0]), tls: scheme === 'rediss' };
+      return {
+        kind: 'single',
+        url,
+        hosts: hostList(m[3]!, 6379),
+        username,
+        password,
+        db: dbOf(segments[0]),
+        tls: scheme === 'rediss',
+      };
     case 'redis+sentinel':
     case 'rediss+sentinel':
-      if (!segments[0]) throw new Error(`store URL "${url}" names no master: redis+sentinel://host:port,.../mastername`);
-      return { kind: 'sentinel', url, hosts: hostList(m[3]!, 26379), username, password, master: decodeURIComponent(segments[0]), db: dbOf(segments[1]), tls: scheme.startsWith('rediss') };
+      if (!segments[0])
+        throw new Error(`store URL "${url}" names no master: redis+sentinel://host:port,.../mastername`);
+      return {
+        kind: 'sentinel',
+        url,
+        hosts: hostList(m[3]!, 26379),
+        username,
+        password,
+        master: decodeURIComponent(segments[0]),
+        db: dbOf(segments[1]),
+        tls: scheme.startsWith('rediss'),
+      };
     case 'redis+cluster':
     case 'rediss+cluster':
-      return { kind: 'cluster', url, hosts: hostList(m[3]!, 6379), username, password, tls: scheme.startsWith('rediss') };
+      return {
+        kind: 'cluster',
+        url,
+        hosts: hostList(m[3]!, 6379),
+        username,
+        password,
+        tls: scheme.startsWith('rediss'),
+      };
     default:
       throw new Error(`bad store URL scheme "${scheme}": expected redis, rediss, redis+sentinel or redis+cluster`);
   }
@@ -72,7 +101,10 @@ export function parseStoreUrl(url: string): ParsedStoreUrl {
  * per scavenge, 10 ms pauses) and cost ~7 µs more CPU per request than writing each command at once
  * (docs/benchmarks.md, "Redis sliding log"). Each request's limiter check is still one EVALSHA.
  */
-export const GATEWAY_STORE_OPTIONS: RedisOptions = { enableAutoPipelining: false, retryStrategy: gatewayReconnectDelay };
+export const GATEWAY_STORE_OPTIONS: RedisOptions = {
+  enableAutoPipelining: false,
+  retryStrategy: gatewayReconnectDelay,
+};
 
 /**
  * Reconnect delay of a gateway's store client: ioredis's own backoff (50 ms more per attempt) capped at
@@ -94,7 +126,11 @@ export function gatewayReconnectDelay(attempt: number): number {
  * in database 0, sharing it with whatever else uses it: gw closes the client instead (the store stays
  * unreachable: `/readyz` 503, `kv_failure_mode` applies) and says why.
  */
-export function storeClientFromFlag(url: string, opts: RedisOptions, logger: { error(o: object, msg: string): void }): StoreClient {
+export function storeClientFromFlag(
+  url: string,
+  opts: RedisOptions,
+  logger: { error(o: object, msg: string): void },
+): StoreClient {
   let client: StoreClient;
   try {
     client = createStoreClient(url, opts);
@@ -103,7 +139,10 @@ export function storeClientFromFlag(url: string, opts: RedisOptions, logger: { e
   }
   client.on('error', (e: Error) => {
     if (!/DB index is out of range/i.test(e.message)) return;
-    logger.error({ err: e.message }, '--redis: the server has no such database; not using the store (it would write into database 0)');
+    logger.error(
+      { err: e.message },
+      '--redis: the server has no such database; not using the store (it would write into database 0)',
+    );
     client.disconnect();
   });
   return client;
@@ -129,7 +168,11 @@ export function createStoreClient(url: string, opts: RedisOptions = {}): StoreCl
       ...(p.db !== undefined ? { db: p.db } : {}),
     });
   }
-  return new Cluster(p.hosts, { redisOptions: { ...options, ...auth, ...tls }, enableOfflineQueue: options.enableOfflineQueue ?? true, enableAutoPipelining: options.enableAutoPipelining });
+  return new Cluster(p.hosts, {
+    redisOptions: { ...options, ...auth, ...tls },
+    enableOfflineQueue: options.enableOfflineQueue ?? true,
+    enableAutoPipelining: options.enableAutoPipelining,
+  });
 }
 
 /**
@@ -152,7 +195,6 @@ function uncork(s: Redis['stream']): void {
   corked.delete(s);
   s.uncork();
 }
-
 
 /**
  * Closes a client at shutdown without waiting on a store that is not there: QUIT when connected (pending

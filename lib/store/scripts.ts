@@ -14,7 +14,8 @@ export function defineScript<R>(client: StoreClient, name: string, numberOfKeys:
   if (typeof c[name] !== 'function') client.defineCommand(name, { numberOfKeys, lua });
   const fn = c[name] as (...a: (string | number)[]) => Promise<R>;
   return (keys, args) => {
-    if (keys.length !== numberOfKeys) throw new Error(`script ${name}: expected ${numberOfKeys} keys, got ${keys.length}`);
+    if (keys.length !== numberOfKeys)
+      throw new Error(`script ${name}: expected ${numberOfKeys} keys, got ${keys.length}`);
     return fn.call(client, ...keys, ...args);
   };
 }

@@ -47,7 +47,12 @@ export const BACKGROUND_DEADLINE_MS = 5000;
  * caller which happened (StoreCalls passes pre-bound functions: one promise and one timer per call, no
  * closure, on the request path).
  */
-export function bounded<T>(call: Promise<T>, ms = BACKGROUND_DEADLINE_MS, onLate?: () => void, onTime?: () => void): Promise<T> {
+export function bounded<T>(
+  call: Promise<T>,
+  ms = BACKGROUND_DEADLINE_MS,
+  onLate?: () => void,
+  onTime?: () => void,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
       onLate?.();

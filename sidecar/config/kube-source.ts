@@ -53,7 +53,9 @@ export class KubeConfigSource {
         onError: (err, retryInMs) => {
           this.logger.warn(
             { err: err.message, retryInMs },
-            this.informer?.hasSynced() ? 'config watch failed; restarting (keeping the last good config)' : 'cannot read config from the API server; keeping the last good config',
+            this.informer?.hasSynced()
+              ? 'config watch failed; restarting (keeping the last good config)'
+              : 'cannot read config from the API server; keeping the last good config',
           );
           if (firstError) {
             firstError = false;
@@ -87,6 +89,9 @@ export class KubeConfigSource {
   /** A bad ConfigMap: a line and the metric, the previous config kept. */
   private refuse(reason: string): void {
     this.onRefused();
-    this.logger.error({ configMap: `${this.namespace}/${CONFIG_MAP_NAME}` }, `config refused, keeping the previous one: ${reason}`);
+    this.logger.error(
+      { configMap: `${this.namespace}/${CONFIG_MAP_NAME}` },
+      `config refused, keeping the previous one: ${reason}`,
+    );
   }
 }

@@ -70,7 +70,11 @@ export interface GatewayEngine extends Engine {
   /** Quota counters of a key back to full (a key added without suppress_reset). */
   resetQuota(keyHash: string, stored?: StoredSession): Promise<void>;
   /** Live quota of a key (the per-API one with apiId when it has one), or undefined without a quota. */
-  readQuota(keyHash: string, stored: StoredSession, apiId?: string): Promise<(QuotaState & { max: number }) | undefined>;
+  readQuota(
+    keyHash: string,
+    stored: StoredSession,
+    apiId?: string,
+  ): Promise<(QuotaState & { max: number }) | undefined>;
   /** The identity limits and quotas of a key count against (custom rate-limit key or key hash). */
   identityOf(keyHash: string, stored: StoredSession): string | Error;
 }
@@ -111,7 +115,13 @@ export function createEngine(d: EngineDeps): GatewayEngine {
 
   const smoothingOn = o.enable_rate_limit_smoothing;
   const reportedUnsupported = new Set<string>();
-  const check = (bucket: string, limit: LimitSpec, apiId: string, tentative = false, policy?: string): MaybePromise<LimitResult> => {
+  const check = (
+    bucket: string,
+    limit: LimitSpec,
+    apiId: string,
+    tentative = false,
+    policy?: string,
+  ): MaybePromise<LimitResult> => {
     const limiter = limiters.forLimit(limit);
     if (limit.smoothing && smoothingOn && smoothingActive(limit.smoothing)) {
       if (limiters.canSmooth(limiter)) {
@@ -160,13 +170,19 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     const q = quotaFor(w.eff, w.identity, req.api.api_id);
     if (!q) return v;
     return limiters.storeCalls.guard(
-      () => limiters.quota.read(q.bucket, q.spec).then((s): Verdict => ({ ...v, headers: { limit: q.spec.max, remaining: s.remaining, reset: s.renews } })),
+      () =>
+        limiters.quota
+          .read(q.bucket, q.spec)
+          .then((s): Verdict => ({ ...v, headers: { limit: q.spec.max, remaining: s.remaining, reset: s.renews } })),
       () => v,
     );
   }
 
   /** Headers of the checked limit(s): with both scopes, the one with fewer requests remaining (the key's on a tie). */
-  function rlHeaders(apiResult: LimitResult | undefined, keyResult: LimitResult | undefined): HeaderNumbers | undefined {
+  function rlHeaders(
+    apiResult: LimitResult | undefined,
+    keyResult: LimitResult | undefined,
+  ): HeaderNumbers | undefined {
     if (!rateHeaders) return undefined;
     if (keyResult && apiResult) return headersOf(apiResult.remaining < keyResult.remaining ? apiResult : keyResult);
     const r = keyResult ?? apiResult;
@@ -209,21 +225,39 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     // one entry of the sliding log, and its own refused attempts never hold its retries back.
     const throttling = kl.throttle.retries > 0;
     const first = check(kl.bucket, kl.limit, apiId, throttling, kl.policy);
-    const next = (r: LimitResult): MaybePromise<Verdict> => (r.allowed || !throttling ? quotaStep(req, w, apiResult, r) : throttled(req, w, apiResult, kl, r));
+    const next = (r: LimitResult): MaybePromise<Verdict> =>
+      r.allowed || !throttling ? quotaStep(req, w, apiResult, r) : throttled(req, w, apiResult, kl, r);
     return first instanceof Promise ? first.then(next) : next(first);
   }
 
   /** A refused request with throttle retries: tentative re-checks, then its final answer counted once. */
-  async function throttled(req: CheckRequest, w: Who, apiResult: LimitResult | undefined, kl: KeyLimit, first: LimitResult): Promise<Verdict> {
+  async function throttled(
+    req: CheckRequest,
+    w: Who,
+    apiResult: LimitResult | undefined,
+    kl: KeyLimit,
+    first: LimitResult,
+  ): Promise<Verdict> {
     const apiId = req.api.api_id;
-    let r = await throttle.retry(first, kl.throttle.interval, kl.throttle.retries, () => check(kl.bucket, kl.limit, apiId, true, kl.policy), req);
+    let r = await throttle.retry(
+      first,
+      kl.throttle.interval,
+      kl.throttle.retries,
+      () => check(kl.bucket, kl.limit, apiId, true, kl.policy),
+      req,
+    );
     // abandoned while it waited: not checked again, so it counts against nothing (no log entry, no quota)
     if (r === undefined) return { kind: 'disallowed' };
     if (!r.allowed) r = await check(kl.bucket, kl.limit, apiId, false, kl.policy);
     return quotaStep(req, w, apiResult, r);
   }
 
-  function quotaStep(req: CheckRequest, w: Who, apiResult: LimitResult | undefined, keyResult: LimitResult | undefined): MaybePromise<Verdict> {
+  function quotaStep(
+    req: CheckRequest,
+    w: Who,
+    apiResult: LimitResult | undefined,
+    keyResult: LimitResult | undefined,
+  ): MaybePromise<Verdict> {
     if (keyResult && !keyResult.allowed) {
       const v = { kind: 'key_limited', retryAfter: keyResult.retryAfter } as const;
       return rateHeaders ? { ...v, headers: rlHeaders(apiResult, keyResult) } : withQuotaHeaders(req, v);
@@ -232,17 +266,31 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     const q = quotaFor(w.eff, w.identity, req.api.api_id);
     if (!q) return { kind: 'allow', headers: rlHeaders(apiResult, keyResult) };
     const qr = consumeQuota(q.bucket, q.spec);
-    return qr instanceof Promise ? qr.then((r) => quotaVerdict(q.spec, r, apiResult, keyResult)) : quotaVerdict(q.spec, qr, apiResult, keyResult);
+    return qr instanceof Promise
+      ? qr.then((r) => quotaVerdict(q.spec, r, apiResult, keyResult))
+      : quotaVerdict(q.spec, qr, apiResult, keyResult);
   }
 
-  function quotaVerdict(spec: QuotaSpec, qr: QuotaResult, apiResult: LimitResult | undefined, keyResult: LimitResult | undefined): Verdict {
-    const headers = rateHeaders ? rlHeaders(apiResult, keyResult) : { limit: qr.max, remaining: qr.remaining, reset: qr.renews };
+  function quotaVerdict(
+    spec: QuotaSpec,
+    qr: QuotaResult,
+    apiResult: LimitResult | undefined,
+    keyResult: LimitResult | undefined,
+  ): Verdict {
+    const headers = rateHeaders
+      ? rlHeaders(apiResult, keyResult)
+      : { limit: qr.max, remaining: qr.remaining, reset: qr.renews };
     if (!qr.allowed) {
       // seconds to the renewal, from its ms (the rounded seconds overstated the wait by up to 2 s); a quota
       // that never renews (renewal ≤ 0): a year, not "1" (clients would retry every second forever)
       const nowMs = d.clock.now();
       const renewsMs = qr.renewsMs ?? qr.renews * 1000;
-      const retryAfter = spec.renewal <= 0 ? NEVER_RETRY_AFTER : renewsMs > 0 ? Math.max(1, Math.ceil((renewsMs - nowMs) / 1000)) : spec.renewal;
+      const retryAfter =
+        spec.renewal <= 0
+          ? NEVER_RETRY_AFTER
+          : renewsMs > 0
+            ? Math.max(1, Math.ceil((renewsMs - nowMs) / 1000))
+            : spec.renewal;
       return { kind: 'quota_exceeded', headers, retryAfter };
     }
     return { kind: 'allow', headers };
@@ -256,7 +304,8 @@ export function createEngine(d: EngineDeps): GatewayEngine {
       const { api } = req;
       const rule = matchApiRule(api, req.method, req.path);
       let r: MaybePromise<LimitResult> | undefined;
-      if (rule) r = check(`a:${api.namespace}/${api.api_id}:e:${rule.id}`, { rate: rule.rate, per: rule.per }, api.api_id);
+      if (rule)
+        r = check(`a:${api.namespace}/${api.api_id}:e:${rule.id}`, { rate: rule.rate, per: rule.per }, api.api_id);
       else if (api.apiLimit) r = check(`a:${api.namespace}/${api.api_id}`, api.apiLimit, api.api_id);
       return r instanceof Promise ? r.then((apiResult) => keyScope(req, apiResult)) : keyScope(req, r);
     },

@@ -33,7 +33,13 @@ export class Throttle {
    * Re-runs `check` after each interval until it passes or the retries are used up. Undefined: the
    * request was abandoned while it waited (ThrottleWait.stillWanted said no); it was not checked again.
    */
-  async retry<T extends { allowed: boolean }>(first: T, intervalS: number, retries: number, check: () => MaybePromise<T>, wait?: ThrottleWait): Promise<T | undefined> {
+  async retry<T extends { allowed: boolean }>(
+    first: T,
+    intervalS: number,
+    retries: number,
+    check: () => MaybePromise<T>,
+    wait?: ThrottleWait,
+  ): Promise<T | undefined> {
     let r = first;
     let gone: Promise<void> | undefined;
     for (let i = 0; i < retries && !r.allowed; i++) {

@@ -75,7 +75,11 @@ export function accessAllowed(
   if (!def) return false;
   const urls = def.allowed_urls ?? [];
   if (urls.length === 0) return true;
-  return urls.some((u) => urlMatches(u.url, relPath) && (u.methods.length === 0 || u.methods.some((m) => m.toUpperCase() === method || m === '*')));
+  return urls.some(
+    (u) =>
+      urlMatches(u.url, relPath) &&
+      (u.methods.length === 0 || u.methods.some((m) => m.toUpperCase() === method || m === '*')),
+  );
 }
 
 /**
@@ -87,7 +91,11 @@ export function accessAllowed(
  * that Redis; a key reaches only the APIs of its own namespace (SPEC.md §2: references resolve within
  * one namespace), so empty access_rights mean every API of that namespace, not of the cluster.
  */
-export function sessionUsable(session: StoredSession | undefined, api: CompiledApi, nowSeconds: number): session is StoredSession {
+export function sessionUsable(
+  session: StoredSession | undefined,
+  api: CompiledApi,
+  nowSeconds: number,
+): session is StoredSession {
   if (!session || session.namespace !== api.namespace) return false;
   const s = session.session;
   if (s.is_inactive) return false;

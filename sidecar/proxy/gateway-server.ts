@@ -29,7 +29,10 @@ export interface GatewayDeps {
   /** The session of a key hash: synchronous when the store knows it without I/O. */
   lookupSession(keyHash: string): MaybePromise<StoredSession | undefined>;
   /** Effective access rights of a session (policies applied); an Error when its policies cannot be resolved. */
-  accessRights(stored: StoredSession, config: CompiledConfig): Record<string, AccessDefinitionT> | null | undefined | Error;
+  accessRights(
+    stored: StoredSession,
+    config: CompiledConfig,
+  ): Record<string, AccessDefinitionT> | null | undefined | Error;
   engine: Engine;
   metrics: GatewayMetrics;
   logger: Logger;
@@ -92,18 +95,35 @@ interface Exchange extends CheckRequest, Forwarding {
   upgradeHead?: Buffer;
 }
 
-export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingMessage, res: ServerResponse, upgradeHead?: Buffer): void; upstreams: Upstreams; tunnels: Tunnels } {
+export function createGatewayHandler(deps: GatewayDeps): {
+  handle(req: IncomingMessage, res: ServerResponse, upgradeHead?: Buffer): void;
+  upstreams: Upstreams;
+  tunnels: Tunnels;
+} {
   // upstream failures: a warn line a second at most (the metrics count each), with the cause
   const logUpstream = throttledLog<{ err: Error; f: Forwarding }>(1000, ({ err, f }, suppressed) => {
     const code = (err as { code?: unknown }).code;
     deps.logger.warn(
-      { api: (f as Exchange).api.api_id, status: f.status, err: err.message, ...(typeof code === 'string' ? { code } : {}), ...(suppressed ? { suppressed } : {}) },
+      {
+        api: (f as Exchange).api.api_id,
+        status: f.status,
+        err: err.message,
+        ...(typeof code === 'string' ? { code } : {}),
+        ...(suppressed ? { suppressed } : {}),
+      },
       'upstream call failed',
     );
   });
-  const upstreams = new Upstreams({ timeoutMs: deps.upstreamTimeoutMs ?? 30_000, onError: (err, f) => logUpstream({ err, f }) });
+  const upstreams = new Upstreams({
+    timeoutMs: deps.upstreamTimeoutMs ?? 30_000,
+    onError: (err, f) => logUpstream({ err, f }),
+  });
   const tunnels = new Tunnels();
-  const upgrades = { timeoutMs: deps.upstreamTimeoutMs ?? 30_000, tunnels, onError: (err: Error, f: Forwarding) => logUpstream({ err, f }) };
+  const upgrades = {
+    timeoutMs: deps.upstreamTimeoutMs ?? 30_000,
+    tunnels,
+    onError: (err: Error, f: Forwarding) => logUpstream({ err, f }),
+  };
   const { metrics } = deps;
   // labelled metric children per api (and status class), resolved once instead of on every request
   // per api: one child per status class (index status / 100), so no key string is built per request
@@ -158,10 +178,18 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
       const urlPath = normalizePath(q === -1 ? url : url.slice(0, q));
       if (urlPath === '/healthz') return sendJson(res, 200, { status: 'ok' });
       // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (node's own check is off to answer in JSON)
-      if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) return sendJson(res, 400, { error: 'Host header missing' });
+      if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1)
+        return sendJson(res, 400, { error: 'Host header missing' });
       // TRACE would echo the request's credentials and cookies back (cross-site tracing): refused, as nginx does
-      if (req.method === 'TRACE') return sendJson(res, 405, { error: 'Method Not Allowed' }, { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' });
-      if (urlPath === '/readyz') return sendJson(res, deps.ready() ? 200 : 503, { status: deps.ready() ? 'ready' : 'not ready' });
+      if (req.method === 'TRACE')
+        return sendJson(
+          res,
+          405,
+          { error: 'Method Not Allowed' },
+          { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' },
+        );
+      if (urlPath === '/readyz')
+        return sendJson(res, deps.ready() ? 200 : 503, { status: deps.ready() ? 'ready' : 'not ready' });
 
       const config = deps.config();
       const r = route(config.apis, urlPath);
@@ -171,11 +199,24 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
       }
       const { api } = r;
       const x: Exchange = {
-        req, res, api, config, url, q, urlPath,
+        req,
+        res,
+        api,
+        config,
+        url,
+        q,
+        urlPath,
         method: (req.method ?? 'GET').toUpperCase(),
         path: r.relPath,
-        keyHash: undefined, session: undefined, rateLimit: undefined,
-        status: 0, t0: 0, done: forwarded, upgradeHead, onClientGone, stillWanted,
+        keyHash: undefined,
+        session: undefined,
+        rateLimit: undefined,
+        status: 0,
+        t0: 0,
+        done: forwarded,
+        upgradeHead,
+        onClientGone,
+        stillWanted,
       };
       if (api.keyless) return decide(x);
 
@@ -187,7 +228,11 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
       }
       x.keyHash = keyHashOf(key);
       const found = deps.lookupSession(x.keyHash);
-      if (found instanceof Promise) found.then((s) => authorise(x, s), (e: unknown) => lookupFailed(x, e));
+      if (found instanceof Promise)
+        found.then(
+          (s) => authorise(x, s),
+          (e: unknown) => lookupFailed(x, e),
+        );
       else authorise(x, found);
     } catch (e) {
       fail(res, e);
@@ -232,7 +277,12 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
     if (this.res.destroyed || this.req.socket.destroyed) return false;
     if (this.keyHash === undefined) return true;
     const found = deps.lookupSession(this.keyHash);
-    return found instanceof Promise ? found.then((s) => admits(this, s), () => false) : admits(this, found);
+    return found instanceof Promise
+      ? found.then(
+          (s) => admits(this, s),
+          () => false,
+        )
+      : admits(this, found);
   }
 
   function decide(x: Exchange): void {
@@ -243,7 +293,11 @@ export function createGatewayHandler(deps: GatewayDeps): { handle(req: IncomingM
     } catch (e) {
       return fail(x.res, e, 'limiter failed', x);
     }
-    if (v instanceof Promise) v.then((verdict) => decided(x, verdict), (e: unknown) => fail(x.res, e, 'limiter failed', x));
+    if (v instanceof Promise)
+      v.then(
+        (verdict) => decided(x, verdict),
+        (e: unknown) => fail(x.res, e, 'limiter failed', x),
+      );
     else decided(x, v);
   }
 

@@ -2,14 +2,23 @@
 import type { ServerResponse } from 'node:http';
 import type { HeaderNumbers } from '../engine/types.js';
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
 
 /** Sets X-RateLimit-* (and Retry-After) into `out` — a new object by default, or a response's header object. */
-export function rateLimitHeaders<T extends Record<string, unknown> = Record<string, string>>(h: HeaderNumbers | undefined, retryAfter?: number, out: T = {} as T): T {
+export function rateLimitHeaders<T extends Record<string, unknown> = Record<string, string>>(
+  h: HeaderNumbers | undefined,
+  retryAfter?: number,
+  out: T = {} as T,
+): T {
   const o = out as Record<string, unknown>;
   if (h) {
     o['x-ratelimit-limit'] = String(h.limit);

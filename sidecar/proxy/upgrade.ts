@@ -61,7 +61,15 @@ export function forwardUpgrade(origin: string, path: string, f: Forwarding, head
   const u = new URL(origin);
   const headers = { ...requestHeaders(req), connection: 'upgrade', upgrade: String(req.headers.upgrade ?? '') };
   const mod = u.protocol === 'https:' ? https : http;
-  const up = mod.request({ host: u.hostname.replace(/^\[|\]$/g, ''), port: u.port || undefined, method: req.method, path, headers, agent: false, timeout: o.timeoutMs });
+  const up = mod.request({
+    host: u.hostname.replace(/^\[|\]$/g, ''),
+    port: u.port || undefined,
+    method: req.method,
+    path,
+    headers,
+    agent: false,
+    timeout: o.timeoutMs,
+  });
   let over = false;
   const finish = (status: number, err?: Error): void => {
     if (over) return;
@@ -99,7 +107,9 @@ export function forwardUpgrade(origin: string, path: string, f: Forwarding, head
     upRes.pipe(res);
     finish(status);
   });
-  up.on('timeout', () => up.destroy(Object.assign(new Error('upstream did not answer the upgrade in time'), { code: 'UPGRADE_TIMEOUT' })));
+  up.on('timeout', () =>
+    up.destroy(Object.assign(new Error('upstream did not answer the upgrade in time'), { code: 'UPGRADE_TIMEOUT' })),
+  );
   up.on('error', (err: Error) => {
     const timeout = (err as { code?: unknown }).code === 'UPGRADE_TIMEOUT';
     if (!res.headersSent) sendJson(res, timeout ? 504 : 502, { error: timeout ? ERRORS.timeout : ERRORS.upstream });

@@ -11,8 +11,19 @@ import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
 // `expect` too: node:http has already answered the client's `Expect: 100-continue` (and undici refuses
 // the header), so the upstream gets the request with its body, as from nginx
 const HOP_BY_HOP = new Set([
-  'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
-  'trailers', 'transfer-encoding', 'upgrade', 'host', 'http2-settings', 'expect',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'trailers',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'http2-settings',
+  'expect',
 ]);
 
 export interface UpstreamOptions {
@@ -82,7 +93,10 @@ export function requestHeaders(req: IncomingMessage): Record<string, string | st
 }
 
 /** The upstream's headers minus hop-by-hop and X-RateLimit-*, plus ours (rateLimitHeaders). */
-export function responseHeaders(raw: Record<string, string | string[] | undefined>, rl: HeaderNumbers | undefined): OutgoingHttpHeaders {
+export function responseHeaders(
+  raw: Record<string, string | string[] | undefined>,
+  rl: HeaderNumbers | undefined,
+): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   const named = connectionTokens(raw.connection ?? raw.Connection);
   for (const k in raw) {
@@ -153,7 +167,12 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     else this.controller = controller;
   }
 
-  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
+  onResponseStart(
+    _c: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+    statusMessage?: string,
+  ): void {
     if (statusCode < 200) return; // 1xx interim answers are not forwarded (node:http sends its own 100-continue)
     const { f } = this;
     f.status = statusCode;
@@ -220,13 +239,24 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
  */
 export function forward(upstreams: Upstreams, origin: string, path: string, f: Forwarding): void {
   const { req } = f;
-  const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+  const hasBody =
+    req.headers['content-length'] !== undefined
+      ? req.headers['content-length'] !== '0'
+      : req.headers['transfer-encoding'] !== undefined;
   f.status = 502;
   const calls = callsOf(req.socket);
   const call = new UpstreamCall(f, calls, upstreams.onError);
   calls.add(call);
-  upstreams.pool(origin).dispatch(
-    { origin, path, method: (req.method ?? 'GET') as 'GET', headers: requestHeaders(req), body: hasBody ? req : null },
-    call,
-  );
+  upstreams
+    .pool(origin)
+    .dispatch(
+      {
+        origin,
+        path,
+        method: (req.method ?? 'GET') as 'GET',
+        headers: requestHeaders(req),
+        body: hasBody ? req : null,
+      },
+      call,
+    );
 }

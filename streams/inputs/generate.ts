@@ -30,7 +30,8 @@ export class GenerateInput implements Input {
         await this.ctx.push(msg, () => undefined, signal);
       }
     } catch (e) {
-      if (!signal.aborted) this.ctx.logger.warn({ stream: this.stream, err: (e as Error).message }, 'generate input stopped');
+      if (!signal.aborted)
+        this.ctx.logger.warn({ stream: this.stream, err: (e as Error).message }, 'generate input stopped');
     }
   }
 

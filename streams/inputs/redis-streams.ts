@@ -63,8 +63,16 @@ export class RedisStreamsInput implements Input {
     this.claimIdleMs = durationMs(o.claim_idle);
     this.secrets = urlSecrets(url);
     const { Redis } = ioredis();
-    this.reader = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null, connectionName: `gw-stream-${streamName}-reader` });
-    this.writer = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 3, connectionName: `gw-stream-${streamName}` });
+    this.reader = new Redis(url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: null,
+      connectionName: `gw-stream-${streamName}-reader`,
+    });
+    this.writer = new Redis(url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 3,
+      connectionName: `gw-stream-${streamName}`,
+    });
     this.reader.on('error', () => undefined);
     this.writer.on('error', () => undefined);
   }
@@ -85,7 +93,14 @@ export class RedisStreamsInput implements Input {
 
   private async ensureGroup(): Promise<void> {
     try {
-      await this.writer.call('XGROUP', 'CREATE', this.o.stream, this.o.group, this.o.start_from_oldest ? '0' : '$', 'MKSTREAM');
+      await this.writer.call(
+        'XGROUP',
+        'CREATE',
+        this.o.stream,
+        this.o.group,
+        this.o.start_from_oldest ? '0' : '$',
+        'MKSTREAM',
+      );
     } catch (e) {
       if (!String((e as Error).message).includes('BUSYGROUP')) throw e;
     }
@@ -150,7 +165,9 @@ export class RedisStreamsInput implements Input {
         }
         if (pendingCursor !== undefined) {
           // Our own entries left pending by a previous run.
-          const entries = readReply(await this.reader.call('XREADGROUP', 'GROUP', g, this.consumer, 'COUNT', n, 'STREAMS', s, pendingCursor));
+          const entries = readReply(
+            await this.reader.call('XREADGROUP', 'GROUP', g, this.consumer, 'COUNT', n, 'STREAMS', s, pendingCursor),
+          );
           if (entries.length === 0) pendingCursor = undefined;
           else {
             pendingCursor = entries[entries.length - 1]![0];
@@ -160,7 +177,16 @@ export class RedisStreamsInput implements Input {
         }
         if (Date.now() >= nextClaim) {
           nextClaim = Date.now() + Math.max(100, Math.floor(this.claimIdleMs / 2));
-          const reply = await this.writer.call('XAUTOCLAIM', s, g, this.consumer, String(this.claimIdleMs), '0-0', 'COUNT', n);
+          const reply = await this.writer.call(
+            'XAUTOCLAIM',
+            s,
+            g,
+            this.consumer,
+            String(this.claimIdleMs),
+            '0-0',
+            'COUNT',
+            n,
+          );
           const claimed = Array.isArray(reply) ? asEntries(reply[1]) : [];
           if (claimed.length > 0) {
             await this.deliver(claimed, signal);
@@ -168,7 +194,21 @@ export class RedisStreamsInput implements Input {
           }
         }
         const block = String(Math.max(50, Math.min(1000, Math.floor(this.claimIdleMs / 2))));
-        const entries = readReply(await this.reader.call('XREADGROUP', 'GROUP', g, this.consumer, 'COUNT', n, 'BLOCK', block, 'STREAMS', s, '>'));
+        const entries = readReply(
+          await this.reader.call(
+            'XREADGROUP',
+            'GROUP',
+            g,
+            this.consumer,
+            'COUNT',
+            n,
+            'BLOCK',
+            block,
+            'STREAMS',
+            s,
+            '>',
+          ),
+        );
         await this.deliver(entries, signal);
       } catch (e) {
         if (signal.aborted || this.stopped) return;

@@ -21,7 +21,11 @@ process.on('message', async (m: unknown) => {
     if (PROFILE) {
       session = new Session();
       session.connect();
-      await session.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      await session.post('HeapProfiler.startSampling', {
+        samplingInterval: 1024,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
     }
     profiler = new GCProfiler();
     profiler.start();

@@ -51,8 +51,17 @@ function ask(c: ChildProcess, msg: string): Promise<ProbeAnswer> {
   });
 }
 
-function spawnProxy(args: string[], ready: string, env: NodeJS.ProcessEnv = process.env, nodeFlags: readonly string[] = []): Promise<{ c: ChildProcess; out: () => string }> {
-  const c = fork(args[0]!, args.slice(1), { execArgv: ['--import', PROBE, ...nodeFlags, ...FLAGS], stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env });
+function spawnProxy(
+  args: string[],
+  ready: string,
+  env: NodeJS.ProcessEnv = process.env,
+  nodeFlags: readonly string[] = [],
+): Promise<{ c: ChildProcess; out: () => string }> {
+  const c = fork(args[0]!, args.slice(1), {
+    execArgv: ['--import', PROBE, ...nodeFlags, ...FLAGS],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    env,
+  });
   let out = '';
   c.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   c.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -89,14 +98,27 @@ async function load(origin: string, path: string, n: number, auth?: string): Pro
   return errors;
 }
 
-async function measure(name: string, c: ChildProcess, origin: string, path: string, auth?: string): Promise<AllocResult> {
+async function measure(
+  name: string,
+  c: ChildProcess,
+  origin: string,
+  path: string,
+  auth?: string,
+): Promise<AllocResult> {
   let errors = await load(origin, path, warmup, auth);
   await ask(c, 'start');
   const t0 = performance.now();
   errors += await load(origin, path, counted, auth);
   const seconds = (performance.now() - t0) / 1000;
   const a = await ask(c, 'stop');
-  return { proxy: name, requests: counted, bytesPerRequest: Math.round(a.allocated! / counted), scavenges: a.scavenges!, scavengeMsPerSecond: Number((a.scavengeMs! / seconds).toFixed(1)), errors };
+  return {
+    proxy: name,
+    requests: counted,
+    bytesPerRequest: Math.round(a.allocated! / counted),
+    scavenges: a.scavenges!,
+    scavengeMsPerSecond: Number((a.scavengeMs! / seconds).toFixed(1)),
+    errors,
+  };
 }
 
 /** `only`: 'gw' or 'bare' (default both); `requests` counted after `warmup` (defaults: the env, 20,000 / 10,000). */
@@ -116,7 +138,10 @@ export async function allocPerRequest(only?: string, requests = N, warm = WARMUP
   try {
     if (only !== 'gw') {
       const port = await freePort();
-      const { c } = await spawnProxy([resolve('dist/test/bench/bare-proxy.js'), String(port), upstream], 'bare proxy ready');
+      const { c } = await spawnProxy(
+        [resolve('dist/test/bench/bare-proxy.js'), String(port), upstream],
+        'bare proxy ready',
+      );
       try {
         results.push(await measure('bare node:http + undici', c, `http://127.0.0.1:${port}`, '/api/x'));
       } finally {

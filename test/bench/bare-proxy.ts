@@ -6,9 +6,12 @@ const pool = new Pool(process.argv[3]!, { connections: 128, pipelining: 1, keepA
 createServer((req, res) => {
   const body = req.method === 'GET' || req.method === 'HEAD' ? null : req;
   pool
-    .stream({ path: req.url ?? '/', method: req.method as 'GET', headers: req.headers, body }, ({ statusCode, headers }) => {
-      res.writeHead(statusCode, headers as OutgoingHttpHeaders);
-      return res;
-    })
+    .stream(
+      { path: req.url ?? '/', method: req.method as 'GET', headers: req.headers, body },
+      ({ statusCode, headers }) => {
+        res.writeHead(statusCode, headers as OutgoingHttpHeaders);
+        return res;
+      },
+    )
     .catch(() => (res.headersSent ? res.destroy() : res.writeHead(502).end()));
 }).listen(Number(process.argv[2]), '127.0.0.1', () => console.log('bare proxy ready'));

@@ -46,10 +46,29 @@ async function main(): Promise<void> {
   // 1024 buckets, one request each per ~1 ms: a short window keeps logs small like a live gateway
   out.memory_log_ns = await timeLoop(N, (i) => mem.check(`k${i & 1023}`, { rate: 1e9, per: 0.05 }));
 
-  const api: CompiledApi = { namespace: 'b', name: 'b', api_id: 'b', active: true, keyless: false, authHeader: 'authorization', listenPath: '/b/', strip: true, endpointRules: [], apiLimit: { rate: 1e12, per: 1 } };
-  const engine = createEngine({ options: GatewayOptions.parse({}), clock, config: () => ({ hash: '', apis: [], policies: {} }), peers: () => 1 });
+  const api: CompiledApi = {
+    namespace: 'b',
+    name: 'b',
+    api_id: 'b',
+    active: true,
+    keyless: false,
+    authHeader: 'authorization',
+    listenPath: '/b/',
+    strip: true,
+    endpointRules: [],
+    apiLimit: { rate: 1e12, per: 1 },
+  };
+  const engine = createEngine({
+    options: GatewayOptions.parse({}),
+    clock,
+    config: () => ({ hash: '', apis: [], policies: {} }),
+    peers: () => 1,
+  });
   // 1,024 keys, each with its own session object (as the session stores return them)
-  const keys = Array.from({ length: 1024 }, (_, k) => ({ keyHash: `h${k}`, session: { namespace: 'b', session: { rate: 1e12, per: 1, quota_max: -1 } } }));
+  const keys = Array.from({ length: 1024 }, (_, k) => ({
+    keyHash: `h${k}`,
+    session: { namespace: 'b', session: { rate: 1e12, per: 1, quota_max: -1 } },
+  }));
   out.engine_ns = await timeLoop(N / 2, (i) => engine.check({ api, method: 'GET', path: '/x', ...keys[i & 1023]! }));
 
   // in-process memory per bucket: 10,000 buckets with a full 100/60 log
@@ -57,13 +76,16 @@ async function main(): Promise<void> {
   gc?.();
   const heap0 = process.memoryUsage().heapUsed;
   const fill = new MemorySlidingLog(clock, undefined, false);
-  for (let b = 0; b < B; b++) for (let j = 0; j < 100; j++) fill.check(`k:h:${'0'.repeat(56)}${String(b).padStart(8, '0')}`, { rate: 100, per: 60 });
+  for (let b = 0; b < B; b++)
+    for (let j = 0; j < 100; j++)
+      fill.check(`k:h:${'0'.repeat(56)}${String(b).padStart(8, '0')}`, { rate: 100, per: 60 });
   gc?.();
   out.memory_log_bucket_bytes = (process.memoryUsage().heapUsed - heap0) / B;
   const drlFill = new DrlLimiter(clock, () => 1);
   gc?.();
   const heap1 = process.memoryUsage().heapUsed;
-  for (let b = 0; b < B; b++) await drlFill.check(`k:h:${'0'.repeat(56)}${String(b).padStart(8, '0')}`, { rate: 100, per: 60 });
+  for (let b = 0; b < B; b++)
+    await drlFill.check(`k:h:${'0'.repeat(56)}${String(b).padStart(8, '0')}`, { rate: 100, per: 60 });
   gc?.();
   out.drl_bucket_bytes = (process.memoryUsage().heapUsed - heap1) / B;
   if (!fill.check('keep', { rate: 1, per: 1 }) || !drlFill) throw new Error('unreachable');
@@ -72,17 +94,23 @@ async function main(): Promise<void> {
     const admin = new Redis(url);
     await admin.flushall();
     const client = createStoreClient(url, { maxRetriesPerRequest: 1 });
-    const closedLoop = async (conc: number, D: number, op: (i: number) => Promise<unknown>): Promise<{ rps: number; lat: number[] }> => {
+    const closedLoop = async (
+      conc: number,
+      D: number,
+      op: (i: number) => Promise<unknown>,
+    ): Promise<{ rps: number; lat: number[] }> => {
       const lat: number[] = [];
       let i = 0;
       const end = performance.now() + D;
-      await Promise.all(Array.from({ length: conc }, async () => {
-        while (performance.now() < end) {
-          const t = performance.now();
-          await op(i++);
-          lat.push((performance.now() - t) * 1000);
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: conc }, async () => {
+          while (performance.now() < end) {
+            const t = performance.now();
+            await op(i++);
+            lat.push((performance.now() - t) * 1000);
+          }
+        }),
+      );
       lat.sort((x, y) => x - y);
       return { rps: lat.length / (D / 1000), lat };
     };
@@ -93,7 +121,10 @@ async function main(): Promise<void> {
     await closedLoop(CONC, 1000, () => client.ping()); // warm-up
     await closedLoop(CONC, 1000, (i) => log.check(`k:h:${i & 4095}`, limit)); // warm-up
     // two interleaved rounds, the best of each kept (the machine is shared)
-    const best = (a: { rps: number; lat: number[] } | undefined, b: { rps: number; lat: number[] }): { rps: number; lat: number[] } => (a && a.rps >= b.rps ? a : b);
+    const best = (
+      a: { rps: number; lat: number[] } | undefined,
+      b: { rps: number; lat: number[] },
+    ): { rps: number; lat: number[] } => (a && a.rps >= b.rps ? a : b);
     let ping: { rps: number; lat: number[] } | undefined;
     let r: { rps: number; lat: number[] } | undefined;
     let stats = '';
@@ -129,7 +160,8 @@ async function main(): Promise<void> {
     const fixed: Clock = { now: () => now };
     const filler = new RedisSlidingLog(client, fixed, { transactional: true, smoothingEnabled: false });
     const ops: Promise<unknown>[] = [];
-    for (let b = 0; b < 1000; b++) for (let j = 0; j < 100; j++) ops.push(filler.check(`k:h:${'0'.repeat(56)}${String(b).padStart(8, '0')}`, limit));
+    for (let b = 0; b < 1000; b++)
+      for (let j = 0; j < 100; j++) ops.push(filler.check(`k:h:${'0'.repeat(56)}${String(b).padStart(8, '0')}`, limit));
     await Promise.all(ops);
     const m1 = Number(/used_memory:(\d+)/.exec(String(await admin.info('memory')))![1]);
     out.redis_log_bucket_bytes = (m1 - m0) / 1000;

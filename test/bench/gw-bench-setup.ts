@@ -8,7 +8,12 @@ import { freePort } from '../harness/ports.js';
 
 export const BENCH_KEY = 'bench-key-0123456789abcdef';
 export const GW_CLI = resolve('dist/cli/gw.js');
-export const GW_BENCH_ENV: NodeJS.ProcessEnv = { ...process.env, GW_SECRET: 'bench', GW_ACCESS_TOKENS: 'bench', GW_LOG_LEVEL: 'warn' };
+export const GW_BENCH_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  GW_SECRET: 'bench',
+  GW_ACCESS_TOKENS: 'bench',
+  GW_LOG_LEVEL: 'warn',
+};
 
 /** Writes the bench manifests into `dir` and returns the `gw standalone` arguments (free loopback ports). */
 export async function gwStandaloneBench(dir: string, upstream: string): Promise<string[]> {
@@ -31,5 +36,14 @@ metadata: {name: bench}
 spec: {secretRef: {name: bench, key: key}, rate: 1000000000, per: 1, quota_max: -1}
 `,
   );
-  return [GW_CLI, 'standalone', '--resources', dir, '--listen', `127.0.0.1:${await freePort()}`, '--admin-listen', `127.0.0.1:${await freePort()}`];
+  return [
+    GW_CLI,
+    'standalone',
+    '--resources',
+    dir,
+    '--listen',
+    `127.0.0.1:${await freePort()}`,
+    '--admin-listen',
+    `127.0.0.1:${await freePort()}`,
+  ];
 }

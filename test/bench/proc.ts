@@ -41,7 +41,10 @@ export function cmdline(pid: number): string[] {
 
 /** VmRSS in MB of a process and its direct children. */
 export function rssMb(pid: number | undefined): number {
-  return overFamily(pid, (p) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0) / 1024);
+  return overFamily(
+    pid,
+    (p) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0) / 1024,
+  );
 }
 
 let clkTck: number | undefined;

@@ -57,7 +57,12 @@ function tmp(prefix: string): string {
   return d;
 }
 
-function pinned(cpu: string, cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): ChildProcess & { out: () => string } {
+function pinned(
+  cpu: string,
+  cmd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): ChildProcess & { out: () => string } {
   const c = spawn('taskset', ['-c', cpu, cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '';
   c.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -74,7 +79,12 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
-async function waitFor(what: string, cond: () => Promise<boolean> | boolean, ms = 15_000, out?: () => string): Promise<void> {
+async function waitFor(
+  what: string,
+  cond: () => Promise<boolean> | boolean,
+  ms = 15_000,
+  out?: () => string,
+): Promise<void> {
   const end = Date.now() + ms;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`gw bench: ${what} did not come up${out ? `:\n${out()}` : ''}`);
@@ -119,7 +129,19 @@ function ms(v: string, unit: string): number {
 }
 
 async function wrk(url: string, seconds: number, auth?: string): Promise<Wrk> {
-  const args = ['-c', LOAD_CPU, 'wrk', '-t1', `-c${CONNS}`, `-d${seconds}s`, '--latency', '--timeout', '5s', ...(auth ? ['-H', `authorization: ${auth}`] : []), url];
+  const args = [
+    '-c',
+    LOAD_CPU,
+    'wrk',
+    '-t1',
+    `-c${CONNS}`,
+    `-d${seconds}s`,
+    '--latency',
+    '--timeout',
+    '5s',
+    ...(auth ? ['-H', `authorization: ${auth}`] : []),
+    url,
+  ];
   const { stdout } = await run('taskset', args, { timeout: (seconds + 15) * 1000 });
   const lat = (p: string): number => {
     const m = new RegExp(`\\s${p}%\\s+([\\d.]+)(us|ms|s)`).exec(stdout);
@@ -159,14 +181,37 @@ async function fixedRate(origin: string, path: string, auth?: string): Promise<F
   const targets = join(dir, 'targets');
   writeFileSync(targets, `GET ${origin}${path}\n${auth ? `authorization: ${auth}\n` : ''}`);
   const attack = (seconds: number, out: string): Promise<unknown> =>
-    run('taskset', ['-c', LOAD_CPU, VEGETA, 'attack', `-targets=${targets}`, `-rate=${RATE}`, `-duration=${seconds}s`, '-connections=64', '-max-connections=64', '-timeout=5s', `-output=${out}`], { timeout: (seconds + 15) * 1000 });
+    run(
+      'taskset',
+      [
+        '-c',
+        LOAD_CPU,
+        VEGETA,
+        'attack',
+        `-targets=${targets}`,
+        `-rate=${RATE}`,
+        `-duration=${seconds}s`,
+        '-connections=64',
+        '-max-connections=64',
+        '-timeout=5s',
+        `-output=${out}`,
+      ],
+      { timeout: (seconds + 15) * 1000 },
+    );
   await attack(1, join(dir, 'warm.bin'));
   await attack(4, join(dir, 'run.bin'));
   const { stdout } = await run(VEGETA, ['report', '-type=json', join(dir, 'run.bin')], { timeout: 30_000 });
   const r = JSON.parse(stdout) as VegetaReport;
   const ok = Object.entries(r.status_codes).reduce((s, [code, n]) => s + (code.startsWith('2') ? n : 0), 0);
   const msOf = (ns: number): number => ns / 1e6;
-  return { n: r.requests, errors: r.requests - ok, p50: msOf(r.latencies['50th']), p90: msOf(r.latencies['90th']), p99: msOf(r.latencies['99th']), max: msOf(r.latencies.max) };
+  return {
+    n: r.requests,
+    errors: r.requests - ok,
+    p50: msOf(r.latencies['50th']),
+    p90: msOf(r.latencies['90th']),
+    p99: msOf(r.latencies['99th']),
+    max: msOf(r.latencies.max),
+  };
 }
 
 interface Target {
@@ -207,7 +252,9 @@ async function measureRound(t: Target, row: Row | undefined): Promise<Row> {
   const cf0 = cpuSeconds(t.pid);
   const f = await fixedRate(t.origin, t.path, t.auth);
   const cpuFixedUs = ((cpuSeconds(t.pid) - cf0) * 1e6) / (RATE * 5); // 1 s warm-up + 4 s measured
-  console.log(`  ${t.name}: ${w.rps.toFixed(0)} req/s, ${Number.isFinite(cpuUs) ? `${cpuUs.toFixed(1)} CPU µs/req (${cpuFixedUs.toFixed(1)} at ${RATE}/s), ` : ''}at ${RATE}/s p50 ${f.p50.toFixed(3)} ms p99 ${f.p99.toFixed(3)} ms, errors ${w.non2xx + w.errors + f.errors}`);
+  console.log(
+    `  ${t.name}: ${w.rps.toFixed(0)} req/s, ${Number.isFinite(cpuUs) ? `${cpuUs.toFixed(1)} CPU µs/req (${cpuFixedUs.toFixed(1)} at ${RATE}/s), ` : ''}at ${RATE}/s p50 ${f.p50.toFixed(3)} ms p99 ${f.p99.toFixed(3)} ms, errors ${w.non2xx + w.errors + f.errors}`,
+  );
   const rounds = [...(row?.rounds ?? []), w.rps];
   const better = !row || w.rps > row.w.rps;
   return {
@@ -216,13 +263,26 @@ async function measureRound(t: Target, row: Row | undefined): Promise<Row> {
     cpuUs: row && Number.isFinite(row.cpuUs) ? Math.min(row.cpuUs, cpuUs) : cpuUs,
     cpuFixedUs: row && Number.isFinite(row.cpuFixedUs) ? Math.min(row.cpuFixedUs, cpuFixedUs) : cpuFixedUs,
     rounds,
-    f: row ? { n: row.f.n + f.n, errors: row.f.errors + f.errors, p50: Math.min(row.f.p50, f.p50), p90: Math.min(row.f.p90, f.p90), p99: Math.min(row.f.p99, f.p99), max: Math.min(row.f.max, f.max) } : f,
+    f: row
+      ? {
+          n: row.f.n + f.n,
+          errors: row.f.errors + f.errors,
+          p50: Math.min(row.f.p50, f.p50),
+          p90: Math.min(row.f.p90, f.p90),
+          p99: Math.min(row.f.p99, f.p99),
+          max: Math.min(row.f.max, f.max),
+        }
+      : f,
     rssIdle: t.rssIdle ?? row?.rssIdle ?? (t.pid ? rssMb(t.pid) : undefined),
     rssLoad: t.pid ? rssLoad : undefined,
   };
 }
 
-async function startGw(name: string, upstream: string, opts: { redis?: string; config?: string; cli?: string }): Promise<Target> {
+async function startGw(
+  name: string,
+  upstream: string,
+  opts: { redis?: string; config?: string; cli?: string },
+): Promise<Target> {
   const dir = tmp('gw-bench-res-');
   const args = await gwStandaloneBench(dir, upstream);
   if (opts.cli) args[0] = opts.cli;
@@ -235,7 +295,12 @@ async function startGw(name: string, upstream: string, opts: { redis?: string; c
   const c = pinned(PROXY_CPU, process.execPath, args, GW_BENCH_ENV);
   await waitFor(name, () => c.out().includes('gw standalone ready:'), 20_000, c.out);
   const origin = /gateway (http:\/\/[^\s]+)/.exec(c.out())![1]!;
-  await waitFor(`${name} answering 200`, async () => (await fetch(`${origin}/api/x`, { headers: { authorization: BENCH_KEY } })).status === 200, 5_000, c.out);
+  await waitFor(
+    `${name} answering 200`,
+    async () => (await fetch(`${origin}/api/x`, { headers: { authorization: BENCH_KEY } })).status === 200,
+    5_000,
+    c.out,
+  );
   await new Promise((r) => setTimeout(r, 1000)); // idle
   return { name, origin, path: '/api/x', auth: BENCH_KEY, pid: c.pid, rssIdle: rssMb(c.pid) };
 }
@@ -244,45 +309,102 @@ const fmt = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : '
 const mark = (ok: boolean): string => (ok ? 'met' : 'MISSED');
 
 async function main(): Promise<void> {
-  for (const [tool, hint] of [['wrk', 'apt-get install wrk'], ['nginx', 'apt-get install nginx-light'], ['taskset', 'util-linux'], ['redis-server', 'apt-get install redis-server'], [VEGETA, 'bash test/servers/build-bench-tools.sh']] as const) {
+  for (const [tool, hint] of [
+    ['wrk', 'apt-get install wrk'],
+    ['nginx', 'apt-get install nginx-light'],
+    ['taskset', 'util-linux'],
+    ['redis-server', 'apt-get install redis-server'],
+    [VEGETA, 'bash test/servers/build-bench-tools.sh'],
+  ] as const) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) throw new Error(`gw bench needs ${tool} (${hint})`);
   }
   const dir = tmp('gw-bench-');
-  console.log(`gw bench: proxies on CPU ${PROXY_CPU}; wrk, upstream and Redis on CPU ${LOAD_CPU}; wrk -t1 -c${CONNS} -d${SECONDS}s; fixed rate ${RATE} req/s for 4 s (vegeta, 64 connections); load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+  console.log(
+    `gw bench: proxies on CPU ${PROXY_CPU}; wrk, upstream and Redis on CPU ${LOAD_CPU}; wrk -t1 -c${CONNS} -d${SECONDS}s; fixed rate ${RATE} req/s for 4 s (vegeta, 64 connections); load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+  );
 
   // upstream: nginx returning a small JSON body
   const upPort = await freePort();
-  const up = pinned(LOAD_CPU, 'nginx', ['-p', dir, '-c', nginxConf(dir, 'upstream', `listen 127.0.0.1:${upPort} reuseport backlog=4096; location / { default_type application/json; return 200 '{"ok":true,"service":"bench"}'; }`)]);
+  const up = pinned(LOAD_CPU, 'nginx', [
+    '-p',
+    dir,
+    '-c',
+    nginxConf(
+      dir,
+      'upstream',
+      `listen 127.0.0.1:${upPort} reuseport backlog=4096; location / { default_type application/json; return 200 '{"ok":true,"service":"bench"}'; }`,
+    ),
+  ]);
   await waitFor('upstream nginx', () => portOpen(upPort), 10_000, up.out);
   const upstream = `http://127.0.0.1:${upPort}`;
 
   const redisPort = await freePort();
-  const redis = pinned(LOAD_CPU, 'redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir]);
+  const redis = pinned(LOAD_CPU, 'redis-server', [
+    '--port',
+    String(redisPort),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+  ]);
   await waitFor('redis-server', () => portOpen(redisPort), 10_000, redis.out);
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
 
   // ---- issue 3: the engine
   console.log('engine micro-benchmarks (pinned to the proxy CPU)…');
-  const { stdout: engOut } = await run('taskset', ['-c', PROXY_CPU, process.execPath, '--expose-gc', resolve('dist/test/bench/engine.js'), redisUrl], { timeout: 120_000 });
+  const { stdout: engOut } = await run(
+    'taskset',
+    ['-c', PROXY_CPU, process.execPath, '--expose-gc', resolve('dist/test/bench/engine.js'), redisUrl],
+    { timeout: 120_000 },
+  );
   const e = JSON.parse(engOut) as {
-    async_floor_ns: number; drl_ns: number; memory_log_ns: number; engine_ns: number; memory_log_bucket_bytes: number; drl_bucket_bytes: number;
-    redis: { concurrency: number; ping_rps: number; log_rps: number; log_p50_us: number; log_p99_us: number; lat_concurrency: number; lat_p50_us: number; lat_p99_us: number; ping_lat_p50_us: number; evalsha_per_decision: number; commands: Record<string, number> };
-    redis_log_bucket_bytes: number; redis_log_bucket_memory_usage: number;
+    async_floor_ns: number;
+    drl_ns: number;
+    memory_log_ns: number;
+    engine_ns: number;
+    memory_log_bucket_bytes: number;
+    drl_bucket_bytes: number;
+    redis: {
+      concurrency: number;
+      ping_rps: number;
+      log_rps: number;
+      log_p50_us: number;
+      log_p99_us: number;
+      lat_concurrency: number;
+      lat_p50_us: number;
+      lat_p99_us: number;
+      ping_lat_p50_us: number;
+      evalsha_per_decision: number;
+      commands: Record<string, number>;
+    };
+    redis_log_bucket_bytes: number;
+    redis_log_bucket_memory_usage: number;
   };
 
   // ---- issue 4: proxies
   const nginxPort = await freePort();
   const ngx = pinned(PROXY_CPU, 'nginx', [
-    '-p', dir, '-c',
+    '-p',
+    dir,
+    '-c',
     nginxConf(
-      dir, 'proxy',
+      dir,
+      'proxy',
       `listen 127.0.0.1:${nginxPort} backlog=4096; location / { limit_req zone=bench burst=1000000 nodelay; proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }`,
       `limit_req_zone $binary_remote_addr zone=bench:1m rate=10000000r/s; upstream up { server 127.0.0.1:${upPort}; keepalive 128; }`,
     ),
   ]);
   await waitFor('nginx proxy', () => portOpen(nginxPort), 10_000, ngx.out);
   const barePort = await freePort();
-  const bare = pinned(PROXY_CPU, process.execPath, [resolve('dist/test/bench/bare-proxy.js'), String(barePort), upstream]);
+  const bare = pinned(PROXY_CPU, process.execPath, [
+    resolve('dist/test/bench/bare-proxy.js'),
+    String(barePort),
+    upstream,
+  ]);
   await waitFor('bare proxy', () => bare.out().includes('ready'), 10_000, bare.out);
 
   const gwDrl = await startGw('gw key auth + DRL', upstream, {});
@@ -293,9 +415,16 @@ async function main(): Promise<void> {
   const gwCompare = !compare
     ? undefined
     : compareRedis
-      ? await startGw(`gw key auth + Redis sliding log, ${compare}`, upstream, { cli: compare, redis: redisUrl, config: 'enable_kv_rolling_limiter: true\n' })
+      ? await startGw(`gw key auth + Redis sliding log, ${compare}`, upstream, {
+          cli: compare,
+          redis: redisUrl,
+          config: 'enable_kv_rolling_limiter: true\n',
+        })
       : await startGw(`gw key auth + DRL, ${compare}`, upstream, { cli: compare });
-  const gwLog = await startGw('gw key auth + Redis sliding log', upstream, { redis: redisUrl, config: 'enable_kv_rolling_limiter: true\n' });
+  const gwLog = await startGw('gw key auth + Redis sliding log', upstream, {
+    redis: redisUrl,
+    config: 'enable_kv_rolling_limiter: true\n',
+  });
   const targets: Record<string, Target> = {
     direct: { name: 'direct upstream (nginx)', origin: upstream, path: '/x' },
     nginx: { name: 'nginx proxy + limit_req', origin: `http://127.0.0.1:${nginxPort}`, path: '/x', pid: ngx.pid },
@@ -323,16 +452,39 @@ async function main(): Promise<void> {
   p(`| figure | value | baseline (same run) | ratio | target |`);
   p(`|---|---|---|---|---|`);
   const perS = (ns: number): number => 1e9 / ns;
-  p(`| DRL check | ${fmt(e.drl_ns)} ns = ${fmt(perS(e.drl_ns) / 1e6, 2)} M/s | empty async call ${fmt(e.async_floor_ns)} ns | ${fmt(e.drl_ns / e.async_floor_ns, 1)}× the floor | ≥ 1 M/s: ${mark(perS(e.drl_ns) >= 1e6)} |`);
-  p(`| in-memory sliding log check | ${fmt(e.memory_log_ns)} ns = ${fmt(perS(e.memory_log_ns) / 1e6, 2)} M/s | ″ | ${fmt(e.memory_log_ns / e.async_floor_ns, 1)}× | ≥ 1 M/s: ${mark(perS(e.memory_log_ns) >= 1e6)} |`);
-  p(`| whole engine decision (API + key scope + quota, DRL) | ${fmt(e.engine_ns)} ns = ${fmt(perS(e.engine_ns) / 1e6, 2)} M/s | ″ | ${fmt(e.engine_ns / e.async_floor_ns, 1)}× | (≥ 1 M/s: ${mark(perS(e.engine_ns) >= 1e6)}) |`);
-  p(`| Redis sliding log, auto-pipelining, ${e.redis.concurrency} in flight | ${fmt(e.redis.log_rps)} decisions/s | PING ${fmt(e.redis.ping_rps)}/s | ${fmt(e.redis.log_rps / e.redis.ping_rps, 2)} | ≥ 20,000/s: ${mark(e.redis.log_rps >= 20_000)} |`);
-  p(`| Redis decision latency, ${e.redis.lat_concurrency} in flight | p50 ${fmt(e.redis.lat_p50_us)} µs, p99 ${fmt(e.redis.lat_p99_us)} µs | PING p50 ${fmt(e.redis.ping_lat_p50_us)} µs | p50 ${fmt(e.redis.lat_p50_us / e.redis.ping_lat_p50_us, 2)}× | – |`);
-  p(`| round trips per Redis decision | ${fmt(e.redis.evalsha_per_decision, 3)} (EVALSHA; inside it ${Object.entries(e.redis.commands).filter(([c]) => c !== 'evalsha').map(([c]) => c.toUpperCase()).join(', ')}) | – | – | exactly 1: ${mark(Math.abs(e.redis.evalsha_per_decision - 1) < 0.001 && Object.keys(e.redis.commands).every((c) => ['evalsha', 'zremrangebyscore', 'zcard', 'zadd', 'pexpire', 'zrange', 'hmget', 'hset'].includes(c)))} |`);
-  p(`| bytes per active 100/60 sliding-log bucket | in process ${fmt(e.memory_log_bucket_bytes)} B; in Redis ${fmt(e.redis_log_bucket_bytes)} B (MEMORY USAGE ${e.redis_log_bucket_memory_usage} B) | DRL bucket ${fmt(e.drl_bucket_bytes)} B | – | report |`);
+  p(
+    `| DRL check | ${fmt(e.drl_ns)} ns = ${fmt(perS(e.drl_ns) / 1e6, 2)} M/s | empty async call ${fmt(e.async_floor_ns)} ns | ${fmt(e.drl_ns / e.async_floor_ns, 1)}× the floor | ≥ 1 M/s: ${mark(perS(e.drl_ns) >= 1e6)} |`,
+  );
+  p(
+    `| in-memory sliding log check | ${fmt(e.memory_log_ns)} ns = ${fmt(perS(e.memory_log_ns) / 1e6, 2)} M/s | ″ | ${fmt(e.memory_log_ns / e.async_floor_ns, 1)}× | ≥ 1 M/s: ${mark(perS(e.memory_log_ns) >= 1e6)} |`,
+  );
+  p(
+    `| whole engine decision (API + key scope + quota, DRL) | ${fmt(e.engine_ns)} ns = ${fmt(perS(e.engine_ns) / 1e6, 2)} M/s | ″ | ${fmt(e.engine_ns / e.async_floor_ns, 1)}× | (≥ 1 M/s: ${mark(perS(e.engine_ns) >= 1e6)}) |`,
+  );
+  p(
+    `| Redis sliding log, auto-pipelining, ${e.redis.concurrency} in flight | ${fmt(e.redis.log_rps)} decisions/s | PING ${fmt(e.redis.ping_rps)}/s | ${fmt(e.redis.log_rps / e.redis.ping_rps, 2)} | ≥ 20,000/s: ${mark(e.redis.log_rps >= 20_000)} |`,
+  );
+  p(
+    `| Redis decision latency, ${e.redis.lat_concurrency} in flight | p50 ${fmt(e.redis.lat_p50_us)} µs, p99 ${fmt(e.redis.lat_p99_us)} µs | PING p50 ${fmt(e.redis.ping_lat_p50_us)} µs | p50 ${fmt(e.redis.lat_p50_us / e.redis.ping_lat_p50_us, 2)}× | – |`,
+  );
+  p(
+    `| round trips per Redis decision | ${fmt(e.redis.evalsha_per_decision, 3)} (EVALSHA; inside it ${Object.entries(
+      e.redis.commands,
+    )
+      .filter(([c]) => c !== 'evalsha')
+      .map(([c]) => c.toUpperCase())
+      .join(
+        ', ',
+      )}) | – | – | exactly 1: ${mark(Math.abs(e.redis.evalsha_per_decision - 1) < 0.001 && Object.keys(e.redis.commands).every((c) => ['evalsha', 'zremrangebyscore', 'zcard', 'zadd', 'pexpire', 'zrange', 'hmget', 'hset'].includes(c)))} |`,
+  );
+  p(
+    `| bytes per active 100/60 sliding-log bucket | in process ${fmt(e.memory_log_bucket_bytes)} B; in Redis ${fmt(e.redis_log_bucket_bytes)} B (MEMORY USAGE ${e.redis_log_bucket_memory_usage} B) | DRL bucket ${fmt(e.drl_bucket_bytes)} B | – | report |`,
+  );
   p('');
   p(`## issue 4 — proxies (proxy on CPU ${PROXY_CPU}; wrk -t1 -c${CONNS} ${SECONDS} s on CPU ${LOAD_CPU})`);
-  p(`| proxy | req/s (best of ${ROUNDS}; all rounds) | × bare node | × nginx | × direct | CPU µs/req under wrk (× bare) | CPU µs/req at ${RATE}/s (× bare) | wrk p50 / p99 ms | at ${RATE}/s: p50 / p99 ms | added over direct p50 / p99 ms | RSS idle / load MB | errors |`);
+  p(
+    `| proxy | req/s (best of ${ROUNDS}; all rounds) | × bare node | × nginx | × direct | CPU µs/req under wrk (× bare) | CPU µs/req at ${RATE}/s (× bare) | wrk p50 / p99 ms | at ${RATE}/s: p50 / p99 ms | added over direct p50 / p99 ms | RSS idle / load MB | errors |`,
+  );
   p(`|---|---|---|---|---|---|---|---|---|---|---|---|`);
   for (const r of Object.values(rows)) {
     p(
@@ -342,17 +494,28 @@ async function main(): Promise<void> {
   const drl = rows.drl!;
   const log = rows.log!;
   p('');
-  p(`CPU cost per request (less sensitive to other load on the machine): under wrk gw DRL ${fmt(drl.cpuUs, 1)} µs = ${fmt(b.cpuUs / drl.cpuUs, 2)}× bare's capacity, ${fmt(n.cpuUs / drl.cpuUs, 2)}× nginx's; gw Redis log ${fmt(log.cpuUs, 1)} µs = ${fmt(b.cpuUs / log.cpuUs, 2)}× bare's; at the same offered ${RATE}/s gw DRL = ${fmt(b.cpuFixedUs / drl.cpuFixedUs, 2)}× bare's capacity, gw Redis log ${fmt(b.cpuFixedUs / log.cpuFixedUs, 2)}×`);
-  p(`targets: gw DRL ≥ 0.9× bare: ${fmt(drl.w.rps / b.w.rps, 2)} ${mark(drl.w.rps >= 0.9 * b.w.rps)}; gw DRL ≥ 0.4× nginx: ${fmt(drl.w.rps / n.w.rps, 2)} ${mark(drl.w.rps >= 0.4 * n.w.rps)}; gw Redis log ≥ 0.6× bare: ${fmt(log.w.rps / b.w.rps, 2)} ${mark(log.w.rps >= 0.6 * b.w.rps)}`);
+  p(
+    `CPU cost per request (less sensitive to other load on the machine): under wrk gw DRL ${fmt(drl.cpuUs, 1)} µs = ${fmt(b.cpuUs / drl.cpuUs, 2)}× bare's capacity, ${fmt(n.cpuUs / drl.cpuUs, 2)}× nginx's; gw Redis log ${fmt(log.cpuUs, 1)} µs = ${fmt(b.cpuUs / log.cpuUs, 2)}× bare's; at the same offered ${RATE}/s gw DRL = ${fmt(b.cpuFixedUs / drl.cpuFixedUs, 2)}× bare's capacity, gw Redis log ${fmt(b.cpuFixedUs / log.cpuFixedUs, 2)}×`,
+  );
+  p(
+    `targets: gw DRL ≥ 0.9× bare: ${fmt(drl.w.rps / b.w.rps, 2)} ${mark(drl.w.rps >= 0.9 * b.w.rps)}; gw DRL ≥ 0.4× nginx: ${fmt(drl.w.rps / n.w.rps, 2)} ${mark(drl.w.rps >= 0.4 * n.w.rps)}; gw Redis log ≥ 0.6× bare: ${fmt(log.w.rps / b.w.rps, 2)} ${mark(log.w.rps >= 0.6 * b.w.rps)}`,
+  );
   for (const r of [drl, log]) {
     const a50 = r.f.p50 - d.f.p50;
     const a99 = r.f.p99 - d.f.p99;
-    p(`added latency ${r.t.name} at ${RATE}/s: p50 ${fmt(a50, 3)} ms (≤ 0.3 ${mark(a50 <= 0.3)}), p99 ${fmt(a99, 3)} ms (≤ 1.5 ${mark(a99 <= 1.5)}); RSS idle ${fmt(r.rssIdle ?? NaN)} MB (≤ 80 ${mark((r.rssIdle ?? Infinity) <= 80)}), under load ${fmt(r.rssLoad ?? NaN)} MB`);
+    p(
+      `added latency ${r.t.name} at ${RATE}/s: p50 ${fmt(a50, 3)} ms (≤ 0.3 ${mark(a50 <= 0.3)}), p99 ${fmt(a99, 3)} ms (≤ 1.5 ${mark(a99 <= 1.5)}); RSS idle ${fmt(r.rssIdle ?? NaN)} MB (≤ 80 ${mark((r.rssIdle ?? Infinity) <= 80)}), under load ${fmt(r.rssLoad ?? NaN)} MB`,
+    );
   }
-  p(`run time ${fmt((Date.now() - started) / 1000)} s; load average now ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+  p(
+    `run time ${fmt((Date.now() - started) / 1000)} s; load average now ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+  );
   console.log(lines.join('\n'));
   await Promise.all(children.map((c) => stopChild(c, 5000)));
-  writeFileSync(resolve('dist/bench-last.json'), JSON.stringify({ at: new Date().toISOString(), engine: e, rows }, null, 2));
+  writeFileSync(
+    resolve('dist/bench-last.json'),
+    JSON.stringify({ at: new Date().toISOString(), engine: e, rows }, null, 2),
+  );
 }
 
 main()

@@ -33,5 +33,7 @@ export default async function globalSetup(): Promise<void> {
   process.env.GW_TEST_KUBE_LIMITED_TOKEN = kube.limitedToken;
   process.env.GW_TEST_KUBECONFIG = kube.kubeconfigPath;
   process.env.GW_TEST_KUBECTL = kubectlBin();
-  console.log(`[gw-test] kube-apiserver ${kube.versions.kubeApiserver}, etcd ${kube.versions.etcd} on ${kube.server} (CRDs established)`);
+  console.log(
+    `[gw-test] kube-apiserver ${kube.versions.kubeApiserver}, etcd ${kube.versions.etcd} on ${kube.server} (CRDs established)`,
+  );
 }

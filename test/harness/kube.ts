@@ -4,7 +4,16 @@
  */
 import { spawn, execFile, execFileSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, openSync, closeSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  openSync,
+  closeSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { request } from 'node:https';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,7 +93,10 @@ export async function startKube(opts: { cacheDir?: string } = {}): Promise<KubeH
     throw new Error(`kube-apiserver/etcd not found in ${join(cache, 'bin')}: run \`bash test/servers/build.sh\``);
   }
   const versions = {
-    kubeApiserver: execFileSync(apiserverBin, ['--version']).toString().trim().replace(/^Kubernetes /, ''),
+    kubeApiserver: execFileSync(apiserverBin, ['--version'])
+      .toString()
+      .trim()
+      .replace(/^Kubernetes /, ''),
     etcd: /etcd Version: (\S+)/.exec(execFileSync(etcdBin, ['--version']).toString())?.[1] ?? 'unknown',
   };
 
@@ -92,7 +104,10 @@ export async function startKube(opts: { cacheDir?: string } = {}): Promise<KubeH
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
   const token = randomBytes(16).toString('hex');
   const limitedToken = randomBytes(16).toString('hex');
-  writeFileSync(join(dir, 'tokens.csv'), `${token},gw-admin,gw-admin,"system:masters"\n${limitedToken},gw-limited,gw-limited\n`);
+  writeFileSync(
+    join(dir, 'tokens.csv'),
+    `${token},gw-admin,gw-admin,"system:masters"\n${limitedToken},gw-limited,gw-limited\n`,
+  );
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   writeFileSync(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs1', format: 'pem' }));
   writeFileSync(join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
@@ -100,29 +115,44 @@ export async function startKube(opts: { cacheDir?: string } = {}): Promise<KubeH
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   const etcdLog = join(dir, 'etcd.log');
-  const etcd = launch(etcdBin, [
-    '--name=gw', `--data-dir=${join(dir, 'etcd')}`,
-    `--listen-client-urls=${etcdUrl}`, `--advertise-client-urls=${etcdUrl}`,
-    `--listen-peer-urls=${peerUrl}`, `--initial-advertise-peer-urls=${peerUrl}`, `--initial-cluster=gw=${peerUrl}`,
-    '--unsafe-no-fsync', '--log-level=warn',
-  ], etcdLog);
+  const etcd = launch(
+    etcdBin,
+    [
+      '--name=gw',
+      `--data-dir=${join(dir, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=${peerUrl}`,
+      `--initial-advertise-peer-urls=${peerUrl}`,
+      `--initial-cluster=gw=${peerUrl}`,
+      '--unsafe-no-fsync',
+      '--log-level=warn',
+    ],
+    etcdLog,
+  );
 
   const server = `https://127.0.0.1:${apiPort}`;
   const apiLog = join(dir, 'kube-apiserver.log');
-  const apiserver = launch(apiserverBin, [
-    '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', `--secure-port=${apiPort}`,
-    `--cert-dir=${join(dir, 'certs')}`,
-    `--etcd-servers=${etcdUrl}`,
-    `--token-auth-file=${join(dir, 'tokens.csv')}`,
-    '--authorization-mode=RBAC',
-    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-    `--service-account-key-file=${join(dir, 'sa.pub')}`,
-    `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
-    '--service-cluster-ip-range=10.0.0.0/24',
-    // No controller-manager creates the default ServiceAccount, so pods would be rejected without this.
-    '--disable-admission-plugins=ServiceAccount',
-    '--profiling=false',
-  ], apiLog);
+  const apiserver = launch(
+    apiserverBin,
+    [
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
+      `--cert-dir=${join(dir, 'certs')}`,
+      `--etcd-servers=${etcdUrl}`,
+      `--token-auth-file=${join(dir, 'tokens.csv')}`,
+      '--authorization-mode=RBAC',
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${join(dir, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      // No controller-manager creates the default ServiceAccount, so pods would be rejected without this.
+      '--disable-admission-plugins=ServiceAccount',
+      '--profiling=false',
+    ],
+    apiLog,
+  );
 
   // If the test process dies without calling stop(), don't leave servers behind.
   const onExit = () => {
@@ -182,7 +212,9 @@ current-context: gw-test
 /** `kubectl apply` every *.yaml in dir, then wait until each CRD applied is Established. */
 export async function applyCrds(handle: KubeHandle, dir: string): Promise<void> {
   const kubectl = (...args: string[]) => run(kubectlBin(), ['--kubeconfig', handle.kubeconfigPath, ...args]);
-  const files = readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort();
   if (files.length === 0) return;
   const { stdout } = await kubectl('apply', '-o', 'name', ...files.flatMap((f) => ['-f', join(dir, f)]));
   const crds = stdout.split('\n').filter((n) => n.startsWith('customresourcedefinition.'));

@@ -29,7 +29,14 @@ async function waitFor(check: () => Promise<boolean>, what: string, ms = 15_000)
 }
 
 async function ping(port: number): Promise<boolean> {
-  const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+  const c = new Redis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+  });
   c.on('error', () => {});
   try {
     await c.connect();
@@ -44,7 +51,11 @@ export async function startNode(extra: string[] = [], port?: number, dir?: strin
   const p = port ?? (await freePort());
   const d = dir ?? mkdtempSync(join(tmpdir(), 'gw-node-'));
   const bin = process.env.GW_REDIS_SERVER ?? 'redis-server';
-  const proc = spawn(bin, ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', d, ...extra], { stdio: 'ignore', cwd: d });
+  const proc = spawn(
+    bin,
+    ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', d, ...extra],
+    { stdio: 'ignore', cwd: d },
+  );
   await waitFor(() => ping(p), `redis-server on ${p}`);
   return { port: p, proc, dir: d };
 }
@@ -70,13 +81,33 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
   const nodes: Node[] = [];
   for (let i = 0; i < masters; i++) {
     const dir = mkdtempSync(join(tmpdir(), 'gw-cluster-'));
-    nodes.push(await startNode(['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-node-timeout', '2000'], undefined, dir));
+    nodes.push(
+      await startNode(
+        [
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(dir, 'nodes.conf'),
+          '--cluster-node-timeout',
+          '2000',
+        ],
+        undefined,
+        dir,
+      ),
+    );
   }
   const cli = process.env.GW_REDIS_CLI ?? 'redis-cli';
-  await run(cli, ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
+  await run(
+    cli,
+    ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'],
+    { timeout: 30_000 },
+  );
   for (const n of nodes) {
     const c = new Redis({ port: n.port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
-    await waitFor(async () => String(await c.call('CLUSTER', 'INFO')).includes('cluster_state:ok'), `cluster_state:ok on ${n.port}`);
+    await waitFor(
+      async () => String(await c.call('CLUSTER', 'INFO')).includes('cluster_state:ok'),
+      `cluster_state:ok on ${n.port}`,
+    );
     c.disconnect();
   }
   return {

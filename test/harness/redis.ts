@@ -36,9 +36,13 @@ export async function startRedis(port?: number): Promise<RedisHandle> {
   }
   const p = port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), 'gw-redis-'));
-  const proc = spawn(bin, ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--databases', '32'], {
-    stdio: 'ignore',
-  });
+  const proc = spawn(
+    bin,
+    ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--databases', '32'],
+    {
+      stdio: 'ignore',
+    },
+  );
   const deadline = Date.now() + 10_000;
   while (!(await ping(p))) {
     if (Date.now() > deadline) throw new Error(`redis-server did not start on port ${p}`);

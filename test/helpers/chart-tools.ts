@@ -27,12 +27,25 @@ export interface RunResult {
   stderr: string;
 }
 
-export function run(cmd: string, args: string[], opts: { input?: string; cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<RunResult> {
+export function run(
+  cmd: string,
+  args: string[],
+  opts: { input?: string; cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<RunResult> {
   return new Promise((resolve) => {
-    const p = execFile(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    const p = execFile(
+      cmd,
+      args,
+      { cwd: opts.cwd, env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err
+          ? typeof (err as { code?: unknown }).code === 'number'
+            ? (err as { code: number }).code
+            : 1
+          : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
     // A command that does not read stdin may exit before the write lands (EPIPE): its result is what counts.
     p.stdin!.on('error', () => undefined);
     p.stdin!.end(opts.input ?? '');
@@ -40,7 +53,15 @@ export function run(cmd: string, args: string[], opts: { input?: string; cwd?: s
 }
 
 export const helm = (args: string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<RunResult> =>
-  run(toolPath('helm'), args, { ...opts, env: { ...process.env, HELM_CACHE_HOME: '/tmp/gw-helm-cache', HELM_CONFIG_HOME: '/tmp/gw-helm-config', HELM_DATA_HOME: '/tmp/gw-helm-data' } });
+  run(toolPath('helm'), args, {
+    ...opts,
+    env: {
+      ...process.env,
+      HELM_CACHE_HOME: '/tmp/gw-helm-cache',
+      HELM_CONFIG_HOME: '/tmp/gw-helm-config',
+      HELM_DATA_HOME: '/tmp/gw-helm-data',
+    },
+  });
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type JsonObject = { [k: string]: Json };
@@ -63,8 +84,16 @@ function standalone(node: Json, defs: JsonObject, seen: string[]): Json {
     return { ...rest, oneOf: [{ type: 'string' }, { type: 'integer' }] };
   }
   const out: JsonObject = {};
-  for (const [k, v] of Object.entries(node)) out[k] = k === 'properties' && isObject(v) ? Object.fromEntries(Object.entries(v).map(([pk, pv]) => [pk, standalone(pv, defs, seen)])) : standalone(v, defs, seen);
-  if (isObject(out.properties) && out.additionalProperties === undefined && out['x-kubernetes-preserve-unknown-fields'] !== true) {
+  for (const [k, v] of Object.entries(node))
+    out[k] =
+      k === 'properties' && isObject(v)
+        ? Object.fromEntries(Object.entries(v).map(([pk, pv]) => [pk, standalone(pv, defs, seen)]))
+        : standalone(v, defs, seen);
+  if (
+    isObject(out.properties) &&
+    out.additionalProperties === undefined &&
+    out['x-kubernetes-preserve-unknown-fields'] !== true
+  ) {
     out.additionalProperties = false;
   }
   return out;
@@ -77,18 +106,27 @@ function fileFor(dir: string, group: string, version: string, kind: string): str
   return join(dir, g, `${kind.toLowerCase()}_${version}.json`);
 }
 
-export const schemaLocation = (dir: string): string => `${dir}/{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json`;
+export const schemaLocation = (dir: string): string =>
+  `${dir}/{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json`;
 
 function getJson(url: string, token: string): Promise<JsonObject> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { rejectUnauthorized: false, headers: { authorization: `Bearer ${token}`, accept: 'application/json' }, timeout: 30_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (d: Buffer) => chunks.push(d));
-      res.on('end', () => {
-        if (res.statusCode !== 200) return reject(new Error(`${url}: HTTP ${res.statusCode}`));
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as JsonObject);
-      });
-    });
+    const req = request(
+      url,
+      {
+        rejectUnauthorized: false,
+        headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+        timeout: 30_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () => {
+          if (res.statusCode !== 200) return reject(new Error(`${url}: HTTP ${res.statusCode}`));
+          resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as JsonObject);
+        });
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`${url}: timeout`)));
     req.on('error', reject);
     req.end();
@@ -119,17 +157,37 @@ export async function writeApiServerSchemas(server: string, token: string, dir: 
 /** Schemas of the kinds defined by CRD files (e.g. the chart's crds/), from their openAPIV3Schema. */
 export function writeCrdSchemas(crdDir: string, dir: string): string[] {
   const written: string[] = [];
-  for (const f of readdirSync(crdDir).filter((x) => /\.ya?ml$/.test(x)).sort()) {
+  for (const f of readdirSync(crdDir)
+    .filter((x) => /\.ya?ml$/.test(x))
+    .sort()) {
     for (const d of parseAllDocuments(readFileSync(join(crdDir, f), 'utf8'))) {
-      const crd = d.toJS() as { kind?: string; spec?: { group: string; names: { kind: string }; versions: { name: string; schema?: { openAPIV3Schema?: Json } }[] } };
+      const crd = d.toJS() as {
+        kind?: string;
+        spec?: {
+          group: string;
+          names: { kind: string };
+          versions: { name: string; schema?: { openAPIV3Schema?: Json } }[];
+        };
+      };
       if (crd?.kind !== 'CustomResourceDefinition' || !crd.spec) continue;
       for (const v of crd.spec.versions) {
         const s = v.schema?.openAPIV3Schema;
         if (!isObject(s)) continue;
         const props = isObject(s.properties) ? s.properties : {};
         // apiVersion/kind/metadata are implicit in a CRD schema: add them so the closed object accepts them.
-        const full: JsonObject = { ...s, properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, ...props } };
-        writeFileSync(fileFor(dir, crd.spec.group, v.name, crd.spec.names.kind), JSON.stringify(standalone(full, {}, [])));
+        const full: JsonObject = {
+          ...s,
+          properties: {
+            apiVersion: { type: 'string' },
+            kind: { type: 'string' },
+            metadata: { type: 'object' },
+            ...props,
+          },
+        };
+        writeFileSync(
+          fileFor(dir, crd.spec.group, v.name, crd.spec.names.kind),
+          JSON.stringify(standalone(full, {}, [])),
+        );
         written.push(`${crd.spec.group}/${v.name}/${crd.spec.names.kind}`);
       }
     }
@@ -147,14 +205,23 @@ export interface KubeconformSummary {
 
 /** kubeconform -strict over YAML on stdin, with only the offline schemas in dir (no network location). */
 export async function kubeconform(yamlText: string, dir: string): Promise<KubeconformSummary> {
-  const r = await run(toolPath('kubeconform'), ['-strict', '-summary', '-output', 'json', '-schema-location', schemaLocation(dir), '-'], { input: yamlText });
-  let parsed: { resources?: { filename?: string; kind?: string; name?: string; status: string; msg?: string }[]; summary?: { valid: number; invalid: number; errors: number; skipped: number } };
+  const r = await run(
+    toolPath('kubeconform'),
+    ['-strict', '-summary', '-output', 'json', '-schema-location', schemaLocation(dir), '-'],
+    { input: yamlText },
+  );
+  let parsed: {
+    resources?: { filename?: string; kind?: string; name?: string; status: string; msg?: string }[];
+    summary?: { valid: number; invalid: number; errors: number; skipped: number };
+  };
   try {
     parsed = JSON.parse(r.stdout) as typeof parsed;
   } catch {
     throw new Error(`kubeconform output is not JSON (exit ${r.code}): ${r.stdout}\n${r.stderr}`);
   }
   const s = parsed.summary ?? { valid: 0, invalid: 0, errors: 0, skipped: 0 };
-  const messages = (parsed.resources ?? []).filter((x) => x.status !== 'statusValid').map((x) => `${x.kind}/${x.name}: ${x.status} ${x.msg ?? ''}`);
+  const messages = (parsed.resources ?? [])
+    .filter((x) => x.status !== 'statusValid')
+    .map((x) => `${x.kind}/${x.name}: ${x.status} ${x.msg ?? ''}`);
   return { ...s, messages };
 }

@@ -4,15 +4,23 @@ import { kubectlBin } from '../harness/kube.js';
 
 export function kubeconfig(): string {
   const k = process.env.GW_TEST_KUBECONFIG;
-  if (!k) throw new Error('GW_TEST_KUBECONFIG is not set: run the tests through `make test` (jest globalSetup starts kube-apiserver)');
+  if (!k)
+    throw new Error(
+      'GW_TEST_KUBECONFIG is not set: run the tests through `make test` (jest globalSetup starts kube-apiserver)',
+    );
   return k;
 }
 
 export function kubectl(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const p = execFile(kubectlBin(), ['--kubeconfig', kubeconfig(), ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    const p = execFile(
+      kubectlBin(),
+      ['--kubeconfig', kubeconfig(), ...args],
+      { timeout: 30_000 },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
     if (input !== undefined) {
       p.stdin!.on('error', () => undefined); // kubectl failing early (EPIPE) reports through its exit code
       p.stdin!.end(input);

@@ -6,7 +6,10 @@ import { Redis } from 'ioredis';
 
 export function redisUrl(): string {
   const base = process.env.GW_TEST_REDIS_URL;
-  if (!base) throw new Error('GW_TEST_REDIS_URL is not set: run the tests through `make test` (jest globalSetup starts redis-server)');
+  if (!base)
+    throw new Error(
+      'GW_TEST_REDIS_URL is not set: run the tests through `make test` (jest globalSetup starts redis-server)',
+    );
   const db = Number(process.env.JEST_WORKER_ID ?? '1');
   return `${base}/${db}`;
 }

@@ -39,20 +39,32 @@ export async function metricsText(s: Sidecar): Promise<string> {
 }
 
 /** Compiled config of keyless APIs: [listen path, rate, per][]. */
-export function configOf(ns: string, apis: { name: string; path: string; rate: number; per: number; keyless?: boolean }[]): string {
+export function configOf(
+  ns: string,
+  apis: { name: string; path: string; rate: number; per: number; keyless?: boolean }[],
+): string {
   const defs = apis.map((a) =>
     ApiDefinitionResource.parse({
       apiVersion: 'gw.io/v1alpha1',
       kind: 'ApiDefinition',
       metadata: { name: a.name, namespace: ns },
-      spec: { use_keyless: a.keyless ?? true, proxy: { listen_path: a.path }, global_rate_limit: { rate: a.rate, per: a.per } },
+      spec: {
+        use_keyless: a.keyless ?? true,
+        proxy: { listen_path: a.path },
+        global_rate_limit: { rate: a.rate, per: a.per },
+      },
     }),
   );
   return JSON.stringify(compileConfig(defs, []).config);
 }
 
 export async function writeConfigMap(ns: string, text: string): Promise<void> {
-  const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'gw-config', namespace: ns }, data: { 'config.json': text } };
+  const cm = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'gw-config', namespace: ns },
+    data: { 'config.json': text },
+  };
   const r = await kubectl(['apply', '-f', '-'], stringify(cm));
   if (r.code !== 0) throw new Error(r.stderr);
 }
@@ -72,7 +84,20 @@ export async function startSidecar(o: {
   waitFor?: '/readyz' | '/healthz';
 }): Promise<Sidecar> {
   const [gp, mp] = [await freePort(), await freePort()];
-  const args = [o.cli ?? CLI, 'sidecar', '--upstream', o.upstream, '--kubeconfig', o.kubeconfig ?? kubeconfig(), '--namespace', o.ns, '--listen', `127.0.0.1:${gp}`, '--metrics-listen', `127.0.0.1:${mp}`];
+  const args = [
+    o.cli ?? CLI,
+    'sidecar',
+    '--upstream',
+    o.upstream,
+    '--kubeconfig',
+    o.kubeconfig ?? kubeconfig(),
+    '--namespace',
+    o.ns,
+    '--listen',
+    `127.0.0.1:${gp}`,
+    '--metrics-listen',
+    `127.0.0.1:${mp}`,
+  ];
   if (o.redis) args.push('--redis', o.redis);
   if (o.group) args.push('--group', o.group);
   if (o.options) {
@@ -80,7 +105,10 @@ export async function startSidecar(o: {
     writeFileSync(f, o.options);
     args.push('--config', f);
   }
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GW_LOG_LEVEL: 'info', ...o.env } });
+  const proc = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, GW_LOG_LEVEL: 'info', ...o.env },
+  });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -97,7 +125,11 @@ export async function startSidecar(o: {
       }),
   };
   const path = o.waitFor ?? '/readyz';
-  await eventually(async () => (await status(`${s.ops}${path}`)) === 200, 20_000, `sidecar ${path === '/readyz' ? 'ready' : 'alive'}`).catch((e: Error) => {
+  await eventually(
+    async () => (await status(`${s.ops}${path}`)) === 200,
+    20_000,
+    `sidecar ${path === '/readyz' ? 'ready' : 'alive'}`,
+  ).catch((e: Error) => {
     proc.kill('SIGKILL');
     throw new Error(`${e.message}\n${out}`);
   });

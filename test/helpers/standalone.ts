@@ -32,14 +32,33 @@ export function permissionsApply(): string[] {
  * `ipc`: with an IPC channel to the test process, as a Node parent's fork() would give it.
  * `permissions`: file permissions apply to the gateway even when the tests run as root.
  */
-export async function startStandalone(dir: string, extraArgs: string[] = [], env: Record<string, string> = {}, o: { ipc?: boolean; permissions?: boolean } = {}): Promise<Standalone> {
+export async function startStandalone(
+  dir: string,
+  extraArgs: string[] = [],
+  env: Record<string, string> = {},
+  o: { ipc?: boolean; permissions?: boolean } = {},
+): Promise<Standalone> {
   const gp = await freePort();
   const ap = await freePort();
   const [cmd, ...prefix] = [...(o.permissions ? permissionsApply() : []), process.execPath];
   const proc = spawn(
     cmd!,
-    [...prefix, CLI, 'standalone', '--resources', dir, '--listen', `127.0.0.1:${gp}`, '--admin-listen', `127.0.0.1:${ap}`, ...extraArgs],
-    { env: { ...process.env, GW_SECRET: 'test-secret', GW_ACCESS_TOKENS: 'test-token', GW_LOG_LEVEL: 'warn', ...env }, stdio: o.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'] },
+    [
+      ...prefix,
+      CLI,
+      'standalone',
+      '--resources',
+      dir,
+      '--listen',
+      `127.0.0.1:${gp}`,
+      '--admin-listen',
+      `127.0.0.1:${ap}`,
+      ...extraArgs,
+    ],
+    {
+      env: { ...process.env, GW_SECRET: 'test-secret', GW_ACCESS_TOKENS: 'test-token', GW_LOG_LEVEL: 'warn', ...env },
+      stdio: o.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
+    },
   );
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));

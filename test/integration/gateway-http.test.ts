@@ -29,7 +29,9 @@ function raw(base: string, text: string): Promise<string> {
 }
 
 /** A raw client socket and what it has received so far. */
-async function openSocket(base: string): Promise<{ s: Socket; got: () => string; waitFor: (re: RegExp) => Promise<string> }> {
+async function openSocket(
+  base: string,
+): Promise<{ s: Socket; got: () => string; waitFor: (re: RegExp) => Promise<string> }> {
   const u = new URL(base);
   const s = connect(Number(u.port), u.hostname);
   await new Promise<void>((r, j) => s.once('connect', r).once('error', j));
@@ -70,8 +72,11 @@ describe('gateway: HTTP proxying edges', () => {
     // a WebSocket-style upstream: 101 then an echo of every byte; /refuse declines the upgrade
     ws = createServer((_req, res) => res.end('plain'));
     ws.on('upgrade', (req: IncomingMessage, socket: Socket) => {
-      if (req.url?.includes('refuse')) return void socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 2\r\nconnection: close\r\n\r\nno');
-      socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nX-Seen-Key: ${String(req.headers['sec-websocket-key'])}\r\nX-RateLimit-Limit: 999\r\n\r\n`);
+      if (req.url?.includes('refuse'))
+        return void socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 2\r\nconnection: close\r\n\r\nno');
+      socket.write(
+        `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nX-Seen-Key: ${String(req.headers['sec-websocket-key'])}\r\nX-RateLimit-Limit: 999\r\n\r\n`,
+      );
       socket.pipe(socket);
     });
     await new Promise<void>((r) => ws.listen(0, '127.0.0.1', r));
@@ -84,7 +89,9 @@ describe('gateway: HTTP proxying edges', () => {
         res.writeHead(204, { 'content-length': '5' });
         return void res.end();
       }
-      res.writeHead(req.url === '/made' ? 201 : 599, req.url === '/made' ? 'Made It' : 'Network Connect Timeout', { 'content-length': '2' });
+      res.writeHead(req.url === '/made' ? 201 : 599, req.url === '/made' ? 'Made It' : 'Network Connect Timeout', {
+        'content-length': '2',
+      });
       res.end('ok');
     });
     await new Promise<void>((r) => odd.listen(0, '127.0.0.1', r));
@@ -151,7 +158,13 @@ spec:
     const u = new URL(gw.gateway);
     const body = 'x'.repeat(64 * 1024);
     const got = await new Promise<{ status: number; continued: boolean; echoed: Echoed }>((resolve, reject) => {
-      const req = httpRequest({ host: u.hostname, port: u.port, path: '/e/upload', method: 'PUT', headers: { expect: '100-continue', 'content-length': body.length } });
+      const req = httpRequest({
+        host: u.hostname,
+        port: u.port,
+        path: '/e/upload',
+        method: 'PUT',
+        headers: { expect: '100-continue', 'content-length': body.length },
+      });
       let continued = false;
       req.on('continue', () => {
         continued = true;
@@ -176,18 +189,27 @@ spec:
       'POST /e/h2c HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade, HTTP2-Settings, close\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nContent-Type: text/plain\r\nContent-Length: 11\r\n\r\nhello=world',
     );
     expect(h2c).toMatch(/^HTTP\/1\.1 200 /);
-    const echoed = JSON.parse(h2c.slice(h2c.indexOf('\r\n\r\n') + 4).replace(/^[0-9a-f]+\r\n|\r\n0\r\n\r\n$/g, '')) as Echoed;
+    const echoed = JSON.parse(
+      h2c.slice(h2c.indexOf('\r\n\r\n') + 4).replace(/^[0-9a-f]+\r\n|\r\n0\r\n\r\n$/g, ''),
+    ) as Echoed;
     expect(echoed.body).toBe('hello=world');
     expect(echoed.headers.upgrade).toBeUndefined();
     expect(echoed.headers['http2-settings']).toBeUndefined();
-    const foo = await raw(gw.gateway, 'POST /e/foo HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade, close\r\nUpgrade: foo\r\nContent-Length: 5\r\n\r\nabcde');
+    const foo = await raw(
+      gw.gateway,
+      'POST /e/foo HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade, close\r\nUpgrade: foo\r\nContent-Length: 5\r\n\r\nabcde',
+    );
     expect(foo).toMatch(/^HTTP\/1\.1 200 /);
     expect(foo).toContain('abcde');
   });
 
-  test('the upstream\'s reason phrase is relayed; a 204 loses a Content-Length it should not carry', async () => {
-    expect(await raw(gw.gateway, 'GET /odd/made HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n')).toMatch(/^HTTP\/1\.1 201 Made It\r\n/);
-    expect(await raw(gw.gateway, 'GET /odd/x HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n')).toMatch(/^HTTP\/1\.1 599 Network Connect Timeout\r\n/);
+  test("the upstream's reason phrase is relayed; a 204 loses a Content-Length it should not carry", async () => {
+    expect(await raw(gw.gateway, 'GET /odd/made HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n')).toMatch(
+      /^HTTP\/1\.1 201 Made It\r\n/,
+    );
+    expect(await raw(gw.gateway, 'GET /odd/x HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n')).toMatch(
+      /^HTTP\/1\.1 599 Network Connect Timeout\r\n/,
+    );
     const nc = await raw(gw.gateway, 'GET /odd/nc HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n');
     expect(nc).toMatch(/^HTTP\/1\.1 204 /);
     expect(nc.toLowerCase()).not.toContain('content-length');
@@ -198,23 +220,34 @@ spec:
     expect(noHost).toMatch(/^HTTP\/1\.1 400 /);
     expect(noHost).toContain('{"error":"Host header missing"}');
     expect(await raw(gw.gateway, 'GET /e/x HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 /);
-    const trace = await raw(gw.gateway, 'TRACE /e/x HTTP/1.1\r\nHost: gw\r\nCookie: secret=1\r\nConnection: close\r\n\r\n');
+    const trace = await raw(
+      gw.gateway,
+      'TRACE /e/x HTTP/1.1\r\nHost: gw\r\nCookie: secret=1\r\nConnection: close\r\n\r\n',
+    );
     expect(trace).toMatch(/^HTTP\/1\.1 405 /);
     expect(trace).not.toContain('secret=1');
   });
 
   test('Proxy-Connection is hop-by-hop: not forwarded', async () => {
-    const r = await request(`${gw.gateway}/e/x`, { headers: { 'proxy-connection': 'keep-alive', 'x-end-to-end': '1' } });
+    const r = await request(`${gw.gateway}/e/x`, {
+      headers: { 'proxy-connection': 'keep-alive', 'x-end-to-end': '1' },
+    });
     const echoed = (await r.body.json()) as Echoed;
     expect(echoed.headers['proxy-connection']).toBeUndefined();
     expect(echoed.headers['x-end-to-end']).toBe('1');
   });
 
   test('an absolute-form request target is routed by its path (RFC 9112 §3.2.2), the query kept', async () => {
-    const answer = await raw(gw.gateway, 'GET http://elsewhere.example/e/abs?q=1 HTTP/1.1\r\nHost: elsewhere.example\r\nConnection: close\r\n\r\n');
+    const answer = await raw(
+      gw.gateway,
+      'GET http://elsewhere.example/e/abs?q=1 HTTP/1.1\r\nHost: elsewhere.example\r\nConnection: close\r\n\r\n',
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     expect(answer).toContain('"path":"/abs?q=1"');
-    const root = await raw(gw.gateway, 'GET http://elsewhere.example HTTP/1.1\r\nHost: elsewhere.example\r\nConnection: close\r\n\r\n');
+    const root = await raw(
+      gw.gateway,
+      'GET http://elsewhere.example HTTP/1.1\r\nHost: elsewhere.example\r\nConnection: close\r\n\r\n',
+    );
     expect(root).toMatch(/^HTTP\/1\.1 404 /); // `/`: no API there
   });
 

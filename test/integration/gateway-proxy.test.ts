@@ -15,7 +15,11 @@ import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/s
 async function call(url: string, headers: Record<string, string> = {}, method = 'GET') {
   const r = await request(url, { headers, method: method as 'GET' });
   const text = await r.body.text();
-  return { status: r.statusCode, headers: r.headers, json: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : text };
+  return {
+    status: r.statusCode,
+    headers: r.headers,
+    json: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : text,
+  };
 }
 
 const key = (name: string, raw: string, spec: string): string => `
@@ -103,7 +107,11 @@ spec:
         key('expired', 'expired-key', `  expires: ${now - 10}`),
         key('future', 'future-key', `  expires: ${now + 3600}`),
         key('utf8', 'clé-naïve-0001', '  rate: 100\n  per: 60'),
-        key('onlya', 'onlya-key', '  access_rights:\n    a:\n      api_id: a\n      allowed_urls: [{url: /allowed.*, methods: [GET]}]'),
+        key(
+          'onlya',
+          'onlya-key',
+          '  access_rights:\n    a:\n      api_id: a\n      allowed_urls: [{url: /allowed.*, methods: [GET]}]',
+        ),
         key('quota', 'quota-key', '  quota_max: 2\n  quota_renewal_rate: 3600'),
         key('global3', 'global-key', '  rate: 3\n  per: 60'),
       ].join('\n'),
@@ -121,12 +129,21 @@ spec:
   });
 
   test('missing key → 401, unknown / inactive / expired key → 403 with the spec bodies', async () => {
-    expect(await call(`${gw.gateway}/a/x`)).toMatchObject({ status: 401, json: { error: 'Authorization field missing' } });
+    expect(await call(`${gw.gateway}/a/x`)).toMatchObject({
+      status: 401,
+      json: { error: 'Authorization field missing' },
+    });
     for (const empty of ['', '  ', 'Bearer ', 'bearer']) {
-      expect(await call(`${gw.gateway}/a/x`, { authorization: empty })).toMatchObject({ status: 401, json: { error: 'Authorization field missing' } });
+      expect(await call(`${gw.gateway}/a/x`, { authorization: empty })).toMatchObject({
+        status: 401,
+        json: { error: 'Authorization field missing' },
+      });
     }
     for (const k of ['nope', 'inactive-key', 'expired-key']) {
-      expect(await call(`${gw.gateway}/a/x`, { authorization: k })).toMatchObject({ status: 403, json: { error: 'Access to this API has been disallowed' } });
+      expect(await call(`${gw.gateway}/a/x`, { authorization: k })).toMatchObject({
+        status: 403,
+        json: { error: 'Access to this API has been disallowed' },
+      });
     }
     expect((await call(`${gw.gateway}/a/x`, { authorization: 'future-key' })).status).toBe(200);
   });
@@ -156,16 +173,24 @@ spec:
     const raw = (path: string): Promise<{ status: number; body: string }> =>
       new Promise((resolve, reject) => {
         const u = new URL(gw.gateway);
-        const req = httpRequest({ host: u.hostname, port: u.port, path, headers: { authorization: 'onlya-key' } }, (res) => {
-          let body = '';
-          res.on('data', (d: Buffer) => (body += d.toString()));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        });
+        const req = httpRequest(
+          { host: u.hostname, port: u.port, path, headers: { authorization: 'onlya-key' } },
+          (res) => {
+            let body = '';
+            res.on('data', (d: Buffer) => (body += d.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
         req.on('error', reject);
         req.end();
       });
     // allowed_urls /allowed.*: what the upstream would serve for these is /a/other
-    for (const p of ['/a/allowed/../other', '/a/allowed/%2e%2e/other', '/a/allowed/%2E%2E/other', '/a/allowed/./../other']) {
+    for (const p of [
+      '/a/allowed/../other',
+      '/a/allowed/%2e%2e/other',
+      '/a/allowed/%2E%2E/other',
+      '/a/allowed/./../other',
+    ]) {
       expect(`${p} → ${(await raw(p)).status}`).toBe(`${p} → 403`);
     }
     // an allowed path written oddly is served, and the upstream gets the normalised path (and the query as sent)
@@ -230,15 +255,24 @@ spec:
         sock.on('error', reject);
         sock.on('close', () => {
           const [headPart = '', bodyPart = ''] = text.split('\r\n\r\n');
-          resolve({ status: Number(headPart.split(' ')[1]), body: bodyPart ? (JSON.parse(bodyPart) as unknown) : undefined });
+          resolve({
+            status: Number(headPart.split(' ')[1]),
+            body: bodyPart ? (JSON.parse(bodyPart) as unknown) : undefined,
+          });
         });
       });
     const big = `GET /a/x HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(70_000)}\r\n\r\n`;
     const ctl = 'GET /a/x HTTP/1.1\r\nHost: x\r\nX-Bad: a\x01b\r\n\r\n';
-    expect(await rawStatus(gw.gateway, big)).toEqual({ status: 431, body: { error: 'Request Header Fields Too Large' } });
+    expect(await rawStatus(gw.gateway, big)).toEqual({
+      status: 431,
+      body: { error: 'Request Header Fields Too Large' },
+    });
     expect(await rawStatus(gw.gateway, ctl)).toEqual({ status: 400, body: { error: 'Bad Request' } });
     // the admin listener serves the facade: its error shape (SPEC.md §4)
-    expect(await rawStatus(gw.admin, big)).toEqual({ status: 431, body: { status: 'error', message: 'Request Header Fields Too Large' } });
+    expect(await rawStatus(gw.admin, big)).toEqual({
+      status: 431,
+      body: { status: 'error', message: 'Request Header Fields Too Large' },
+    });
     expect((await call(`${gw.gateway}/a/x`, { authorization: 'future-key' })).status).toBe(200); // still serving
   });
 });

@@ -29,7 +29,10 @@ ${spec}
 ---
 `;
 
-async function hit(url: string, auth?: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+async function hit(
+  url: string,
+  auth?: string,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   const r = await request(url, { headers: auth ? { authorization: auth } : {} });
   return { status: r.statusCode, headers: r.headers, body: await r.body.text() };
 }
@@ -58,13 +61,18 @@ describe('scope examples through HTTP', () => {
       keyed('g1', '/g1/', u) +
         keyed('g2', '/g2/', u) +
         keyed('g3', '/g3/', u) +
-        keyed('cl', '/cl/', u, `  use_keyless: true
+        keyed(
+          'cl',
+          '/cl/',
+          u,
+          `  use_keyless: true
   use_extended_paths: true
   extended_paths:
     rate_limit:
       - {path: '/items/[0-9]+', method: GET, enabled: true, rate: 1, per: 60}
       - {path: '/items/.*', method: GET, enabled: true, rate: 3, per: 60}
-`) +
+`,
+        ) +
         `apiVersion: gw.io/v1alpha1
 kind: ApiDefinition
 metadata: {name: catalog}
@@ -102,7 +110,11 @@ spec: {name: Team, rate: 3, per: 60, meta_data: {rate_limit_pattern: '$gw_meta.t
     writeFileSync(
       join(dir, 'keys.yaml'),
       key('k15', 'key-15', '  rate: 15\n  per: 60') +
-        key('perapi', 'key-perapi', '  rate: 1000\n  per: 60\n  access_rights:\n    g1: {api_id: g1, limit: {rate: 2, per: 60}}\n    g2: {api_id: g2, limit: {rate: 3, per: 60}}') +
+        key(
+          'perapi',
+          'key-perapi',
+          '  rate: 1000\n  per: 60\n  access_rights:\n    g1: {api_id: g1, limit: {rate: 2, per: 60}}\n    g2: {api_id: g2, limit: {rate: 3, per: 60}}',
+        ) +
         key('two', 'key-two', '  apply_policies: [bronze, silver]') +
         key('reda', 'key-red-a', '  apply_policies: [team]\n  meta_data: {team: red}') +
         key('redb', 'key-red-b', '  apply_policies: [team]\n  meta_data: {team: red}') +
@@ -150,7 +162,9 @@ spec: {name: Team, rate: 3, per: 60, meta_data: {rate_limit_pattern: '$gw_meta.t
   });
 
   test('OAS per-endpoint: {id} matches any id, the operation limit is shared by all of them; other paths use the API limit', async () => {
-    expect(await statuses([`${gw.gateway}/cat/items/1`, `${gw.gateway}/cat/items/2`, `${gw.gateway}/cat/items/3`])).toEqual([200, 200, 429]);
+    expect(
+      await statuses([`${gw.gateway}/cat/items/1`, `${gw.gateway}/cat/items/2`, `${gw.gateway}/cat/items/3`]),
+    ).toEqual([200, 200, 429]);
     expect(await statuses(Array(3).fill(`${gw.gateway}/cat/other`))).toEqual([200, 200, 200]);
   });
 
@@ -169,7 +183,10 @@ spec: {name: Team, rate: 3, per: 60, meta_data: {rate_limit_pattern: '$gw_meta.t
   });
 
   test('a custom rate-limit key shared by two keys; a third key with another value has its own', async () => {
-    const s = [...(await statuses(Array(2).fill(`${gw.gateway}/g2/x`), 'key-red-a')), ...(await statuses(Array(2).fill(`${gw.gateway}/g2/x`), 'key-red-b'))];
+    const s = [
+      ...(await statuses(Array(2).fill(`${gw.gateway}/g2/x`), 'key-red-a')),
+      ...(await statuses(Array(2).fill(`${gw.gateway}/g2/x`), 'key-red-b')),
+    ];
     expect(s).toEqual([200, 200, 200, 429]);
     expect(await statuses(Array(3).fill(`${gw.gateway}/g2/x`), 'key-blue')).toEqual([200, 200, 200]);
   });
@@ -197,7 +214,12 @@ spec: {name: Team, rate: 3, per: 60, meta_data: {rate_limit_pattern: '$gw_meta.t
 
   test('quotas mode: a 429 (key or API level) carries the quota too, unconsumed', async () => {
     const t = Math.floor(Date.now() / 1000);
-    const quota = (r: Awaited<ReturnType<typeof hit>>): [string | string[] | undefined, string | string[] | undefined] => [r.headers['x-ratelimit-limit'], r.headers['x-ratelimit-remaining']];
+    const quota = (
+      r: Awaited<ReturnType<typeof hit>>,
+    ): [string | string[] | undefined, string | string[] | undefined] => [
+      r.headers['x-ratelimit-limit'],
+      r.headers['x-ratelimit-remaining'],
+    ];
     expect(quota(await hit(`${quotasGw.gateway}/q/x`, 'key-quota-rate'))).toEqual(['10', '9']);
     expect(quota(await hit(`${quotasGw.gateway}/q/x`, 'key-quota-rate'))).toEqual(['10', '8']);
     const keyLimited = await hit(`${quotasGw.gateway}/q/x`, 'key-quota-rate');

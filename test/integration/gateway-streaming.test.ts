@@ -47,7 +47,11 @@ describe('gateway proxy mechanics', () => {
       }
       if (req.url === '/big') {
         // 8 MiB streamed in chunks
-        res.writeHead(200, { 'content-type': 'application/octet-stream', connection: 'x-secret-hop', 'x-secret-hop': '1' });
+        res.writeHead(200, {
+          'content-type': 'application/octet-stream',
+          connection: 'x-secret-hop',
+          'x-secret-hop': '1',
+        });
         let sent = 0;
         const chunk = Buffer.alloc(64 * 1024, 97);
         const pump = (): void => {
@@ -114,7 +118,11 @@ describe('gateway proxy mechanics', () => {
       const chunk = Buffer.alloc(64 * 1024, 101);
       for (let sent = 0; sent < HUNDRED_MB; sent += chunk.length) yield chunk;
     }
-    const up = await request(`${gw.gateway}/s/upload`, { method: 'POST', body: Readable.from(body()), headers: { 'content-length': String(HUNDRED_MB) } });
+    const up = await request(`${gw.gateway}/s/upload`, {
+      method: 'POST',
+      body: Readable.from(body()),
+      headers: { 'content-length': String(HUNDRED_MB) },
+    });
     expect(JSON.parse(await up.body.text())).toEqual({ received: HUNDRED_MB });
     const down = await request(`${gw.gateway}/s/big100`);
     let total = 0;
@@ -157,10 +165,16 @@ describe('gateway proxy mechanics', () => {
   test('X-Forwarded-* are set and hop-by-hop request headers are dropped', async () => {
     // node:http, because undici refuses custom Connection tokens
     await new Promise<void>((resolve, reject) => {
-      const req = httpRequest(`${gw.gateway}/s/h`, { headers: { connection: 'keep-alive, x-drop-me', 'x-drop-me': '1', 'x-keep': '1', 'proxy-authorization': 'x' } }, (res) => {
-        res.resume();
-        res.on('end', resolve);
-      });
+      const req = httpRequest(
+        `${gw.gateway}/s/h`,
+        {
+          headers: { connection: 'keep-alive, x-drop-me', 'x-drop-me': '1', 'x-keep': '1', 'proxy-authorization': 'x' },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', resolve);
+        },
+      );
       req.on('error', reject);
       req.end();
     });

@@ -56,7 +56,11 @@ spec:
   test('POSTs under the listen path are accepted (202) and delivered in order within the local limit', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 15; i++) {
-      const r = await request(`${gw.gateway}/events/in`, { method: 'POST', body: JSON.stringify({ n: i }), headers: { 'content-type': 'application/json' } });
+      const r = await request(`${gw.gateway}/events/in`, {
+        method: 'POST',
+        body: JSON.stringify({ n: i }),
+        headers: { 'content-type': 'application/json' },
+      });
       await r.body.dump();
       statuses.push(r.statusCode);
     }

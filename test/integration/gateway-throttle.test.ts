@@ -27,7 +27,10 @@ describe('throttled requests through HTTP', () => {
     await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
     dir = tempDir();
     const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-    writeFileSync(join(dir, 'api.yaml'), `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: t}\nspec: {proxy: {listen_path: /t/, target_url: '${url}'}}\n`);
+    writeFileSync(
+      join(dir, 'api.yaml'),
+      `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: t}\nspec: {proxy: {listen_path: /t/, target_url: '${url}'}}\n`,
+    );
     writeFileSync(join(dir, 'gw.yaml'), 'max_throttled_requests: 2\ndrl_threshold: 1000\n');
     gw = await startStandalone(dir, ['--config', join(dir, 'gw.yaml')]);
   });
@@ -38,7 +41,14 @@ describe('throttled requests through HTTP', () => {
   });
 
   const addKey = async (key: string): Promise<void> => {
-    const body = JSON.stringify({ rate: 1, per: 3, throttle_interval: 0.5, throttle_retry_limit: 8, quota_max: 10, quota_renewal_rate: 3600 });
+    const body = JSON.stringify({
+      rate: 1,
+      per: 3,
+      throttle_interval: 0.5,
+      throttle_retry_limit: 8,
+      quota_max: 10,
+      quota_renewal_rate: 3600,
+    });
     const r = await request(`${gw.admin}/gw/keys/${key}`, { method: 'POST', headers: SECRET, body });
     expect(r.statusCode).toBe(200);
     await r.body.dump();
@@ -52,7 +62,13 @@ describe('throttled requests through HTTP', () => {
   const abandoned = (key: string, path: string, ms: number): Promise<void> =>
     new Promise((done) => {
       const u = new URL(`${gw.gateway}/t${path}`);
-      const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, headers: { authorization: key }, agent: false });
+      const req = httpRequest({
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        headers: { authorization: key },
+        agent: false,
+      });
       req.on('error', () => done());
       req.on('response', () => done()); // an answer before the abort: the test's assertions say what it was
       req.end();

@@ -14,10 +14,15 @@ import { kubeconfig } from '../helpers/kube.js';
 import { CLI, cleanup, tempDir } from '../helpers/standalone.js';
 
 /** Starts `gw controller`, waits for `ready` (a metrics-port probe), SIGTERMs it; exit code and time taken. */
-async function termAfter(args: string[], ready: (metrics: string, out: string) => Promise<boolean>): Promise<{ code: number | null; ms: number; out: string }> {
+async function termAfter(
+  args: string[],
+  ready: (metrics: string, out: string) => Promise<boolean>,
+): Promise<{ code: number | null; ms: number; out: string }> {
   const port = await freePort();
   const metrics = `http://127.0.0.1:${port}`;
-  const proc = spawn(process.execPath, [CLI, 'controller', '--metrics-listen', `127.0.0.1:${port}`, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI, 'controller', '--metrics-listen', `127.0.0.1:${port}`, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -62,14 +67,20 @@ describe('gw controller: SIGTERM while starting', () => {
   test('API server unreachable (caches never sync): SIGTERM exits 0 at once', async () => {
     const kc = await deadKubeconfig();
     // alive (healthz 200) but not ready: the informers keep retrying
-    const r = await termAfter(['--kubeconfig', kc], async (m) => (await status(`${m}/healthz`)) === 200 && (await status(`${m}/readyz`)) === 503);
+    const r = await termAfter(
+      ['--kubeconfig', kc],
+      async (m) => (await status(`${m}/healthz`)) === 200 && (await status(`${m}/readyz`)) === 503,
+    );
     expect(r.code).toBe(0);
     expect(r.ms).toBeLessThan(8000);
   });
 
   test('Redis never reachable: SIGTERM after start-up exits 0 at once (not when Redis comes)', async () => {
     const noRedis = await freePort();
-    const r = await termAfter(['--kubeconfig', kubeconfig(), '--namespace', 'default', '--redis', `redis://127.0.0.1:${noRedis}`], async (_m, out) => out.includes('gw controller ready'));
+    const r = await termAfter(
+      ['--kubeconfig', kubeconfig(), '--namespace', 'default', '--redis', `redis://127.0.0.1:${noRedis}`],
+      async (_m, out) => out.includes('gw controller ready'),
+    );
     expect(r.code).toBe(0);
     expect(r.ms).toBeLessThan(8000);
   });
@@ -77,7 +88,10 @@ describe('gw controller: SIGTERM while starting', () => {
 
 describe('gw facade: the API server is its store', () => {
   test('unreachable: alive (healthz 200) but not ready (readyz 503), with a line saying why; a reachable one: ready', async () => {
-    for (const [kc, ready] of [[await deadKubeconfig(), 503], [kubeconfig(), 200]] as const) {
+    for (const [kc, ready] of [
+      [await deadKubeconfig(), 503],
+      [kubeconfig(), 200],
+    ] as const) {
       const port = await freePort();
       const proc = spawn(process.execPath, [CLI, 'facade', '--kubeconfig', kc, '--listen', `127.0.0.1:${port}`], {
         stdio: ['ignore', 'pipe', 'pipe'],

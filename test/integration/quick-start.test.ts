@@ -103,7 +103,11 @@ describe('README quick start (scripts/run.sh)', () => {
   });
 
   test('the streaming example accepts an event with 202 and delivers it to the demo upstream', async () => {
-    const r = await request(`${gateway}/events/in`, { method: 'POST', body: '{"user":{"id":"u1"},"debug":true}', headers: { 'content-type': 'application/json' } });
+    const r = await request(`${gateway}/events/in`, {
+      method: 'POST',
+      body: '{"user":{"id":"u1"},"debug":true}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(r.statusCode).toBe(202);
     expect((JSON.parse(await r.body.text()) as { status: string }).status).toBe('accepted');
     const end = Date.now() + 5000;
@@ -135,7 +139,14 @@ describe('scripts/run.sh refuses a busy demo-upstream port', () => {
     try {
       const p = spawn('bash', ['scripts/run.sh'], {
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, GW_RUN_DIR: join(dir, 'run'), GW_DEMO_UPSTREAM_PORT: String(port), GW_LISTEN: `127.0.0.1:${await freePort()}`, GW_ADMIN_LISTEN: `127.0.0.1:${await freePort()}` },
+        env: {
+          ...process.env,
+          PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+          GW_RUN_DIR: join(dir, 'run'),
+          GW_DEMO_UPSTREAM_PORT: String(port),
+          GW_LISTEN: `127.0.0.1:${await freePort()}`,
+          GW_ADMIN_LISTEN: `127.0.0.1:${await freePort()}`,
+        },
       });
       let err = '';
       p.stderr!.on('data', (d: Buffer) => (err += d.toString()));

@@ -21,7 +21,15 @@ import { startNode, stopNode, type Node } from '../harness/redis-cluster.js';
 import { freshNamespace, kubeconfig } from '../helpers/kube.js';
 import { tempDir } from '../helpers/standalone.js';
 import { freshRedis, redisUrl } from '../helpers/redis.js';
-import { configOf, eventually, metricsText, startSidecar, status, writeConfigMap, type Sidecar } from '../helpers/sidecar.js';
+import {
+  configOf,
+  eventually,
+  metricsText,
+  startSidecar,
+  status,
+  writeConfigMap,
+  type Sidecar,
+} from '../helpers/sidecar.js';
 
 const RAW_KEY = 'raw-key-never-logged-0123456789';
 const SMOOTH_KEY = 'smooth-key-never-logged-987654';
@@ -75,12 +83,22 @@ describe('gw sidecar processes of one group', () => {
 
   test('DRL: three sidecars admit rate / 3 each; when one stops the other two take rate / 2', async () => {
     const options = 'drl_threshold: 0\ndrl_notification_frequency: 0.2\n';
-    const sc = await Promise.all([0, 1, 2].map(() => startSidecar({ ns, upstream, redis: redisUrl(), group: 'drl', options })));
+    const sc = await Promise.all(
+      [0, 1, 2].map(() => startSidecar({ ns, upstream, redis: redisUrl(), group: 'drl', options })),
+    );
     try {
-      await eventually(async () => (await Promise.all(sc.map(metricsText))).every((t) => gauge(t, 'gw_drl_peers') === 3), 5000, 'three DRL peers');
+      await eventually(
+        async () => (await Promise.all(sc.map(metricsText))).every((t) => gauge(t, 'gw_drl_peers') === 3),
+        5000,
+        'three DRL peers',
+      );
       expect(await Promise.all(sc.map((s) => admitted(s, '/a/x', 15)))).toEqual([10, 10, 10]); // 30 / 3 each, 30 in total
       expect(await sc[2]!.stop()).toBe(0); // graceful: deregisters from the group
-      await eventually(async () => (await Promise.all(sc.slice(0, 2).map(metricsText))).every((t) => gauge(t, 'gw_drl_peers') === 2), 5000, 're-split to 2');
+      await eventually(
+        async () => (await Promise.all(sc.slice(0, 2).map(metricsText))).every((t) => gauge(t, 'gw_drl_peers') === 2),
+        5000,
+        're-split to 2',
+      );
       expect(await Promise.all(sc.slice(0, 2).map((s) => admitted(s, '/b/x', 20)))).toEqual([15, 15]);
       expect(await redis.zcard(`gw:drl:{${ns}/drl}:peers`)).toBe(2);
     } finally {
@@ -92,7 +110,9 @@ describe('gw sidecar processes of one group', () => {
     const other = await freshNamespace('sidecars-other');
     await writeConfigMap(other, configOf(other, apis(100000)));
     const options = 'drl_threshold: 0\ndrl_notification_frequency: 0.2\n';
-    const sc = await Promise.all([ns, other].map((n) => startSidecar({ ns: n, upstream, redis: redisUrl(), group: 'same', options })));
+    const sc = await Promise.all(
+      [ns, other].map((n) => startSidecar({ ns: n, upstream, redis: redisUrl(), group: 'same', options })),
+    );
     try {
       await new Promise((r) => setTimeout(r, 1000)); // five heartbeat periods
       expect((await Promise.all(sc.map(metricsText))).map((t) => gauge(t, 'gw_drl_peers'))).toEqual([1, 1]);
@@ -105,7 +125,9 @@ describe('gw sidecar processes of one group', () => {
   test('Redis sliding log: three sidecars admit exactly rate in total under concurrent requests', async () => {
     // a generous store deadline: the test shares two cores with builds; a missed deadline would admit (open)
     const options = 'enable_kv_rolling_limiter: true\nkv_deadline_ms: 3000\n';
-    const sc = await Promise.all([0, 1, 2].map(() => startSidecar({ ns, upstream, redis: redisUrl(), group: 'log', options })));
+    const sc = await Promise.all(
+      [0, 1, 2].map(() => startSidecar({ ns, upstream, redis: redisUrl(), group: 'log', options })),
+    );
     try {
       const codes = await Promise.all(Array.from({ length: 60 }, (_, i) => status(`${sc[i % 3]!.gw}/c/x`)));
       expect(codes.filter((c) => c === 200)).toHaveLength(20);
@@ -175,8 +197,14 @@ describe('gw sidecar: readiness, metrics, drain', () => {
     await writeConfigMap(ns, configOf(ns, apis(100000)));
     const store = new Redis({ port: node.port, host: '127.0.0.1' });
     const sessions = new RedisSessionStore(store, pino({ level: 'silent' }));
-    await sessions.put(sha256hex(RAW_KEY), { namespace: ns, session: { rate: 1000, per: 1, quota_max: 2, quota_renewal_rate: 3600 } });
-    await sessions.put(sha256hex(SMOOTH_KEY), { namespace: ns, session: { rate: 20, per: 60, smoothing: { enabled: true, threshold: 5, step: 5, trigger: 0.5, delay: 10 } } });
+    await sessions.put(sha256hex(RAW_KEY), {
+      namespace: ns,
+      session: { rate: 1000, per: 1, quota_max: 2, quota_renewal_rate: 3600 },
+    });
+    await sessions.put(sha256hex(SMOOTH_KEY), {
+      namespace: ns,
+      session: { rate: 20, per: 60, smoothing: { enabled: true, threshold: 5, step: 5, trigger: 0.5, delay: 10 } },
+    });
     store.disconnect();
     s = await startSidecar({ ns, upstream, redis: `redis://127.0.0.1:${node.port}`, group: 'ops' });
   }, 60_000);
@@ -194,7 +222,18 @@ describe('gw sidecar: readiness, metrics, drain', () => {
     for (let i = 0; i < 3; i++) keyed.push(await status(`${s.gw}/k/x`, { authorization: `Bearer ${RAW_KEY}` }));
     expect(keyed).toEqual([200, 200, 403]); // quota 2
     const text = await metricsText(s);
-    for (const name of ['gw_requests_total', 'gw_rate_limited_total', 'gw_quota_exceeded_total', 'gw_decision_seconds', 'gw_upstream_seconds', 'gw_store_errors_total', 'gw_drl_peers', 'gw_smoothing_allowance', 'gw_smoothing_events_total', 'gw_config_errors_total']) {
+    for (const name of [
+      'gw_requests_total',
+      'gw_rate_limited_total',
+      'gw_quota_exceeded_total',
+      'gw_decision_seconds',
+      'gw_upstream_seconds',
+      'gw_store_errors_total',
+      'gw_drl_peers',
+      'gw_smoothing_allowance',
+      'gw_smoothing_events_total',
+      'gw_config_errors_total',
+    ]) {
       expect(text).toMatch(new RegExp(`^# TYPE ${name} `, 'm'));
     }
     expect(text).toMatch(/^gw_requests_total\{api="a",code="2xx"\} 30$/m);
@@ -220,10 +259,25 @@ describe('gw sidecar: readiness, metrics, drain', () => {
     expect(count(codes, 200)).toBe(10);
     await eventually(async () => got.length === 1, 3000, 'published smoothing event');
     const ev = JSON.parse(got[0]!) as Record<string, unknown>;
-    expect(ev).toMatchObject({ event: 'RateLimitSmoothingUp', api_id: 'k', limiter_key: `k:h:${sha256hex(SMOOTH_KEY)}`, old_allowance: 5, new_allowance: 10, namespace: ns });
+    expect(ev).toMatchObject({
+      event: 'RateLimitSmoothingUp',
+      api_id: 'k',
+      limiter_key: `k:h:${sha256hex(SMOOTH_KEY)}`,
+      old_allowance: 5,
+      new_allowance: 10,
+      namespace: ns,
+    });
     expect(typeof ev.time).toBe('string');
-    const line = s.out().split('\n').find((l) => l.includes('"RateLimitSmoothingUp"'));
-    expect(JSON.parse(line!)).toMatchObject({ event: 'RateLimitSmoothingUp', api_id: 'k', old_allowance: 5, new_allowance: 10 });
+    const line = s
+      .out()
+      .split('\n')
+      .find((l) => l.includes('"RateLimitSmoothingUp"'));
+    expect(JSON.parse(line!)).toMatchObject({
+      event: 'RateLimitSmoothingUp',
+      api_id: 'k',
+      old_allowance: 5,
+      new_allowance: 10,
+    });
     const text = await metricsText(s);
     expect(text).toMatch(/^gw_smoothing_events_total\{api="k",event="RateLimitSmoothingUp"\} 1$/m);
     expect(text).toMatch(/^gw_smoothing_allowance\{api="k"\} 10$/m);
@@ -256,7 +310,9 @@ describe('gw sidecar: readiness, metrics, drain', () => {
 describe('gw sidecar while the API server is unreachable', () => {
   test('keeps serving the last good config, then picks up the change made meanwhile', async () => {
     const ns = await freshNamespace('sidecar-cut');
-    const up = createServer((_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+    const up = createServer(
+      (_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'),
+    );
     await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
     const upstream = `http://127.0.0.1:${(up.address() as { port: number }).port}`;
     await writeConfigMap(ns, configOf(ns, apis(100000)));
@@ -288,9 +344,15 @@ describe('gw sidecar while the API server is unreachable', () => {
       expect(await status(`${s.gw}/b/x`)).toBe(200); // last good config
       expect(await status(`${s.gw}/e/x`)).toBe(404); // the change cannot reach it yet
       expect(await status(`${s.ops}/readyz`)).toBe(200);
-      expect(s.out()).toMatch(/config watch ended; restarting|cannot read config from the API server|config watch failed/);
+      expect(s.out()).toMatch(
+        /config watch ended; restarting|cannot read config from the API server|config watch failed/,
+      );
       await new Promise<void>((r) => relay.listen(port, '127.0.0.1', r));
-      await eventually(async () => (await status(`${s.gw}/e/x`)) === 200, 20_000, 'change picked up after reconnecting');
+      await eventually(
+        async () => (await status(`${s.gw}/e/x`)) === 200,
+        20_000,
+        'change picked up after reconnecting',
+      );
     } finally {
       await s.stop();
       await cut().catch(() => undefined);

@@ -21,7 +21,14 @@ const AFTER_TRAFFIC_BOUND_MB = 110;
 
 /** The env the injected sidecar container gets as literal values (NODE_OPTIONS among them). */
 function injectedEnv(): Record<string, string> {
-  const c = sidecarContainer(defaultInjectOptions, { upstreamPort: 8080, listenPort: 15080, metricsPort: 15090, group: 'g', portName: 'http', config: false });
+  const c = sidecarContainer(defaultInjectOptions, {
+    upstreamPort: 8080,
+    listenPort: 15080,
+    metricsPort: 15090,
+    group: 'g',
+    portName: 'http',
+    config: false,
+  });
   const out: Record<string, string> = {};
   for (const e of c.env as { name: string; value?: string }[]) if (e.value !== undefined) out[e.name] = e.value;
   return out;
@@ -30,7 +37,9 @@ function injectedEnv(): Record<string, string> {
 describe('gw sidecar idle RSS', () => {
   test(`≤ ${READY_BOUND_MB} MB once ready, ≤ ${AFTER_TRAFFIC_BOUND_MB} MB idle after traffic (env as injected)`, async () => {
     const ns = await freshNamespace('sidecar-rss');
-    const up = createServer((_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+    const up = createServer(
+      (_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'),
+    );
     await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
     const upstream = `http://127.0.0.1:${(up.address() as { port: number }).port}`;
     await writeConfigMap(ns, configOf(ns, [{ name: 'a', path: '/a/', rate: 1_000_000, per: 1 }]));
@@ -47,7 +56,9 @@ describe('gw sidecar idle RSS', () => {
       }
       await new Promise((r) => setTimeout(r, 5000)); // idle
       const after = rssMb(s.proc.pid!);
-      console.log(`gw sidecar idle RSS: ${ready.toFixed(1)} MB ready, ${after.toFixed(1)} MB after 500 requests (NODE_OPTIONS=${injectedEnv().NODE_OPTIONS ?? ''})`);
+      console.log(
+        `gw sidecar idle RSS: ${ready.toFixed(1)} MB ready, ${after.toFixed(1)} MB after 500 requests (NODE_OPTIONS=${injectedEnv().NODE_OPTIONS ?? ''})`,
+      );
       expect(ready).toBeLessThanOrEqual(READY_BOUND_MB);
       expect(after).toBeLessThanOrEqual(AFTER_TRAFFIC_BOUND_MB);
     } finally {

@@ -10,9 +10,18 @@ import { RedisSessionStore } from '../../contract/sessions-redis.js';
 import { startEcho } from '../../scripts/echo-upstream.js';
 import { freshNamespace } from '../helpers/kube.js';
 import { freshRedis, redisUrl } from '../helpers/redis.js';
-import { configOf, eventually, metricsText, startSidecar, status, writeConfigMap, type Sidecar } from '../helpers/sidecar.js';
+import {
+  configOf,
+  eventually,
+  metricsText,
+  startSidecar,
+  status,
+  writeConfigMap,
+  type Sidecar,
+} from '../helpers/sidecar.js';
 
-const configFor = (ns: string, rate: number, keyless = true): string => configOf(ns, [{ name: 'app', path: '/', rate, per: 60, keyless }]);
+const configFor = (ns: string, rate: number, keyless = true): string =>
+  configOf(ns, [{ name: 'app', path: '/', rate, per: 60, keyless }]);
 
 describe('gw sidecar in a cluster', () => {
   let ns: string;

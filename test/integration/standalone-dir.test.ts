@@ -13,7 +13,12 @@ import { run } from '../helpers/chart-tools.js';
 import { eventually } from '../helpers/sidecar.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
 
-const apiYaml = (name: string, listen: string, target: string, o: { rate?: number; keyless?: boolean } = {}): string => `
+const apiYaml = (
+  name: string,
+  listen: string,
+  target: string,
+  o: { rate?: number; keyless?: boolean } = {},
+): string => `
 apiVersion: gw.io/v1alpha1
 kind: ApiDefinition
 metadata: {name: ${name}}
@@ -24,7 +29,11 @@ spec:
 `;
 
 /** "Billion laughs": 10 aliases per level, 10 levels. */
-const aliasBomb = ['a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]', ...Array.from({ length: 9 }, (_, i) => `a${i + 1}: &a${i + 1} [${Array(10).fill(`*a${i}`).join(', ')}]`)].join('\n') + '\n';
+const aliasBomb =
+  [
+    'a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]',
+    ...Array.from({ length: 9 }, (_, i) => `a${i + 1}: &a${i + 1} [${Array(10).fill(`*a${i}`).join(', ')}]`),
+  ].join('\n') + '\n';
 
 async function status(url: string, headers: Record<string, string> = {}): Promise<number> {
   const r = await request(url, { headers });
@@ -79,7 +88,10 @@ describe('gw standalone: a hostile directory at start-up', () => {
     writeFileSync(join(dir, 'path-b.yaml'), apiYaml('path-b', '/shared/', echo.url));
     // keys: a Secret without the named key; a Secret that does not exist (generated, SPEC §2)
     writeFileSync(join(dir, 'keyed.yaml'), apiYaml('keyed', '/keyed/', echo.url, { keyless: false }));
-    writeFileSync(join(dir, 'otherkey.yaml'), 'apiVersion: v1\nkind: Secret\nmetadata: {name: otherkey}\nstringData: {notthekey: not-the-key-0123456789}\n');
+    writeFileSync(
+      join(dir, 'otherkey.yaml'),
+      'apiVersion: v1\nkind: Secret\nmetadata: {name: otherkey}\nstringData: {notthekey: not-the-key-0123456789}\n',
+    );
     const key = (name: string, secret: string): string =>
       `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: ${name}}\nspec: {secretRef: {name: ${secret}, key: key}, access_rights: {keyed: {api_id: keyed}}}\n`;
     writeFileSync(join(dir, 'keys.yaml'), `${key('wrongkey', 'otherkey')}---\n${key('generated', 'absent')}`);
@@ -106,7 +118,9 @@ describe('gw standalone: a hostile directory at start-up', () => {
   });
 
   test('an alias bomb refuses only its file, with a line naming it', async () => {
-    expect(linesWith(gw, 'resource refused: bomb.yaml (document 0): invalid YAML: Excessive alias count')).toHaveLength(1);
+    expect(linesWith(gw, 'resource refused: bomb.yaml (document 0): invalid YAML: Excessive alias count')).toHaveLength(
+      1,
+    );
   });
 
   test('a FIFO named *.yaml is skipped with one warning (the start-up did not block on it)', () => {
@@ -128,7 +142,12 @@ describe('gw standalone: a hostile directory at start-up', () => {
   test('a Secret without the named key: no Secret generated, one line naming the AccessKey, its file and the key; not served', async () => {
     expect(existsSync(join(dir, '.gw', 'secret-default-otherkey.yaml'))).toBe(false);
     expect(linesWith(gw, 'generated a random key', 'otherkey')).toEqual([]);
-    expect(linesWith(gw, 'AccessKey default/wrongkey (keys.yaml) not served: Secret default/otherkey (otherkey.yaml) has no key \\"key\\"')).toHaveLength(1);
+    expect(
+      linesWith(
+        gw,
+        'AccessKey default/wrongkey (keys.yaml) not served: Secret default/otherkey (otherkey.yaml) has no key \\"key\\"',
+      ),
+    ).toHaveLength(1);
     expect(await status(`${gw.gateway}/keyed/x`, { authorization: 'not-the-key-0123456789' })).toBe(403);
   });
 
@@ -137,12 +156,26 @@ describe('gw standalone: a hostile directory at start-up', () => {
     await eventually(async () => existsSync(file), 5000, 'generated Secret');
     const b64 = /key: (\S+)/.exec(readFileSync(file, 'utf8'))![1]!;
     const raw = Buffer.from(b64, 'base64').toString('utf8');
-    await eventually(async () => (await status(`${gw.gateway}/keyed/x`, { authorization: raw })) === 200, 5000, 'generated key served');
+    await eventually(
+      async () => (await status(`${gw.gateway}/keyed/x`, { authorization: raw })) === 200,
+      5000,
+      'generated key served',
+    );
   });
 
   test('conflict lines name both files', async () => {
-    expect(linesWith(gw, 'resource refused: ApiDefinition default/twin (twin-b.yaml) conflicts with ApiDefinition default/twin (twin-a.yaml)')).toHaveLength(1);
-    expect(linesWith(gw, 'resource refused: ApiDefinition default/path-b (path-b.yaml) conflicts with ApiDefinition default/path-a (path-a.yaml)')).toHaveLength(1);
+    expect(
+      linesWith(
+        gw,
+        'resource refused: ApiDefinition default/twin (twin-b.yaml) conflicts with ApiDefinition default/twin (twin-a.yaml)',
+      ),
+    ).toHaveLength(1);
+    expect(
+      linesWith(
+        gw,
+        'resource refused: ApiDefinition default/path-b (path-b.yaml) conflicts with ApiDefinition default/path-a (path-a.yaml)',
+      ),
+    ).toHaveLength(1);
     expect(await status(`${gw.gateway}/twin-a/x`)).toBe(200);
     expect(await status(`${gw.gateway}/twin-b/x`)).toBe(404);
   });
@@ -162,7 +195,8 @@ describe('gw standalone: hazards appearing while serving', () => {
     cleanup(dir);
   });
 
-  const served = (path: string, want: number, what: string) => eventually(async () => (await status(`${gw.gateway}${path}`)) === want, 5000, what);
+  const served = (path: string, want: number, what: string) =>
+    eventually(async () => (await status(`${gw.gateway}${path}`)) === want, 5000, what);
 
   test('after a symbolic-link loop appears, edits to good files still take effect; the loop is warned about once', async () => {
     expect(await status(`${gw.gateway}/good/x`)).toBe(200);
@@ -177,7 +211,8 @@ describe('gw standalone: hazards appearing while serving', () => {
     expect(await status(`${gw.gateway}/good/x`)).toBe(404);
     writeFileSync(join(dir, 'second.yaml'), apiYaml('second', '/second/', echo.url));
     await served('/second/x', 200, 'a new file after the loop');
-    for (const path of ['la.yaml', 'lb.yaml', 'loopdir/self']) expect(linesWith(gw, path, 'symbolic link loop')).toHaveLength(1);
+    for (const path of ['la.yaml', 'lb.yaml', 'loopdir/self'])
+      expect(linesWith(gw, path, 'symbolic link loop')).toHaveLength(1);
     expect(gw.output()).not.toContain('applying resources failed');
   });
 
@@ -192,7 +227,11 @@ describe('gw standalone: hazards appearing while serving', () => {
 
   test('a file that turns into an alias bomb keeps serving its previous version; the line names it', async () => {
     writeFileSync(join(dir, 'second.yaml'), aliasBomb);
-    await eventually(async () => linesWith(gw, 'second.yaml', 'Excessive alias count').length > 0, 5000, 'alias bomb refused');
+    await eventually(
+      async () => linesWith(gw, 'second.yaml', 'Excessive alias count').length > 0,
+      5000,
+      'alias bomb refused',
+    );
     expect(linesWith(gw, 'second.yaml', 'keeping its previous version')).toHaveLength(1);
     expect(await status(`${gw.gateway}/second/x`)).toBe(200);
     expect(await status(`${gw.gateway}/moved/x`)).toBe(200);
@@ -206,7 +245,13 @@ describe('gw standalone: hazards appearing while serving', () => {
     await served('/lockme/x', 200, 'lockme.yaml served');
     chmodSync(join(dir, 'sub'), 0o000);
     chmodSync(join(dir, 'lockme.yaml'), 0o000);
-    await eventually(async () => linesWith(gw, 'lockme.yaml', 'EACCES').length > 0 && linesWith(gw, 'resource refused: sub:', 'EACCES').length > 0, 5000, 'unreadable paths refused');
+    await eventually(
+      async () =>
+        linesWith(gw, 'lockme.yaml', 'EACCES').length > 0 &&
+        linesWith(gw, 'resource refused: sub:', 'EACCES').length > 0,
+      5000,
+      'unreadable paths refused',
+    );
     expect(linesWith(gw, 'sub/deep.yaml', 'keeping its previous version')).toHaveLength(1);
     expect(linesWith(gw, 'lockme.yaml', 'keeping its previous version')).toHaveLength(1);
     expect(await status(`${gw.gateway}/deep/x`)).toBe(200);

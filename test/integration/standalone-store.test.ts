@@ -30,7 +30,10 @@ describe('gw standalone with --redis', () => {
     node = await startNode();
     echo = await startEcho();
     dir = tempDir();
-    writeFileSync(join(dir, 'a.yaml'), `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: a}\nspec:\n  use_keyless: true\n  proxy: {listen_path: /a/, target_url: '${echo.url}'}\n`);
+    writeFileSync(
+      join(dir, 'a.yaml'),
+      `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: a}\nspec:\n  use_keyless: true\n  proxy: {listen_path: /a/, target_url: '${echo.url}'}\n`,
+    );
     writeFileSync(
       join(dir, 'k.yaml'),
       [
@@ -71,7 +74,11 @@ describe('gw standalone with --redis', () => {
     expect(await unseen.body.json()).toEqual({ error: 'Session store unavailable' });
     expect(Date.now() - t).toBeLessThan(500);
     // a key written through the facade while the store is down: saved, served from the directory (it was a 500)
-    const put = await request(`${gw.admin}/gw/keys/written-while-down`, { method: 'POST', headers: { 'x-gw-authorization': 'test-secret', 'content-type': 'application/json' }, body: '{"rate":5,"per":10}' });
+    const put = await request(`${gw.admin}/gw/keys/written-while-down`, {
+      method: 'POST',
+      headers: { 'x-gw-authorization': 'test-secret', 'content-type': 'application/json' },
+      body: '{"rate":5,"per":10}',
+    });
     expect(put.statusCode).toBe(200);
     await put.body.dump();
     expect(await code(`${gw.gateway}/k/x`, 'written-while-down')).toBe(200);
@@ -79,7 +86,11 @@ describe('gw standalone with --redis', () => {
     await eventually(async () => (await code(`${gw.admin}/readyz`)) === 200, 15_000, 'ready again');
     expect(await code(`${gw.gateway}/readyz`)).toBe(200);
     // the empty store got the directory's sessions again
-    await eventually(async () => (await code(`${gw.gateway}/k/x`, 'unseen-key-0001')) === 200, 5000, 'sessions written again');
+    await eventually(
+      async () => (await code(`${gw.gateway}/k/x`, 'unseen-key-0001')) === 200,
+      5000,
+      'sessions written again',
+    );
     expect(await code(`${gw.gateway}/k/x`, 'seen-key-0001')).toBe(200);
     expect(gw.output()).toContain('session store error');
   }, 30_000);
@@ -99,7 +110,10 @@ describe('gw standalone with --redis', () => {
   test('a database index the server does not have (/99): the store is not used (it went on in database 0), readyz 503, a line says why', async () => {
     const client = new Redis(`redis://127.0.0.1:${node.port}`);
     const own = tempDir();
-    writeFileSync(join(own, 'k.yaml'), `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: db99}\nspec: {key_hash: ${sha256hex('db99-key')}}\n`);
+    writeFileSync(
+      join(own, 'k.yaml'),
+      `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: db99}\nspec: {key_hash: ${sha256hex('db99-key')}}\n`,
+    );
     let wrong: Standalone | undefined;
     try {
       wrong = await startStandalone(own, ['--redis', `redis://127.0.0.1:${node.port}/99`]);
@@ -122,13 +136,28 @@ describe('gw standalone with --redis', () => {
         return n;
       };
       // the running gateway's own heartbeat (re-sent within a period when an earlier test restarted the store empty)
-      await eventually(async () => (await peers()) >= 1, 5000, 'the running gateway\'s heartbeat');
+      await eventually(async () => (await peers()) >= 1, 5000, "the running gateway's heartbeat");
       const before = await peers();
       const admin = new URL(gw.admin).host; // in use
-      const proc = spawn(process.execPath, [CLI, 'standalone', '--resources', dir, '--listen', '127.0.0.1:0', '--admin-listen', admin, '--redis', `redis://127.0.0.1:${node.port}`], {
-        env: { ...process.env, GW_SECRET: 's', GW_ACCESS_TOKENS: 't', GW_LOG_LEVEL: 'warn' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const proc = spawn(
+        process.execPath,
+        [
+          CLI,
+          'standalone',
+          '--resources',
+          dir,
+          '--listen',
+          '127.0.0.1:0',
+          '--admin-listen',
+          admin,
+          '--redis',
+          `redis://127.0.0.1:${node.port}`,
+        ],
+        {
+          env: { ...process.env, GW_SECRET: 's', GW_ACCESS_TOKENS: 't', GW_LOG_LEVEL: 'warn' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
       let err = '';
       proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
       const code = await new Promise<number | null>((r) => proc.once('exit', r));

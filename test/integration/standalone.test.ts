@@ -45,7 +45,9 @@ describe('gw standalone end to end', () => {
   });
 
   test('prints the ready line of SPEC.md', () => {
-    expect(gw.output()).toMatch(/gw standalone ready: gateway http:\/\/127\.0\.0\.1:\d+ admin http:\/\/127\.0\.0\.1:\d+/);
+    expect(gw.output()).toMatch(
+      /gw standalone ready: gateway http:\/\/127\.0\.0\.1:\d+ admin http:\/\/127\.0\.0\.1:\d+/,
+    );
   });
 
   test('exactly rate requests pass, then 429 with the API body, Retry-After and X-RateLimit headers', async () => {
@@ -66,9 +68,14 @@ describe('gw standalone end to end', () => {
   test('a key whose Secret value ends with a newline (kubectl create secret --from-file) authenticates without it', async () => {
     const keyed = apiYaml('nl', '/nl/', echo.url, 100, 60).replace('use_keyless: true', 'use_keyless: false');
     const secret = `apiVersion: v1\nkind: Secret\nmetadata: {name: nl}\ndata: {key: ${Buffer.from('newline-key-0001\n').toString('base64')}}\n`;
-    const key = 'apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: nl}\nspec: {secretRef: {name: nl, key: key}}\n';
+    const key =
+      'apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: nl}\nspec: {secretRef: {name: nl, key: key}}\n';
     writeFileSync(join(dir, 'nl.yaml'), `${keyed}---\n${secret}---\n${key}`);
-    await eventually(async () => (await get(`${gw.gateway}/nl/x`, { authorization: 'newline-key-0001' })).status === 200, 3000, 'the key without its newline');
+    await eventually(
+      async () => (await get(`${gw.gateway}/nl/x`, { authorization: 'newline-key-0001' })).status === 200,
+      3000,
+      'the key without its newline',
+    );
     expect((await get(`${gw.gateway}/nl/x`, { authorization: 'Bearer newline-key-0001' })).status).toBe(200);
   });
 
@@ -120,10 +127,21 @@ describe('gw standalone end to end', () => {
   });
 
   test('a key for an API whose manifest was written a moment ago is accepted (no wait for the directory watch)', async () => {
-    writeFileSync(join(dir, 'fresh.yaml'), apiYaml('fresh', '/fresh/', echo.url, 100, 60).replace('use_keyless: true', 'use_keyless: false'));
+    writeFileSync(
+      join(dir, 'fresh.yaml'),
+      apiYaml('fresh', '/fresh/', echo.url, 100, 60).replace('use_keyless: true', 'use_keyless: false'),
+    );
     const postKey = (key: string, body: unknown) =>
-      request(`${gw.admin}/gw/keys/${key}`, { method: 'POST', headers: { 'x-gw-authorization': 'test-secret', 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const r = await postKey('fresh-key-0123456789', { rate: 10, per: 60, access_rights: { fresh: { api_id: 'fresh' } } });
+      request(`${gw.admin}/gw/keys/${key}`, {
+        method: 'POST',
+        headers: { 'x-gw-authorization': 'test-secret', 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const r = await postKey('fresh-key-0123456789', {
+      rate: 10,
+      per: 60,
+      access_rights: { fresh: { api_id: 'fresh' } },
+    });
     expect(r.statusCode).toBe(200);
     expect(await r.body.json()).toMatchObject({ action: 'added' });
     expect((await get(`${gw.gateway}/fresh/x`, { authorization: 'fresh-key-0123456789' })).status).toBe(200);
@@ -173,11 +191,20 @@ describe('gw standalone without Redis: quota counters survive a restart (SPEC §
   test('3 of 5 used, restart: 2 left (GET /gw/keys says so), then 403; a state file that does not validate is ignored with a line', async () => {
     const echo = await startEcho();
     const dir = tempDir();
-    writeFileSync(join(dir, 'api.yaml'), `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: q}\nspec: {proxy: {listen_path: /q/, target_url: '${echo.url}'}}\n`);
-    writeFileSync(join(dir, 'key.yaml'), `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: k}\nspec: {key_hash: ${sha256hex('quota-key-0001')}, quota_max: 5, quota_renewal_rate: 3600}\n`);
-    const hit = async (gw: Standalone): Promise<number> => (await get(`${gw.gateway}/q/x`, { authorization: 'quota-key-0001' })).status;
+    writeFileSync(
+      join(dir, 'api.yaml'),
+      `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: q}\nspec: {proxy: {listen_path: /q/, target_url: '${echo.url}'}}\n`,
+    );
+    writeFileSync(
+      join(dir, 'key.yaml'),
+      `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: k}\nspec: {key_hash: ${sha256hex('quota-key-0001')}, quota_max: 5, quota_renewal_rate: 3600}\n`,
+    );
+    const hit = async (gw: Standalone): Promise<number> =>
+      (await get(`${gw.gateway}/q/x`, { authorization: 'quota-key-0001' })).status;
     const remaining = async (gw: Standalone): Promise<number> => {
-      const r = await request(`${gw.admin}/gw/keys/quota-key-0001`, { headers: { 'x-gw-authorization': 'test-secret' } });
+      const r = await request(`${gw.admin}/gw/keys/quota-key-0001`, {
+        headers: { 'x-gw-authorization': 'test-secret' },
+      });
       return ((await r.body.json()) as { quota_remaining: number }).quota_remaining;
     };
     try {
@@ -190,9 +217,16 @@ describe('gw standalone without Redis: quota counters survive a restart (SPEC §
       expect([await hit(gw), await hit(gw), await hit(gw)]).toEqual([200, 200, 403]);
       expect(await gw.stop()).toBe(0);
       // a damaged state file: quotas start afresh, with one line naming the field
-      writeFileSync(join(dir, '.gw', '.quota-state.json'), JSON.stringify({ version: 1, periods: [{ bucket: 'x', used: -1, renews: 0 }] }));
+      writeFileSync(
+        join(dir, '.gw', '.quota-state.json'),
+        JSON.stringify({ version: 1, periods: [{ bucket: 'x', used: -1, renews: 0 }] }),
+      );
       gw = await startStandalone(dir);
-      await eventually(async () => /quota state ignored: periods\.0\.used: /.test(gw.output()), 3000, 'the ignored line');
+      await eventually(
+        async () => /quota state ignored: periods\.0\.used: /.test(gw.output()),
+        3000,
+        'the ignored line',
+      );
       expect(await remaining(gw)).toBe(5);
       expect(await gw.stop()).toBe(0);
     } finally {
@@ -207,7 +241,10 @@ describe('gw standalone: a second signal', () => {
     const slow = createServer((_req, res) => setTimeout(() => res.end('{}'), 8000).unref());
     await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
     const dir = tempDir();
-    writeFileSync(join(dir, 'slow.yaml'), apiYaml('slow', '/slow/', `http://127.0.0.1:${(slow.address() as AddressInfo).port}`, 100, 1));
+    writeFileSync(
+      join(dir, 'slow.yaml'),
+      apiYaml('slow', '/slow/', `http://127.0.0.1:${(slow.address() as AddressInfo).port}`, 100, 1),
+    );
     const s = await startStandalone(dir, [], { GW_LOG_LEVEL: 'info' });
     try {
       const inFlight = request(`${s.gateway}/slow/x`).then(
@@ -245,7 +282,22 @@ describe('gw standalone with a bad --config', () => {
   ])('%s → exit 1 with one line naming the file', async (_what, text, reason) => {
     const cfg = join(dir, 'gw-config.yml.txt');
     writeFileSync(cfg, text);
-    const r = await run(process.execPath, [CLI, 'standalone', '--resources', dir, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0', '--config', cfg], { timeoutMs: 20_000 });
+    const r = await run(
+      process.execPath,
+      [
+        CLI,
+        'standalone',
+        '--resources',
+        dir,
+        '--listen',
+        '127.0.0.1:0',
+        '--admin-listen',
+        '127.0.0.1:0',
+        '--config',
+        cfg,
+      ],
+      { timeoutMs: 20_000 },
+    );
     expect(r.code).toBe(1);
     const lines = r.stderr.split('\n').filter(Boolean);
     expect(lines).toHaveLength(1);
@@ -258,7 +310,9 @@ describe('gw standalone with a bad --config', () => {
     writeFileSync(cfg, 'enable_fixed_window_rate_limiter: true\nenable_sentinel_rate_limiter: true\n');
     const gw = await startStandalone(dir, ['--config', cfg]);
     try {
-      expect(gw.output()).toContain('more than one limiter algorithm enabled: fixed_window is used, enable_sentinel_rate_limiter ignored');
+      expect(gw.output()).toContain(
+        'more than one limiter algorithm enabled: fixed_window is used, enable_sentinel_rate_limiter ignored',
+      );
     } finally {
       expect(await gw.stop()).toBe(0);
     }

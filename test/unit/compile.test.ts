@@ -31,12 +31,23 @@ describe('compiling ApiDefinitions', () => {
   });
 
   test('disable_rate_limit and rate/per both 0 turn the API-level limiter off', () => {
-    expect(compileApi(api('a', { proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 5, per: 1 }, disable_rate_limit: true })).apiLimit).toBeUndefined();
-    expect(compileApi(api('a', { proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 0, per: 0 } })).apiLimit).toBeUndefined();
+    expect(
+      compileApi(
+        api('a', { proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 5, per: 1 }, disable_rate_limit: true }),
+      ).apiLimit,
+    ).toBeUndefined();
+    expect(
+      compileApi(api('a', { proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 0, per: 0 } })).apiLimit,
+    ).toBeUndefined();
   });
 
   test('extended paths are ignored unless use_extended_paths is true', () => {
-    const c = compileApi(api('a', { proxy: { listen_path: '/a/' }, extended_paths: { rate_limit: [{ path: '.*', method: 'GET', rate: 1, per: 1 }] } }));
+    const c = compileApi(
+      api('a', {
+        proxy: { listen_path: '/a/' },
+        extended_paths: { rate_limit: [{ path: '.*', method: 'GET', rate: 1, per: 1 }] },
+      }),
+    );
     expect(c.endpointRules).toEqual([]);
   });
 
@@ -82,7 +93,12 @@ describe('compiling ApiDefinitions', () => {
         proxy: { listen_path: '/z/' },
         global_rate_limit: { rate: 10, per: 60 },
         use_extended_paths: true,
-        extended_paths: { rate_limit: [{ path: '/zero', method: 'GET', enabled: true, rate: 0, per: 0 }, { path: '.*', method: 'GET', enabled: true, rate: 2, per: 1 }] },
+        extended_paths: {
+          rate_limit: [
+            { path: '/zero', method: 'GET', enabled: true, rate: 0, per: 0 },
+            { path: '.*', method: 'GET', enabled: true, rate: 2, per: 1 },
+          ],
+        },
       }),
     );
     expect(classic.endpointRules.map((r) => r.id)).toEqual(['GET .*']);
@@ -91,7 +107,11 @@ describe('compiling ApiDefinitions', () => {
         oas: {
           openapi: '3.0.3',
           paths: { '/zero': { get: { operationId: 'zero' } } },
-          'x-gw-api-gateway': { info: { id: 'o' }, server: { listenPath: { value: '/o/' } }, middleware: { operations: { zero: { rateLimit: { enabled: true, rate: 0, per: '0s' } } } } },
+          'x-gw-api-gateway': {
+            info: { id: 'o' },
+            server: { listenPath: { value: '/o/' } },
+            middleware: { operations: { zero: { rateLimit: { enabled: true, rate: 0, per: '0s' } } } },
+          },
         },
       }),
     );
@@ -103,52 +123,112 @@ describe('compiling ApiDefinitions', () => {
       api('od', {
         oas: {
           openapi: '3.0.3',
-          paths: { '/$metadata': { get: { operationId: 'meta' } }, '/v1.0/sum+count': { get: { operationId: 'sum' } }, '/weird[': { get: { operationId: 'w' } } },
+          paths: {
+            '/$metadata': { get: { operationId: 'meta' } },
+            '/v1.0/sum+count': { get: { operationId: 'sum' } },
+            '/weird[': { get: { operationId: 'w' } },
+          },
           'x-gw-api-gateway': {
             info: { id: 'od' },
             server: { listenPath: { value: '/od/' } },
-            middleware: { operations: { meta: { rateLimit: { rate: 1, per: '1m' } }, sum: { rateLimit: { rate: 1, per: '1m' } }, w: { rateLimit: { rate: 1, per: '1m' } } } },
+            middleware: {
+              operations: {
+                meta: { rateLimit: { rate: 1, per: '1m' } },
+                sum: { rateLimit: { rate: 1, per: '1m' } },
+                w: { rateLimit: { rate: 1, per: '1m' } },
+              },
+            },
           },
         },
       }),
     );
     const [meta, sum, weird] = c.endpointRules.map((r) => new RegExp(r.pattern));
     expect([meta!.test('/$metadata'), meta!.test('/$metadata/'), meta!.test('/')]).toEqual([true, true, false]);
-    expect([sum!.test('/v1.0/sum+count'), sum!.test('/v1x0/sum+count'), sum!.test('/v1.0/summcount')]).toEqual([true, false, false]);
+    expect([sum!.test('/v1.0/sum+count'), sum!.test('/v1x0/sum+count'), sum!.test('/v1.0/summcount')]).toEqual([
+      true,
+      false,
+      false,
+    ]);
     expect(weird!.test('/weird[')).toBe(true);
-    const u = compileApi(api('u', { proxy: { listen_path: '/u/' }, use_extended_paths: true, extended_paths: { rate_limit: [{ path: '/users', method: 'get', rate: 1, per: 1 }] } }));
+    const u = compileApi(
+      api('u', {
+        proxy: { listen_path: '/u/' },
+        use_extended_paths: true,
+        extended_paths: { rate_limit: [{ path: '/users', method: 'get', rate: 1, per: 1 }] },
+      }),
+    );
     expect(u.endpointRules[0]!.method).toBe('GET'); // any case, matched upper-cased
     const users = new RegExp(u.endpointRules[0]!.pattern);
-    expect([users.test('/users'), users.test('/users/'), users.test('users'), users.test('/users/1'), users.test('/usersx')]).toEqual([true, true, true, false, false]);
+    expect([
+      users.test('/users'),
+      users.test('/users/'),
+      users.test('users'),
+      users.test('/users/1'),
+      users.test('/usersx'),
+    ]).toEqual([true, true, true, false, false]);
   });
 
   test('OAS: either switch turns the API off (spec.active: false was overridden by info.state.active: true)', () => {
     const withState = (active: boolean, state: boolean | undefined): ApiDefinition =>
       api('s', {
         active,
-        oas: { openapi: '3.0.3', paths: {}, 'x-gw-api-gateway': { info: { id: 's', ...(state === undefined ? {} : { state: { active: state } }) }, server: { listenPath: { value: '/s/' } } } },
+        oas: {
+          openapi: '3.0.3',
+          paths: {},
+          'x-gw-api-gateway': {
+            info: { id: 's', ...(state === undefined ? {} : { state: { active: state } }) },
+            server: { listenPath: { value: '/s/' } },
+          },
+        },
       });
-    expect([compileApi(withState(false, true)).active, compileApi(withState(true, false)).active]).toEqual([false, false]);
-    expect([compileApi(withState(true, true)).active, compileApi(withState(true, undefined)).active, compileApi(withState(false, undefined)).active]).toEqual([true, true, false]);
+    expect([compileApi(withState(false, true)).active, compileApi(withState(true, false)).active]).toEqual([
+      false,
+      false,
+    ]);
+    expect([
+      compileApi(withState(true, true)).active,
+      compileApi(withState(true, undefined)).active,
+      compileApi(withState(false, undefined)).active,
+    ]).toEqual([true, true, false]);
   });
 
   test('OAS: a middleware entry naming no operation, or an operationId used twice, is refused with the field (it limited nothing, silently)', () => {
     const oasApi = (paths: Record<string, unknown>, operations: Record<string, unknown>): ApiDefinition =>
-      api('m', { oas: { openapi: '3.0.3', paths, 'x-gw-api-gateway': { info: { id: 'm' }, server: { listenPath: { value: '/m/' } }, middleware: { operations } } } });
+      api('m', {
+        oas: {
+          openapi: '3.0.3',
+          paths,
+          'x-gw-api-gateway': {
+            info: { id: 'm' },
+            server: { listenPath: { value: '/m/' } },
+            middleware: { operations },
+          },
+        },
+      });
     const limit = { rateLimit: { enabled: true, rate: 1, per: '1s' } };
     expect(() => compileApi(oasApi({ '/users': { get: { operationId: 'getUsers' } } }, { getUser: limit }))).toThrow(
       'spec.oas.x-gw-api-gateway.middleware.operations.getUser: no operation in spec.oas.paths has operationId "getUser"',
     );
-    expect(() => compileApi(oasApi({ '/a': { get: { operationId: 'op' } }, '/b': { post: { operationId: 'op' } } }, { op: limit }))).toThrow(
+    expect(() =>
+      compileApi(
+        oasApi({ '/a': { get: { operationId: 'op' } }, '/b': { post: { operationId: 'op' } } }, { op: limit }),
+      ),
+    ).toThrow(
       'spec.oas.paths./b.post.operationId: duplicate operationId "op" (also at spec.oas.paths./a.get.operationId)',
     );
     // the well-formed document compiles
-    expect(compileApi(oasApi({ '/users': { get: { operationId: 'getUsers' } } }, { getUsers: limit })).endpointRules).toHaveLength(1);
+    expect(
+      compileApi(oasApi({ '/users': { get: { operationId: 'getUsers' } } }, { getUsers: limit })).endpointRules,
+    ).toHaveLength(1);
   });
 
   test('a bad or conflicting ApiDefinition is reported and the others still compile', () => {
     // the schema refuses an invalid regex, but the API server cannot (no CEL check for it): the compiler copes
-    const badregex = api('badregex', { proxy: { listen_path: '/b/' }, use_extended_paths: true, extended_paths: { rate_limit: [{ path: '/x', method: 'GET', rate: 1, per: 1 }] } });
+    const badregex = api('badregex', {
+      proxy: { listen_path: '/b/' },
+      use_extended_paths: true,
+      extended_paths: { rate_limit: [{ path: '/x', method: 'GET', rate: 1, per: 1 }] },
+    });
     badregex.spec.extended_paths!.rate_limit[0]!.path = '(';
     const { config, problems } = compileConfig(
       [api('good', { proxy: { listen_path: '/g/' } }), api('clash', { proxy: { listen_path: '/g/' } }), badregex],
@@ -166,10 +246,20 @@ describe('the compiled config depends on the resources, not on their order', () 
     (r.metadata as Record<string, unknown>).creationTimestamp = created;
     return r;
   };
-  const pol = (name: string): Policy => PolicyResource.parse({ apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name }, spec: { rate: 1, per: 1 } });
+  const pol = (name: string): Policy =>
+    PolicyResource.parse({
+      apiVersion: 'gw.io/v1alpha1',
+      kind: 'Policy',
+      metadata: { name },
+      spec: { rate: 1, per: 1 },
+    });
 
   test('policies and APIs in any order give the same config and hash', () => {
-    const apis = [at('a', '/a/', '2026-01-01T00:00:00Z'), at('b', '/b/', '2026-01-02T00:00:00Z'), at('c', '/c/', '2026-01-03T00:00:00Z')];
+    const apis = [
+      at('a', '/a/', '2026-01-01T00:00:00Z'),
+      at('b', '/b/', '2026-01-02T00:00:00Z'),
+      at('c', '/c/', '2026-01-03T00:00:00Z'),
+    ];
     const pols = [pol('p1'), pol('pat'), pol('pe')];
     const one = compileConfig(apis, pols).config;
     const two = compileConfig([...apis].reverse(), [pols[0]!, pols[2]!, pols[1]!]).config;
@@ -180,7 +270,10 @@ describe('the compiled config depends on the resources, not on their order', () 
   test('of two APIs on one listen path the older wins, whichever arrives first', () => {
     const older = at('zz-older', '/same/', '2026-01-01T00:00:00Z');
     const newer = at('aa-newer', '/same/', '2026-02-01T00:00:00Z');
-    for (const input of [[older, newer], [newer, older]]) {
+    for (const input of [
+      [older, newer],
+      [newer, older],
+    ]) {
       const { config, problems } = compileConfig(input, []);
       expect(config.apis.map((x) => x.name)).toEqual(['zz-older']);
       expect(problems.map((p) => p.name)).toEqual(['aa-newer']);
@@ -190,7 +283,11 @@ describe('the compiled config depends on the resources, not on their order', () 
 
 describe('routing', () => {
   const { config } = compileConfig(
-    [api('root', { proxy: { listen_path: '/' } }), api('a', { proxy: { listen_path: '/a/' } }), api('ab', { proxy: { listen_path: '/a/b/' } })],
+    [
+      api('root', { proxy: { listen_path: '/' } }),
+      api('a', { proxy: { listen_path: '/a/' } }),
+      api('ab', { proxy: { listen_path: '/a/b/' } }),
+    ],
     [],
   );
   test.each([

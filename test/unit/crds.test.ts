@@ -65,7 +65,10 @@ describe('generated CRDs', () => {
       const ok = spawnSync(process.execPath, [GENERATOR, '--check', dir], { encoding: 'utf8' });
       expect(ok.status).toBe(0);
       const victim = join(dir, 'policies.gw.io.yaml');
-      writeFileSync(victim, readFileSync(victim, 'utf8').replace('Maximum requests permitted per window.', 'edited by hand'));
+      writeFileSync(
+        victim,
+        readFileSync(victim, 'utf8').replace('Maximum requests permitted per window.', 'edited by hand'),
+      );
       const stale = spawnSync(process.execPath, [GENERATOR, '--check', dir], { encoding: 'utf8' });
       expect(stale.status).toBe(1);
       expect(stale.stderr).toContain('stale CRD');
@@ -84,27 +87,33 @@ describe('generated CRDs', () => {
     expect(root.description).toBeTruthy();
     expect(root.properties!.spec!.description).toBeTruthy();
     expect(root.properties!.status!.description).toBeTruthy();
-    const missing = [...undescribed(root.properties!.spec!, 'spec'), ...undescribed(root.properties!.status!, 'status')];
+    const missing = [
+      ...undescribed(root.properties!.spec!, 'spec'),
+      ...undescribed(root.properties!.status!, 'status'),
+    ];
     expect(missing).toEqual([]);
   });
 
-  test.each(KIND_NAMES)('%s: namespaced, gw.io/v1alpha1, status subresource with observedGeneration and conditions, short names', (kind) => {
-    const crd = crds.get(`${KINDS[kind].plural}.gw.io.yaml`)!;
-    expect(crd.metadata.name).toBe(`${KINDS[kind].plural}.gw.io`);
-    expect(crd.spec.scope).toBe('Namespaced');
-    expect(crd.spec.names.shortNames.length).toBeGreaterThan(0);
-    const v = crd.spec.versions[0]!;
-    expect(v.name).toBe('v1alpha1');
-    expect(v.subresources).toEqual({ status: {} });
-    const status = v.schema.openAPIV3Schema.properties!.status!;
-    expect(status.properties!.observedGeneration!.type).toBe('integer');
-    const cond = status.properties!.conditions!.items!;
-    expect(Object.keys(cond.properties!)).toEqual(
-      expect.arrayContaining(['type', 'status', 'reason', 'message', 'lastTransitionTime', 'observedGeneration']),
-    );
-    expect(cond.properties!.status!.enum).toEqual(['True', 'False', 'Unknown']);
-    expect(v.additionalPrinterColumns.map((c) => c.name)).toContain('Ready');
-  });
+  test.each(KIND_NAMES)(
+    '%s: namespaced, gw.io/v1alpha1, status subresource with observedGeneration and conditions, short names',
+    (kind) => {
+      const crd = crds.get(`${KINDS[kind].plural}.gw.io.yaml`)!;
+      expect(crd.metadata.name).toBe(`${KINDS[kind].plural}.gw.io`);
+      expect(crd.spec.scope).toBe('Namespaced');
+      expect(crd.spec.names.shortNames.length).toBeGreaterThan(0);
+      const v = crd.spec.versions[0]!;
+      expect(v.name).toBe('v1alpha1');
+      expect(v.subresources).toEqual({ status: {} });
+      const status = v.schema.openAPIV3Schema.properties!.status!;
+      expect(status.properties!.observedGeneration!.type).toBe('integer');
+      const cond = status.properties!.conditions!.items!;
+      expect(Object.keys(cond.properties!)).toEqual(
+        expect.arrayContaining(['type', 'status', 'reason', 'message', 'lastTransitionTime', 'observedGeneration']),
+      );
+      expect(cond.properties!.status!.enum).toEqual(['True', 'False', 'Unknown']);
+      expect(v.additionalPrinterColumns.map((c) => c.name)).toContain('Ready');
+    },
+  );
 
   test('apidefinitions print listen path, rate, per and Ready', () => {
     const cols = crds.get('apidefinitions.gw.io.yaml')!.spec.versions[0]!.additionalPrinterColumns;
@@ -119,7 +128,9 @@ describe('generated CRDs', () => {
   });
 
   test('the OAS form validates x-gw-streaming with the streaming schema (no free-form hole)', () => {
-    const oas = crds.get('apidefinitions.gw.io.yaml')!.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!.oas!;
+    const oas =
+      crds.get('apidefinitions.gw.io.yaml')!.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!
+        .oas!;
     const xs = oas.properties!['x-gw-streaming']!;
     expect(Object.keys(xs.properties!)).toEqual(['rate_limit_resources', 'streams']);
   });

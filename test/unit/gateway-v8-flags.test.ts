@@ -10,8 +10,23 @@ describe('gateway V8 flags (re-exec of gw sidecar / gw standalone)', () => {
   });
 
   test('sidecar and standalone re-execute with the flags first, keeping node options and every argument', () => {
-    expect(reexecArgs([NODE, GW, 'sidecar', '--upstream', 'http://127.0.0.1:8080'], [])).toEqual([NODE, '--no-memory-reducer', GW, 'sidecar', '--upstream', 'http://127.0.0.1:8080']);
-    expect(reexecArgs([NODE, GW, 'standalone', '--resources', 'd'], ['--enable-source-maps'])).toEqual([NODE, '--no-memory-reducer', '--enable-source-maps', GW, 'standalone', '--resources', 'd']);
+    expect(reexecArgs([NODE, GW, 'sidecar', '--upstream', 'http://127.0.0.1:8080'], [])).toEqual([
+      NODE,
+      '--no-memory-reducer',
+      GW,
+      'sidecar',
+      '--upstream',
+      'http://127.0.0.1:8080',
+    ]);
+    expect(reexecArgs([NODE, GW, 'standalone', '--resources', 'd'], ['--enable-source-maps'])).toEqual([
+      NODE,
+      '--no-memory-reducer',
+      '--enable-source-maps',
+      GW,
+      'standalone',
+      '--resources',
+      'd',
+    ]);
   });
 
   test('no re-exec once the flags are there (no loop), nor for the other commands', () => {

@@ -1,7 +1,13 @@
 import { mkdtempSync, writeFileSync, rmSync, mkdirSync, symlinkSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { loadListing, loadManifestDir, loadManifestText, formatLoadError, type LoadResult } from '../../standalone/manifests.js';
+import {
+  loadListing,
+  loadManifestDir,
+  loadManifestText,
+  formatLoadError,
+  type LoadResult,
+} from '../../standalone/manifests.js';
 import { isProblem, listManifests } from '../../lib/manifest-walk.js';
 import { MAX_MANIFEST_BYTES, readManifestFile } from '../../lib/manifest-read.js';
 import { run } from '../helpers/chart-tools.js';
@@ -33,21 +39,28 @@ describe('manifest loading', () => {
   });
 
   test('every error names file, document index, field path and rule; good documents around bad ones load', () => {
-    const doc = (name: string, spec: string) => `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: ${name}}\nspec: ${spec}`;
+    const doc = (name: string, spec: string) =>
+      `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: ${name}}\nspec: ${spec}`;
     writeFileSync(
       join(dir, 'mixed.yaml'),
       [
         doc('wrong-type', '{proxy: {listen_path: /w/}, global_rate_limit: {rate: ten, per: 1}}'),
         doc('ok-1', '{proxy: {listen_path: /ok1/}}'),
         doc('no-listen-path', '{global_rate_limit: {rate: 1, per: 1}}'),
-        doc('bad-enum', '{proxy: {listen_path: /e/}, streaming: {streams: {s: {input: {http_server: {}}, output: {http_client: {url: "http://x.test/", verb: FETCH}}}}}}'),
+        doc(
+          'bad-enum',
+          '{proxy: {listen_path: /e/}, streaming: {streams: {s: {input: {http_server: {}}, output: {http_client: {url: "http://x.test/", verb: FETCH}}}}}}',
+        ),
         doc('ok-2', '{proxy: {listen_path: /ok2/}}'),
       ].join('\n---\n'),
     );
-    writeFileSync(join(dir, 'list.json'), JSON.stringify([
-      { apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name: 'neg' }, spec: { rate: 1, per: -1 } },
-      { apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name: 'ok-3' }, spec: {} },
-    ]));
+    writeFileSync(
+      join(dir, 'list.json'),
+      JSON.stringify([
+        { apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name: 'neg' }, spec: { rate: 1, per: -1 } },
+        { apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name: 'ok-3' }, spec: {} },
+      ]),
+    );
     const r = loadManifestDir(dir);
     expect(r.resources.map((x) => x.resource.metadata.name).sort()).toEqual(['ok-1', 'ok-2', 'ok-3']);
     const msgs = r.errors.map(formatLoadError);
@@ -55,13 +68,18 @@ describe('manifest loading', () => {
       'list.json (document 0): spec.per: Too small: expected number to be >=0',
       'mixed.yaml (document 0): spec.global_rate_limit.rate: Invalid input: expected number, received string',
       'mixed.yaml (document 2): spec.proxy.listen_path: proxy.listen_path is required unless spec.oas is given',
-      expect.stringMatching(/^mixed\.yaml \(document 3\): spec\.streaming\.streams\.s\.output\.http_client\.verb: Invalid option: expected one of "GET"\|"POST"/),
+      expect.stringMatching(
+        /^mixed\.yaml \(document 3\): spec\.streaming\.streams\.s\.output\.http_client\.verb: Invalid option: expected one of "GET"\|"POST"/,
+      ),
     ]);
   });
 
   test('JSON files, nested folders, unknown kinds and broken YAML', () => {
     mkdirSync(join(dir, 'sub'));
-    writeFileSync(join(dir, 'sub', 'p.json'), JSON.stringify({ apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name: 'j' }, spec: {} }));
+    writeFileSync(
+      join(dir, 'sub', 'p.json'),
+      JSON.stringify({ apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name: 'j' }, spec: {} }),
+    );
     writeFileSync(join(dir, 'x.yml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n');
     writeFileSync(join(dir, 'broken.yaml'), 'kind: [unclosed\n');
     writeFileSync(join(dir, 'notes.txt'), 'ignored');
@@ -79,7 +97,8 @@ describe('manifest loading: a directory that cannot be trusted', () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-manifests-'));
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
-  const policy = (name: string): string => `apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: ${name}}\nspec: {rate: 1, per: 1}\n`;
+  const policy = (name: string): string =>
+    `apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: ${name}}\nspec: {rate: 1, per: 1}\n`;
 
   test('symbolic-link loops, a link to nothing, a directory linked twice and a FIFO are problems naming the path; the rest is listed in read order', async () => {
     writeFileSync(join(dir, 'a.yaml'), policy('a'));
@@ -122,9 +141,14 @@ describe('manifest loading: a directory that cannot be trusted', () => {
     writeFileSync(join(dir, 'big.yaml'), 'x'.repeat(MAX_MANIFEST_BYTES + 1));
     writeFileSync(join(dir, 'ok.yaml'), policy('ok'));
     const r = loadManifestDir(dir);
-    expect(r.errors.map(formatLoadError)).toEqual([`big.yaml: too large: ${MAX_MANIFEST_BYTES + 1} bytes, over the limit of ${MAX_MANIFEST_BYTES} bytes per manifest file (split it into several files)`]);
+    expect(r.errors.map(formatLoadError)).toEqual([
+      `big.yaml: too large: ${MAX_MANIFEST_BYTES + 1} bytes, over the limit of ${MAX_MANIFEST_BYTES} bytes per manifest file (split it into several files)`,
+    ]);
     expect(r.resources.map((x) => x.resource.metadata.name)).toEqual(['ok']);
-    expect(readManifestFile(join(dir, 'ok.yaml'), 10)).toEqual({ ok: false, message: expect.stringMatching(/^too large: \d+ bytes, over the limit of 10 bytes/) });
+    expect(readManifestFile(join(dir, 'ok.yaml'), 10)).toEqual({
+      ok: false,
+      message: expect.stringMatching(/^too large: \d+ bytes, over the limit of 10 bytes/),
+    });
   });
 
   test('a FIFO put where a file was listed is refused at once (opened non-blocking), not waited on', async () => {
@@ -137,7 +161,10 @@ describe('manifest loading: a directory that cannot be trusted', () => {
   });
 
   test('an alias bomb or nesting deeper than the stack is an error naming the file and document, never a throw', () => {
-    const bomb = ['a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]', ...Array.from({ length: 9 }, (_, i) => `a${i + 1}: &a${i + 1} [${Array(10).fill(`*a${i}`).join(', ')}]`)].join('\n');
+    const bomb = [
+      'a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]',
+      ...Array.from({ length: 9 }, (_, i) => `a${i + 1}: &a${i + 1} [${Array(10).fill(`*a${i}`).join(', ')}]`),
+    ].join('\n');
     const into: LoadResult = { resources: [], errors: [], files: [] };
     loadManifestText(`${policy('before')}---\n${bomb}\n---\n${policy('after')}`, 'bomb.yaml', into);
     loadManifestText(`${'['.repeat(50_000)}${']'.repeat(50_000)}`, 'deep.yaml', into);

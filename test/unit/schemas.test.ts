@@ -5,7 +5,9 @@ const api = (spec: unknown) => ({ apiVersion: 'gw.io/v1alpha1', kind: 'ApiDefini
 
 describe('resource schemas', () => {
   test('a classic ApiDefinition gets its defaults', () => {
-    const r = ApiDefinitionResource.parse(api({ proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 5, per: 1 } }));
+    const r = ApiDefinitionResource.parse(
+      api({ proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 5, per: 1 } }),
+    );
     expect(r.metadata.namespace).toBe('default');
     expect(r.spec.active).toBe(true);
     expect(r.spec.use_keyless).toBe(false);
@@ -13,8 +15,16 @@ describe('resource schemas', () => {
   });
 
   test.each([
-    ['negative rate', { proxy: { listen_path: '/a/' }, global_rate_limit: { rate: -1, per: 1 } }, 'global_rate_limit.rate'],
-    ['wrong type', { proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 'ten', per: 1 } }, 'global_rate_limit.rate'],
+    [
+      'negative rate',
+      { proxy: { listen_path: '/a/' }, global_rate_limit: { rate: -1, per: 1 } },
+      'global_rate_limit.rate',
+    ],
+    [
+      'wrong type',
+      { proxy: { listen_path: '/a/' }, global_rate_limit: { rate: 'ten', per: 1 } },
+      'global_rate_limit.rate',
+    ],
     ['missing listen path', { global_rate_limit: { rate: 1, per: 1 } }, 'proxy.listen_path'],
     ['unknown field', { proxy: { listen_path: '/a/' }, bogus: 1 }, 'bogus'],
   ])('refuses %s and names the field', (_name, spec, field) => {

@@ -37,7 +37,11 @@ test('each export is the object the undici index exports', () => {
 test('request(dispatcher, url, opts) sends method, path with query, headers and body', async () => {
   const agent = new Agent();
   try {
-    const r = await request(agent, `${origin}/a/b?x=1&y=2`, { method: 'POST', headers: { 'x-test': 'yes' }, body: 'payload' });
+    const r = await request(agent, `${origin}/a/b?x=1&y=2`, {
+      method: 'POST',
+      headers: { 'x-test': 'yes' },
+      body: 'payload',
+    });
     expect(r.statusCode).toBe(200);
     expect(await r.body.json()).toEqual({ method: 'POST', url: '/a/b?x=1&y=2', body: 'payload', h: 'yes' });
     const g = await request(agent, new URL(`${origin}/plain`));

@@ -22,7 +22,19 @@ import { freePort } from '../../harness/ports.js';
 import { CLI } from '../../helpers/standalone.js';
 import { freshNamespace, kubeconfig, kubectl } from '../../helpers/kube.js';
 import { freshRedis, redisUrl } from '../../helpers/redis.js';
-import { accessKey, apiDef, apply, eventually, getJson, policy, ready, secret, startController, waitReady, type Controller } from '../operator/helpers.js';
+import {
+  accessKey,
+  apiDef,
+  apply,
+  eventually,
+  getJson,
+  policy,
+  ready,
+  secret,
+  startController,
+  waitReady,
+  type Controller,
+} from '../operator/helpers.js';
 
 jest.setTimeout(90_000);
 
@@ -40,7 +52,10 @@ interface Proc {
 
 /** Spawns `gw <args>` and waits until GET {healthUrl}/readyz answers 200. */
 async function spawnServer(what: string, args: string[], url: string, healthUrl: string): Promise<Proc> {
-  const proc = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GW_LOG_LEVEL: 'info' } });
+  const proc = spawn(process.execPath, [CLI, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, GW_LOG_LEVEL: 'info' },
+  });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -88,7 +103,13 @@ interface CliRun {
 /** Runs the real `gw` client binary with credentials from the environment (as a pipeline would). */
 function gwCli(facadeUrl: string, args: string[]): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const env = { ...process.env, GW_FACADE_URL: facadeUrl, GW_SECRET: SECRET, GW_ACCESS_TOKEN: TOKEN, GW_CLIENT_TIMEOUT: '30' };
+    const env = {
+      ...process.env,
+      GW_FACADE_URL: facadeUrl,
+      GW_SECRET: SECRET,
+      GW_ACCESS_TOKEN: TOKEN,
+      GW_CLIENT_TIMEOUT: '30',
+    };
     const p = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -120,14 +141,21 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
   let dir: string;
   const latencies: number[] = [];
 
-  const startFacade = (): Promise<Proc> => spawnServer('facade', facadeArgs, `http://127.0.0.1:${facadePort}`, `http://127.0.0.1:${facadePort}`);
+  const startFacade = (): Promise<Proc> =>
+    spawnServer('facade', facadeArgs, `http://127.0.0.1:${facadePort}`, `http://127.0.0.1:${facadePort}`);
 
   async function call(method: string, path: string, body?: unknown): Promise<Reply> {
     const headers: Record<string, string> = {};
     if (path.startsWith('/api/')) headers.authorization = `Bearer ${TOKEN}`;
     if (path.startsWith('/gw/')) headers['x-gw-authorization'] = SECRET;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const r = await request(`${facade.url}${path}`, { method: method as 'GET', headers, body: body === undefined ? undefined : JSON.stringify(body), headersTimeout: 30_000, bodyTimeout: 30_000 });
+    const r = await request(`${facade.url}${path}`, {
+      method: method as 'GET',
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      headersTimeout: 30_000,
+      bodyTimeout: 30_000,
+    });
     const text = await r.body.text();
     let parsed: unknown = text;
     try {
@@ -146,7 +174,10 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     return r;
   }
 
-  async function atSidecar(key: string | undefined, path = '/orders/1'): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
+  async function atSidecar(
+    key: string | undefined,
+    path = '/orders/1',
+  ): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
     const r = await request(`${sidecar.url}${path}`, { headers: key === undefined ? {} : { authorization: key } });
     return { status: r.statusCode, body: await r.body.text(), headers: r.headers };
   }
@@ -161,17 +192,39 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     echo = await startEcho();
     await apply(
       ns,
-      apiDef('orders', { name: 'Orders', api_id: 'orders', proxy: { listen_path: '/orders/', target_url: 'http://unused.invalid' } }),
+      apiDef('orders', {
+        name: 'Orders',
+        api_id: 'orders',
+        proxy: { listen_path: '/orders/', target_url: 'http://unused.invalid' },
+      }),
       policy('tight', { rate: 3, per: 10 }),
     );
     ctl = await startController(ns, ['--resync-period', '5']);
-    await eventually(async () => (await ready(ns, 'apidefinition', 'orders'))?.status === 'True', 15_000, 'ApiDefinition Ready');
+    await eventually(
+      async () => (await ready(ns, 'apidefinition', 'orders'))?.status === 'True',
+      15_000,
+      'ApiDefinition Ready',
+    );
     await eventually(async () => (await ready(ns, 'policy', 'tight'))?.status === 'True', 15_000, 'Policy Ready');
 
     const [sp, smp] = [await freePort(), await freePort()];
     sidecar = await spawnServer(
       'sidecar',
-      ['sidecar', '--upstream', echo.url, '--kubeconfig', kubeconfig(), '--namespace', ns, '--redis', redisUrl(), '--listen', `127.0.0.1:${sp}`, '--metrics-listen', `127.0.0.1:${smp}`],
+      [
+        'sidecar',
+        '--upstream',
+        echo.url,
+        '--kubeconfig',
+        kubeconfig(),
+        '--namespace',
+        ns,
+        '--redis',
+        redisUrl(),
+        '--listen',
+        `127.0.0.1:${sp}`,
+        '--metrics-listen',
+        `127.0.0.1:${smp}`,
+      ],
       `http://127.0.0.1:${sp}`,
       `http://127.0.0.1:${smp}`,
     );
@@ -180,9 +233,31 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
 
     dir = mkdtempSync(join(tmpdir(), 'gw-facade-cluster-'));
     const config = join(dir, 'facade.yaml');
-    writeFileSync(config, stringify({ secret: SECRET, access_tokens: [TOKEN], gateway_urls: [sidecar.url], facade_rate_limit: { rate: 1000, per: 1 } }));
+    writeFileSync(
+      config,
+      stringify({
+        secret: SECRET,
+        access_tokens: [TOKEN],
+        gateway_urls: [sidecar.url],
+        facade_rate_limit: { rate: 1000, per: 1 },
+      }),
+    );
     facadePort = await freePort();
-    facadeArgs = ['facade', '--kubeconfig', kubeconfig(), '--namespace', ns, '--redis', redisUrl(), '--config', config, '--listen', `127.0.0.1:${facadePort}`, '--ready-timeout', String(READY_TIMEOUT_S)];
+    facadeArgs = [
+      'facade',
+      '--kubeconfig',
+      kubeconfig(),
+      '--namespace',
+      ns,
+      '--redis',
+      redisUrl(),
+      '--config',
+      config,
+      '--listen',
+      `127.0.0.1:${facadePort}`,
+      '--ready-timeout',
+      String(READY_TIMEOUT_S),
+    ];
     facade = await startFacade();
   });
 
@@ -195,14 +270,20 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     if (dir) rmSync(dir, { recursive: true, force: true });
     if (latencies.length) {
       const s = [...latencies].sort((a, b) => a - b);
-      console.log(`[facade-cluster] key write → Ready → 200: n=${s.length} min=${s[0]} ms median=${s[Math.floor(s.length / 2)]} ms max=${s[s.length - 1]} ms`);
+      console.log(
+        `[facade-cluster] key write → Ready → 200: n=${s.length} min=${s[0]} ms median=${s[Math.floor(s.length / 2)]} ms max=${s[s.length - 1]} ms`,
+      );
     }
   });
 
   test('POST /gw/keys: 200 added once Ready; usable at the sidecar at once; 429 at the limit; only the hash is stored', async () => {
     const raw = 'cluster-key-one-0123456789abcdef';
     const hash = sha256hex(raw);
-    const r = await postKey(raw, { rate: 3, per: 10, access_rights: { orders: { api_id: 'orders', api_name: 'Orders', versions: ['Default'] } } });
+    const r = await postKey(raw, {
+      rate: 3,
+      per: 10,
+      access_rights: { orders: { api_id: 'orders', api_name: 'Orders', versions: ['Default'] } },
+    });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ key: raw, key_hash: hash, action: 'added', status: 'ok' });
 
@@ -269,7 +350,9 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     expect(kept.status).toBe(200);
     expect(kept.body).toEqual({ key: raw, key_hash: hash, action: 'modified', status: 'ok' });
     expect(asRecord((await call('GET', `/gw/keys/${raw}`)).body).quota_remaining).toBe(7);
-    expect(asRecord(asRecord(asRecord(await keyResource(hash)).metadata).annotations)['gw.io/suppress-reset']).toBe('true');
+    expect(asRecord(asRecord(asRecord(await keyResource(hash)).metadata).annotations)['gw.io/suppress-reset']).toBe(
+      'true',
+    );
     expect((await atSidecar(raw)).status).toBe(200);
     expect(asRecord((await call('GET', `/gw/keys/${raw}`)).body).quota_remaining).toBe(6);
 
@@ -289,11 +372,23 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     // The reset request was acted on once: a periodic full resync of the controller does not reset again.
     const resets = await ctl.metric('gw_controller_writes_total', { target: 'quota_reset' });
     const resyncs = await ctl.metric('gw_controller_resyncs_total', { cause: 'periodic' });
-    await eventually(async () => (await ctl.metric('gw_controller_resyncs_total', { cause: 'periodic' })) > resyncs, 12_000, 'a periodic resync');
+    await eventually(
+      async () => (await ctl.metric('gw_controller_resyncs_total', { cause: 'periodic' })) > resyncs,
+      12_000,
+      'a periodic resync',
+    );
     // every key of the namespace (two by now) reconciled again after that resync
     const reconciled = await ctl.metric('gw_controller_reconciles_total', { kind: 'AccessKey' });
-    await eventually(async () => (await ctl.metric('gw_controller_resyncs_total', { cause: 'periodic' })) > resyncs + 1, 12_000, 'a second periodic resync');
-    await eventually(async () => (await ctl.metric('gw_controller_reconciles_total', { kind: 'AccessKey' })) >= reconciled + 2, 5_000, 'keys reconciled by the resync');
+    await eventually(
+      async () => (await ctl.metric('gw_controller_resyncs_total', { cause: 'periodic' })) > resyncs + 1,
+      12_000,
+      'a second periodic resync',
+    );
+    await eventually(
+      async () => (await ctl.metric('gw_controller_reconciles_total', { kind: 'AccessKey' })) >= reconciled + 2,
+      5_000,
+      'keys reconciled by the resync',
+    );
     expect(await ctl.metric('gw_controller_writes_total', { target: 'quota_reset' })).toBe(resets);
     expect(asRecord((await call('GET', `/gw/keys/${raw}`)).body).quota_remaining).toBe(9);
   });
@@ -304,7 +399,9 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     const r = await postKey(hash, { rate: 2, per: 10 }, '?hashed=true');
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ key: hash, key_hash: hash, action: 'added', status: 'ok' });
-    expect([(await atSidecar(raw)).status, (await atSidecar(raw)).status, (await atSidecar(raw)).status]).toEqual([200, 200, 429]);
+    expect([(await atSidecar(raw)).status, (await atSidecar(raw)).status, (await atSidecar(raw)).status]).toEqual([
+      200, 200, 429,
+    ]);
     expect((await atSidecar(hash)).status).toBe(403); // the hash is not a key
     expect(JSON.stringify(await keyResource(hash))).not.toContain(raw);
     expect(asRecord((await call('GET', `/gw/keys/${hash}?hashed=true`)).body)).toMatchObject({ rate: 2, per: 10 });
@@ -313,7 +410,11 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
   test('a key applied with kubectl (secretRef) is the same key to the facade: listed, read, modified in place (no second AccessKey)', async () => {
     const raw = 'kubectl-key-0123456789abcdef';
     const hash = sha256hex(raw);
-    await apply(ns, secret('kubectl-key', { key: raw }), accessKey('kubectl-key', { secretRef: { name: 'kubectl-key', key: 'key' }, rate: 5, per: 10 }));
+    await apply(
+      ns,
+      secret('kubectl-key', { key: raw }),
+      accessKey('kubectl-key', { secretRef: { name: 'kubectl-key', key: 'key' }, rate: 5, per: 10 }),
+    );
     await waitReady(ns, 'accesskey', 'kubectl-key', 'True', 'Reconciled', 15_000);
     expect(asRecord((await call('GET', '/gw/keys')).body).keys).toContain(hash);
     expect(asRecord((await call('GET', `/gw/keys/${raw}`)).body)).toMatchObject({ rate: 5, per: 10 });
@@ -338,7 +439,12 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
   });
 
   test('a key created with the CLI (apply_policies) is enforced by the policy; DELETE → refused at the sidecar within 1 s, session gone', async () => {
-    const created = await gwCli(facade.url, ['keys', 'create', '--body', JSON.stringify({ apply_policies: ['tight'] })]);
+    const created = await gwCli(facade.url, [
+      'keys',
+      'create',
+      '--body',
+      JSON.stringify({ apply_policies: ['tight'] }),
+    ]);
     expect(created).toMatchObject({ code: 0, stderr: '' });
     const out = asRecord(JSON.parse(created.stdout));
     expect(out).toMatchObject({ action: 'added', status: 'ok' });
@@ -385,7 +491,11 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
   });
 
   test('OAuth clients: create (CR + Secret + hashed Redis record), list without secrets, get, delete removes all three', async () => {
-    const r = await call('POST', '/api/apis/oauth/orders', { redirect_uri: 'https://app.example/cb', policy_id: 'tight', meta_data: { team: 'a' } });
+    const r = await call('POST', '/api/apis/oauth/orders', {
+      redirect_uri: 'https://app.example/cb',
+      policy_id: 'tight',
+      meta_data: { team: 'a' },
+    });
     expect(r.status).toBe(200);
     const c = asRecord(r.body);
     const clientId = c.client_id as string;
@@ -405,10 +515,21 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     const record = await redis.get(recordKey);
     expect(record).not.toBeNull();
     expect(record).not.toContain(secret);
-    expect(asRecord(JSON.parse(record!))).toMatchObject({ client_id: clientId, api_id: 'orders', policy_id: 'tight', secret_hash: sha256hex(secret) });
+    expect(asRecord(JSON.parse(record!))).toMatchObject({
+      client_id: clientId,
+      api_id: 'orders',
+      policy_id: 'tight',
+      secret_hash: sha256hex(secret),
+    });
 
     // Another one through the CLI, kept for the restart test.
-    const cli = await gwCli(facade.url, ['oauth', 'create', 'orders', '--body', JSON.stringify({ client_id: 'kept-client', redirect_uri: 'https://kept.example/cb' })]);
+    const cli = await gwCli(facade.url, [
+      'oauth',
+      'create',
+      'orders',
+      '--body',
+      JSON.stringify({ client_id: 'kept-client', redirect_uri: 'https://kept.example/cb' }),
+    ]);
     expect(cli).toMatchObject({ code: 0, stderr: '' });
     expect(JSON.parse(cli.stdout)).toMatchObject({ client_id: 'kept-client', redirect_uri: 'https://kept.example/cb' });
 
@@ -432,7 +553,11 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
   test('POST /api/proxy to the sidecar → {status_code, headers, body} with the sidecar’s X-RateLimit-* headers (HTTP and gw proxy)', async () => {
     const raw = 'cluster-key-proxy-0123456789abcdef';
     expect((await postKey(raw, { rate: 20, per: 60 })).status).toBe(200);
-    const r = await call('POST', '/api/proxy', { method: 'GET', url: `${sidecar.url}/orders/items?x=1`, headers: { authorization: raw } });
+    const r = await call('POST', '/api/proxy', {
+      method: 'GET',
+      url: `${sidecar.url}/orders/items?x=1`,
+      headers: { authorization: raw },
+    });
     expect(r.status).toBe(200);
     const b = asRecord(r.body);
     expect(b.status_code).toBe(200);
@@ -442,7 +567,14 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     expect(Number(h['x-ratelimit-reset'])).toBeGreaterThan(0);
     expect(asRecord(b.body)).toMatchObject({ method: 'GET', path: '/items?x=1' });
 
-    const cli = await gwCli(facade.url, ['proxy', 'GET', `${sidecar.url}/orders/items`, '-H', `Authorization: ${raw}`, '--fail']);
+    const cli = await gwCli(facade.url, [
+      'proxy',
+      'GET',
+      `${sidecar.url}/orders/items`,
+      '-H',
+      `Authorization: ${raw}`,
+      '--fail',
+    ]);
     expect(cli).toMatchObject({ code: 0, stderr: '' });
     const p = asRecord(JSON.parse(cli.stdout));
     expect(p.status_code).toBe(200);
@@ -466,14 +598,22 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     expect(r.status).toBe(504);
     const msg = asRecord(r.body);
     expect(msg.status).toBe('error');
-    expect(msg.message).toEqual(expect.stringContaining(`AccessKey ${ns}/${keyResourceName(hash)} was written and exists, but is not Ready`));
+    expect(msg.message).toEqual(
+      expect.stringContaining(`AccessKey ${ns}/${keyResourceName(hash)} was written and exists, but is not Ready`),
+    );
     expect(msg.message).toEqual(expect.stringContaining('repeating the request is safe'));
     expect(took).toBeGreaterThanOrEqual(READY_TIMEOUT_S * 1000 - 50);
     expect(took).toBeLessThan(READY_TIMEOUT_S * 1000 + 3000);
     expect(await keyResource(hash)).toBeDefined(); // the resource was written
     expect((await atSidecar(raw)).status).toBe(403); // but nothing reconciled it: no session yet
     // The CLI tells a pipeline the same with its own exit code.
-    const cli = await gwCli(facade.url, ['keys', 'create', 'cluster-key-late-cli-0123456789', '--body', '{"rate": 5, "per": 10}']);
+    const cli = await gwCli(facade.url, [
+      'keys',
+      'create',
+      'cluster-key-late-cli-0123456789',
+      '--body',
+      '{"rate": 5, "per": 10}',
+    ]);
     expect(cli.code).toBe(9);
     expect(cli.stdout).toBe('');
     expect(cli.stderr).toMatch(/^gw keys create: HTTP 504: .*exists, but is not Ready/);
@@ -481,17 +621,29 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     // A DELETE cannot complete without the controller's finalizer either: 504, and the key is hidden.
     const del = await call('DELETE', `/gw/keys/${doomed}`);
     expect(del.status).toBe(504);
-    expect(asRecord(del.body).message).toEqual(expect.stringContaining(`AccessKey ${ns}/${keyResourceName(sha256hex(doomed))} is being deleted, but still exists`));
+    expect(asRecord(del.body).message).toEqual(
+      expect.stringContaining(
+        `AccessKey ${ns}/${keyResourceName(sha256hex(doomed))} is being deleted, but still exists`,
+      ),
+    );
     expect((await call('GET', `/gw/keys/${doomed}`)).status).toBe(404);
     expect(asRecord((await call('GET', '/gw/keys')).body).keys).not.toContain(sha256hex(doomed));
 
     ctl = await startController(ns, ['--resync-period', '5']);
     const back = Date.now();
-    await eventually(async () => (await atSidecar(doomed)).status === 403, 10_000, 'deleted key refused once the controller is back');
+    await eventually(
+      async () => (await atSidecar(doomed)).status === 403,
+      10_000,
+      'deleted key refused once the controller is back',
+    );
     await eventually(async () => (await keyResource(sha256hex(doomed))) === undefined, 5_000, 'AccessKey gone');
     expect(await redis.exists(SESSION_PREFIX + sha256hex(doomed))).toBe(0);
     expect((await call('DELETE', `/gw/keys/${doomed}`)).status).toBe(404);
-    await eventually(async () => (await atSidecar(raw)).status === 200, 10_000, 'key usable once the controller is back');
+    await eventually(
+      async () => (await atSidecar(raw)).status === 200,
+      10_000,
+      'key usable once the controller is back',
+    );
     console.log(`[facade-cluster] controller restart → pending key usable after ${Date.now() - back} ms`);
     expect((await ready(ns, 'accesskey', keyResourceName(hash)))?.status).toBe('True');
     // Repeating the write is safe: now it answers 200 at once.
@@ -526,10 +678,14 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
 describe('gw facade --ready-timeout', () => {
   test.each(['0', '-1', 'soon'])('%s → exit 1 with a one-line reason', async (value) => {
     const r = await new Promise<CliRun>((resolve, reject) => {
-      const p = spawn(process.execPath, [CLI, 'facade', '--kubeconfig', kubeconfig(), '--listen', '127.0.0.1:0', '--ready-timeout', value], {
-        env: { ...process.env, GW_SECRET: SECRET, GW_ACCESS_TOKENS: TOKEN },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const p = spawn(
+        process.execPath,
+        [CLI, 'facade', '--kubeconfig', kubeconfig(), '--listen', '127.0.0.1:0', '--ready-timeout', value],
+        {
+          env: { ...process.env, GW_SECRET: SECRET, GW_ACCESS_TOKENS: TOKEN },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
       let stdout = '';
       let stderr = '';
       p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

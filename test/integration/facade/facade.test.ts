@@ -25,7 +25,16 @@ describe('OAuth clients', () => {
     expect(r.status).toBe(200);
     const c = r.body as Record<string, unknown>;
     expect(Object.keys(c).sort()).toEqual(
-      ['client_id', 'client_name', 'dcr_registration', 'description', 'meta_data', 'policy_id', 'redirect_uri', 'secret'].sort(),
+      [
+        'client_id',
+        'client_name',
+        'dcr_registration',
+        'description',
+        'meta_data',
+        'policy_id',
+        'redirect_uri',
+        'secret',
+      ].sort(),
     );
     expect(c.client_id).toMatch(/^[0-9a-f]{32}$/);
     expect(Buffer.from(c.secret as string, 'base64url').length).toBeGreaterThanOrEqual(16);
@@ -57,11 +66,18 @@ describe('OAuth clients', () => {
     const r = await f.call('POST', '/api/apis/oauth/pets', { body });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({
-      client_id: 'my-client', client_name: 'My client', description: 'for tests', meta_data: { team: 'blue' },
-      policy_id: 'gold', redirect_uri: 'https://app.example/cb', secret: 'sup3r-s3cret',
+      client_id: 'my-client',
+      client_name: 'My client',
+      description: 'for tests',
+      meta_data: { team: 'blue' },
+      policy_id: 'gold',
+      redirect_uri: 'https://app.example/cb',
+      secret: 'sup3r-s3cret',
     });
     const files = readdirSync(gwDir());
-    const clientFile = files.find((x) => x.startsWith('oauthclient-') && readFileSync(join(gwDir(), x), 'utf8').includes('my-client'))!;
+    const clientFile = files.find(
+      (x) => x.startsWith('oauthclient-') && readFileSync(join(gwDir(), x), 'utf8').includes('my-client'),
+    )!;
     const client = OAuthClientResource.parse(readYaml(clientFile));
     expect(client.spec).toMatchObject({ api_id: 'pets', client_id: 'my-client', policy_id: 'gold' });
     const secretFile = files.find((x) => x === `secret-default-${client.spec.secretRef.name}.yaml`)!;
@@ -121,21 +137,45 @@ describe('OAuth clients', () => {
 describe('credentials', () => {
   test('bearer: missing → 401, not Bearer → 401, wrong → 403, second configured token accepted', async () => {
     expect((await f.call('GET', '/api/apis/oauth/pets', { noAuth: true })).status).toBe(401);
-    expect((await f.call('GET', '/api/apis/oauth/pets', { noAuth: true, headers: { authorization: `Basic ${TOKEN}` } })).status).toBe(401);
-    const wrong = await f.call('GET', '/api/apis/oauth/pets', { noAuth: true, headers: { authorization: 'Bearer wrong' } });
+    expect(
+      (await f.call('GET', '/api/apis/oauth/pets', { noAuth: true, headers: { authorization: `Basic ${TOKEN}` } }))
+        .status,
+    ).toBe(401);
+    const wrong = await f.call('GET', '/api/apis/oauth/pets', {
+      noAuth: true,
+      headers: { authorization: 'Bearer wrong' },
+    });
     expect(wrong.status).toBe(403);
     expect(wrong.body).toEqual({ status: 'error', message: expect.any(String) });
-    expect((await f.call('GET', '/api/apis/oauth/pets', { noAuth: true, headers: { authorization: 'Bearer other-token' } })).status).toBe(200);
+    expect(
+      (await f.call('GET', '/api/apis/oauth/pets', { noAuth: true, headers: { authorization: 'Bearer other-token' } }))
+        .status,
+    ).toBe(200);
     // a prefix of the token is wrong too
-    expect((await f.call('GET', '/api/apis/oauth/pets', { noAuth: true, headers: { authorization: `Bearer ${TOKEN.slice(0, -1)}` } })).status).toBe(403);
+    expect(
+      (
+        await f.call('GET', '/api/apis/oauth/pets', {
+          noAuth: true,
+          headers: { authorization: `Bearer ${TOKEN.slice(0, -1)}` },
+        })
+      ).status,
+    ).toBe(403);
   });
 
   test('X-Gw-Authorization: missing → 401, wrong → 403; the bearer token is not a substitute', async () => {
     expect((await f.call('GET', '/gw/keys', { noAuth: true })).status).toBe(401);
-    expect((await f.call('GET', '/gw/keys', { noAuth: true, headers: { 'x-gw-authorization': 'nope' } })).status).toBe(403);
-    expect((await f.call('GET', '/gw/keys', { noAuth: true, headers: { 'x-gw-authorization': TOKEN } })).status).toBe(403);
-    expect((await f.call('GET', '/gw/keys', { noAuth: true, headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(401);
-    expect((await f.call('GET', '/api/apis/oauth/pets', { noAuth: true, headers: { 'x-gw-authorization': SECRET } })).status).toBe(401);
+    expect((await f.call('GET', '/gw/keys', { noAuth: true, headers: { 'x-gw-authorization': 'nope' } })).status).toBe(
+      403,
+    );
+    expect((await f.call('GET', '/gw/keys', { noAuth: true, headers: { 'x-gw-authorization': TOKEN } })).status).toBe(
+      403,
+    );
+    expect(
+      (await f.call('GET', '/gw/keys', { noAuth: true, headers: { authorization: `Bearer ${TOKEN}` } })).status,
+    ).toBe(401);
+    expect(
+      (await f.call('GET', '/api/apis/oauth/pets', { noAuth: true, headers: { 'x-gw-authorization': SECRET } })).status,
+    ).toBe(401);
   });
 
   test('credential checked before the API lookup (no API enumeration without a token)', async () => {
@@ -148,7 +188,9 @@ describe('keys', () => {
   const HASH = sha256hex(KEY);
 
   test('POST adds: 200 {key, key_hash, action: added, status: ok}; AccessKey manifest with the hash only', async () => {
-    const r = await f.call('POST', `/gw/keys/${KEY}`, { body: { rate: 10, per: 60, quota_max: 100, apply_policies: ['gold'], meta_data: { org: 'x' } } });
+    const r = await f.call('POST', `/gw/keys/${KEY}`, {
+      body: { rate: 10, per: 60, quota_max: 100, apply_policies: ['gold'], meta_data: { org: 'x' } },
+    });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ key: KEY, key_hash: HASH, action: 'added', status: 'ok' });
     const file = `accesskey-key-${HASH.slice(0, 16)}.yaml`;
@@ -175,7 +217,9 @@ describe('keys', () => {
   });
 
   test('concurrent POSTs of one new key: exactly one "added"', async () => {
-    const rs = await Promise.all(Array.from({ length: 8 }, (_, i) => f.call('POST', '/gw/keys/racy-key', { body: { rate: i, per: 1 } })));
+    const rs = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => f.call('POST', '/gw/keys/racy-key', { body: { rate: i, per: 1 } })),
+    );
     const actions = rs.map((r) => (r.body as { action: string }).action).sort();
     expect(actions).toEqual(['added', ...Array(7).fill('modified')]);
     expect((await f.call('DELETE', '/gw/keys/racy-key')).status).toBe(200);
@@ -213,13 +257,25 @@ describe('keys', () => {
   });
 
   test('deprecated fields are mapped: apply_policy_id → apply_policies, enable_detail_recording → enable_detailed_recording', async () => {
-    const r = await f.call('POST', '/gw/keys/deprecated-key', { body: { apply_policy_id: 'gold', enable_detail_recording: true } });
+    const r = await f.call('POST', '/gw/keys/deprecated-key', {
+      body: { apply_policy_id: 'gold', enable_detail_recording: true },
+    });
     expect(r.status).toBe(200);
     const g = await f.call('GET', '/gw/keys/deprecated-key');
     expect(g.body).toEqual({ apply_policies: ['gold'], enable_detailed_recording: true });
     // the current field wins when both are given
-    await f.call('POST', '/gw/keys/deprecated-key', { body: { apply_policy_id: 'gold', apply_policies: [], enable_detail_recording: true, enable_detailed_recording: false } });
-    expect((await f.call('GET', '/gw/keys/deprecated-key')).body).toEqual({ apply_policies: ['gold'], enable_detailed_recording: false });
+    await f.call('POST', '/gw/keys/deprecated-key', {
+      body: {
+        apply_policy_id: 'gold',
+        apply_policies: [],
+        enable_detail_recording: true,
+        enable_detailed_recording: false,
+      },
+    });
+    expect((await f.call('GET', '/gw/keys/deprecated-key')).body).toEqual({
+      apply_policies: ['gold'],
+      enable_detailed_recording: false,
+    });
   });
 
   test('schema: unknown field → 400 naming it; wrong type → 400 naming it; nested field named; missing policy → 400', async () => {
@@ -237,33 +293,91 @@ describe('keys', () => {
     const dep = await f.call('POST', '/gw/keys/k2', { body: { apply_policy_id: 'missing' } });
     expect(dep.status).toBe(400);
     expect((dep.body as { message: string }).message).toMatch(/^apply_policy_id: policy "missing" not found/); // the field the client sent
-    const re = await f.call('POST', '/gw/keys/k2', { body: { access_rights: { pets: { allowed_urls: [{ url: '(', methods: ['GET'] }] } } } });
+    const re = await f.call('POST', '/gw/keys/k2', {
+      body: { access_rights: { pets: { allowed_urls: [{ url: '(', methods: ['GET'] }] } } },
+    });
     expect(re.status).toBe(400);
-    expect((re.body as { message: string }).message).toMatch(/^access_rights\.pets\.allowed_urls\.0\.url: must be a valid regular expression/);
+    expect((re.body as { message: string }).message).toMatch(
+      /^access_rights\.pets\.allowed_urls\.0\.url: must be a valid regular expression/,
+    );
     const mismatch = await f.call('POST', '/gw/keys/k2', { body: { access_rights: { pets: { api_id: 'other' } } } });
     expect(mismatch.status).toBe(400);
-    expect((mismatch.body as { message: string }).message).toMatch(/^access_rights\.pets\.api_id: api_id must equal the map key/);
+    expect((mismatch.body as { message: string }).message).toMatch(
+      /^access_rights\.pets\.api_id: api_id must equal the map key/,
+    );
     const per = await f.call('POST', '/gw/keys/k2', { body: { rate: 5, per: 0 } });
     expect(per.status).toBe(400);
-    expect((per.body as { message: string }).message).toMatch(/^per: per must be greater than 0 when rate is greater than 0/);
+    expect((per.body as { message: string }).message).toMatch(
+      /^per: per must be greater than 0 when rate is greater than 0/,
+    );
     expect((await f.call('GET', '/gw/keys/k2')).status).toBe(404);
   });
 
   test('Tyk-style "off" values are accepted: throttle -1, a smoothing object with only enabled: false', async () => {
-    const r = await f.call('POST', '/gw/keys/k-off', { body: { rate: 5, per: 1, throttle_interval: -1, throttle_retry_limit: -1, smoothing: { enabled: false } } });
+    const r = await f.call('POST', '/gw/keys/k-off', {
+      body: { rate: 5, per: 1, throttle_interval: -1, throttle_retry_limit: -1, smoothing: { enabled: false } },
+    });
     expect(r.status).toBe(200);
     expect((await f.call('DELETE', '/gw/keys/k-off')).status).toBe(200);
   });
 
   test('every field of the key body table is accepted', async () => {
     const full = {
-      access_rights: { pets: { api_id: 'pets', api_name: 'Pets', versions: ['Default'], allowed_urls: [{ url: '/x', methods: ['GET'] }], limit: { rate: 5, per: 1, quota_max: 10, quota_remaining: 10, quota_renewal_rate: 60, throttle_interval: 1, throttle_retry_limit: 2, smoothing: { enabled: true, threshold: 1, step: 1, trigger: 0.5, delay: 5 } } } },
-      alias: 'a', allowance: 5, apply_policies: ['gold'], apply_policy_id: 'gold', basic_auth_data: {}, certificate: '', data_expires: 0,
-      date_created: '2024-01-01T00:00:00Z', enable_detail_recording: false, enable_detailed_recording: true, enable_http_signature_validation: false,
-      expires: 0, hmac_enabled: false, hmac_string: '', id_extractor_deadline: 0, is_inactive: false, jwt_data: {}, last_check: 0,
-      last_updated: '0', max_query_depth: 0, meta_data: { a: 1 }, monitor: {}, oauth_client_id: '', oauth_keys: null, org_id: 'o', per: 1,
-      quota_max: 10, quota_remaining: 10, quota_renewal_rate: 60, quota_renews: 0, rate: 5, rsa_certificate_id: '', session_lifetime: 0,
-      smoothing: null, tags: ['t'], throttle_interval: 0, throttle_retry_limit: 0,
+      access_rights: {
+        pets: {
+          api_id: 'pets',
+          api_name: 'Pets',
+          versions: ['Default'],
+          allowed_urls: [{ url: '/x', methods: ['GET'] }],
+          limit: {
+            rate: 5,
+            per: 1,
+            quota_max: 10,
+            quota_remaining: 10,
+            quota_renewal_rate: 60,
+            throttle_interval: 1,
+            throttle_retry_limit: 2,
+            smoothing: { enabled: true, threshold: 1, step: 1, trigger: 0.5, delay: 5 },
+          },
+        },
+      },
+      alias: 'a',
+      allowance: 5,
+      apply_policies: ['gold'],
+      apply_policy_id: 'gold',
+      basic_auth_data: {},
+      certificate: '',
+      data_expires: 0,
+      date_created: '2024-01-01T00:00:00Z',
+      enable_detail_recording: false,
+      enable_detailed_recording: true,
+      enable_http_signature_validation: false,
+      expires: 0,
+      hmac_enabled: false,
+      hmac_string: '',
+      id_extractor_deadline: 0,
+      is_inactive: false,
+      jwt_data: {},
+      last_check: 0,
+      last_updated: '0',
+      max_query_depth: 0,
+      meta_data: { a: 1 },
+      monitor: {},
+      oauth_client_id: '',
+      oauth_keys: null,
+      org_id: 'o',
+      per: 1,
+      quota_max: 10,
+      quota_remaining: 10,
+      quota_renewal_rate: 60,
+      quota_renews: 0,
+      rate: 5,
+      rsa_certificate_id: '',
+      session_lifetime: 0,
+      smoothing: null,
+      tags: ['t'],
+      throttle_interval: 0,
+      throttle_retry_limit: 0,
     };
     const r = await f.call('POST', '/gw/keys/full-key', { body: full });
     expect(r.status).toBe(200);
@@ -281,7 +395,10 @@ describe('keys', () => {
     expect((await f.call('GET', `/gw/keys/${h}`)).status).toBe(404); // without hashed it is hashed again
     expect((await f.call('POST', '/gw/keys/not-a-hash?hashed=true', { body: {} })).status).toBe(400);
     // the same key posted raw lands on the same record
-    expect((await f.call('POST', '/gw/keys/a-key-we-never-send', { body: { rate: 4, per: 1 } })).body).toMatchObject({ action: 'modified', key_hash: h });
+    expect((await f.call('POST', '/gw/keys/a-key-we-never-send', { body: { rate: 4, per: 1 } })).body).toMatchObject({
+      action: 'modified',
+      key_hash: h,
+    });
   });
 
   test('PUT replaces (404 when missing); GET /gw/keys lists hashes; DELETE (404 when missing)', async () => {
@@ -309,7 +426,9 @@ describe('keys', () => {
     );
     f.source.reload();
     expect((await f.call('GET', '/gw/keys/hand-written-key')).body).toEqual({ rate: 9, per: 9 });
-    expect(((await f.call('GET', '/gw/keys')).body as { keys: string[] }).keys).toContain(sha256hex('hand-written-key'));
+    expect(((await f.call('GET', '/gw/keys')).body as { keys: string[] }).keys).toContain(
+      sha256hex('hand-written-key'),
+    );
     expect((await f.call('POST', '/gw/keys/hand-written-key', { body: {} })).status).toBe(409);
     expect((await f.call('DELETE', '/gw/keys/hand-written-key')).status).toBe(409);
   });
@@ -320,17 +439,31 @@ describe('HTTP errors', () => {
     const m = await f.call('POST', '/gw/keys/x', { body: '{"rate": ' });
     expect(m.status).toBe(400);
     expect((m.body as { message: string }).message).toMatch(/malformed JSON/);
-    expect((await f.call('POST', '/gw/keys/x', { body: '' , headers: { 'content-type': 'application/json' } })).status).toBe(400);
+    expect(
+      (await f.call('POST', '/gw/keys/x', { body: '', headers: { 'content-type': 'application/json' } })).status,
+    ).toBe(400);
     expect((await f.call('POST', '/gw/keys/x', { body: [1] })).status).toBe(400);
     expect((await f.call('POST', '/api/apis/oauth/pets', { body: '"str"' })).status).toBe(400);
   });
 
   test('non-JSON content type → 415 (and missing content type)', async () => {
-    const r = await f.call('POST', '/gw/keys/x', { body: 'rate=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const r = await f.call('POST', '/gw/keys/x', {
+      body: 'rate=1',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(r.status).toBe(415);
     expect(r.body).toEqual({ status: 'error', message: expect.any(String) });
-    expect((await f.call('POST', '/api/proxy', { body: '{}', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
-    expect((await f.call('POST', '/gw/keys/x', { body: '{}', headers: { 'content-type': 'application/json; charset=utf-8' } })).status).toBe(200);
+    expect((await f.call('POST', '/api/proxy', { body: '{}', headers: { 'content-type': 'text/plain' } })).status).toBe(
+      415,
+    );
+    expect(
+      (
+        await f.call('POST', '/gw/keys/x', {
+          body: '{}',
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+        })
+      ).status,
+    ).toBe(200);
   });
 
   test('body over 1 MiB → 413 (declared length, and chunked without a length)', async () => {
@@ -342,7 +475,13 @@ describe('HTTP errors', () => {
     const status = await new Promise<number>((resolve, reject) => {
       const u = new URL(`${f.url}/gw/keys/big`);
       const req = httpRequest(
-        { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-authorization': SECRET } },
+        {
+          host: u.hostname,
+          port: u.port,
+          path: u.pathname,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-gw-authorization': SECRET },
+        },
         (res) => {
           res.resume();
           resolve(res.statusCode ?? 0);
@@ -362,7 +501,9 @@ describe('HTTP errors', () => {
     const meta = { a: Array.from({ length: 110_000 }, () => [1]) }; // ~440 KB of JSON, ~1.3 MB of block YAML
     const r = await f.call('POST', '/gw/keys/wide', { body: JSON.stringify({ rate: 3, per: 60, meta_data: meta }) });
     expect(r.status).toBe(200);
-    const file = readdirSync(gwDir()).find((x) => x.startsWith('accesskey-') && readFileSync(join(gwDir(), x), 'utf8').includes(sha256hex('wide')))!;
+    const file = readdirSync(gwDir()).find(
+      (x) => x.startsWith('accesskey-') && readFileSync(join(gwDir(), x), 'utf8').includes(sha256hex('wide')),
+    )!;
     const text = readFileSync(join(gwDir(), file), 'utf8');
     expect(text.split('\n')[1]!.startsWith('{')).toBe(true);
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(1024 * 1024);
@@ -388,7 +529,9 @@ describe('HTTP errors', () => {
   test('a key applying an inactive policy → 400 naming the field (the gateway would refuse it; a cluster facade waited 10 s for a 504)', async () => {
     const r = await f.call('POST', '/gw/keys/sleepy', { body: { apply_policies: ['gold', 'dormant'] } });
     expect(r.status).toBe(400);
-    expect((r.body as { message: string }).message).toBe('apply_policies.1: policy "dormant" is inactive (active: false) in namespace default');
+    expect((r.body as { message: string }).message).toBe(
+      'apply_policies.1: policy "dormant" is inactive (active: false) in namespace default',
+    );
     expect((await f.call('GET', '/gw/keys/sleepy')).status).toBe(404);
   });
 
@@ -416,7 +559,13 @@ describe('HTTP errors', () => {
     const doc = r.body as { openapi: string; paths: Record<string, unknown> };
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toEqual(
-      expect.arrayContaining(['/api/apis/oauth/{apiId}', '/api/apis/oauth/{apiId}/{clientId}', '/api/proxy', '/gw/keys', '/gw/keys/{keyID}']),
+      expect.arrayContaining([
+        '/api/apis/oauth/{apiId}',
+        '/api/apis/oauth/{apiId}/{clientId}',
+        '/api/proxy',
+        '/gw/keys',
+        '/gw/keys/{keyID}',
+      ]),
     );
   });
 
@@ -440,8 +589,13 @@ describe('persistence', () => {
     // a "restarted" facade on the same directory
     const { DirBackend } = await import('../../../facade/backend-dir.js');
     const { toSnapshot } = await import('../../../compiler/snapshot.js');
-    const fresh = new DirBackend({ dir: f.dir, snapshot: () => toSnapshot(loadManifestDir(f.dir).resources.map((x) => x.resource)) });
-    expect((await fresh.listKeys()).sort()).toEqual(((await f.call('GET', '/gw/keys')).body as { keys: string[] }).keys.sort());
+    const fresh = new DirBackend({
+      dir: f.dir,
+      snapshot: () => toSnapshot(loadManifestDir(f.dir).resources.map((x) => x.resource)),
+    });
+    expect((await fresh.listKeys()).sort()).toEqual(
+      ((await f.call('GET', '/gw/keys')).body as { keys: string[] }).keys.sort(),
+    );
     expect((await fresh.listClients('pets')).length).toBe(1);
     expect((await fresh.listClients('pets'))[0]!.secret).toBeTruthy();
     const secrets = readdirSync(gwDir()).filter((x) => x.startsWith('secret-'));
@@ -483,6 +637,7 @@ describe('OpenAPI conformance', () => {
 
   test('no raw key, secret or token in any log line', () => {
     const logs = f.logs.join('');
-    for (const s of [SECRET, TOKEN, 'my-raw-key-abcdef', 'sup3r-s3cret', 'a-key-we-never-send', 'hand-written-key']) expect(logs).not.toContain(s);
+    for (const s of [SECRET, TOKEN, 'my-raw-key-abcdef', 'sup3r-s3cret', 'a-key-we-never-send', 'hand-written-key'])
+      expect(logs).not.toContain(s);
   });
 });

@@ -36,7 +36,11 @@ export interface Facade {
   logs: string[];
   quotas: Map<string, QuotaState>;
   recorded: Recorded[];
-  call(method: string, path: string, init?: CallInit): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: unknown; text: string }>;
+  call(
+    method: string,
+    path: string,
+    init?: CallInit,
+  ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: unknown; text: string }>;
   close(): Promise<void>;
 }
 
@@ -98,7 +102,13 @@ export async function startFacade(
   });
   const options = GatewayOptions.parse({ secret: SECRET, access_tokens: ['other-token', TOKEN], ...extra.options });
   const { options: _o, wrapBackend, ...rest } = extra;
-  const server = createFacadeServer({ backend: wrapBackend ? wrapBackend(backend) : backend, logger, options, gatewayOrigins: ['http://127.0.0.1:1'], ...rest });
+  const server = createFacadeServer({
+    backend: wrapBackend ? wrapBackend(backend) : backend,
+    logger,
+    options,
+    gatewayOrigins: ['http://127.0.0.1:1'],
+    ...rest,
+  });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const recorded: Recorded[] = [];
@@ -196,42 +206,69 @@ export function validateSchema(schema: Json, value: unknown, where = '$'): strin
   const s = resolve(schema);
   const problems: string[] = [];
   const known = new Set([
-    '$ref', 'type', 'const', 'enum', 'anyOf', 'properties', 'required', 'additionalProperties', 'propertyNames', 'items',
-    'minItems', 'minLength', 'maxLength', 'pattern', 'minimum', 'maximum', 'format', 'default', 'description',
+    '$ref',
+    'type',
+    'const',
+    'enum',
+    'anyOf',
+    'properties',
+    'required',
+    'additionalProperties',
+    'propertyNames',
+    'items',
+    'minItems',
+    'minLength',
+    'maxLength',
+    'pattern',
+    'minimum',
+    'maximum',
+    'format',
+    'default',
+    'description',
     'x-kubernetes-preserve-unknown-fields',
   ]);
-  for (const k of Object.keys(s)) if (!known.has(k)) problems.push(`${where}: schema keyword ${k} not understood by the check`);
+  for (const k of Object.keys(s))
+    if (!known.has(k)) problems.push(`${where}: schema keyword ${k} not understood by the check`);
   if (s.type !== undefined) {
     const types = (Array.isArray(s.type) ? s.type : [s.type]) as string[];
-    if (!types.some((t) => TYPE_OF[t]?.(value))) return [...problems, `${where}: expected ${types.join(' or ')}, got ${JSON.stringify(value)?.slice(0, 60)}`];
+    if (!types.some((t) => TYPE_OF[t]?.(value)))
+      return [...problems, `${where}: expected ${types.join(' or ')}, got ${JSON.stringify(value)?.slice(0, 60)}`];
   }
-  if ('const' in s && JSON.stringify(s.const) !== JSON.stringify(value)) problems.push(`${where}: expected ${JSON.stringify(s.const)}`);
-  if (Array.isArray(s.enum) && !s.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) problems.push(`${where}: not one of ${JSON.stringify(s.enum)}`);
+  if ('const' in s && JSON.stringify(s.const) !== JSON.stringify(value))
+    problems.push(`${where}: expected ${JSON.stringify(s.const)}`);
+  if (Array.isArray(s.enum) && !s.enum.some((e) => JSON.stringify(e) === JSON.stringify(value)))
+    problems.push(`${where}: not one of ${JSON.stringify(s.enum)}`);
   if (Array.isArray(s.anyOf) && !(s.anyOf as Json[]).some((alt) => validateSchema(alt, value, where).length === 0)) {
     problems.push(`${where}: matches none of anyOf`);
   }
   if (typeof value === 'string') {
-    if (typeof s.minLength === 'number' && [...value].length < s.minLength) problems.push(`${where}: shorter than ${s.minLength}`);
-    if (typeof s.maxLength === 'number' && [...value].length > s.maxLength) problems.push(`${where}: longer than ${s.maxLength}`);
-    if (typeof s.pattern === 'string' && !new RegExp(s.pattern, 'u').test(value)) problems.push(`${where}: does not match ${s.pattern}`);
+    if (typeof s.minLength === 'number' && [...value].length < s.minLength)
+      problems.push(`${where}: shorter than ${s.minLength}`);
+    if (typeof s.maxLength === 'number' && [...value].length > s.maxLength)
+      problems.push(`${where}: longer than ${s.maxLength}`);
+    if (typeof s.pattern === 'string' && !new RegExp(s.pattern, 'u').test(value))
+      problems.push(`${where}: does not match ${s.pattern}`);
   }
   if (typeof value === 'number') {
     if (typeof s.minimum === 'number' && value < s.minimum) problems.push(`${where}: below ${s.minimum}`);
     if (typeof s.maximum === 'number' && value > s.maximum) problems.push(`${where}: above ${s.maximum}`);
   }
   if (Array.isArray(value)) {
-    if (typeof s.minItems === 'number' && value.length < s.minItems) problems.push(`${where}: fewer than ${s.minItems} items`);
+    if (typeof s.minItems === 'number' && value.length < s.minItems)
+      problems.push(`${where}: fewer than ${s.minItems} items`);
     if (s.items) value.forEach((item, i) => problems.push(...validateSchema(s.items as Json, item, `${where}[${i}]`)));
   }
   if (TYPE_OF.object!(value)) {
     const obj = value as Record<string, unknown>;
     const props = (s.properties ?? {}) as Record<string, Json>;
-    for (const k of (s.required ?? []) as string[]) if (!(k in obj)) problems.push(`${where}: missing required field ${k}`);
+    for (const k of (s.required ?? []) as string[])
+      if (!(k in obj)) problems.push(`${where}: missing required field ${k}`);
     for (const [k, v] of Object.entries(obj)) {
       if (s.propertyNames) problems.push(...validateSchema(s.propertyNames as Json, k, `${where} (name ${k})`));
       if (k in props) problems.push(...validateSchema(props[k]!, v, `${where}.${k}`));
       else if (s.additionalProperties === false) problems.push(`${where}: undocumented field ${k}`);
-      else if (typeof s.additionalProperties === 'object') problems.push(...validateSchema(s.additionalProperties as Json, v, `${where}.${k}`));
+      else if (typeof s.additionalProperties === 'object')
+        problems.push(...validateSchema(s.additionalProperties as Json, v, `${where}.${k}`));
     }
   }
   return problems;
@@ -283,7 +320,8 @@ export function conformance(recorded: Recorded[]): { problems: string[]; checked
       continue;
     }
     checked++;
-    const schema = ((resp.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | undefined;
+    const schema = ((resp.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as
+      Json | undefined;
     if (schema) problems.push(...validateSchema(schema, r.body, where));
     else problems.push(`${where}: no JSON schema documented`);
     if (r.status === 429 && !r.retryAfter) problems.push(`${where}: Retry-After missing`);
@@ -299,7 +337,9 @@ export function requestConformance(recorded: Recorded[]): { problems: string[]; 
     if (r.status < 200 || r.status > 299 || r.request === undefined) continue;
     const t = templateFor(r.path);
     const op = t ? (((facadeOpenApi.paths as Json)[t] as Json)[r.method.toLowerCase()] as Json | undefined) : undefined;
-    const schema = (((op?.requestBody as Json | undefined)?.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | undefined;
+    const schema = (
+      ((op?.requestBody as Json | undefined)?.content as Json | undefined)?.['application/json'] as Json | undefined
+    )?.schema as Json | undefined;
     if (!schema) continue;
     checked++;
     problems.push(...validateSchema(schema, r.request, `${r.method} ${t} request`));

@@ -30,7 +30,12 @@ async function state(): Promise<string> {
 }
 
 /** A request with the path exactly as given (no client-side URL normalisation). */
-function raw(method: string, path: string, body: string | undefined, headers: Record<string, string>): Promise<{ status: number; body: unknown }> {
+function raw(
+  method: string,
+  path: string,
+  body: string | undefined,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
     const u = new URL(f.url);
     const req = httpRequest({ host: u.hostname, port: u.port, path, method, headers }, (res) => {
@@ -54,9 +59,18 @@ function raw(method: string, path: string, body: string | undefined, headers: Re
 const keyAuth = { 'x-gw-authorization': SECRET, 'content-type': 'application/json' };
 const apiAuth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 const deep = '['.repeat(200_000) + ']'.repeat(200_000);
-const exactly1MiB = (head: string, tail: string): string => head + 'x'.repeat(1024 * 1024 - head.length - tail.length) + tail;
+const exactly1MiB = (head: string, tail: string): string =>
+  head + 'x'.repeat(1024 * 1024 - head.length - tail.length) + tail;
 
-type Case = [name: string, method: string, path: string, body: string | undefined, headers: Record<string, string>, status: number, message?: RegExp];
+type Case = [
+  name: string,
+  method: string,
+  path: string,
+  body: string | undefined,
+  headers: Record<string, string>,
+  status: number,
+  message?: RegExp,
+];
 const cases: Case[] = [
   // invalid JSON
   ['truncated JSON', 'POST', '/gw/keys/h1', '{"rate":', keyAuth, 400, /^malformed JSON/],
@@ -80,22 +94,108 @@ const cases: Case[] = [
   // unknown fields
   ['unknown top-level field', 'POST', '/gw/keys/h1', '{"rate":1,"bogus":true}', keyAuth, 400, /bogus/],
   ['__proto__ field', 'POST', '/gw/keys/h1', '{"__proto__":{"is_inactive":false}}', keyAuth, 400, /__proto__/],
-  ['__proto__ entry in access_rights (zod would drop it: a key for every API)', 'POST', '/gw/keys/h1', '{"access_rights":{"__proto__":{"api_id":"pets"}}}', keyAuth, 400, /^access_rights\.__proto__: /],
-  ['__proto__ entry in meta_data', 'POST', '/gw/keys/h1', '{"meta_data":{"a":[{"__proto__":{}}]}}', keyAuth, 400, /^meta_data\.a\.0\.__proto__: /],
-  ['__proto__ entry in a client meta_data', 'POST', '/api/apis/oauth/pets', '{"meta_data":{"__proto__":{"x":1}}}', apiAuth, 400, /^meta_data\.__proto__: /],
-  ['meta_data nested 2 000 deep (was a stack overflow: 500)', 'POST', '/gw/keys/h1', `{"meta_data":{"a":${'['.repeat(2000)}${']'.repeat(2000)}}}`, keyAuth, 400, /^meta_data\.a(\.0)+: nested deeper than 64 levels/],
-  ['client meta_data nested 3 000 deep', 'POST', '/api/apis/oauth/pets', `{"meta_data":{"a":${'{"b":'.repeat(3000)}1${'}'.repeat(3000)}}}`, apiAuth, 400, /nested deeper than 64 levels/],
-  ['unknown nested field', 'POST', '/gw/keys/h1', '{"access_rights":{"pets":{"limit":{"rate":1,"per":1,"bogus":1}}}}', keyAuth, 400, /bogus/],
+  [
+    '__proto__ entry in access_rights (zod would drop it: a key for every API)',
+    'POST',
+    '/gw/keys/h1',
+    '{"access_rights":{"__proto__":{"api_id":"pets"}}}',
+    keyAuth,
+    400,
+    /^access_rights\.__proto__: /,
+  ],
+  [
+    '__proto__ entry in meta_data',
+    'POST',
+    '/gw/keys/h1',
+    '{"meta_data":{"a":[{"__proto__":{}}]}}',
+    keyAuth,
+    400,
+    /^meta_data\.a\.0\.__proto__: /,
+  ],
+  [
+    '__proto__ entry in a client meta_data',
+    'POST',
+    '/api/apis/oauth/pets',
+    '{"meta_data":{"__proto__":{"x":1}}}',
+    apiAuth,
+    400,
+    /^meta_data\.__proto__: /,
+  ],
+  [
+    'meta_data nested 2 000 deep (was a stack overflow: 500)',
+    'POST',
+    '/gw/keys/h1',
+    `{"meta_data":{"a":${'['.repeat(2000)}${']'.repeat(2000)}}}`,
+    keyAuth,
+    400,
+    /^meta_data\.a(\.0)+: nested deeper than 64 levels/,
+  ],
+  [
+    'client meta_data nested 3 000 deep',
+    'POST',
+    '/api/apis/oauth/pets',
+    `{"meta_data":{"a":${'{"b":'.repeat(3000)}1${'}'.repeat(3000)}}}`,
+    apiAuth,
+    400,
+    /nested deeper than 64 levels/,
+  ],
+  [
+    'unknown nested field',
+    'POST',
+    '/gw/keys/h1',
+    '{"access_rights":{"pets":{"limit":{"rate":1,"per":1,"bogus":1}}}}',
+    keyAuth,
+    400,
+    /bogus/,
+  ],
   ['unknown client field', 'POST', '/api/apis/oauth/pets', '{"grant_types":["x"]}', apiAuth, 400, /grant_types/],
-  ['unknown proxy field', 'POST', '/api/proxy', '{"method":"GET","url":"http://127.0.0.1:1/","follow":true}', apiAuth, 400, /follow/],
+  [
+    'unknown proxy field',
+    'POST',
+    '/api/proxy',
+    '{"method":"GET","url":"http://127.0.0.1:1/","follow":true}',
+    apiAuth,
+    400,
+    /follow/,
+  ],
   // huge bodies
   ['body of 1 MiB + 1 byte', 'POST', '/gw/keys/h1', JSON.stringify({ alias: 'x'.repeat(1024 * 1024) }), keyAuth, 413],
-  ['huge OAuth body', 'POST', '/api/apis/oauth/pets', JSON.stringify({ description: 'x'.repeat(2 * 1024 * 1024) }), apiAuth, 413],
+  [
+    'huge OAuth body',
+    'POST',
+    '/api/apis/oauth/pets',
+    JSON.stringify({ description: 'x'.repeat(2 * 1024 * 1024) }),
+    apiAuth,
+    413,
+  ],
   // At the body limit exactly: accepted as a body, but its stored manifest (header, envelope) would pass
   // the loader's 1 MiB (the facade used to answer 200 for a key the gateway never served).
-  ['key body of exactly 1 MiB', 'POST', '/gw/keys/h1', exactly1MiB('{"meta_data":{"b":"', '"}}'), keyAuth, 413, /^the key would be stored as a manifest of \d+ bytes, over the 1048576-byte limit/],
-  ['client body of exactly 1 MiB', 'POST', '/api/apis/oauth/pets', exactly1MiB('{"client_id":"big","meta_data":{"b":"', '"}}'), apiAuth, 413, /^the client would be stored/],
-  ['huge proxy body', 'POST', '/api/proxy', JSON.stringify({ method: 'POST', url: 'http://127.0.0.1:1/', body: 'x'.repeat(1024 * 1024) }), apiAuth, 413],
+  [
+    'key body of exactly 1 MiB',
+    'POST',
+    '/gw/keys/h1',
+    exactly1MiB('{"meta_data":{"b":"', '"}}'),
+    keyAuth,
+    413,
+    /^the key would be stored as a manifest of \d+ bytes, over the 1048576-byte limit/,
+  ],
+  [
+    'client body of exactly 1 MiB',
+    'POST',
+    '/api/apis/oauth/pets',
+    exactly1MiB('{"client_id":"big","meta_data":{"b":"', '"}}'),
+    apiAuth,
+    413,
+    /^the client would be stored/,
+  ],
+  [
+    'huge proxy body',
+    'POST',
+    '/api/proxy',
+    JSON.stringify({ method: 'POST', url: 'http://127.0.0.1:1/', body: 'x'.repeat(1024 * 1024) }),
+    apiAuth,
+    413,
+  ],
   ['key id over 1024 characters', 'POST', `/gw/keys/${'k'.repeat(1025)}`, '{}', keyAuth, 400, /^keyID: /],
   // path traversal in keyID (raw paths, not normalised by a client)
   ['keyID ".." encoded', 'POST', '/gw/keys/%2E%2E', '{}', keyAuth, 400, /^keyID: /],
@@ -111,31 +211,155 @@ const cases: Case[] = [
   // CR/LF injection
   ['keyID with CR/LF', 'POST', '/gw/keys/a%0D%0ASet-Cookie:%20x', '{}', keyAuth, 400, /^keyID: /],
   // a header value cannot carry surrounding whitespace: such a key could never be sent (it was 200 "added")
-  ['keyID ending with a space', 'POST', '/gw/keys/ws-123%20', '{}', keyAuth, 400, /^keyID: must not begin or end with whitespace/],
-  ['keyID beginning with a space', 'PUT', '/gw/keys/%20ws-123', '{}', keyAuth, 400, /^keyID: must not begin or end with whitespace/],
+  [
+    'keyID ending with a space',
+    'POST',
+    '/gw/keys/ws-123%20',
+    '{}',
+    keyAuth,
+    400,
+    /^keyID: must not begin or end with whitespace/,
+  ],
+  [
+    'keyID beginning with a space',
+    'PUT',
+    '/gw/keys/%20ws-123',
+    '{}',
+    keyAuth,
+    400,
+    /^keyID: must not begin or end with whitespace/,
+  ],
   // one written before the rule can still be read and deleted by name: 404 here, not 400
   ['keyID with a space, GET', 'GET', '/gw/keys/ws-123%20', undefined, keyAuth, 404],
   ['keyID with a space, DELETE', 'DELETE', '/gw/keys/%20ws-123', undefined, keyAuth, 404],
   ['keyID with NUL', 'POST', '/gw/keys/a%00b', '{}', keyAuth, 400, /^keyID: /],
-  ['proxied header value with CR/LF', 'POST', '/api/proxy', '{"method":"GET","url":"http://127.0.0.1:1/","headers":{"x-a":"1\\r\\nx-b: 2"}}', apiAuth, 400, /^headers\.x-a: /],
-  ['proxied header name with CR/LF', 'POST', '/api/proxy', '{"method":"GET","url":"http://127.0.0.1:1/","headers":{"x-a\\r\\nx-b":"2"}}', apiAuth, 400, /^headers/],
-  ['proxied method with CR/LF', 'POST', '/api/proxy', '{"method":"GET\\r\\nX: y","url":"http://127.0.0.1:1/"}', apiAuth, 400, /^method: /],
-  ['proxied url with CR/LF', 'POST', '/api/proxy', '{"method":"GET","url":"http://127.0.0.1:1/x\\r\\nHost: evil"}', apiAuth, 400, /^url: /],
+  [
+    'proxied header value with CR/LF',
+    'POST',
+    '/api/proxy',
+    '{"method":"GET","url":"http://127.0.0.1:1/","headers":{"x-a":"1\\r\\nx-b: 2"}}',
+    apiAuth,
+    400,
+    /^headers\.x-a: /,
+  ],
+  [
+    'proxied header name with CR/LF',
+    'POST',
+    '/api/proxy',
+    '{"method":"GET","url":"http://127.0.0.1:1/","headers":{"x-a\\r\\nx-b":"2"}}',
+    apiAuth,
+    400,
+    /^headers/,
+  ],
+  [
+    'proxied method with CR/LF',
+    'POST',
+    '/api/proxy',
+    '{"method":"GET\\r\\nX: y","url":"http://127.0.0.1:1/"}',
+    apiAuth,
+    400,
+    /^method: /,
+  ],
+  [
+    'proxied url with CR/LF',
+    'POST',
+    '/api/proxy',
+    '{"method":"GET","url":"http://127.0.0.1:1/x\\r\\nHost: evil"}',
+    apiAuth,
+    400,
+    /^url: /,
+  ],
   // URLs to other hosts, ports, schemes, userinfo
-  ['proxy to another host', 'POST', '/api/proxy', '{"method":"GET","url":"http://169.254.169.254/latest/meta-data"}', apiAuth, 400, /^url: /],
-  ['proxy to another port', 'POST', '/api/proxy', '{"method":"GET","url":"http://127.0.0.1:2/"}', apiAuth, 400, /^url: /],
-  ['proxy to localhost (same place, other name)', 'POST', '/api/proxy', '{"method":"GET","url":"http://localhost:1/"}', apiAuth, 400, /^url: /],
-  ['proxy with another scheme', 'POST', '/api/proxy', '{"method":"GET","url":"https://127.0.0.1:1/"}', apiAuth, 400, /^url: /],
-  ['proxy with userinfo', 'POST', '/api/proxy', '{"method":"GET","url":"http://a:b@127.0.0.1:1/"}', apiAuth, 400, /^url: /],
-  ['proxy with a gopher URL', 'POST', '/api/proxy', '{"method":"GET","url":"gopher://127.0.0.1:1/"}', apiAuth, 400, /^url: /],
+  [
+    'proxy to another host',
+    'POST',
+    '/api/proxy',
+    '{"method":"GET","url":"http://169.254.169.254/latest/meta-data"}',
+    apiAuth,
+    400,
+    /^url: /,
+  ],
+  [
+    'proxy to another port',
+    'POST',
+    '/api/proxy',
+    '{"method":"GET","url":"http://127.0.0.1:2/"}',
+    apiAuth,
+    400,
+    /^url: /,
+  ],
+  [
+    'proxy to localhost (same place, other name)',
+    'POST',
+    '/api/proxy',
+    '{"method":"GET","url":"http://localhost:1/"}',
+    apiAuth,
+    400,
+    /^url: /,
+  ],
+  [
+    'proxy with another scheme',
+    'POST',
+    '/api/proxy',
+    '{"method":"GET","url":"https://127.0.0.1:1/"}',
+    apiAuth,
+    400,
+    /^url: /,
+  ],
+  [
+    'proxy with userinfo',
+    'POST',
+    '/api/proxy',
+    '{"method":"GET","url":"http://a:b@127.0.0.1:1/"}',
+    apiAuth,
+    400,
+    /^url: /,
+  ],
+  [
+    'proxy with a gopher URL',
+    'POST',
+    '/api/proxy',
+    '{"method":"GET","url":"gopher://127.0.0.1:1/"}',
+    apiAuth,
+    400,
+    /^url: /,
+  ],
   // content types and credentials
-  ['form body', 'POST', '/gw/keys/h1', 'rate=1', { 'x-gw-authorization': SECRET, 'content-type': 'application/x-www-form-urlencoded' }, 415],
+  [
+    'form body',
+    'POST',
+    '/gw/keys/h1',
+    'rate=1',
+    { 'x-gw-authorization': SECRET, 'content-type': 'application/x-www-form-urlencoded' },
+    415,
+  ],
   ['no content type', 'POST', '/gw/keys/h1', '{}', { 'x-gw-authorization': SECRET }, 415],
-  ['secret with one character more', 'POST', '/gw/keys/h1', '{}', { ...keyAuth, 'x-gw-authorization': `${SECRET}x` }, 403],
-  ['secret with one character less', 'POST', '/gw/keys/h1', '{}', { ...keyAuth, 'x-gw-authorization': SECRET.slice(0, -1) }, 403],
+  [
+    'secret with one character more',
+    'POST',
+    '/gw/keys/h1',
+    '{}',
+    { ...keyAuth, 'x-gw-authorization': `${SECRET}x` },
+    403,
+  ],
+  [
+    'secret with one character less',
+    'POST',
+    '/gw/keys/h1',
+    '{}',
+    { ...keyAuth, 'x-gw-authorization': SECRET.slice(0, -1) },
+    403,
+  ],
   ['bearer token as the secret', 'POST', '/gw/keys/h1', '{}', { ...keyAuth, 'x-gw-authorization': TOKEN }, 403],
   ['no secret at all', 'POST', '/gw/keys/h1', '{}', { 'content-type': 'application/json' }, 401],
-  ['secret as the bearer token', 'POST', '/api/apis/oauth/pets', '{}', { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' }, 403],
+  [
+    'secret as the bearer token',
+    'POST',
+    '/api/apis/oauth/pets',
+    '{}',
+    { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' },
+    403,
+  ],
 ];
 
 describe('hostile inputs: refused with the right code, nothing created', () => {

@@ -61,7 +61,12 @@ beforeAll(async () => {
   gateway = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/json', 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '9', 'x-ratelimit-reset': '1' });
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'x-ratelimit-limit': '10',
+        'x-ratelimit-remaining': '9',
+        'x-ratelimit-reset': '1',
+      });
       res.end(JSON.stringify({ ok: true, list: [1, 'a'] }));
     });
   });
@@ -98,7 +103,13 @@ test('GET /openapi.json serves the OpenAPI 3.1 document', async () => {
 test('OAuth client operations: every documented status', async () => {
   const c = (m: string, p: string, init?: Parameters<Facade['call']>[2]) => f.call(m, p, init);
   // POST
-  expect((await c('POST', '/api/apis/oauth/pets', { body: { client_id: 'doc-client', meta_data: { a: 1 }, policy_id: 'gold' } })).status).toBe(200);
+  expect(
+    (
+      await c('POST', '/api/apis/oauth/pets', {
+        body: { client_id: 'doc-client', meta_data: { a: 1 }, policy_id: 'gold' },
+      })
+    ).status,
+  ).toBe(200);
   expect((await c('POST', '/api/apis/oauth/pets', { body: { colour: 'red' } })).status).toBe(400);
   expect((await c('POST', '/api/apis/oauth/pets', { body: {}, noAuth: true })).status).toBe(401);
   expect((await c('POST', '/api/apis/oauth/pets', { body: {}, ...WRONG_BEARER })).status).toBe(403);
@@ -129,8 +140,18 @@ test('OAuth client operations: every documented status', async () => {
 });
 
 test('proxy: every documented status', async () => {
-  const p = (body: unknown, init: Parameters<Facade['call']>[2] = {}) => f.call('POST', '/api/proxy', { body, ...init });
-  expect((await p({ method: 'post', url: `${gatewayUrl}/x`, headers: { 'x-a': 'b', 'x-n': 1, 'x-l': ['a', 'b'] }, body: { n: 1 } })).status).toBe(200);
+  const p = (body: unknown, init: Parameters<Facade['call']>[2] = {}) =>
+    f.call('POST', '/api/proxy', { body, ...init });
+  expect(
+    (
+      await p({
+        method: 'post',
+        url: `${gatewayUrl}/x`,
+        headers: { 'x-a': 'b', 'x-n': 1, 'x-l': ['a', 'b'] },
+        body: { n: 1 },
+      })
+    ).status,
+  ).toBe(200);
   expect((await p({ method: 'GET', url: 'http://elsewhere.invalid/x' })).status).toBe(400);
   expect((await p({ method: 'GET', url: `${gatewayUrl}/x` }, { noAuth: true })).status).toBe(401);
   expect((await p({ method: 'GET', url: `${gatewayUrl}/x` }, WRONG_BEARER)).status).toBe(403);
@@ -142,7 +163,22 @@ test('proxy: every documented status', async () => {
 
 test('key operations: every documented status', async () => {
   const c = (m: string, p: string, init?: Parameters<Facade['call']>[2]) => f.call(m, p, init);
-  const full = { rate: 5, per: 1, quota_max: 10, apply_policies: ['gold'], access_rights: { pets: { api_id: 'pets', versions: ['v1'], allowed_urls: [{ url: '/x', methods: ['GET'] }], limit: { rate: 1, per: 1 } } }, meta_data: { a: 'b' }, tags: ['t'] };
+  const full = {
+    rate: 5,
+    per: 1,
+    quota_max: 10,
+    apply_policies: ['gold'],
+    access_rights: {
+      pets: {
+        api_id: 'pets',
+        versions: ['v1'],
+        allowed_urls: [{ url: '/x', methods: ['GET'] }],
+        limit: { rate: 1, per: 1 },
+      },
+    },
+    meta_data: { a: 'b' },
+    tags: ['t'],
+  };
   // POST
   expect((await c('POST', '/gw/keys/doc-key', { body: full })).status).toBe(200);
   expect((await c('POST', '/gw/keys/doc-key?suppress_reset=1', { body: full })).status).toBe(200);
@@ -239,9 +275,17 @@ test('429 with Retry-After on every rate-limited operation', async () => {
   try {
     expect((await g.call('GET', '/gw/keys')).status).toBe(200);
     const ops: [string, string, unknown?][] = [
-      ['POST', '/api/apis/oauth/pets', {}], ['GET', '/api/apis/oauth/pets'], ['GET', '/api/apis/oauth/pets/x'], ['DELETE', '/api/apis/oauth/pets/x'],
-      ['POST', '/api/proxy', {}], ['GET', '/gw/keys'], ['POST', '/gw/keys/k', {}], ['PUT', '/gw/keys/k', {}], ['GET', '/gw/keys/k'],
-      ['DELETE', '/gw/keys/k'], ['GET', '/openapi.json'],
+      ['POST', '/api/apis/oauth/pets', {}],
+      ['GET', '/api/apis/oauth/pets'],
+      ['GET', '/api/apis/oauth/pets/x'],
+      ['DELETE', '/api/apis/oauth/pets/x'],
+      ['POST', '/api/proxy', {}],
+      ['GET', '/gw/keys'],
+      ['POST', '/gw/keys/k', {}],
+      ['PUT', '/gw/keys/k', {}],
+      ['GET', '/gw/keys/k'],
+      ['DELETE', '/gw/keys/k'],
+      ['GET', '/openapi.json'],
     ];
     for (const [m, p, body] of ops) {
       const r = await g.call(m, p, body === undefined ? {} : { body });
@@ -278,7 +322,9 @@ describe('the document against the responses above', () => {
   test('the schema check can fail: an undocumented field, a wrong type and a missing field are reported', () => {
     const schema = { $ref: '#/components/schemas/KeyResult' };
     expect(validateSchema(schema, { key: 'k', key_hash: 'a'.repeat(64), action: 'added', status: 'ok' })).toEqual([]);
-    expect(validateSchema(schema, { key: 'k', key_hash: 'a'.repeat(64), action: 'added', status: 'ok', extra: 1 })).toEqual(['$: undocumented field extra']);
+    expect(
+      validateSchema(schema, { key: 'k', key_hash: 'a'.repeat(64), action: 'added', status: 'ok', extra: 1 }),
+    ).toEqual(['$: undocumented field extra']);
     expect(validateSchema(schema, { key: 1, key_hash: 'xyz', action: 'gone' }).length).toBe(4);
     const client = { $ref: '#/components/schemas/OAuthClient' };
     expect(validateSchema(client, { client_id: 'c' }).join(' ')).toContain('missing required field secret');

@@ -45,7 +45,13 @@ beforeAll(async () => {
         res.writeHead(200, { 'content-type': 'text/plain' });
         res.end('plain words');
       } else if (req.url === '/limited') {
-        res.writeHead(429, { 'content-type': 'application/json', 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '1700000000', 'retry-after': '5' });
+        res.writeHead(429, {
+          'content-type': 'application/json',
+          'x-ratelimit-limit': '3',
+          'x-ratelimit-remaining': '0',
+          'x-ratelimit-reset': '1700000000',
+          'retry-after': '5',
+        });
         res.end('{"error":"Rate Limit Exceeded"}');
       } else {
         res.writeHead(200, { 'content-type': 'application/json', 'x-upstream': 'yes' });
@@ -72,7 +78,12 @@ const proxy = (body: unknown, headers?: Record<string, string>) => f.call('POST'
 
 test('forwards method, path, query, headers and a JSON body; answers {status_code, headers, body}', async () => {
   seen.length = 0;
-  const r = await proxy({ method: 'post', url: `${gatewayUrl}/pets/x?a=1`, headers: { 'X-Api-Key': 'k1', authorization: 'key-for-gateway' }, body: { hello: 'world' } });
+  const r = await proxy({
+    method: 'post',
+    url: `${gatewayUrl}/pets/x?a=1`,
+    headers: { 'X-Api-Key': 'k1', authorization: 'key-for-gateway' },
+    body: { hello: 'world' },
+  });
   expect(r.status).toBe(200);
   const b = r.body as { status_code: number; headers: Record<string, string>; body: unknown };
   expect(b.status_code).toBe(200);
@@ -94,7 +105,12 @@ test("never forwards the caller's own bearer token", async () => {
 
 test('a string body is sent as is; a non-JSON response body comes back as a string', async () => {
   seen.length = 0;
-  const r = await proxy({ method: 'PUT', url: `${gatewayUrl}/text`, body: 'raw text', headers: { 'content-type': 'text/plain' } });
+  const r = await proxy({
+    method: 'PUT',
+    url: `${gatewayUrl}/text`,
+    body: 'raw text',
+    headers: { 'content-type': 'text/plain' },
+  });
   expect(seen[0]!.body).toBe('raw text');
   expect((r.body as { body: unknown }).body).toBe('plain words');
 });
@@ -121,7 +137,10 @@ test('a redirect to another origin is answered as it is, never followed', async 
 describe('no open relay: refused with 400 before any connection', () => {
   const port = (u: string): number => Number(new URL(u).port);
   const cases: [string, () => string][] = [
-    ['another port on the same host', () => `http://127.0.0.1:${port(gatewayUrl) === 65535 ? 1 : port(gatewayUrl) + 1}/x`],
+    [
+      'another port on the same host',
+      () => `http://127.0.0.1:${port(gatewayUrl) === 65535 ? 1 : port(gatewayUrl) + 1}/x`,
+    ],
     ['another host on the same port', () => `http://localhost:${port(gatewayUrl)}/x`],
     ['another scheme', () => `https://127.0.0.1:${port(gatewayUrl)}/x`],
     ['a server that is not a gateway', () => `${elsewhereUrl}/x`],
@@ -146,16 +165,36 @@ describe('no open relay: refused with 400 before any connection', () => {
 test('schema: missing method/url, unknown field, bad method, bad header → 400 naming the field', async () => {
   expect(((await proxy({ url: `${gatewayUrl}/x` })).body as { message: string }).message).toMatch(/^method: /);
   expect(((await proxy({ method: 'GET' })).body as { message: string }).message).toMatch(/^url: /);
-  expect(((await proxy({ method: 'GET', url: `${gatewayUrl}/x`, extra: 1 })).body as { message: string }).message).toContain('extra');
-  expect(((await proxy({ method: 'CONNECT', url: `${gatewayUrl}/x` })).body as { message: string }).message).toMatch(/^method: /);
-  expect(((await proxy({ method: 'GET', url: `${gatewayUrl}/x`, headers: { 'bad header': 'x' } })).body as { message: string }).message).toMatch(/^headers/);
+  expect(
+    ((await proxy({ method: 'GET', url: `${gatewayUrl}/x`, extra: 1 })).body as { message: string }).message,
+  ).toContain('extra');
+  expect(((await proxy({ method: 'CONNECT', url: `${gatewayUrl}/x` })).body as { message: string }).message).toMatch(
+    /^method: /,
+  );
+  expect(
+    (
+      (await proxy({ method: 'GET', url: `${gatewayUrl}/x`, headers: { 'bad header': 'x' } })).body as {
+        message: string;
+      }
+    ).message,
+  ).toMatch(/^headers/);
   const crlf = await proxy({ method: 'GET', url: `${gatewayUrl}/x`, headers: { 'x-a': 'a\r\nx-b: b' } });
   expect(crlf.status).toBe(400);
 });
 
 test('credentials: 401 without, 403 wrong', async () => {
-  expect((await f.call('POST', '/api/proxy', { body: { method: 'GET', url: `${gatewayUrl}/x` }, noAuth: true })).status).toBe(401);
-  expect((await f.call('POST', '/api/proxy', { body: { method: 'GET', url: `${gatewayUrl}/x` }, noAuth: true, headers: { authorization: 'Bearer x' } })).status).toBe(403);
+  expect(
+    (await f.call('POST', '/api/proxy', { body: { method: 'GET', url: `${gatewayUrl}/x` }, noAuth: true })).status,
+  ).toBe(401);
+  expect(
+    (
+      await f.call('POST', '/api/proxy', {
+        body: { method: 'GET', url: `${gatewayUrl}/x` },
+        noAuth: true,
+        headers: { authorization: 'Bearer x' },
+      })
+    ).status,
+  ).toBe(403);
 });
 
 test('502 when the gateway cannot be reached (closed port)', async () => {
@@ -179,7 +218,9 @@ test('default origins: the gateway listen address given to createFacadeServer (0
   try {
     const ok = await g.call('POST', '/api/proxy', { body: { method: 'GET', url: `${gatewayUrl}/pets` } });
     expect(ok.status).toBe(200);
-    expect((await g.call('POST', '/api/proxy', { body: { method: 'GET', url: `${elsewhereUrl}/pets` } })).status).toBe(400);
+    expect((await g.call('POST', '/api/proxy', { body: { method: 'GET', url: `${elsewhereUrl}/pets` } })).status).toBe(
+      400,
+    );
     f.recorded.push(...g.recorded);
   } finally {
     await g.close();

@@ -56,7 +56,12 @@ describe('DRL peer registry', () => {
   });
 
   test('the last known N is kept while the store is unreachable; N = 1 without a store', async () => {
-    const conn = new Redis(redisUrl(), { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+    const conn = new Redis(redisUrl(), {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
     await conn.connect();
     const errors: Error[] = [];
     const p1 = new DrlPeers(conn, 'g4', PERIOD, systemClock, (e) => errors.push(e));

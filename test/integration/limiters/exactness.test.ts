@@ -19,18 +19,53 @@ import { freshRedis, redisUrl } from '../../helpers/redis.js';
 
 const T0 = 1_700_000_040_000; // a multiple of 60 s
 const RATE = 50;
-const apiFor = (id: string, rate = RATE, per = 60): CompiledApi => ({ namespace: 'x', name: id, api_id: id, active: true, keyless: true, authHeader: 'authorization', listenPath: `/${id}/`, strip: true, endpointRules: [], apiLimit: { rate, per } });
+const apiFor = (id: string, rate = RATE, per = 60): CompiledApi => ({
+  namespace: 'x',
+  name: id,
+  api_id: id,
+  active: true,
+  keyless: true,
+  authHeader: 'authorization',
+  listenPath: `/${id}/`,
+  strip: true,
+  endpointRules: [],
+  apiLimit: { rate, per },
+});
 const cfg = { hash: '', apis: [], policies: {} };
 
-function engines(clients: StoreClient[], algo: Record<string, unknown>, clock: ManualClock, peers?: () => number): GatewayEngine[] {
+function engines(
+  clients: StoreClient[],
+  algo: Record<string, unknown>,
+  clock: ManualClock,
+  peers?: () => number,
+): GatewayEngine[] {
   const options = GatewayOptions.parse({ kv_failure_mode: 'closed', ...algo });
   // a generous deadline: the run shares two cores with builds; a miss would refuse (closed) and show as a failure
-  return clients.map((redis) => createEngine({ options, clock, config: () => cfg, redis, peers, storeDeadlineMs: 5_000, onStoreError: (e) => { throw e; } }));
+  return clients.map((redis) =>
+    createEngine({
+      options,
+      clock,
+      config: () => cfg,
+      redis,
+      peers,
+      storeDeadlineMs: 5_000,
+      onStoreError: (e) => {
+        throw e;
+      },
+    }),
+  );
 }
 
 /** n checks at once, round-robin over the engines; admitted per engine. */
 async function burst(es: GatewayEngine[], api: CompiledApi, n: number): Promise<number[]> {
-  const vs = await Promise.all(Array.from({ length: n }, (_, i) => Promise.resolve(es[i % es.length]!.check({ api, method: 'GET', path: '/' })).then((v) => ({ i: i % es.length, ok: v.kind === 'allow' }))));
+  const vs = await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      Promise.resolve(es[i % es.length]!.check({ api, method: 'GET', path: '/' })).then((v) => ({
+        i: i % es.length,
+        ok: v.kind === 'allow',
+      })),
+    ),
+  );
   const per = es.map(() => 0);
   for (const v of vs) if (v.ok) per[v.i]!++;
   return per;
@@ -112,7 +147,11 @@ for (const topo of topologies) {
 
     test('pipelined sliding log: never more than rate', async () => {
       const clock = new ManualClock(T0);
-      const es = engines(clients, { enable_kv_rolling_limiter: true, enable_non_transactional_rate_limiter: true }, clock);
+      const es = engines(
+        clients,
+        { enable_kv_rolling_limiter: true, enable_non_transactional_rate_limiter: true },
+        clock,
+      );
       const admitted = sum(await burst(es, apiFor('p1'), 150));
       expect(admitted).toBeLessThanOrEqual(RATE);
       expect(admitted).toBeGreaterThanOrEqual(RATE - 15);

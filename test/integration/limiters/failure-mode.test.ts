@@ -7,11 +7,27 @@ import { freshRedis } from '../../helpers/redis.js';
 import { unreachable } from './gateways.js';
 
 const T0 = 1_700_000_040_000;
-const api: CompiledApi = { namespace: 'default', name: 'a', api_id: 'a', active: true, keyless: false, authHeader: 'authorization', listenPath: '/a/', strip: true, endpointRules: [], apiLimit: { rate: 5, per: 60 } };
+const api: CompiledApi = {
+  namespace: 'default',
+  name: 'a',
+  api_id: 'a',
+  active: true,
+  keyless: false,
+  authHeader: 'authorization',
+  listenPath: '/a/',
+  strip: true,
+  endpointRules: [],
+  apiLimit: { rate: 5, per: 60 },
+};
 const session = { namespace: 'default', session: { rate: 5, per: 60, quota_max: 10, quota_renewal_rate: 60 } };
 
 describe('kv_failure_mode with the store unreachable', () => {
-  const algorithms = [{ enable_kv_rolling_limiter: true }, { enable_sentinel_rate_limiter: true }, { enable_fixed_window_rate_limiter: true }, { enable_kv_rolling_limiter: true, enable_non_transactional_rate_limiter: true }];
+  const algorithms = [
+    { enable_kv_rolling_limiter: true },
+    { enable_sentinel_rate_limiter: true },
+    { enable_fixed_window_rate_limiter: true },
+    { enable_kv_rolling_limiter: true, enable_non_transactional_rate_limiter: true },
+  ];
 
   for (const algo of algorithms) {
     const name = Object.keys(algo).join('+');
@@ -19,7 +35,13 @@ describe('kv_failure_mode with the store unreachable', () => {
       const redis = unreachable();
       const errors: Error[] = [];
       const mk = (mode: 'open' | 'closed') =>
-        createEngine({ options: GatewayOptions.parse({ ...algo, kv_failure_mode: mode }), clock: new ManualClock(T0), config: () => ({ hash: '', apis: [], policies: {} }), redis, onStoreError: (e) => errors.push(e) });
+        createEngine({
+          options: GatewayOptions.parse({ ...algo, kv_failure_mode: mode }),
+          clock: new ManualClock(T0),
+          config: () => ({ hash: '', apis: [], policies: {} }),
+          redis,
+          onStoreError: (e) => errors.push(e),
+        });
       const open = mk('open');
       const v = await open.check({ api, method: 'GET', path: '/', keyHash: 'k', session });
       expect(v.kind).toBe('allow');
@@ -34,9 +56,20 @@ describe('kv_failure_mode with the store unreachable', () => {
 
   test('closed: a quota that cannot be read is exceeded', async () => {
     const redis = unreachable();
-    const e = createEngine({ options: GatewayOptions.parse({ enable_kv_rolling_limiter: true, kv_failure_mode: 'closed' }), clock: new ManualClock(T0), config: () => ({ hash: '', apis: [], policies: {} }), redis });
+    const e = createEngine({
+      options: GatewayOptions.parse({ enable_kv_rolling_limiter: true, kv_failure_mode: 'closed' }),
+      clock: new ManualClock(T0),
+      config: () => ({ hash: '', apis: [], policies: {} }),
+      redis,
+    });
     // only a quota, no rate limits: the quota store decides
-    const v = await e.check({ api: { ...api, apiLimit: undefined }, method: 'GET', path: '/', keyHash: 'k', session: { namespace: 'default', session: { quota_max: 10, quota_renewal_rate: 60 } } });
+    const v = await e.check({
+      api: { ...api, apiLimit: undefined },
+      method: 'GET',
+      path: '/',
+      keyHash: 'k',
+      session: { namespace: 'default', session: { quota_max: 10, quota_renewal_rate: 60 } },
+    });
     expect(v.kind).toBe('quota_exceeded');
     redis.disconnect();
   });

@@ -16,7 +16,13 @@ describe('fixed window in Redis', () => {
     const a = new RedisFixedWindow(g.a, clock);
     const b = new RedisFixedWindow(g.b, clock);
     const limit = { rate: 50, per: 60 };
-    expect(await burst(200, () => a.check('fw', limit), () => b.check('fw', limit))).toBe(50);
+    expect(
+      await burst(
+        200,
+        () => a.check('fw', limit),
+        () => b.check('fw', limit),
+      ),
+    ).toBe(50);
   });
 
   test('the counter restarts at the epoch-aligned boundary, and expires with its window', async () => {

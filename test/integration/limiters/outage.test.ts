@@ -14,7 +14,18 @@ import { StoreDeadlineError, StoreUnavailableError } from '../../../lib/store/st
 import { startNode, stopNode, type Node } from '../../harness/redis-cluster.js';
 
 const T0 = 1_700_000_040_000;
-const api = (id: string): CompiledApi => ({ namespace: 'o', name: id, api_id: id, active: true, keyless: false, authHeader: 'authorization', listenPath: `/${id}/`, strip: true, endpointRules: [], apiLimit: { rate: 3, per: 60 } });
+const api = (id: string): CompiledApi => ({
+  namespace: 'o',
+  name: id,
+  api_id: id,
+  active: true,
+  keyless: false,
+  authHeader: 'authorization',
+  listenPath: `/${id}/`,
+  strip: true,
+  endpointRules: [],
+  apiLimit: { rate: 3, per: 60 },
+});
 const session = { namespace: 'o', session: { rate: 100, per: 60, quota_max: 1000, quota_renewal_rate: 3600 } };
 const cfg = { hash: '', apis: [], policies: {} };
 
@@ -29,10 +40,18 @@ async function until(cond: () => boolean, ms: number): Promise<void> {
 describe('store outage: redis-server stopped mid-test, then back', () => {
   let node: Node;
   let client: StoreClient;
-  const algorithms: Record<string, boolean>[] = [{ enable_kv_rolling_limiter: true }, { enable_sentinel_rate_limiter: true }, { enable_fixed_window_rate_limiter: true }];
+  const algorithms: Record<string, boolean>[] = [
+    { enable_kv_rolling_limiter: true },
+    { enable_sentinel_rate_limiter: true },
+    { enable_fixed_window_rate_limiter: true },
+  ];
   beforeAll(async () => {
     node = await startNode();
-    client = createStoreClient(`redis://127.0.0.1:${node.port}`, { maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => 50 });
+    client = createStoreClient(`redis://127.0.0.1:${node.port}`, {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => 50,
+    });
     client.on('error', () => {});
     await until(() => client.status === 'ready', 5_000);
   });
@@ -45,8 +64,21 @@ describe('store outage: redis-server stopped mid-test, then back', () => {
     const clock = new ManualClock(T0);
     const errors: Error[] = [];
     const mk = (mode: 'open' | 'closed', algo: Record<string, boolean>): GatewayEngine =>
-      createEngine({ options: GatewayOptions.parse({ ...algo, kv_failure_mode: mode }), clock, config: () => cfg, redis: client, storeDeadlineMs: 2_000, onStoreError: (e) => errors.push(e) });
-    const pairs = algorithms.map((a, i) => ({ name: Object.keys(a)[0]!, open: mk('open', a), closed: mk('closed', a), api: api(`o${i}`), capi: api(`c${i}`) }));
+      createEngine({
+        options: GatewayOptions.parse({ ...algo, kv_failure_mode: mode }),
+        clock,
+        config: () => cfg,
+        redis: client,
+        storeDeadlineMs: 2_000,
+        onStoreError: (e) => errors.push(e),
+      });
+    const pairs = algorithms.map((a, i) => ({
+      name: Object.keys(a)[0]!,
+      open: mk('open', a),
+      closed: mk('closed', a),
+      api: api(`o${i}`),
+      capi: api(`c${i}`),
+    }));
     const fire = async (e: GatewayEngine, a: CompiledApi, n: number, key: string): Promise<Verdict[]> => {
       const out: Verdict[] = [];
       for (let i = 0; i < n; i++) {
@@ -56,7 +88,13 @@ describe('store outage: redis-server stopped mid-test, then back', () => {
       return out;
     };
     // before: the limit holds
-    for (const p of pairs) expect((await fire(p.open, p.api, 4, `k-${p.name}`)).map((v) => v.kind)).toEqual(['allow', 'allow', 'allow', 'api_limited']);
+    for (const p of pairs)
+      expect((await fire(p.open, p.api, 4, `k-${p.name}`)).map((v) => v.kind)).toEqual([
+        'allow',
+        'allow',
+        'allow',
+        'api_limited',
+      ]);
     expect(errors).toEqual([]);
 
     await stopNode(node, true); // the store goes away
@@ -76,8 +114,18 @@ describe('store outage: redis-server stopped mid-test, then back', () => {
     await until(() => client.status === 'ready', 10_000);
     errors.length = 0;
     for (const p of pairs) {
-      expect((await fire(p.open, p.api, 4, `k-${p.name}`)).map((v) => v.kind)).toEqual(['allow', 'allow', 'allow', 'api_limited']);
-      expect((await fire(p.closed, p.capi, 4, `c-${p.name}`)).map((v) => v.kind)).toEqual(['allow', 'allow', 'allow', 'api_limited']);
+      expect((await fire(p.open, p.api, 4, `k-${p.name}`)).map((v) => v.kind)).toEqual([
+        'allow',
+        'allow',
+        'allow',
+        'api_limited',
+      ]);
+      expect((await fire(p.closed, p.capi, 4, `c-${p.name}`)).map((v) => v.kind)).toEqual([
+        'allow',
+        'allow',
+        'allow',
+        'api_limited',
+      ]);
     }
     expect(errors).toEqual([]);
   }, 60_000);
@@ -87,13 +135,26 @@ describe('store outage with an offline queue (the standalone client): no call wa
   test('while the connection is lost, each decision follows kv_failure_mode at once', async () => {
     const node = await startNode();
     // as cli/standalone.ts builds it, with a reconnection delay long enough to see a call wait for it
-    const client = createStoreClient(`redis://127.0.0.1:${node.port}`, { maxRetriesPerRequest: 1, retryStrategy: () => 10_000 });
+    const client = createStoreClient(`redis://127.0.0.1:${node.port}`, {
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => 10_000,
+    });
     client.on('error', () => {});
     try {
       await until(() => client.status === 'ready', 5_000);
       const errors: Error[] = [];
       const mk = (mode: 'open' | 'closed'): GatewayEngine =>
-        createEngine({ options: GatewayOptions.parse({ enable_kv_rolling_limiter: true, kv_failure_mode: mode, kv_deadline_ms: 3_000 }), clock: new ManualClock(T0), config: () => cfg, redis: client, onStoreError: (e) => errors.push(e) });
+        createEngine({
+          options: GatewayOptions.parse({
+            enable_kv_rolling_limiter: true,
+            kv_failure_mode: mode,
+            kv_deadline_ms: 3_000,
+          }),
+          clock: new ManualClock(T0),
+          config: () => cfg,
+          redis: client,
+          onStoreError: (e) => errors.push(e),
+        });
       const open = mk('open');
       const closed = mk('closed');
       expect((await open.check({ api: api('q'), method: 'GET', path: '/', keyHash: 'k', session })).kind).toBe('allow');
@@ -101,8 +162,12 @@ describe('store outage with an offline queue (the standalone client): no call wa
       await until(() => client.status === 'reconnecting', 5_000);
       const t = performance.now();
       for (let i = 0; i < 5; i++) {
-        expect((await open.check({ api: api('q'), method: 'GET', path: '/', keyHash: 'k', session })).kind).toBe('allow');
-        expect((await closed.check({ api: api('q'), method: 'GET', path: '/', keyHash: 'k', session })).kind).toBe('api_limited');
+        expect((await open.check({ api: api('q'), method: 'GET', path: '/', keyHash: 'k', session })).kind).toBe(
+          'allow',
+        );
+        expect((await closed.check({ api: api('q'), method: 'GET', path: '/', keyHash: 'k', session })).kind).toBe(
+          'api_limited',
+        );
       }
       expect(performance.now() - t).toBeLessThan(1_000); // ten decisions; a queued call would wait 3 s for its deadline
       expect(errors.length).toBeGreaterThanOrEqual(10);
@@ -135,7 +200,13 @@ describe('store deadline', () => {
     client.on('error', () => {});
     const errors: Error[] = [];
     const mk = (mode: 'open' | 'closed'): GatewayEngine =>
-      createEngine({ options: GatewayOptions.parse({ enable_kv_rolling_limiter: true, kv_failure_mode: mode, kv_deadline_ms: 50 }), clock: new ManualClock(T0), config: () => cfg, redis: client, onStoreError: (e) => errors.push(e) });
+      createEngine({
+        options: GatewayOptions.parse({ enable_kv_rolling_limiter: true, kv_failure_mode: mode, kv_deadline_ms: 50 }),
+        clock: new ManualClock(T0),
+        config: () => cfg,
+        redis: client,
+        onStoreError: (e) => errors.push(e),
+      });
     const open = mk('open');
     const closed = mk('closed');
     let t = performance.now();
@@ -157,10 +228,17 @@ describe('store deadline', () => {
     const client = createStoreClient(`redis://127.0.0.1:${port}`, { enableReadyCheck: false, maxRetriesPerRequest: 0 });
     client.on('error', () => {});
     try {
-      const engine = createEngine({ options: GatewayOptions.parse({ enable_kv_rolling_limiter: true }), clock: new ManualClock(T0), config: () => cfg, redis: client });
+      const engine = createEngine({
+        options: GatewayOptions.parse({ enable_kv_rolling_limiter: true }),
+        clock: new ManualClock(T0),
+        config: () => cfg,
+        redis: client,
+      });
       const decide = async (): Promise<number> => {
         const t = performance.now();
-        expect((await engine.check({ api: api('d'), method: 'GET', path: '/', keyHash: 'k', session })).kind).toBe('allow');
+        expect((await engine.check({ api: api('d'), method: 'GET', path: '/', keyHash: 'k', session })).kind).toBe(
+          'allow',
+        );
         return performance.now() - t;
       };
       const first = await decide();

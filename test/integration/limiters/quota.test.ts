@@ -16,7 +16,13 @@ describe('quotas in Redis', () => {
     const a = new RedisQuota(g.a, clock);
     const b = new RedisQuota(g.b, clock);
     const spec = { max: 30, renewal: 3600 };
-    expect(await burst(100, () => a.consume('q', spec), () => b.consume('q', spec))).toBe(30);
+    expect(
+      await burst(
+        100,
+        () => a.consume('q', spec),
+        () => b.consume('q', spec),
+      ),
+    ).toBe(30);
     expect(await a.read('q', spec)).toEqual({ remaining: 0, renews: T0 / 1000 + 3600 });
   });
 
@@ -28,7 +34,13 @@ describe('quotas in Redis', () => {
     expect((await q.consume('r', spec)).remaining).toBe(0);
     expect((await q.consume('r', spec)).allowed).toBe(false);
     clock.advance(60_000);
-    expect(await q.consume('r', spec)).toEqual({ allowed: true, max: 2, remaining: 1, renews: T0 / 1000 + 120, renewsMs: T0 + 120_000 });
+    expect(await q.consume('r', spec)).toEqual({
+      allowed: true,
+      max: 2,
+      remaining: 1,
+      renews: T0 / 1000 + 120,
+      renewsMs: T0 + 120_000,
+    });
 
     const never = { max: 1, renewal: 0 };
     expect((await q.consume('n', never)).allowed).toBe(true);

@@ -121,7 +121,9 @@ describe('sentinel variant in Redis', () => {
   test('with smoothing, the requests the sentinel refuses count in R (off the request path): a steady load at the rate never steps down', async () => {
     const clock = new ManualClock(T0);
     const events: [string, number, number][] = [];
-    const s = new RedisSentinel(g.a, clock, { smoothingEnabled: true }, (e) => events.push([e.event, e.oldAllowance, e.newAllowance]));
+    const s = new RedisSentinel(g.a, clock, { smoothingEnabled: true }, (e) =>
+      events.push([e.event, e.oldAllowance, e.newAllowance]),
+    );
     const limit = { rate: 12, per: 2, smoothing: { enabled: true, threshold: 3, step: 3, trigger: 0.5, delay: 1 } };
     for (let i = 0; i < 60; i++) {
       await s.check('steady-smooth', limit);
@@ -142,7 +144,12 @@ describe('sentinel variant in Redis', () => {
     const clock = new ManualClock(T0);
     const events: SmoothingEvent[] = [];
     const s = new RedisSentinel(g.a, clock, { smoothingEnabled: true }, (e) => events.push(e));
-    const got = await steadyUnderSentinel((limit) => s.check('climb', limit), () => s.settled(), clock, events);
+    const got = await steadyUnderSentinel(
+      (limit) => s.check('climb', limit),
+      () => s.settled(),
+      clock,
+      events,
+    );
     expect(got.ups.length).toBeGreaterThanOrEqual(6); // it stepped up only with log writes: 2 Ups in 8 s
     for (let i = 1; i < got.ups.length; i++) expect(got.ups[i]! - got.ups[i - 1]!).toBeGreaterThanOrEqual(1000);
     expect(got.refusalLimits.length).toBeGreaterThan(0);

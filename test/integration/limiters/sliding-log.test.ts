@@ -23,7 +23,11 @@ describe('sliding window log in Redis', () => {
       const b = new RedisSlidingLog(g.b, clock, opts);
       const limit = { rate: 50, per: 60 };
       const bucket = `conc-${transactional}`;
-      const admitted = await burst(200, () => a.check(bucket, limit), () => b.check(bucket, limit));
+      const admitted = await burst(
+        200,
+        () => a.check(bucket, limit),
+        () => b.check(bucket, limit),
+      );
       if (transactional) expect(admitted).toBe(50);
       else {
         // counting after the add: interleaved pipelines may refuse a little too much, never admit too much
@@ -74,7 +78,9 @@ describe('sliding window log in Redis', () => {
   }
 
   test('the keys of one bucket share a hash tag', () => {
-    const tags = [storeKeys.log('k:h:x'), storeKeys.smoothing('k:h:x'), storeKeys.sentinel('k:h:x')].map((k) => /\{[^}]*\}/.exec(k)![0]);
+    const tags = [storeKeys.log('k:h:x'), storeKeys.smoothing('k:h:x'), storeKeys.sentinel('k:h:x')].map(
+      (k) => /\{[^}]*\}/.exec(k)![0],
+    );
     expect(new Set(tags)).toEqual(new Set(['{k:h:x}']));
     expect(storeKeys.log('odd{bucket}')).toBe('gw:{odd%7Bbucket%7D}:log');
     // escaped, not replaced: buckets that differ never share a key

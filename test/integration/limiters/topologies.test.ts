@@ -18,8 +18,28 @@ import { freePort } from '../../harness/ports.js';
 import { startRedisCluster, type RedisClusterHandle } from '../../harness/redis-cluster.js';
 
 const T0 = 1_700_000_040_000;
-const api: CompiledApi = { namespace: 'default', name: 'a', api_id: 'a', active: true, keyless: false, authHeader: 'authorization', listenPath: '/a/', strip: true, endpointRules: [{ method: '*', pattern: '^/?x$', rate: 2, per: 60, id: '* x' }], apiLimit: { rate: 100, per: 60 } };
-const session = { namespace: 'default', session: { rate: 3, per: 60, quota_max: 10, quota_renewal_rate: 60, smoothing: { enabled: true, threshold: 1, step: 1, trigger: 0.5, delay: 0 } } };
+const api: CompiledApi = {
+  namespace: 'default',
+  name: 'a',
+  api_id: 'a',
+  active: true,
+  keyless: false,
+  authHeader: 'authorization',
+  listenPath: '/a/',
+  strip: true,
+  endpointRules: [{ method: '*', pattern: '^/?x$', rate: 2, per: 60, id: '* x' }],
+  apiLimit: { rate: 100, per: 60 },
+};
+const session = {
+  namespace: 'default',
+  session: {
+    rate: 3,
+    per: 60,
+    quota_max: 10,
+    quota_renewal_rate: 60,
+    smoothing: { enabled: true, threshold: 1, step: 1, trigger: 0.5, delay: 0 },
+  },
+};
 
 async function waitFor(check: () => Promise<boolean>, what: string): Promise<void> {
   const deadline = Date.now() + 10_000;
@@ -32,7 +52,11 @@ async function waitFor(check: () => Promise<boolean>, what: string): Promise<voi
 function server(args: string[]): { proc: ChildProcess; dir: string } {
   const dir = mkdtempSync(join(tmpdir(), 'gw-topo-'));
   const bin = process.env.GW_REDIS_SERVER ?? 'redis-server';
-  const proc = spawn(bin, args.map((a) => a.replace('$DIR', dir)), { stdio: 'ignore', cwd: dir });
+  const proc = spawn(
+    bin,
+    args.map((a) => a.replace('$DIR', dir)),
+    { stdio: 'ignore', cwd: dir },
+  );
   return { proc, dir };
 }
 
@@ -44,18 +68,46 @@ async function stop(s: { proc: ChildProcess; dir: string }): Promise<void> {
 
 /** Every algorithm through one engine: API scope, key scope (smoothed) and quota. */
 async function exercise(client: StoreClient, algo: Record<string, boolean>): Promise<string[]> {
-  const engine = createEngine({ options: GatewayOptions.parse({ ...algo, kv_failure_mode: 'closed' }), clock: new ManualClock(T0), config: () => ({ hash: '', apis: [], policies: {} }), redis: client, storeDeadlineMs: 5_000, onStoreError: (e) => { throw e; } });
+  const engine = createEngine({
+    options: GatewayOptions.parse({ ...algo, kv_failure_mode: 'closed' }),
+    clock: new ManualClock(T0),
+    config: () => ({ hash: '', apis: [], policies: {} }),
+    redis: client,
+    storeDeadlineMs: 5_000,
+    onStoreError: (e) => {
+      throw e;
+    },
+  });
   const a = { ...api, namespace: Object.keys(algo).join('+') }; // buckets of their own per algorithm
   const kinds: string[] = [];
-  for (let i = 0; i < 4; i++) kinds.push((await engine.check({ api: a, method: 'GET', path: '/y', keyHash: `k-${Object.keys(algo).join()}`, session })).kind);
-  for (let i = 0; i < 3; i++) kinds.push((await engine.check({ api: a, method: 'GET', path: '/x', keyHash: `other-${Object.keys(algo).join()}`, session: { namespace: 'default', session: {} } })).kind);
+  for (let i = 0; i < 4; i++)
+    kinds.push(
+      (await engine.check({ api: a, method: 'GET', path: '/y', keyHash: `k-${Object.keys(algo).join()}`, session }))
+        .kind,
+    );
+  for (let i = 0; i < 3; i++)
+    kinds.push(
+      (
+        await engine.check({
+          api: a,
+          method: 'GET',
+          path: '/x',
+          keyHash: `other-${Object.keys(algo).join()}`,
+          session: { namespace: 'default', session: {} },
+        })
+      ).kind,
+    );
   await engine.limiters.settled();
   return kinds;
 }
 
 /** Key scope: smoothing lifts A 1 → 2 → 3 = rate, so 3 pass; then the API-level rule on /x: 2 per 60. */
 const EXPECTED = ['allow', 'allow', 'allow', 'key_limited', 'allow', 'allow', 'api_limited'];
-const algorithms: Record<string, boolean>[] = [{ enable_kv_rolling_limiter: true }, { enable_fixed_window_rate_limiter: true }, { enable_kv_rolling_limiter: true, enable_non_transactional_rate_limiter: true }];
+const algorithms: Record<string, boolean>[] = [
+  { enable_kv_rolling_limiter: true },
+  { enable_fixed_window_rate_limiter: true },
+  { enable_kv_rolling_limiter: true, enable_non_transactional_rate_limiter: true },
+];
 
 describe('Redis Cluster (redis+cluster://), 3 masters', () => {
   let cluster: RedisClusterHandle;
@@ -109,7 +161,10 @@ describe('Redis Sentinel (redis+sentinel://)', () => {
     port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'gw-sentinel-conf-'));
     const conf = join(dir, 'sentinel.conf');
-    writeFileSync(conf, `port ${port}\nbind 127.0.0.1\nsentinel monitor gwmaster ${master.hostname} ${master.port} 1\n`);
+    writeFileSync(
+      conf,
+      `port ${port}\nbind 127.0.0.1\nsentinel monitor gwmaster ${master.hostname} ${master.port} 1\n`,
+    );
     sentinel = server([conf, '--sentinel']);
     sentinel.dir = dir;
     const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true });

@@ -6,7 +6,17 @@ import { jest } from '@jest/globals';
 import { stringify } from 'yaml';
 import { freshNamespace, kubectl } from '../../helpers/kube.js';
 import { sha256hex } from '../../../lib/hash.js';
-import { apiDef, apply, eventually, getJson, policy, ready, startController, waitReady, type Controller } from './helpers.js';
+import {
+  apiDef,
+  apply,
+  eventually,
+  getJson,
+  policy,
+  ready,
+  startController,
+  waitReady,
+  type Controller,
+} from './helpers.js';
 
 jest.setTimeout(60_000);
 
@@ -22,7 +32,10 @@ describe('gw controller: ConfigMap size limit', () => {
     await ctl?.stop();
   });
 
-  const configText = async (): Promise<string | undefined> => ((await getJson(ns, 'configmap', 'gw-config')) as { data?: Record<string, string> } | undefined)?.data?.['config.json'];
+  const configText = async (): Promise<string | undefined> =>
+    ((await getJson(ns, 'configmap', 'gw-config')) as { data?: Record<string, string> } | undefined)?.data?.[
+      'config.json'
+    ];
 
   test('over 1 MB → ConfigTooLarge on the ApiDefinitions, previous config kept; back under → Ready again', async () => {
     await apply(ns, apiDef('small', { api_id: 'small', proxy: { listen_path: '/small/' } }));
@@ -32,14 +45,23 @@ describe('gw controller: ConfigMap size limit', () => {
     const blob = 'x'.repeat(600_000);
     // create (not apply): kubectl apply would also store the object in an annotation, limited to 256 KiB
     const create = async (name: string): Promise<void> => {
-      const r = await kubectl(['create', '-n', ns, '-f', '-'], stringify(policy(name, { rate: 1, per: 1, meta_data: { blob } })));
+      const r = await kubectl(
+        ['create', '-n', ns, '-f', '-'],
+        stringify(policy(name, { rate: 1, per: 1, meta_data: { blob } })),
+      );
       expect(r.stderr).toBe('');
     };
     await create('big-1'); // ~600 KB: still fits
-    const before = sha256hex((await eventually(async () => {
-      const t = await configText();
-      return t?.includes(`${ns}/big-1`) ? t : undefined;
-    }, 10_000, 'config with big-1'))!);
+    const before = sha256hex(
+      (await eventually(
+        async () => {
+          const t = await configText();
+          return t?.includes(`${ns}/big-1`) ? t : undefined;
+        },
+        10_000,
+        'config with big-1',
+      ))!,
+    );
     await create('big-2'); // ~1.2 MB: does not
     const st = await waitReady(ns, 'apidefinition', 'small', 'False', 'ConfigTooLarge');
     expect(st.message).toMatch(/over the ConfigMap limit/);

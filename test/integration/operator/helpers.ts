@@ -18,7 +18,11 @@ export interface Controller {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export async function eventually<T>(fn: () => Promise<T | undefined | false>, ms = 10_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  fn: () => Promise<T | undefined | false>,
+  ms = 10_000,
+  what = 'condition',
+): Promise<T> {
   const end = Date.now() + ms;
   let last: unknown;
   for (;;) {
@@ -28,16 +32,36 @@ export async function eventually<T>(fn: () => Promise<T | undefined | false>, ms
     } catch (e) {
       last = e;
     }
-    if (Date.now() > end) throw new Error(`${what} not met within ${ms} ms${last ? `: ${(last as Error).message}` : ''}`);
+    if (Date.now() > end)
+      throw new Error(`${what} not met within ${ms} ms${last ? `: ${(last as Error).message}` : ''}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
-export async function startController(ns: string, extra: string[] = [], opts: { waitReady?: boolean; redis?: string; env?: Record<string, string> } = {}): Promise<Controller> {
+export async function startController(
+  ns: string,
+  extra: string[] = [],
+  opts: { waitReady?: boolean; redis?: string; env?: Record<string, string> } = {},
+): Promise<Controller> {
   const port = await freePort();
   const metricsUrl = `http://127.0.0.1:${port}`;
-  const args = [CLI, 'controller', '--kubeconfig', kubeconfig(), '--namespace', ns, '--redis', opts.redis ?? redisUrl(), '--metrics-listen', `127.0.0.1:${port}`, ...extra];
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GW_LOG_LEVEL: process.env.GW_TEST_CONTROLLER_LOG ?? 'info', ...(opts.env ?? {}) } });
+  const args = [
+    CLI,
+    'controller',
+    '--kubeconfig',
+    kubeconfig(),
+    '--namespace',
+    ns,
+    '--redis',
+    opts.redis ?? redisUrl(),
+    '--metrics-listen',
+    `127.0.0.1:${port}`,
+    ...extra,
+  ];
+  const proc = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, GW_LOG_LEVEL: process.env.GW_TEST_CONTROLLER_LOG ?? 'info', ...(opts.env ?? {}) },
+  });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -117,19 +141,41 @@ export interface ReadyView {
 
 export async function ready(ns: string, kind: string, name: string): Promise<ReadyView | undefined> {
   const o = (await getJson(ns, kind, name)) as
-    | { metadata: { generation?: number }; status?: { observedGeneration?: number; conditions?: { type: string; status: string; reason?: string; message?: string }[] } }
+    | {
+        metadata: { generation?: number };
+        status?: {
+          observedGeneration?: number;
+          conditions?: { type: string; status: string; reason?: string; message?: string }[];
+        };
+      }
     | undefined;
   if (!o) return undefined;
   const c = o.status?.conditions?.find((x) => x.type === 'Ready');
-  return { status: c?.status, reason: c?.reason, message: c?.message, observedGeneration: o.status?.observedGeneration, generation: o.metadata.generation, statusBody: o.status as Record<string, unknown> };
+  return {
+    status: c?.status,
+    reason: c?.reason,
+    message: c?.message,
+    observedGeneration: o.status?.observedGeneration,
+    generation: o.metadata.generation,
+    statusBody: o.status as Record<string, unknown>,
+  };
 }
 
 /** Polls until Ready has the given status and reason, and observedGeneration caught up. */
-export function waitReady(ns: string, kind: string, name: string, status: 'True' | 'False', reason: string, ms = 10_000): Promise<ReadyView> {
+export function waitReady(
+  ns: string,
+  kind: string,
+  name: string,
+  status: 'True' | 'False',
+  reason: string,
+  ms = 10_000,
+): Promise<ReadyView> {
   return eventually(
     async () => {
       const r = await ready(ns, kind, name);
-      return r && r.status === status && r.reason === reason && (r.observedGeneration ?? -1) >= (r.generation ?? 0) ? r : undefined;
+      return r && r.status === status && r.reason === reason && (r.observedGeneration ?? -1) >= (r.generation ?? 0)
+        ? r
+        : undefined;
     },
     ms,
     `${kind} ${ns}/${name} Ready=${status} ${reason}`,
@@ -138,13 +184,33 @@ export function waitReady(ns: string, kind: string, name: string, status: 'True'
   });
 }
 
-export const apiDef = (name: string, spec: Record<string, unknown>) => ({ apiVersion: 'gw.io/v1alpha1', kind: 'ApiDefinition', metadata: { name }, spec });
-export const policy = (name: string, spec: Record<string, unknown>) => ({ apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name }, spec });
+export const apiDef = (name: string, spec: Record<string, unknown>) => ({
+  apiVersion: 'gw.io/v1alpha1',
+  kind: 'ApiDefinition',
+  metadata: { name },
+  spec,
+});
+export const policy = (name: string, spec: Record<string, unknown>) => ({
+  apiVersion: 'gw.io/v1alpha1',
+  kind: 'Policy',
+  metadata: { name },
+  spec,
+});
 export const accessKey = (name: string, spec: Record<string, unknown>, annotations?: Record<string, string>) => ({
   apiVersion: 'gw.io/v1alpha1',
   kind: 'AccessKey',
   metadata: { name, ...(annotations ? { annotations } : {}) },
   spec,
 });
-export const oauthClient = (name: string, spec: Record<string, unknown>) => ({ apiVersion: 'gw.io/v1alpha1', kind: 'OAuthClient', metadata: { name }, spec });
-export const secret = (name: string, data: Record<string, string>) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name }, stringData: data });
+export const oauthClient = (name: string, spec: Record<string, unknown>) => ({
+  apiVersion: 'gw.io/v1alpha1',
+  kind: 'OAuthClient',
+  metadata: { name },
+  spec,
+});
+export const secret = (name: string, data: Record<string, string>) => ({
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name },
+  stringData: data,
+});

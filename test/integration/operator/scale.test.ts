@@ -28,7 +28,11 @@ describe(`gw controller at scale (${N} AccessKeys)`, () => {
   beforeAll(async () => {
     ns = await freshNamespace('scale');
     redis = await freshRedis();
-    ctl = await startController(ns, [], { env: process.env.GW_TEST_CONTROLLER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.GW_TEST_CONTROLLER_NODE_OPTIONS } : {} });
+    ctl = await startController(ns, [], {
+      env: process.env.GW_TEST_CONTROLLER_NODE_OPTIONS
+        ? { NODE_OPTIONS: process.env.GW_TEST_CONTROLLER_NODE_OPTIONS }
+        : {},
+    });
   });
   afterAll(async () => {
     await ctl?.stop('SIGKILL');
@@ -55,14 +59,21 @@ describe(`gw controller at scale (${N} AccessKeys)`, () => {
     const createAll = Promise.all(
       Array.from({ length: 32 }, async () => {
         for (let i = next++; i < N; i = next++) {
-          await api.post(path, { apiVersion: 'gw.io/v1alpha1', kind: 'AccessKey', metadata: { name: `k-${i}` }, spec: { key_hash: sha256hex(`scale-${i}`), rate: 10, per: 1 } });
+          await api.post(path, {
+            apiVersion: 'gw.io/v1alpha1',
+            kind: 'AccessKey',
+            metadata: { name: `k-${i}` },
+            spec: { key_hash: sha256hex(`scale-${i}`), rate: 10, per: 1 },
+          });
         }
       }),
     );
     await createAll;
     const createdMs = Date.now() - t0;
     await eventually(async () => (await countSessions()) >= N, BOUND_MS, `${N} sessions`).catch(async (e: Error) => {
-      throw new Error(`${e.message} (${await countSessions()} there)\n${ctl.output().split('\n').slice(-15).join('\n')}`);
+      throw new Error(
+        `${e.message} (${await countSessions()} there)\n${ctl.output().split('\n').slice(-15).join('\n')}`,
+      );
     });
     const allInRedisMs = Date.now() - t0;
     const rss = ctl.peakRss();
@@ -70,7 +81,9 @@ describe(`gw controller at scale (${N} AccessKeys)`, () => {
     const external = await ctl.metric('gw_controller_nodejs_external_memory_bytes');
     const heapTotal = await ctl.metric('gw_controller_nodejs_heap_size_total_bytes');
     const mb = (n: number): string => `${(n / 1048576).toFixed(0)} MB`;
-    console.log(`[operator] scale: RSS before the keys ${mb(idleRss)}; heap used ${mb(heap)} of ${mb(heapTotal)}, external ${mb(external)}`);
+    console.log(
+      `[operator] scale: RSS before the keys ${mb(idleRss)}; heap used ${mb(heap)} of ${mb(heapTotal)}, external ${mb(external)}`,
+    );
     console.log(
       `[operator] scale: ${N} AccessKeys created in ${createdMs} ms; all ${N} sessions in Redis after ${allInRedisMs} ms; controller peak RSS ${(rss / 1024 / 1024).toFixed(0)} MB`,
     );
@@ -79,10 +92,16 @@ describe(`gw controller at scale (${N} AccessKeys)`, () => {
     expect(rss).toBeGreaterThan(0);
     expect(rss).toBeLessThan(RSS_LIMIT);
     // statuses follow (not part of the bound): the last key is Ready
-    await eventually(async () => {
-      const o = (await api.get(resourcePath(REFS.AccessKey, ns, `k-${N - 1}`))) as { status?: { conditions?: { status: string }[] } };
-      return o.status?.conditions?.[0]?.status === 'True';
-    }, 60_000, 'last key Ready');
+    await eventually(
+      async () => {
+        const o = (await api.get(resourcePath(REFS.AccessKey, ns, `k-${N - 1}`))) as {
+          status?: { conditions?: { status: string }[] };
+        };
+        return o.status?.conditions?.[0]?.status === 'True';
+      },
+      60_000,
+      'last key Ready',
+    );
     console.log(`[operator] scale: last key Ready after ${Date.now() - t0} ms`);
   });
 });

@@ -31,7 +31,10 @@ describe('gw controller: Redis outages', () => {
   });
 
   test('Redis down → StoreUnavailable; Redis back (empty) → sessions written at once, Ready again', async () => {
-    ctl = await startController(ns, ['--resync-period', '600'], { redis: `redis://127.0.0.1:${port}`, waitReady: false });
+    ctl = await startController(ns, ['--resync-period', '600'], {
+      redis: `redis://127.0.0.1:${port}`,
+      waitReady: false,
+    });
     await apply(ns, accessKey('k', { key_hash: sha256hex('outage-key'), rate: 1, per: 1 }));
     const r = await waitReady(ns, 'accesskey', 'k', 'False', 'StoreUnavailable', 15_000);
     expect(r.message).toMatch(/Redis/);
@@ -39,14 +42,22 @@ describe('gw controller: Redis outages', () => {
     server = await startRedis(port);
     const client = new Redis(server.url);
     try {
-      await eventually(async () => (await client.exists(SESSION_PREFIX + sha256hex('outage-key'))) === 1, 10_000, 'session after Redis came up');
+      await eventually(
+        async () => (await client.exists(SESSION_PREFIX + sha256hex('outage-key'))) === 1,
+        10_000,
+        'session after Redis came up',
+      );
       await waitReady(ns, 'accesskey', 'k', 'True', 'Reconciled');
 
       // a restart loses everything (no persistence): the reconnect resyncs at once
       await server.stop();
       server = await startRedis(port);
       const t0 = Date.now();
-      await eventually(async () => (await client.exists(SESSION_PREFIX + sha256hex('outage-key'))) === 1, 10_000, 'session after the restart');
+      await eventually(
+        async () => (await client.exists(SESSION_PREFIX + sha256hex('outage-key'))) === 1,
+        10_000,
+        'session after the restart',
+      );
       expect(Date.now() - t0).toBeLessThan(10_000);
       expect(ctl.output()).toContain('Redis reconnected: full resync');
     } finally {
@@ -81,7 +92,11 @@ describe('gw controller: Redis outages', () => {
       const keys = [SESSION_PREFIX + sha256hex('outage-key'), SESSION_PREFIX + sha256hex('outage-key-2')];
       await eventually(async () => (await client.exists(...keys)) === 2, 10_000, 'both sessions before the flush');
       // both controllers have set their marker by now (check every 5 s)
-      await eventually(async () => (await client.keys('gw:controller:marker:*')).length === 2, 15_000, 'a marker per controller');
+      await eventually(
+        async () => (await client.keys('gw:controller:marker:*')).length === 2,
+        15_000,
+        'a marker per controller',
+      );
       await client.flushall();
       // with one marker for both, only the controller that set it again first resynced (the other waited for its 600 s period)
       await eventually(async () => (await client.exists(...keys)) === 2, 15_000, 'both sessions after FLUSHALL');
@@ -89,7 +104,9 @@ describe('gw controller: Redis outages', () => {
       // session from each other on every resync)
       await apply(ns2, accessKey('dup', { key_hash: sha256hex('outage-key'), rate: 9, per: 1 }));
       const r = await waitReady(ns2, 'accesskey', 'dup', 'False', 'InvalidSpec');
-      expect(r.message).toBe(`the same key is already used by AccessKey ${ns}/k (a namespace this controller does not watch)`);
+      expect(r.message).toBe(
+        `the same key is already used by AccessKey ${ns}/k (a namespace this controller does not watch)`,
+      );
       expect(JSON.parse((await client.get(keys[0]!))!)).toMatchObject({ namespace: ns, name: 'k' });
     } finally {
       client.disconnect();

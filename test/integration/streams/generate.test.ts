@@ -12,7 +12,11 @@ test('generate → mapping → stdout: count messages on a timer, mapped, one JS
         streams: {
           tick: {
             input: { generate: { interval: '20ms', count: 3, message: { user: { id: 'u1' }, noise: 1 } } },
-            pipeline: { processors: [{ mapping: { move: { 'user.id': 'customer' }, set: { source: 'gw' }, delete: ['noise', 'user'] } }] },
+            pipeline: {
+              processors: [
+                { mapping: { move: { 'user.id': 'customer' }, set: { source: 'gw' }, delete: ['noise', 'user'] } },
+              ],
+            },
             output: { stdout: {} },
           },
         },

@@ -103,7 +103,8 @@ export async function gateway(mgr: StreamManager, apiId: string, listenPath: str
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
     const lp = listenPath.replace(/\/$/, '');
-    if ((path === lp || path.startsWith(`${lp}/`)) && mgr.tryHandle(apiId, path.slice(lp.length) || '/', req, res)) return;
+    if ((path === lp || path.startsWith(`${lp}/`)) && mgr.tryHandle(apiId, path.slice(lp.length) || '/', req, res))
+      return;
     res.writeHead(404, { 'content-type': 'application/json' });
     res.end('{"error":"not a stream"}');
   });
@@ -112,7 +113,11 @@ export async function gateway(mgr: StreamManager, apiId: string, listenPath: str
   return {
     url,
     async post(path, body) {
-      const r = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const r = await fetch(url + path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       return { status: r.status, retryAfter: r.headers.get('retry-after'), json: await r.json() };
     },
     async close() {
@@ -136,7 +141,11 @@ export function maxInWindow(ts: number[], windowMs: number): number {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+export async function until(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);

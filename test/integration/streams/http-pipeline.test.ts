@@ -40,7 +40,12 @@ describe('streams over HTTP', () => {
     const rx = await recv();
     const { gw, mgr } = await setup({
       rate_limit_resources: [{ label: 'peer', local: { count: 10, interval: '1s' } }],
-      streams: { intake: { input: { http_server: { path: '/in' } }, output: { http_client: { url: `${rx.url}/hook`, rate_limit: 'peer' } } } },
+      streams: {
+        intake: {
+          input: { http_server: { path: '/in' } },
+          output: { http_client: { url: `${rx.url}/hook`, rate_limit: 'peer' } },
+        },
+      },
     });
     const reg = new Registry();
     mgr.metrics(reg);
@@ -67,7 +72,9 @@ describe('streams over HTTP', () => {
     expect(waited).toBeGreaterThanOrEqual(9);
     expect(waited).toBeLessThanOrEqual(90);
     await until(() => mgr.list()[0]?.pending === 0);
-    expect(mgr.list()).toEqual([{ api_id: API, stream: 'intake', input: 'http_server', output: 'http_client', pending: 0 }]);
+    expect(mgr.list()).toEqual([
+      { api_id: API, stream: 'intake', input: 'http_server', output: 'http_client', pending: 0 },
+    ]);
     const text = await reg.metrics();
     expect(text).toContain('gw_stream_messages_in_total{api="events",stream="intake"} 100');
     expect(text).toContain('gw_stream_messages_out_total{api="events",stream="intake"} 100');
@@ -81,17 +88,30 @@ describe('streams over HTTP', () => {
     });
     const { gw } = await setup({
       rate_limit_resources: [{ label: 'peer', local: { count: 20, interval: '200ms' } }],
-      streams: { intake: { input: { http_server: { path: '/in' } }, output: { http_client: { url: `${rx.url}/hook`, rate_limit: 'peer', max_in_flight: 4 } } } },
+      streams: {
+        intake: {
+          input: { http_server: { path: '/in' } },
+          output: { http_client: { url: `${rx.url}/hook`, rate_limit: 'peer', max_in_flight: 4 } },
+        },
+      },
     });
     const statuses = await Promise.all(Array.from({ length: 100 }, (_, i) => gw.post('/ev/in', { seq: i })));
     expect(statuses.every((s) => s.status === 202)).toBe(true);
     await rx.waitFor(100, 30_000);
     expect(new Set(rx.hits.map((h) => (h.body as { seq: number }).seq)).size).toBe(100);
-    expect(maxInWindow(rx.hits.map((h) => h.t), 200)).toBeLessThanOrEqual(20);
+    expect(
+      maxInWindow(
+        rx.hits.map((h) => h.t),
+        200,
+      ),
+    ).toBeLessThanOrEqual(20);
   });
 
   test('a processor and the output naming the same label share one allowance', async () => {
-    const rx = await recv((hit) => ({ status: 200, body: hit.path === '/enrich' ? { ...(hit.body as object), enriched: true } : { ok: true } }));
+    const rx = await recv((hit) => ({
+      status: 200,
+      body: hit.path === '/enrich' ? { ...(hit.body as object), enriched: true } : { ok: true },
+    }));
     const { gw } = await setup({
       rate_limit_resources: [{ label: 'shared', local: { count: 10, interval: '200ms' } }],
       streams: {
@@ -111,12 +131,19 @@ describe('streams over HTTP', () => {
   });
 
   test('http_client processor with result_field enriches the message; mapping runs before it', async () => {
-    const rx = await recv((hit) => (hit.path === '/lookup' ? { status: 200, body: { tier: 'gold', asked: hit.body } } : { status: 200 }));
+    const rx = await recv((hit) =>
+      hit.path === '/lookup' ? { status: 200, body: { tier: 'gold', asked: hit.body } } : { status: 200 },
+    );
     const { gw } = await setup({
       streams: {
         s: {
           input: { http_server: {} },
-          pipeline: { processors: [{ mapping: { move: { uid: 'user.id' } } }, { http_client: { url: `${rx.url}/lookup`, result_field: 'customer' } }] },
+          pipeline: {
+            processors: [
+              { mapping: { move: { uid: 'user.id' } } },
+              { http_client: { url: `${rx.url}/lookup`, result_field: 'customer' } },
+            ],
+          },
           output: { http_client: { url: `${rx.url}/sink` } },
         },
       },
@@ -133,13 +160,20 @@ describe('streams over HTTP', () => {
     const rx = await recv();
     const streaming = (tag: string) => ({
       rate_limit_resources: [{ label: 'peer', local: { count: 10, interval: '5s' } }],
-      streams: { s: { input: { http_server: {} }, output: { http_client: { url: `${rx.url}/${tag}`, rate_limit: 'peer', max_in_flight: 10 } } } },
+      streams: {
+        s: {
+          input: { http_server: {} },
+          output: { http_client: { url: `${rx.url}/${tag}`, rate_limit: 'peer', max_in_flight: 10 } },
+        },
+      },
     });
     const a = await setup(streaming('a'));
     const b = await setup(streaming('b'));
-    await Promise.all([a, b].map(async ({ gw }) => {
-      for (let i = 0; i < 11; i++) expect((await gw.post('/ev/', { seq: i })).status).toBe(202);
-    }));
+    await Promise.all(
+      [a, b].map(async ({ gw }) => {
+        for (let i = 0; i < 11; i++) expect((await gw.post('/ev/', { seq: i })).status).toBe(202);
+      }),
+    );
     await rx.waitFor(22, 30_000);
     const at = (tag: string) => rx.hits.filter((h) => h.path === `/${tag}`).map((h) => h.t);
     // each instance keeps its own count: ≤ 10 of its own in any window, its 11th waits a whole window
@@ -149,13 +183,23 @@ describe('streams over HTTP', () => {
       expect(at(tag)[10]! - at(tag)[0]!).toBeGreaterThanOrEqual(5000);
     }
     // but the two together spent 20 in the first window: nothing is shared between instances
-    expect(maxInWindow(rx.hits.map((h) => h.t), 5000)).toBe(20);
+    expect(
+      maxInWindow(
+        rx.hits.map((h) => h.t),
+        5000,
+      ),
+    ).toBe(20);
   });
 
-  test('the output retries a 429 after the peer\'s Retry-After, then succeeds', async () => {
+  test("the output retries a 429 after the peer's Retry-After, then succeeds", async () => {
     const rx = await recv((_hit, n) => (n === 1 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 }));
     const { gw } = await setup({
-      streams: { s: { input: { http_server: {} }, output: { http_client: { url: `${rx.url}/x`, backoff: { initial_interval: '10ms', max_interval: '20ms' } } } } },
+      streams: {
+        s: {
+          input: { http_server: {} },
+          output: { http_client: { url: `${rx.url}/x`, backoff: { initial_interval: '10ms', max_interval: '20ms' } } },
+        },
+      },
     });
     expect((await gw.post('/ev/', { seq: 1 })).status).toBe(202);
     expect((await gw.post('/ev/', { seq: 2 })).status).toBe(202);
@@ -173,7 +217,12 @@ describe('streams over HTTP', () => {
       return n <= 3 ? { status: 503 } : { status: 200 };
     });
     const { gw, mgr } = await setup({
-      streams: { s: { input: { http_server: {} }, output: { http_client: { url: `${rx.url}/x`, backoff: { initial_interval: '20ms', max_interval: '40ms' } } } } },
+      streams: {
+        s: {
+          input: { http_server: {} },
+          output: { http_client: { url: `${rx.url}/x`, backoff: { initial_interval: '20ms', max_interval: '40ms' } } },
+        },
+      },
     });
     const reg = new Registry();
     mgr.metrics(reg);
@@ -194,7 +243,18 @@ describe('streams over HTTP', () => {
   test('max_retries: after max_retries retries the message fails (counted) and the next one goes on', async () => {
     const rx = await recv((hit) => ((hit.body as { seq: number }).seq === 0 ? { status: 503 } : { status: 200 }));
     const { gw, mgr } = await setup({
-      streams: { s: { input: { http_server: {} }, output: { http_client: { url: `${rx.url}/x`, max_retries: 2, backoff: { initial_interval: '10ms', max_interval: '20ms' } } } } },
+      streams: {
+        s: {
+          input: { http_server: {} },
+          output: {
+            http_client: {
+              url: `${rx.url}/x`,
+              max_retries: 2,
+              backoff: { initial_interval: '10ms', max_interval: '20ms' },
+            },
+          },
+        },
+      },
     });
     const reg = new Registry();
     mgr.metrics(reg);
@@ -214,7 +274,12 @@ describe('streams over HTTP', () => {
       return { status: 200 };
     });
     const { gw } = await setup({
-      streams: { s: { input: { http_server: { max_pending: 2 } }, output: { http_client: { url: `${rx.url}/x`, timeout: '10s' } } } },
+      streams: {
+        s: {
+          input: { http_server: { max_pending: 2 } },
+          output: { http_client: { url: `${rx.url}/x`, timeout: '10s' } },
+        },
+      },
     });
     const r1 = await gw.post('/ev/', { seq: 1 }); // taken by the output (in flight)
     await until(() => rx.all.length === 1, 10_000, 'message 1 in flight at the receiver'); // not a fixed sleep: robust under load
@@ -235,19 +300,34 @@ describe('streams over HTTP', () => {
       streams: {
         s: {
           input: { http_server: { max_body_bytes: 64 } },
-          output: { http_client: { url: `${rx.url}/put`, verb: 'PUT', headers: { 'x-api-key': 'k1', 'x-tenant': 't' } } },
+          output: {
+            http_client: { url: `${rx.url}/put`, verb: 'PUT', headers: { 'x-api-key': 'k1', 'x-tenant': 't' } },
+          },
         },
       },
     });
     expect((await gw.post('/ev/', { a: 1 })).status).toBe(202);
-    const text = await fetch(`${gw.url}/ev/`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'plain words' });
+    const text = await fetch(`${gw.url}/ev/`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'plain words',
+    });
     expect(text.status).toBe(202);
     await text.text();
     const big = await fetch(`${gw.url}/ev/`, { method: 'POST', body: 'x'.repeat(65) });
     expect(big.status).toBe(413);
     await big.text();
     await rx.waitFor(2);
-    expect(rx.hits.map((h) => [h.method, h.path, h.headers['x-api-key'], h.headers['x-tenant'], h.headers['content-type'], h.body])).toEqual([
+    expect(
+      rx.hits.map((h) => [
+        h.method,
+        h.path,
+        h.headers['x-api-key'],
+        h.headers['x-tenant'],
+        h.headers['content-type'],
+        h.body,
+      ]),
+    ).toEqual([
       ['PUT', '/put', 'k1', 't', 'application/json', { a: 1 }],
       ['PUT', '/put', 'k1', 't', 'text/plain; charset=utf-8', 'plain words'],
     ]);
@@ -259,7 +339,10 @@ describe('streams over HTTP', () => {
     const { gw } = await setup({
       streams: {
         a: { input: { http_server: { path: '/a' } }, output: { http_client: { url: withCreds('/a') } } },
-        b: { input: { http_server: { path: '/b' } }, output: { http_client: { url: withCreds('/b'), headers: { Authorization: 'Bearer explicit' } } } },
+        b: {
+          input: { http_server: { path: '/b' } },
+          output: { http_client: { url: withCreds('/b'), headers: { Authorization: 'Bearer explicit' } } },
+        },
       },
     });
     expect((await gw.post('/ev/a', { n: 1 })).status).toBe(202);
@@ -273,7 +356,9 @@ describe('streams over HTTP', () => {
   });
 
   test('tryHandle: only POST to a stream input path is taken; anything else is left to the proxy', async () => {
-    const { gw, mgr } = await setup({ streams: { s: { input: { http_server: { path: '/in' } }, output: { drop: {} } } } });
+    const { gw, mgr } = await setup({
+      streams: { s: { input: { http_server: { path: '/in' } }, output: { drop: {} } } },
+    });
     expect((await gw.post('/ev/in/', { a: 1 })).status).toBe(202);
     expect((await gw.post('/ev/other', { a: 1 })).status).toBe(404);
     const r = await fetch(`${gw.url}/ev/in`);
@@ -301,7 +386,11 @@ describe('streams over HTTP', () => {
     expect(rxNew.hits[0]!.t).toBeGreaterThan(rxOld.hits[9]!.t);
 
     // a bad config (unknown label) is refused without crashing; the running stream stays
-    await mgr.apply(api({ streams: { s: { input: { http_server: {} }, output: { http_client: { url: rxNew.url, rate_limit: 'nope' } } } } }));
+    await mgr.apply(
+      api({
+        streams: { s: { input: { http_server: {} }, output: { http_client: { url: rxNew.url, rate_limit: 'nope' } } } },
+      }),
+    );
     expect((await gw.post('/ev/', { seq: 15 })).status).toBe(202);
     await rxNew.waitFor(6);
 
@@ -323,7 +412,14 @@ describe('streams over HTTP', () => {
     const t = Date.now();
     await mgr.apply(api(cfg(`${rxNew.url}/new`)));
     // another API's change is applied while the edited stream drains (it waited for the drain: ~10 s)
-    const other = { api_id: 'b', listenPath: '/b/', streaming: { rate_limit_resources: [{ label: 'q', local: { count: 9 } }], streams: { s: { input: { http_server: {} }, output: { drop: {} } } } } };
+    const other = {
+      api_id: 'b',
+      listenPath: '/b/',
+      streaming: {
+        rate_limit_resources: [{ label: 'q', local: { count: 9 } }],
+        streams: { s: { input: { http_server: {} }, output: { drop: {} } } },
+      },
+    };
     await mgr.apply([...api(cfg(`${rxNew.url}/new`)), other]);
     expect(Date.now() - t).toBeLessThan(1000);
     expect(mgr.limits().find((l) => l.api_id === 'b')?.count).toBe(9);

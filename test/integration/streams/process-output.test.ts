@@ -14,7 +14,11 @@ import { cleanup, startStandalone, tempDir, type Standalone } from '../../helper
 import { receiver, sleep, until, type Receiver } from './helpers.js';
 
 async function post(gw: Standalone, path: string, body: unknown): Promise<number> {
-  const r = await request(`${gw.gateway}${path}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const r = await request(`${gw.gateway}${path}`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
   await r.body.dump();
   return r.statusCode;
 }
@@ -74,17 +78,20 @@ describe('stream output of a gw process', () => {
 
   test('local {count: 2, interval: 600h}: the third message waits; no TimeoutOverflowWarning, only JSON lines', async () => {
     const rx = await recv();
-    const gw = await gwWith({
-      'month.yaml': apiDef(
-        'month',
-        `    rate_limit_resources: [{label: peer, local: {count: 2, interval: 600h}}]
+    const gw = await gwWith(
+      {
+        'month.yaml': apiDef(
+          'month',
+          `    rate_limit_resources: [{label: peer, local: {count: 2, interval: 600h}}]
     streams:
       s:
         input: {http_server: {path: /in}}
         output: {http_client: {url: '${rx.url}/x', rate_limit: peer, timeout: 24h}}
 `,
-      ),
-    }, { kill: true });
+        ),
+      },
+      { kill: true },
+    );
     for (let i = 0; i < 3; i++) expect(await post(gw, '/month/in', { i })).toBe(202);
     await rx.waitFor(2);
     await sleep(500);
@@ -107,7 +114,9 @@ describe('stream output of a gw process', () => {
       ),
     });
     await until(() => gw.output().includes('resources loaded'), 10_000, 'the load');
-    expect(gw.output()).toContain('zero.yaml (document 0): spec.streaming.rate_limit_resources.0.local.interval: must be a duration from 1ms to 8784h');
+    expect(gw.output()).toContain(
+      'zero.yaml (document 0): spec.streaming.rate_limit_resources.0.local.interval: must be a duration from 1ms to 8784h',
+    );
     expect(gw.output()).toContain('"errors":1');
     expect(await post(gw, '/zero/in', { i: 0 })).toBe(404);
     await sleep(200);
@@ -135,6 +144,7 @@ describe('stream output of a gw process', () => {
     await until(() => gw.output().includes('stream message not delivered'), 10_000, 'the delivery failure');
     const out = gw.output();
     expect(out).toContain(`POST http://***@127.0.0.1:${closed}/x?api_key=***&v=***: connect ECONNREFUSED`);
-    for (const secret of ['URLPASS', 'QUERYKEY', 'HEADERKEY', Buffer.from('user:URLPASS').toString('base64')]) expect(out).not.toContain(secret);
+    for (const secret of ['URLPASS', 'QUERYKEY', 'HEADERKEY', Buffer.from('user:URLPASS').toString('base64')])
+      expect(out).not.toContain(secret);
   });
 });

@@ -15,7 +15,11 @@ import { freshRedis, redisUrl } from '../../helpers/redis.js';
 import { maxInWindow, receiver, sleep, until, type Receiver } from './helpers.js';
 
 async function post(gw: Standalone, path: string, body: unknown): Promise<number> {
-  const r = await request(`${gw.gateway}${path}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const r = await request(`${gw.gateway}${path}`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
   await r.body.dump();
   return r.statusCode;
 }
@@ -92,7 +96,9 @@ spec:
     });
     const [a, b] = await Promise.all([gwOn(dir), gwOn(dir)]);
     const sent = await Promise.all(
-      [a, b].flatMap((gw, g) => Array.from({ length: 6 }, (_, i) => post(gw, '/pair/in', { from: g === 0 ? 'a' : 'b', i }))),
+      [a, b].flatMap((gw, g) =>
+        Array.from({ length: 6 }, (_, i) => post(gw, '/pair/in', { from: g === 0 ? 'a' : 'b', i })),
+      ),
     );
     expect(sent).toEqual(Array(12).fill(202));
     await rx.waitFor(12, 30_000);
@@ -102,7 +108,12 @@ spec:
       expect(maxInWindow(from(who), 3000)).toBeLessThanOrEqual(5); // each process holds its own limit
       expect(from(who)[5]! - from(who)[0]!).toBeGreaterThanOrEqual(3000); // its 6th waited for a slot
     }
-    expect(maxInWindow(rx.hits.map((h) => h.t), 3000)).toBe(10); // 5 + 5: the processes share nothing
+    expect(
+      maxInWindow(
+        rx.hits.map((h) => h.t),
+        3000,
+      ),
+    ).toBe(10); // 5 + 5: the processes share nothing
 
     // per-stream metrics on each process's /metrics
     for (const gw of [a, b]) {
@@ -110,7 +121,9 @@ spec:
       expect(metricValue(m, 'gw_stream_messages_in_total{api="pair",stream="s"}')).toBe(6);
       expect(metricValue(m, 'gw_stream_messages_out_total{api="pair",stream="s"}')).toBe(6);
       expect(metricValue(m, 'gw_stream_messages_failed_total{api="pair",stream="s"}') || 0).toBe(0);
-      expect(metricValue(m, 'gw_stream_rate_limit_waits_total{api="pair",stream="s",label="peer"}')).toBeGreaterThanOrEqual(1);
+      expect(
+        metricValue(m, 'gw_stream_rate_limit_waits_total{api="pair",stream="s",label="peer"}'),
+      ).toBeGreaterThanOrEqual(1);
       expect(metricValue(m, 'gw_stream_output_seconds_count{api="pair",stream="s"}')).toBe(6);
     }
 
@@ -145,7 +158,11 @@ spec:
 ${stream}`,
     });
     const gw = await gwOn(dir);
-    expect([await post(gw, '/limited/in', 1), await post(gw, '/limited/in', 2), await post(gw, '/limited/in', 3)]).toEqual([202, 202, 429]);
+    expect([
+      await post(gw, '/limited/in', 1),
+      await post(gw, '/limited/in', 2),
+      await post(gw, '/limited/in', 3),
+    ]).toEqual([202, 202, 429]);
     expect(await post(gw, '/keyed/in', 1)).toBe(401);
     await rx.waitFor(2);
     await sleep(100);
@@ -193,7 +210,11 @@ spec:
       await gwOn(dir, ['--redis', redisUrl()]);
       const delivered = () => new Set(rx.hits.map((h) => (h.body as { n: number }).n));
       await until(() => delivered().size === TOTAL, 60_000, `all ${TOTAL} delivered`);
-      await until(async () => Number(((await redis.xpending('jobs', 'gw')) as [number])[0]) === 0, 10_000, 'nothing pending');
+      await until(
+        async () => Number(((await redis.xpending('jobs', 'gw')) as [number])[0]) === 0,
+        10_000,
+        'nothing pending',
+      );
       expect([...delivered()].sort((x, y) => x - y)).toEqual(Array.from({ length: TOTAL }, (_, i) => i));
       // at-least-once: only an entry whose 2xx came back but whose XACK the kill prevented can repeat
       expect(rx.hits.length - TOTAL).toBeLessThanOrEqual(1);

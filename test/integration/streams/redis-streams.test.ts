@@ -15,7 +15,14 @@ function streaming(url: string, extra: Record<string, unknown> = {}) {
     streams: {
       q: {
         input: { redis_streams: { stream: 'jobs', group: 'gw', consumer: 'c1', claim_idle: '2s', ...extra } },
-        output: { http_client: { url: `${url}/deliver`, rate_limit: 'peer', timeout: '1s', backoff: { initial_interval: '20ms', max_interval: '100ms' } } },
+        output: {
+          http_client: {
+            url: `${url}/deliver`,
+            rate_limit: 'peer',
+            timeout: '1s',
+            backoff: { initial_interval: '20ms', max_interval: '100ms' },
+          },
+        },
       },
     },
   };
@@ -33,7 +40,11 @@ describe('redis_streams input', () => {
     redis.disconnect();
   });
 
-  async function manager(url: string, drainTimeoutMs = 3000, extra: Record<string, unknown> = {}): Promise<StreamManager> {
+  async function manager(
+    url: string,
+    drainTimeoutMs = 3000,
+    extra: Record<string, unknown> = {},
+  ): Promise<StreamManager> {
     const mgr = createStreamManager({ logger: quietLogger(), redisUrl: redisUrl(), drainTimeoutMs });
     await mgr.apply([{ api_id: API, listenPath: '/q/', streaming: streaming(url, extra) }]);
     let stopped = false;

@@ -23,7 +23,11 @@ function config(ns: string, streaming: unknown): string {
 }
 
 async function post(url: string, body: unknown): Promise<{ status: number; text: string }> {
-  const r = await request(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const r = await request(url, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
   return { status: r.statusCode, text: await r.body.text() };
 }
 

@@ -3,7 +3,12 @@ import { DrlLimiter } from '../../../limiters/drl.js';
 import { createLimiters, usesDrl } from '../../../limiters/select.js';
 import { options, T0 } from './fixtures.js';
 
-async function admitted(l: DrlLimiter, bucket: string, limit: { rate: number; per: number }, n: number): Promise<number> {
+async function admitted(
+  l: DrlLimiter,
+  bucket: string,
+  limit: { rate: number; per: number },
+  n: number,
+): Promise<number> {
   let ok = 0;
   for (let i = 0; i < n; i++) if ((await l.check(bucket, limit)).allowed) ok++;
   return ok;
@@ -98,8 +103,18 @@ describe('drl_threshold switch', () => {
   test('an explicitly enabled store algorithm serves every limit', () => {
     const clock = new ManualClock(T0);
     const fast = { rate: 1000, per: 1 };
-    expect(createLimiters({ options: options({ enable_fixed_window_rate_limiter: true }), clock, peers: () => 1 }).forLimit(fast).name).toBe('fixed_window');
-    expect(createLimiters({ options: options({ enable_sentinel_rate_limiter: true }), clock, peers: () => 1 }).forLimit(fast).name).toBe('sentinel');
-    expect(createLimiters({ options: options({ enable_kv_rolling_limiter: true }), clock, peers: () => 1 }).forLimit(fast).name).toBe('sliding_log');
+    expect(
+      createLimiters({ options: options({ enable_fixed_window_rate_limiter: true }), clock, peers: () => 1 }).forLimit(
+        fast,
+      ).name,
+    ).toBe('fixed_window');
+    expect(
+      createLimiters({ options: options({ enable_sentinel_rate_limiter: true }), clock, peers: () => 1 }).forLimit(fast)
+        .name,
+    ).toBe('sentinel');
+    expect(
+      createLimiters({ options: options({ enable_kv_rolling_limiter: true }), clock, peers: () => 1 }).forLimit(fast)
+        .name,
+    ).toBe('sliding_log');
   });
 });

@@ -13,7 +13,10 @@ function eff(policies: Record<string, Partial<PolicySpecT>>, names: string[], ex
 describe('several policies on one key', () => {
   test('90/30 + 100/10 → 100/10, in either order (not the pre-5.4.0 highest rate + highest per = 100/30)', () => {
     const ps = { slow: { rate: 90, per: 30, smoothing: sm(1) }, fast: { rate: 100, per: 10, smoothing: sm(2) } };
-    for (const order of [['slow', 'fast'], ['fast', 'slow']]) {
+    for (const order of [
+      ['slow', 'fast'],
+      ['fast', 'slow'],
+    ]) {
       const e = eff(ps, order);
       expect([e.rate, e.per]).toEqual([100, 10]);
       expect([e.rate, e.per]).not.toEqual([100, 30]);
@@ -21,14 +24,38 @@ describe('several policies on one key', () => {
     }
   });
 
-  test('a 0/0 policy sets no rate: it does not lift the other policies\' limit (global, per-API, per-endpoint), as in Tyk', () => {
-    const zero = { rate: 0, per: 0, quota_max: 1000, access_rights: { x: { limit: { rate: 0, per: 0 }, endpoints: [{ path: '/u', methods: [{ name: 'GET', limit: { rate: 0, per: 0 } }] }] } } };
-    const two = { rate: 2, per: 60, access_rights: { x: { limit: { rate: 2, per: 60 }, endpoints: [{ path: '/u', methods: [{ name: 'GET', limit: { rate: 1, per: 60 } }] }] } } };
-    for (const order of [['zero', 'two'], ['two', 'zero']]) {
+  test("a 0/0 policy sets no rate: it does not lift the other policies' limit (global, per-API, per-endpoint), as in Tyk", () => {
+    const zero = {
+      rate: 0,
+      per: 0,
+      quota_max: 1000,
+      access_rights: {
+        x: {
+          limit: { rate: 0, per: 0 },
+          endpoints: [{ path: '/u', methods: [{ name: 'GET', limit: { rate: 0, per: 0 } }] }],
+        },
+      },
+    };
+    const two = {
+      rate: 2,
+      per: 60,
+      access_rights: {
+        x: {
+          limit: { rate: 2, per: 60 },
+          endpoints: [{ path: '/u', methods: [{ name: 'GET', limit: { rate: 1, per: 60 } }] }],
+        },
+      },
+    };
+    for (const order of [
+      ['zero', 'two'],
+      ['two', 'zero'],
+    ]) {
       const e = eff({ zero, two }, order);
       expect([e.rate, e.per]).toEqual([2, 60]);
       expect(e.access_rights.x!.limit).toMatchObject({ rate: 2, per: 60 });
-      expect(e.access_rights.x!.endpoints).toEqual([{ path: '/u', methods: [{ name: 'GET', limit: { rate: 1, per: 60 } }] }]);
+      expect(e.access_rights.x!.endpoints).toEqual([
+        { path: '/u', methods: [{ name: 'GET', limit: { rate: 1, per: 60 } }] },
+      ]);
       expect(e.quota_max).toBe(1000);
     }
     // only 0/0 policies: no limit at all (the endpoint rule stays, disabled)
@@ -38,9 +65,15 @@ describe('several policies on one key', () => {
   });
 
   test('a tie keeps the earlier policy', () => {
-    const e = eff({ a: { rate: 10, per: 10, smoothing: sm(1) }, b: { rate: 20, per: 20, smoothing: sm(2) } }, ['a', 'b']);
+    const e = eff({ a: { rate: 10, per: 10, smoothing: sm(1) }, b: { rate: 20, per: 20, smoothing: sm(2) } }, [
+      'a',
+      'b',
+    ]);
     expect([e.rate, e.per, e.smoothing]).toEqual([10, 10, sm(1)]);
-    const f = eff({ a: { rate: 10, per: 10, smoothing: sm(1) }, b: { rate: 20, per: 20, smoothing: sm(2) } }, ['b', 'a']);
+    const f = eff({ a: { rate: 10, per: 10, smoothing: sm(1) }, b: { rate: 20, per: 20, smoothing: sm(2) } }, [
+      'b',
+      'a',
+    ]);
     expect([f.rate, f.per, f.smoothing]).toEqual([20, 20, sm(2)]);
   });
 
@@ -62,13 +95,35 @@ describe('several policies on one key', () => {
       {
         a: {
           access_rights: {
-            x: { limit: { rate: 90, per: 30 }, endpoints: [{ path: '/u/{id}', methods: [{ name: 'GET', limit: { rate: 1, per: 1 } }, { name: 'POST', limit: { rate: 50, per: 10 } }] }] },
+            x: {
+              limit: { rate: 90, per: 30 },
+              endpoints: [
+                {
+                  path: '/u/{id}',
+                  methods: [
+                    { name: 'GET', limit: { rate: 1, per: 1 } },
+                    { name: 'POST', limit: { rate: 50, per: 10 } },
+                  ],
+                },
+              ],
+            },
             y: {},
           },
         },
         b: {
           access_rights: {
-            x: { limit: { rate: 100, per: 10 }, endpoints: [{ path: '/u/{id}', methods: [{ name: 'GET', limit: { rate: 30, per: 10 } }, { name: 'POST', limit: { rate: 60, per: 60 } }] }] },
+            x: {
+              limit: { rate: 100, per: 10 },
+              endpoints: [
+                {
+                  path: '/u/{id}',
+                  methods: [
+                    { name: 'GET', limit: { rate: 30, per: 10 } },
+                    { name: 'POST', limit: { rate: 60, per: 60 } },
+                  ],
+                },
+              ],
+            },
             z: {},
           },
         },
@@ -77,7 +132,9 @@ describe('several policies on one key', () => {
     );
     expect(Object.keys(e.access_rights).sort()).toEqual(['x', 'y', 'z']);
     expect(e.access_rights.x!.limit).toMatchObject({ rate: 100, per: 10 });
-    const methods = e.access_rights.x!.endpoints!.flatMap((ep) => ep.methods.map((m) => [ep.path, m.name, m.limit.rate, m.limit.per]));
+    const methods = e.access_rights.x!.endpoints!.flatMap((ep) =>
+      ep.methods.map((m) => [ep.path, m.name, m.limit.rate, m.limit.per]),
+    );
     expect(methods.sort()).toEqual([
       ['/u/{id}', 'GET', 30, 10],
       ['/u/{id}', 'POST', 50, 10],
@@ -85,14 +142,33 @@ describe('several policies on one key', () => {
   });
 
   test('allowed_urls: a policy without restrictions keeps the union unrestricted', () => {
-    const e = eff({ a: { access_rights: { x: { allowed_urls: [{ url: '/only', methods: ['GET'] }] } } }, b: { access_rights: { x: {} } } }, ['a', 'b']);
+    const e = eff(
+      {
+        a: { access_rights: { x: { allowed_urls: [{ url: '/only', methods: ['GET'] }] } } },
+        b: { access_rights: { x: {} } },
+      },
+      ['a', 'b'],
+    );
     expect(e.access_rights.x!.allowed_urls).toEqual([]);
-    const f = eff({ a: { access_rights: { x: { allowed_urls: [{ url: '/one', methods: ['GET'] }] } } }, b: { access_rights: { x: { allowed_urls: [{ url: '/two', methods: ['POST'] }] } } } }, ['a', 'b']);
-    expect(f.access_rights.x!.allowed_urls).toEqual([{ url: '/one', methods: ['GET'] }, { url: '/two', methods: ['POST'] }]);
+    const f = eff(
+      {
+        a: { access_rights: { x: { allowed_urls: [{ url: '/one', methods: ['GET'] }] } } },
+        b: { access_rights: { x: { allowed_urls: [{ url: '/two', methods: ['POST'] }] } } },
+      },
+      ['a', 'b'],
+    );
+    expect(f.access_rights.x!.allowed_urls).toEqual([
+      { url: '/one', methods: ['GET'] },
+      { url: '/two', methods: ['POST'] },
+    ]);
   });
 
   test('policies set the limits (the key’s own rate is ignored); meta_data merges, the key wins', () => {
-    const e = eff({ a: { rate: 5, per: 1, meta_data: { tier: 'gold', org: 'p' } } }, ['a'], { rate: 1000, per: 1, meta_data: { org: 'key' } });
+    const e = eff({ a: { rate: 5, per: 1, meta_data: { tier: 'gold', org: 'p' } } }, ['a'], {
+      rate: 1000,
+      per: 1,
+      meta_data: { org: 'key' },
+    });
     expect([e.rate, e.per]).toEqual([5, 1]);
     expect(e.meta_data).toEqual({ tier: 'gold', org: 'key' });
   });
@@ -106,7 +182,10 @@ describe('several policies on one key', () => {
     const missing = effectiveSession(session({ apply_policies: ['a', 'nope'] }), config({ a: { rate: 1, per: 1 } }));
     expect(missing).toBeInstanceOf(Error);
     expect((missing as Error).message).toContain('default/nope');
-    const inactive = effectiveSession(session({ apply_policies: ['a'] }), config({ a: { rate: 1, per: 1, active: false } }));
+    const inactive = effectiveSession(
+      session({ apply_policies: ['a'] }),
+      config({ a: { rate: 1, per: 1, active: false } }),
+    );
     expect(inactive).toBeInstanceOf(Error);
   });
 

@@ -12,7 +12,12 @@ const broken: Limiter = {
 describe('kv_failure_mode', () => {
   test('open admits and reports the store error', async () => {
     const errors: Error[] = [];
-    const l = new WithFailureMode(broken, 'open', new ManualClock(T0), new StoreCalls(0, undefined, (e) => errors.push(e)));
+    const l = new WithFailureMode(
+      broken,
+      'open',
+      new ManualClock(T0),
+      new StoreCalls(0, undefined, (e) => errors.push(e)),
+    );
     const r = await l.check('b', { rate: 5, per: 1 });
     expect(r.allowed).toBe(true);
     expect(errors.map((e) => e.message)).toEqual(['connection refused']);
@@ -20,7 +25,12 @@ describe('kv_failure_mode', () => {
 
   test('closed refuses with Retry-After 1', async () => {
     const errors: Error[] = [];
-    const l = new WithFailureMode(broken, 'closed', new ManualClock(T0), new StoreCalls(0, undefined, (e) => errors.push(e)));
+    const l = new WithFailureMode(
+      broken,
+      'closed',
+      new ManualClock(T0),
+      new StoreCalls(0, undefined, (e) => errors.push(e)),
+    );
     const r = await l.check('b', { rate: 5, per: 1 });
     expect(r.allowed).toBe(false);
     expect(r.retryAfter).toBe(1);

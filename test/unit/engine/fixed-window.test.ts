@@ -4,7 +4,10 @@ import { T0 } from './fixtures.js';
 
 describe('fixed window (memory)', () => {
   test('windows are epoch-aligned', () => {
-    expect(fixedWindow(T0 + 59_999, 60)).toEqual({ id: (T0 + 59_999 - ((T0 + 59_999) % 60_000)) / 60_000, end: T0 + 60_000 });
+    expect(fixedWindow(T0 + 59_999, 60)).toEqual({
+      id: (T0 + 59_999 - ((T0 + 59_999) % 60_000)) / 60_000,
+      end: T0 + 60_000,
+    });
     expect(fixedWindow(T0 + 60_000, 60).end).toBe(T0 + 120_000);
   });
 

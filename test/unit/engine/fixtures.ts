@@ -5,7 +5,12 @@ import type { StoredSession } from '../../../contract/sessions.js';
 import type { KeySessionT } from '../../../crds/schemas/access-key.js';
 import type { PolicySpecT } from '../../../crds/schemas/policy.js';
 import type { CompiledApi, CompiledConfig, EndpointRule, LimitSpec } from '../../../contract/config.js';
-import { createEngine, type EngineDeps, type EngineSmoothingEvent, type GatewayEngine } from '../../../sidecar/engine/engine.js';
+import {
+  createEngine,
+  type EngineDeps,
+  type EngineSmoothingEvent,
+  type GatewayEngine,
+} from '../../../sidecar/engine/engine.js';
 import type { Verdict } from '../../../sidecar/engine/types.js';
 import type { SmoothingEvent } from '../../../limiters/types.js';
 
@@ -30,7 +35,13 @@ export function api(apiId: string, o: Partial<CompiledApi> = {}): CompiledApi {
   };
 }
 
-export function rule(method: string, pattern: string, rate: number, per: number, id = `${method} ${pattern}`): EndpointRule {
+export function rule(
+  method: string,
+  pattern: string,
+  rate: number,
+  per: number,
+  id = `${method} ${pattern}`,
+): EndpointRule {
   return { method, pattern, rate, per, id };
 }
 
@@ -39,7 +50,10 @@ export function config(policies: Record<string, Partial<PolicySpecT>> = {}, apis
     hash: JSON.stringify(policies),
     apis,
     policies: Object.fromEntries(
-      Object.entries(policies).map(([name, spec]) => [`default/${name}`, { namespace: 'default', name, spec: { active: true, ...spec } }]),
+      Object.entries(policies).map(([name, spec]) => [
+        `default/${name}`,
+        { namespace: 'default', name, spec: { active: true, ...spec } },
+      ]),
     ),
   };
 }
@@ -57,7 +71,11 @@ export interface Harness {
   fire(n: number, req: Parameters<GatewayEngine['check']>[0]): Promise<Verdict['kind'][]>;
 }
 
-export function harness(o: Partial<GatewayOptionsT> = {}, cfg: CompiledConfig = config(), deps: Partial<EngineDeps> = {}): Harness {
+export function harness(
+  o: Partial<GatewayOptionsT> = {},
+  cfg: CompiledConfig = config(),
+  deps: Partial<EngineDeps> = {},
+): Harness {
   const clock = new ManualClock(T0);
   const events: EngineSmoothingEvent[] = [];
   const storeErrors: Error[] = [];
@@ -89,7 +107,11 @@ export const count = <T>(xs: T[], x: T): number => xs.filter((y) => y === x).len
  * climbs by steps to rate, holds, and falls back to threshold, with the hold-off between events.
  * threshold 4, step 4, trigger 0.5, delay 3 s, rate 16 → up when R > A − 2, down when R < A − 6.
  */
-export const CURVE_LIMIT = { rate: 16, per: 10, smoothing: { enabled: true, threshold: 4, step: 4, trigger: 0.5, delay: 3 } };
+export const CURVE_LIMIT = {
+  rate: 16,
+  per: 10,
+  smoothing: { enabled: true, threshold: 4, step: 4, trigger: 0.5, delay: 3 },
+};
 export const CURVE: number[] = [
   ...[1, 1, 1], // seconds 0–2
   ...Array<number>(10).fill(3), // 3–12: 3 req/s, well above the allowance
@@ -124,9 +146,11 @@ export async function driveCurve(
     }
     allowance.push(last);
   }
-  return { events: events.map((e) => [Math.floor((Date.parse(e.time) - T0) / 1000), e.event, e.oldAllowance, e.newAllowance]), allowance };
+  return {
+    events: events.map((e) => [Math.floor((Date.parse(e.time) - T0) / 1000), e.event, e.oldAllowance, e.newAllowance]),
+    allowance,
+  };
 }
-
 
 type Checked = { allowed: boolean; limit: number };
 

@@ -19,7 +19,13 @@ describe('quotas (memory)', () => {
     expect((await q.consume('b', spec)).allowed).toBe(false);
     clock.set(T0 + 3_600_000);
     const renewed = await q.consume('b', spec);
-    expect(renewed).toEqual({ allowed: true, max: 3, remaining: 2, renews: T0 / 1000 + 7200, renewsMs: T0 + 7_200_000 });
+    expect(renewed).toEqual({
+      allowed: true,
+      max: 3,
+      remaining: 2,
+      renews: T0 / 1000 + 7200,
+      renewsMs: T0 + 7_200_000,
+    });
   });
 
   test('quota_renewal_rate ≤ 0 never renews', async () => {
@@ -51,7 +57,13 @@ describe('quotas in the engine', () => {
   test('quota_max ≤ 0 is unlimited', async () => {
     const h = harness();
     for (const max of [0, -1]) {
-      const kinds = await h.fire(50, { api: a, method: 'GET', path: '/', keyHash: `${max}`, session: session({ quota_max: max, quota_renewal_rate: 60 }) });
+      const kinds = await h.fire(50, {
+        api: a,
+        method: 'GET',
+        path: '/',
+        keyHash: `${max}`,
+        session: session({ quota_max: max, quota_renewal_rate: 60 }),
+      });
       expect(count(kinds, 'allow')).toBe(50);
     }
   });
@@ -60,7 +72,8 @@ describe('quotas in the engine', () => {
     const h = harness({ rate_limit_response_headers: 'quotas' });
     const stored = session({ quota_max: 3, quota_renewal_rate: 100 });
     const v = [];
-    for (let i = 0; i < 4; i++) v.push(await h.engine.check({ api: a, method: 'GET', path: '/', keyHash, session: stored }));
+    for (let i = 0; i < 4; i++)
+      v.push(await h.engine.check({ api: a, method: 'GET', path: '/', keyHash, session: stored }));
     expect(v.map((x) => x.kind)).toEqual(['allow', 'allow', 'allow', 'quota_exceeded']);
     expect(v[1]!.headers).toEqual({ limit: 3, remaining: 1, reset: T0 / 1000 + 100 });
     const last = v[3]!;
@@ -89,7 +102,8 @@ describe('quotas in the engine', () => {
       const h = harness();
       const stored = session({ quota_max: 1, quota_renewal_rate: renewal });
       const v = [];
-      for (let i = 0; i < 2; i++) v.push(await h.engine.check({ api: a, method: 'GET', path: '/', keyHash, session: stored }));
+      for (let i = 0; i < 2; i++)
+        v.push(await h.engine.check({ api: a, method: 'GET', path: '/', keyHash, session: stored }));
       const last = v[1]!;
       expect(last.kind === 'quota_exceeded' && last.retryAfter).toBe(NEVER_RETRY_AFTER);
     }
@@ -97,25 +111,59 @@ describe('quotas in the engine', () => {
   });
 
   test('adding a key that shares a custom rate-limit key does not reset the group quota; a key of its own is reset', async () => {
-    const cfg = config({ team: { rate: 100, per: 60, quota_max: 2, quota_renewal_rate: 3600, meta_data: { rate_limit_pattern: '$gw_meta.team' } } });
+    const cfg = config({
+      team: {
+        rate: 100,
+        per: 60,
+        quota_max: 2,
+        quota_renewal_rate: 3600,
+        meta_data: { rate_limit_pattern: '$gw_meta.team' },
+      },
+    });
     const h = harness({}, cfg);
-    const member = (hash: string) => ({ hash, stored: session({ apply_policies: ['team'], meta_data: { team: 'green' } }) });
+    const member = (hash: string) => ({
+      hash,
+      stored: session({ apply_policies: ['team'], meta_data: { team: 'green' } }),
+    });
     const [m1, m2] = [member('1'.repeat(64)), member('2'.repeat(64))];
-    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: m1.hash, session: m1.stored })).toEqual(['allow', 'allow', 'quota_exceeded']);
+    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: m1.hash, session: m1.stored })).toEqual([
+      'allow',
+      'allow',
+      'quota_exceeded',
+    ]);
     await h.engine.resetQuota(m2.hash, m2.stored); // the facade adding m2 without suppress_reset
-    expect(await h.fire(1, { api: a, method: 'GET', path: '/', keyHash: m1.hash, session: m1.stored })).toEqual(['quota_exceeded']);
-    expect(await h.fire(1, { api: a, method: 'GET', path: '/', keyHash: m2.hash, session: m2.stored })).toEqual(['quota_exceeded']); // shared
+    expect(await h.fire(1, { api: a, method: 'GET', path: '/', keyHash: m1.hash, session: m1.stored })).toEqual([
+      'quota_exceeded',
+    ]);
+    expect(await h.fire(1, { api: a, method: 'GET', path: '/', keyHash: m2.hash, session: m2.stored })).toEqual([
+      'quota_exceeded',
+    ]); // shared
     const own = session({ quota_max: 1, quota_renewal_rate: 3600 });
-    expect(await h.fire(2, { api: a, method: 'GET', path: '/', keyHash: '3'.repeat(64), session: own })).toEqual(['allow', 'quota_exceeded']);
+    expect(await h.fire(2, { api: a, method: 'GET', path: '/', keyHash: '3'.repeat(64), session: own })).toEqual([
+      'allow',
+      'quota_exceeded',
+    ]);
     await h.engine.resetQuota('3'.repeat(64), own);
-    expect(await h.fire(1, { api: a, method: 'GET', path: '/', keyHash: '3'.repeat(64), session: own })).toEqual(['allow']);
+    expect(await h.fire(1, { api: a, method: 'GET', path: '/', keyHash: '3'.repeat(64), session: own })).toEqual([
+      'allow',
+    ]);
   });
 
   test('a per-API quota in access_rights is independent of the key quota', async () => {
     const h = harness();
-    const stored = session({ quota_max: 10, quota_renewal_rate: 60, access_rights: { a: { limit: { quota_max: 2, quota_renewal_rate: 60 } }, b: {} } });
-    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash, session: stored })).toEqual(['allow', 'allow', 'quota_exceeded']);
-    expect(count(await h.fire(5, { api: api('b'), method: 'GET', path: '/', keyHash, session: stored }), 'allow')).toBe(5);
+    const stored = session({
+      quota_max: 10,
+      quota_renewal_rate: 60,
+      access_rights: { a: { limit: { quota_max: 2, quota_renewal_rate: 60 } }, b: {} },
+    });
+    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash, session: stored })).toEqual([
+      'allow',
+      'allow',
+      'quota_exceeded',
+    ]);
+    expect(count(await h.fire(5, { api: api('b'), method: 'GET', path: '/', keyHash, session: stored }), 'allow')).toBe(
+      5,
+    );
     expect(await h.engine.readQuota(keyHash, stored, 'a')).toMatchObject({ max: 2, remaining: 0 });
     expect(await h.engine.readQuota(keyHash, stored)).toMatchObject({ max: 10, remaining: 5 });
   });

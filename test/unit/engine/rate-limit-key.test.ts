@@ -18,7 +18,15 @@ describe('custom rate-limit keys', () => {
     }
   });
 
-  const policies = { shared: { rate: 3, per: 60, quota_max: 5, quota_renewal_rate: 3600, meta_data: { rate_limit_pattern: '$gw_meta.org|$gw_meta.team' } } };
+  const policies = {
+    shared: {
+      rate: 3,
+      per: 60,
+      quota_max: 5,
+      quota_renewal_rate: 3600,
+      meta_data: { rate_limit_pattern: '$gw_meta.org|$gw_meta.team' },
+    },
+  };
   const a = api('a');
 
   test('keys with equal expansions share rate limits and quotas', async () => {
@@ -26,12 +34,22 @@ describe('custom rate-limit keys', () => {
     const k1 = session({ apply_policies: ['shared'], meta_data: { org: 'acme', team: 'x' } });
     const k2 = session({ apply_policies: ['shared'], meta_data: { org: 'acme', team: 'x' } });
     const k3 = session({ apply_policies: ['shared'], meta_data: { org: 'acme', team: 'y' } });
-    expect(await h.fire(2, { api: a, method: 'GET', path: '/', keyHash: '1', session: k1 })).toEqual(['allow', 'allow']);
-    expect(await h.fire(2, { api: a, method: 'GET', path: '/', keyHash: '2', session: k2 })).toEqual(['allow', 'key_limited']);
+    expect(await h.fire(2, { api: a, method: 'GET', path: '/', keyHash: '1', session: k1 })).toEqual([
+      'allow',
+      'allow',
+    ]);
+    expect(await h.fire(2, { api: a, method: 'GET', path: '/', keyHash: '2', session: k2 })).toEqual([
+      'allow',
+      'key_limited',
+    ]);
     expect(count(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: '3', session: k3 }), 'allow')).toBe(3);
     // quota too: 3 used by acme|x; after the window, 2 more then quota_exceeded
     h.clock.advance(60_000);
-    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: '2', session: k2 })).toEqual(['allow', 'allow', 'quota_exceeded']);
+    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: '2', session: k2 })).toEqual([
+      'allow',
+      'allow',
+      'quota_exceeded',
+    ]);
   });
 
   test('different expansions never share a bucket: `:` (the bucket separator) and `%` are escaped', async () => {
@@ -42,13 +60,20 @@ describe('custom rate-limit keys', () => {
     const h = harness(
       {},
       config({
-        perApi: { access_rights: { a: { api_id: 'a', limit: { rate: 2, per: 60 } } }, meta_data: { rate_limit_pattern: '$gw_meta.org' } },
+        perApi: {
+          access_rights: { a: { api_id: 'a', limit: { rate: 2, per: 60 } } },
+          meta_data: { rate_limit_pattern: '$gw_meta.org' },
+        },
         global: { rate: 2, per: 60, meta_data: { rate_limit_pattern: '$gw_meta.org' } },
       }),
     );
     const x = session({ apply_policies: ['perApi'], meta_data: { org: 'Z|t' } });
     const y = session({ apply_policies: ['global'], meta_data: { org: 'Z|t:a:a' } });
-    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: 'x', session: x })).toEqual(['allow', 'allow', 'key_limited']);
+    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: 'x', session: x })).toEqual([
+      'allow',
+      'allow',
+      'key_limited',
+    ]);
     expect(await h.fire(2, { api: a, method: 'GET', path: '/', keyHash: 'y', session: y })).toEqual(['allow', 'allow']);
   });
 
@@ -56,7 +81,15 @@ describe('custom rate-limit keys', () => {
     const h = harness({}, config({ p: { rate: 2, per: 60, meta_data: { rate_limit_pattern: '$gw_meta.org' } } }));
     const k1 = session({ apply_policies: ['p'] });
     const k2 = session({ apply_policies: ['p'] });
-    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: '1', session: k1 })).toEqual(['allow', 'allow', 'key_limited']);
-    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: '2', session: k2 })).toEqual(['allow', 'allow', 'key_limited']);
+    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: '1', session: k1 })).toEqual([
+      'allow',
+      'allow',
+      'key_limited',
+    ]);
+    expect(await h.fire(3, { api: a, method: 'GET', path: '/', keyHash: '2', session: k2 })).toEqual([
+      'allow',
+      'allow',
+      'key_limited',
+    ]);
   });
 });

@@ -1,7 +1,13 @@
 import { api, count, harness, rule, session } from './fixtures.js';
 
 const KEY = 'a'.repeat(64);
-const req = (a: ReturnType<typeof api>, s: ReturnType<typeof session>, path = '/', method = 'GET', keyHash = KEY) => ({ api: a, method, path, keyHash, session: s });
+const req = (a: ReturnType<typeof api>, s: ReturnType<typeof session>, path = '/', method = 'GET', keyHash = KEY) => ({
+  api: a,
+  method,
+  path,
+  keyHash,
+  session: s,
+});
 
 describe('scopes (SPEC §3.1)', () => {
   test('an API-level refusal consumes no key allowance and no quota', async () => {
@@ -9,7 +15,14 @@ describe('scopes (SPEC §3.1)', () => {
     const limited = api('limited', { apiLimit: { rate: 2, per: 60 } });
     const open = api('open');
     const key = session({ rate: 5, per: 60, quota_max: 100, quota_renewal_rate: 3600 });
-    expect(await h.fire(6, req(limited, key))).toEqual(['allow', 'allow', 'api_limited', 'api_limited', 'api_limited', 'api_limited']);
+    expect(await h.fire(6, req(limited, key))).toEqual([
+      'allow',
+      'allow',
+      'api_limited',
+      'api_limited',
+      'api_limited',
+      'api_limited',
+    ]);
     // the key has used 2 of its 5 (not 6)
     expect(await h.fire(4, req(open, key))).toEqual(['allow', 'allow', 'allow', 'key_limited']);
     expect(await h.engine.readQuota(KEY, key)).toMatchObject({ remaining: 95 });
@@ -25,7 +38,10 @@ describe('scopes (SPEC §3.1)', () => {
 
   test('the first matching API-level per-endpoint rule replaces the API limit', async () => {
     const h = harness();
-    const a = api('a', { apiLimit: { rate: 100, per: 60 }, endpointRules: [rule('GET', '^/?slow$', 1, 60), rule('*', '^/?slow$', 50, 60), rule('GET', '^/?.*$', 2, 60)] });
+    const a = api('a', {
+      apiLimit: { rate: 100, per: 60 },
+      endpointRules: [rule('GET', '^/?slow$', 1, 60), rule('*', '^/?slow$', 50, 60), rule('GET', '^/?.*$', 2, 60)],
+    });
     expect(await h.fire(2, req(a, session({}), '/slow'))).toEqual(['allow', 'api_limited']);
     expect(count(await h.fire(5, req(a, session({}), '/slow', 'POST')), 'allow')).toBe(5);
     expect(await h.fire(3, req(a, session({}), '/other'))).toEqual(['allow', 'allow', 'api_limited']);
@@ -57,7 +73,10 @@ describe('scopes (SPEC §3.1)', () => {
       rate: 4,
       per: 60,
       access_rights: {
-        a: { limit: { rate: 2, per: 60 }, endpoints: [{ path: '/users/{id}', methods: [{ name: 'GET', limit: { rate: 1, per: 60 } }] }] },
+        a: {
+          limit: { rate: 2, per: 60 },
+          endpoints: [{ path: '/users/{id}', methods: [{ name: 'GET', limit: { rate: 1, per: 60 } }] }],
+        },
         b: {},
       },
     });
@@ -112,7 +131,9 @@ describe('X-RateLimit header numbers (SPEC §3.7)', () => {
     const w = await h.engine.check(req(narrow, key));
     expect(w.headers).toMatchObject({ limit: 3, remaining: 1 }); // API 1 left, key 1 left: a tie → the key
     const roomy = session({ rate: 10, per: 60 });
-    const x = await h.engine.check(req(api('narrow2', { apiLimit: { rate: 2, per: 60 } }), roomy, '/', 'GET', 'd'.repeat(64)));
+    const x = await h.engine.check(
+      req(api('narrow2', { apiLimit: { rate: 2, per: 60 } }), roomy, '/', 'GET', 'd'.repeat(64)),
+    );
     expect(x.headers).toMatchObject({ limit: 2, remaining: 1 }); // API 1 left < key 9 left
   });
 

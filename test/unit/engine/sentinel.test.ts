@@ -50,7 +50,12 @@ describe('sentinel variant (memory)', () => {
     const clock = new ManualClock(T0);
     const events: SmoothingEvent[] = [];
     const s = new MemorySentinel(clock, (e) => events.push(e));
-    const got = await steadyUnderSentinel((limit) => s.check('climb', limit), async () => undefined, clock, events);
+    const got = await steadyUnderSentinel(
+      (limit) => s.check('climb', limit),
+      async () => undefined,
+      clock,
+      events,
+    );
     // it stepped up only with log writes, about once a window: 2 Ups in 8 s
     expect(got.ups.length).toBeGreaterThanOrEqual(6);
     for (let i = 1; i < got.ups.length; i++) expect(got.ups[i]! - got.ups[i - 1]!).toBeGreaterThanOrEqual(1000);

@@ -3,7 +3,17 @@ import { MemorySlidingLog } from '../../../limiters/sliding-log.js';
 import { initialState, smoothingStep } from '../../../limiters/smoothing.js';
 import type { SmoothingEvent } from '../../../limiters/types.js';
 import type { SmoothingUnsupported } from '../../../sidecar/engine/engine.js';
-import { api, config, CURVE_EVENTS, CURVE_LIMIT, driveCurve, editedSmoothedLimit, harness, session, T0 } from './fixtures.js';
+import {
+  api,
+  config,
+  CURVE_EVENTS,
+  CURVE_LIMIT,
+  driveCurve,
+  editedSmoothedLimit,
+  harness,
+  session,
+  T0,
+} from './fixtures.js';
 
 // threshold 5, step 5, trigger 0.5 (up above A − 2.5, down below A − 7.5), delay 10 s, rate 20
 const s = { enabled: true, threshold: 5, step: 5, trigger: 0.5, delay: 10 };
@@ -32,7 +42,10 @@ describe('smoothing state machine', () => {
 
   test('a stored allowance outside [threshold, rate] (the limit was edited) is brought within them first', () => {
     // rate lowered to 6 under a stored 12: 6, then the rule (R = 5: no event)
-    expect(smoothingStep({ allowance: 12, lastEvent: 0 }, 5, s, 6, T0)).toEqual({ state: { allowance: 6, lastEvent: 0 }, from: 6 });
+    expect(smoothingStep({ allowance: 12, lastEvent: 0 }, 5, s, 6, T0)).toEqual({
+      state: { allowance: 6, lastEvent: 0 },
+      from: 6,
+    });
     // threshold raised to 8 over a stored 5: 8
     const raised = { ...s, threshold: 8 };
     expect(smoothingStep({ allowance: 5, lastEvent: 0 }, 5, raised, 20, T0).state.allowance).toBe(8);
@@ -62,7 +75,15 @@ describe('smoothing in the sliding log', () => {
     expect(rs.filter((r) => r.allowed).length).toBe(10);
     expect(rs[10]!.allowed).toBe(false);
     expect(rs[10]!.limit).toBe(10);
-    expect(events).toEqual([{ event: 'RateLimitSmoothingUp', limiterKey: 'b', oldAllowance: 5, newAllowance: 10, time: new Date(T0).toISOString() }]);
+    expect(events).toEqual([
+      {
+        event: 'RateLimitSmoothingUp',
+        limiterKey: 'b',
+        oldAllowance: 5,
+        newAllowance: 10,
+        time: new Date(T0).toISOString(),
+      },
+    ]);
     clock.advance(10_000); // hold-off over: R = 13 > 7.5 → 15, so this request passes
     const r = await log.check('b', limit);
     expect(r.allowed).toBe(true);
@@ -92,7 +113,8 @@ describe('smoothing in the sliding log', () => {
     expect(ok).toBe(20);
     const disabledObject = new MemorySlidingLog(clock, (e) => events.push(e));
     ok = 0;
-    for (let i = 0; i < 25; i++) if ((await disabledObject.check('b', { rate: 20, per: 60, smoothing: { ...s, enabled: false } })).allowed) ok++;
+    for (let i = 0; i < 25; i++)
+      if ((await disabledObject.check('b', { rate: 20, per: 60, smoothing: { ...s, enabled: false } })).allowed) ok++;
     expect(ok).toBe(20);
     expect(events).toEqual([]);
   });
@@ -116,15 +138,32 @@ describe('smoothing in the sliding log', () => {
     const h = harness({ enable_kv_rolling_limiter: true });
     const a = api('orders');
     const keyHash = 'f'.repeat(64);
-    await h.fire(3, { api: a, method: 'GET', path: '/', keyHash, session: session({ rate: 20, per: 60, smoothing: s }) });
+    await h.fire(3, {
+      api: a,
+      method: 'GET',
+      path: '/',
+      keyHash,
+      session: session({ rate: 20, per: 60, smoothing: s }),
+    });
     expect(h.events).toHaveLength(1);
-    expect(h.events[0]).toMatchObject({ event: 'RateLimitSmoothingUp', api_id: 'orders', limiterKey: `k:h:${keyHash}`, oldAllowance: 5, newAllowance: 10 });
+    expect(h.events[0]).toMatchObject({
+      event: 'RateLimitSmoothingUp',
+      api_id: 'orders',
+      limiterKey: `k:h:${keyHash}`,
+      oldAllowance: 5,
+      newAllowance: 10,
+    });
   });
 
   test('a limit a policy configured: the event names that policy (global and per-API), the key’s own limit names none', async () => {
     const cfg = config({
       other: { rate: 1, per: 60, meta_data: { rate_limit_pattern: '$gw_meta.org' } },
-      smooth: { rate: 20, per: 60, smoothing: s, access_rights: { pets: { limit: { rate: 20, per: 60, smoothing: s } } } },
+      smooth: {
+        rate: 20,
+        per: 60,
+        smoothing: s,
+        access_rights: { pets: { limit: { rate: 20, per: 60, smoothing: s } } },
+      },
       slow: { rate: 10, per: 60, access_rights: { pets: { limit: { rate: 10, per: 60 } } } },
     });
     const h = harness({ enable_kv_rolling_limiter: true }, cfg);
@@ -136,24 +175,57 @@ describe('smoothing in the sliding log', () => {
       ['pets', 'smooth'], // the per-API limit of pets
     ]);
     const own = harness({ enable_kv_rolling_limiter: true });
-    await own.fire(3, { api: api('orders'), method: 'GET', path: '/', keyHash: 'b'.repeat(64), session: session({ rate: 20, per: 60, smoothing: s }) });
+    await own.fire(3, {
+      api: api('orders'),
+      method: 'GET',
+      path: '/',
+      keyHash: 'b'.repeat(64),
+      session: session({ rate: 20, per: 60, smoothing: s }),
+    });
     expect(own.events).toHaveLength(1);
     expect(own.events[0]!.policy).toBeUndefined();
   });
 
   test('a limiter that cannot smooth refuses the smoothing clearly (reported once per bucket), the plain rate applies', async () => {
     const refused: SmoothingUnsupported[] = [];
-    const h = harness({ enable_fixed_window_rate_limiter: true }, undefined, { onSmoothingUnsupported: (e) => refused.push(e) });
-    const kinds = await h.fire(25, { api: api('a'), method: 'GET', path: '/', keyHash: 'e'.repeat(64), session: session({ rate: 20, per: 60, smoothing: s }) });
+    const h = harness({ enable_fixed_window_rate_limiter: true }, undefined, {
+      onSmoothingUnsupported: (e) => refused.push(e),
+    });
+    const kinds = await h.fire(25, {
+      api: api('a'),
+      method: 'GET',
+      path: '/',
+      keyHash: 'e'.repeat(64),
+      session: session({ rate: 20, per: 60, smoothing: s }),
+    });
     expect(kinds.filter((k) => k === 'allow').length).toBe(20);
     expect(h.events).toEqual([]);
-    expect(refused).toEqual([{ api_id: 'a', limiterKey: `k:h:${'e'.repeat(64)}`, algorithm: 'fixed_window', reason: expect.stringMatching(/fixed_window limiter cannot smooth/) }]);
+    expect(refused).toEqual([
+      {
+        api_id: 'a',
+        limiterKey: `k:h:${'e'.repeat(64)}`,
+        algorithm: 'fixed_window',
+        reason: expect.stringMatching(/fixed_window limiter cannot smooth/),
+      },
+    ]);
     // the DRL (a limit above drl_threshold) cannot smooth either; its sliding-log fallback can
     const drlRefused: SmoothingUnsupported[] = [];
     const d = harness({}, undefined, { onSmoothingUnsupported: (e) => drlRefused.push(e) });
-    await d.fire(3, { api: api('fast'), method: 'GET', path: '/', keyHash: 'd'.repeat(64), session: session({ rate: 6000, per: 60, smoothing: s }) });
+    await d.fire(3, {
+      api: api('fast'),
+      method: 'GET',
+      path: '/',
+      keyHash: 'd'.repeat(64),
+      session: session({ rate: 6000, per: 60, smoothing: s }),
+    });
     expect(drlRefused.map((e) => e.algorithm)).toEqual(['drl']);
-    await d.fire(3, { api: api('slow'), method: 'GET', path: '/', keyHash: 'c'.repeat(64), session: session({ rate: 20, per: 60, smoothing: s }) });
+    await d.fire(3, {
+      api: api('slow'),
+      method: 'GET',
+      path: '/',
+      keyHash: 'c'.repeat(64),
+      session: session({ rate: 20, per: 60, smoothing: s }),
+    });
     expect(drlRefused).toHaveLength(1);
     expect(d.events.map((e) => e.event)).toEqual(['RateLimitSmoothingUp']);
   });
@@ -180,6 +252,7 @@ describe('smoothing: scripted request-rate curve', () => {
     expect(got.events).toEqual(CURVE_EVENTS);
     expect(Math.max(...got.allowance)).toBe(16);
     expect(got.allowance.at(-1)).toBe(4);
-    for (let i = 1; i < got.events.length; i++) expect(got.events[i]![0] - got.events[i - 1]![0]).toBeGreaterThanOrEqual(3);
+    for (let i = 1; i < got.events.length; i++)
+      expect(got.events[i]![0] - got.events[i - 1]![0]).toBeGreaterThanOrEqual(3);
   });
 });

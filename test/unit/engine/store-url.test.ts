@@ -4,8 +4,18 @@ import { hostPort, parseHostPort } from '../../../lib/serve.js';
 
 describe('store URLs', () => {
   test('redis:// and rediss://', () => {
-    expect(parseStoreUrl('redis://:pw@10.0.0.1:6380/3')).toMatchObject({ kind: 'single', hosts: [{ host: '10.0.0.1', port: 6380 }], password: 'pw', db: 3, tls: false });
-    expect(parseStoreUrl('rediss://cache')).toMatchObject({ kind: 'single', hosts: [{ host: 'cache', port: 6379 }], tls: true });
+    expect(parseStoreUrl('redis://:pw@10.0.0.1:6380/3')).toMatchObject({
+      kind: 'single',
+      hosts: [{ host: '10.0.0.1', port: 6380 }],
+      password: 'pw',
+      db: 3,
+      tls: false,
+    });
+    expect(parseStoreUrl('rediss://cache')).toMatchObject({
+      kind: 'single',
+      hosts: [{ host: 'cache', port: 6379 }],
+      tls: true,
+    });
   });
 
   test('redis+sentinel://host:port,host2:port/mastername[/db]', () => {
@@ -40,7 +50,9 @@ describe('store URLs', () => {
     expect(() => parseStoreUrl('not a url')).toThrow(/bad store URL/);
     expect(() => parseStoreUrl('redis://h/notanumber')).toThrow(/database/);
     // a port that is not a number was taken for part of the host (ioredis then said only "Invalid URL")
-    expect(() => parseStoreUrl('redis://127.0.0.1:notaport')).toThrow(/^bad host "127\.0\.0\.1:notaport" in store URL: expected HOST\[:PORT\]$/);
+    expect(() => parseStoreUrl('redis://127.0.0.1:notaport')).toThrow(
+      /^bad host "127\.0\.0\.1:notaport" in store URL: expected HOST\[:PORT\]$/,
+    );
     expect(() => parseStoreUrl('redis://h:99999')).toThrow(/bad host/);
     expect(parseStoreUrl('redis://[::1]:6380').hosts).toEqual([{ host: '::1', port: 6380 }]);
   });

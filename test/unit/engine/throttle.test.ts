@@ -32,7 +32,7 @@ describe('throttling (SPEC §3.6)', () => {
     expect(waits).toEqual([3000]);
   });
 
-  test('sliding log: a throttled request\'s own refused attempts do not hold it back (staggered arrivals)', async () => {
+  test("sliding log: a throttled request's own refused attempts do not hold it back (staggered arrivals)", async () => {
     const waits: number[] = [];
     const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
     const key = session({ rate: 2, per: 3, throttle_interval: 1, throttle_retry_limit: 2 });
@@ -73,7 +73,7 @@ describe('throttling (SPEC §3.6)', () => {
     expect(waits).toEqual([1000, 1000, 1000]);
   });
 
-  test('a per-API limit is throttled with its own throttle fields; without them with the key\'s', async () => {
+  test("a per-API limit is throttled with its own throttle fields; without them with the key's", async () => {
     const waits: number[] = [];
     const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
     const perApi = session({
@@ -86,7 +86,11 @@ describe('throttling (SPEC §3.6)', () => {
     expect((await h.engine.check(r)).kind).toBe('key_limited');
     expect(waits).toEqual([2000, 2000]);
     waits.length = 0;
-    const keyOnly = session({ throttle_interval: 5, throttle_retry_limit: 1, access_rights: { a: { api_id: 'a', limit: { rate: 1, per: 60 } } } });
+    const keyOnly = session({
+      throttle_interval: 5,
+      throttle_retry_limit: 1,
+      access_rights: { a: { api_id: 'a', limit: { rate: 1, per: 60 } } },
+    });
     const r2 = { ...r, keyHash: 'd'.repeat(64), session: keyOnly };
     await h.engine.check(r2);
     expect((await h.engine.check(r2)).kind).toBe('key_limited');
@@ -96,7 +100,13 @@ describe('throttling (SPEC §3.6)', () => {
   test('throttle_retry_limit -1 (Tyk\'s "off") refuses at once', async () => {
     const waits: number[] = [];
     const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
-    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: session({ rate: 1, per: 3, throttle_interval: -1, throttle_retry_limit: -1 }) };
+    const r = {
+      api: api('a'),
+      method: 'GET',
+      path: '/',
+      keyHash: KEY,
+      session: session({ rate: 1, per: 3, throttle_interval: -1, throttle_retry_limit: -1 }),
+    };
     await h.engine.check(r);
     expect((await h.engine.check(r)).kind).toBe('key_limited');
     expect(waits).toEqual([]);
@@ -105,7 +115,13 @@ describe('throttling (SPEC §3.6)', () => {
   test('without throttle_retry_limit the refusal is immediate', async () => {
     const waits: number[] = [];
     const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
-    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: session({ rate: 1, per: 3, throttle_interval: 3 }) };
+    const r = {
+      api: api('a'),
+      method: 'GET',
+      path: '/',
+      keyHash: KEY,
+      session: session({ rate: 1, per: 3, throttle_interval: 3 }),
+    };
     await h.engine.check(r);
     expect((await h.engine.check(r)).kind).toBe('key_limited');
     expect(waits).toEqual([]);
@@ -113,8 +129,16 @@ describe('throttling (SPEC §3.6)', () => {
 
   test('waiting requests are bounded: over max_throttled_requests a request is refused at once', async () => {
     const release: (() => void)[] = [];
-    const h = harness({ max_throttled_requests: 1 }, undefined, { sleep: () => new Promise<void>((res) => release.push(res)) });
-    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: session({ rate: 1, per: 60, throttle_interval: 1, throttle_retry_limit: 1 }) };
+    const h = harness({ max_throttled_requests: 1 }, undefined, {
+      sleep: () => new Promise<void>((res) => release.push(res)),
+    });
+    const r = {
+      api: api('a'),
+      method: 'GET',
+      path: '/',
+      keyHash: KEY,
+      session: session({ rate: 1, per: 60, throttle_interval: 1, throttle_retry_limit: 1 }),
+    };
     await h.engine.check(r);
     const waiting = h.engine.check(r);
     await new Promise((res) => setImmediate(res));
@@ -128,7 +152,14 @@ describe('throttling (SPEC §3.6)', () => {
   test('a request abandoned while it waits (stillWanted: false) is not checked again and counts against nothing', async () => {
     const waits: number[] = [];
     const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });
-    const key = session({ rate: 1, per: 10, throttle_interval: 1, throttle_retry_limit: 20, quota_max: 5, quota_renewal_rate: 3600 });
+    const key = session({
+      rate: 1,
+      per: 10,
+      throttle_interval: 1,
+      throttle_retry_limit: 20,
+      quota_max: 5,
+      quota_renewal_rate: 3600,
+    });
     const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: key };
     expect((await h.engine.check(r)).kind).toBe('allow');
     let asked = 0;
@@ -139,17 +170,32 @@ describe('throttling (SPEC §3.6)', () => {
     expect((await h.engine.readQuota(KEY, key))?.remaining).toBe(4); // only the first request
     // nothing entered the log: a request 10 s after the first is admitted
     h.clock.advance(8000);
-    expect((await h.engine.check({ ...r, session: session({ rate: 1, per: 10, quota_max: 5, quota_renewal_rate: 3600 }) })).kind).toBe('allow');
+    expect(
+      (await h.engine.check({ ...r, session: session({ rate: 1, per: 10, quota_max: 5, quota_renewal_rate: 3600 }) }))
+        .kind,
+    ).toBe('allow');
   });
 
   test('a client that leaves ends the wait at once and frees its slot', async () => {
     const release: (() => void)[] = [];
-    const h = harness({ max_throttled_requests: 1 }, undefined, { sleep: () => new Promise<void>((res) => release.push(res)) });
-    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: session({ rate: 1, per: 60, throttle_interval: 30, throttle_retry_limit: 1 }) };
+    const h = harness({ max_throttled_requests: 1 }, undefined, {
+      sleep: () => new Promise<void>((res) => release.push(res)),
+    });
+    const r = {
+      api: api('a'),
+      method: 'GET',
+      path: '/',
+      keyHash: KEY,
+      session: session({ rate: 1, per: 60, throttle_interval: 30, throttle_retry_limit: 1 }),
+    };
     await h.engine.check(r);
     let leave: (() => void) | undefined;
     let gone = false;
-    const first = h.engine.check({ ...r, onClientGone: (wake: () => void) => (leave = () => ((gone = true), wake())), stillWanted: () => !gone });
+    const first = h.engine.check({
+      ...r,
+      onClientGone: (wake: () => void) => (leave = () => ((gone = true), wake())),
+      stillWanted: () => !gone,
+    });
     await new Promise((res) => setImmediate(res));
     expect(release).toHaveLength(1);
     leave!(); // its sleep is never released: leaving alone ends the wait
@@ -164,7 +210,13 @@ describe('throttling (SPEC §3.6)', () => {
 
   test('the default sleep is a real timer', async () => {
     const h = harness();
-    const r = { api: api('a'), method: 'GET', path: '/', keyHash: KEY, session: session({ rate: 1, per: 60, throttle_interval: 0.05, throttle_retry_limit: 2 }) };
+    const r = {
+      api: api('a'),
+      method: 'GET',
+      path: '/',
+      keyHash: KEY,
+      session: session({ rate: 1, per: 60, throttle_interval: 0.05, throttle_retry_limit: 2 }),
+    };
     await h.engine.check(r);
     const t = Date.now();
     expect((await h.engine.check(r)).kind).toBe('key_limited');

@@ -6,11 +6,30 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeBackend } from '../../../facade/backend-kube.js';
-import { clientResourceName, ConflictError, keyResourceName, NotReadyError, QUOTA_RESET_ANNOTATION } from '../../../facade/backend.js';
+import {
+  clientResourceName,
+  ConflictError,
+  keyResourceName,
+  NotReadyError,
+  QUOTA_RESET_ANNOTATION,
+} from '../../../facade/backend.js';
 import { AccessKeyResource } from '../../../crds/kinds.js';
 import { sha256hex } from '../../../lib/hash.js';
 
-type Obj = { metadata: { name: string; namespace?: string; generation?: number; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; finalizers?: string[]; deletionTimestamp?: string }; status?: { observedGeneration?: number; conditions?: unknown[]; quotaReset?: string }; [k: string]: unknown };
+type Obj = {
+  metadata: {
+    name: string;
+    namespace?: string;
+    generation?: number;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+  };
+  status?: { observedGeneration?: number; conditions?: unknown[]; quotaReset?: string };
+  [k: string]: unknown;
+};
 
 const store = new Map<string, Obj>(); // key: kind-plural/ns/name
 let rv = 1;
@@ -59,7 +78,8 @@ function startFakeApiServer(): Promise<Server> {
         if (cur?.metadata.finalizers?.length) {
           // like the API server: marked for deletion until the finalizers are gone
           cur.metadata.deletionTimestamp ??= new Date().toISOString();
-          if (finalizerMs !== undefined) setTimeout(() => store.get(key) === cur && store.delete(key), finalizerMs).unref();
+          if (finalizerMs !== undefined)
+            setTimeout(() => store.get(key) === cur && store.delete(key), finalizerMs).unref();
           return send(200, cur);
         }
         store.delete(key);
@@ -67,7 +87,8 @@ function startFakeApiServer(): Promise<Server> {
       }
       const obj = JSON.parse(body) as Obj;
       if (req.method === 'POST' && cur) return send(409, { kind: 'Status', code: 409 });
-      if (req.method === 'PUT' && (!cur || cur.metadata.resourceVersion !== obj.metadata.resourceVersion)) return send(409, { kind: 'Status', code: 409 });
+      if (req.method === 'PUT' && (!cur || cur.metadata.resourceVersion !== obj.metadata.resourceVersion))
+        return send(409, { kind: 'Status', code: 409 });
       obj.metadata.generation = (cur?.metadata.generation ?? 0) + 1;
       obj.metadata.resourceVersion = String(rv++);
       obj.metadata.namespace = ns;
@@ -78,7 +99,11 @@ function startFakeApiServer(): Promise<Server> {
           const now = store.get(key);
           const token = now?.metadata.annotations?.[QUOTA_RESET_ANNOTATION];
           if (now && now.metadata.generation === g) {
-            now.status = { observedGeneration: g, ...(readyCondition ? { conditions: [readyCondition] } : {}), ...(resetsQuota && token ? { quotaReset: token } : {}) };
+            now.status = {
+              observedGeneration: g,
+              ...(readyCondition ? { conditions: [readyCondition] } : {}),
+              ...(resetsQuota && token ? { quotaReset: token } : {}),
+            };
           }
         }, reconcileMs).unref();
       }
@@ -106,9 +131,17 @@ beforeAll(async () => {
   server = await startFakeApiServer();
   backend = new KubeBackend({ kc: kubeConfigOf(server), readyTimeoutMs: 1000 });
   store.set('apidefinitions/team/pets', {
-    apiVersion: 'gw.io/v1alpha1', kind: 'ApiDefinition', metadata: { name: 'pets', namespace: 'team' }, spec: { api_id: 'pets-id', proxy: { listen_path: '/pets/' } },
+    apiVersion: 'gw.io/v1alpha1',
+    kind: 'ApiDefinition',
+    metadata: { name: 'pets', namespace: 'team' },
+    spec: { api_id: 'pets-id', proxy: { listen_path: '/pets/' } },
   });
-  store.set('policies/team/gold', { apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name: 'gold', namespace: 'team' }, spec: { rate: 1, per: 1 } });
+  store.set('policies/team/gold', {
+    apiVersion: 'gw.io/v1alpha1',
+    kind: 'Policy',
+    metadata: { name: 'gold', namespace: 'team' },
+    spec: { rate: 1, per: 1 },
+  });
 });
 afterAll(async () => {
   server.closeAllConnections();
@@ -127,14 +160,29 @@ test('APIs by api_id across namespaces; policies by name', async () => {
 test('keys: create waits for the controller, replace keeps the resource, annotation, delete', async () => {
   const h = sha256hex('k');
   const t0 = Date.now();
-  await backend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: { rate: 1, per: 1 }, suppressReset: true });
+  await backend.putKey(h, {
+    namespace: 'team',
+    name: keyResourceName(h),
+    spec: { rate: 1, per: 1 },
+    suppressReset: true,
+  });
   expect(Date.now() - t0).toBeGreaterThanOrEqual(40);
   const stored = AccessKeyResource.parse(store.get(`accesskeys/team/${keyResourceName(h)}`));
   expect(stored.spec).toEqual({ rate: 1, per: 1, key_hash: h });
   expect(stored.metadata.annotations).toEqual({ 'gw.io/suppress-reset': 'true' });
   expect(stored.status?.observedGeneration).toBe(1);
-  await backend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: { rate: 2, per: 1 }, suppressReset: false });
-  expect(await backend.getKey(h)).toEqual({ namespace: 'team', name: keyResourceName(h), spec: { rate: 2, per: 1 }, suppressReset: false });
+  await backend.putKey(h, {
+    namespace: 'team',
+    name: keyResourceName(h),
+    spec: { rate: 2, per: 1 },
+    suppressReset: false,
+  });
+  expect(await backend.getKey(h)).toEqual({
+    namespace: 'team',
+    name: keyResourceName(h),
+    spec: { rate: 2, per: 1 },
+    suppressReset: false,
+  });
   expect(await backend.listKeys()).toEqual([h]);
   expect(await backend.deleteKey(h)).toBe(true);
   expect(await backend.deleteKey(h)).toBe(false);
@@ -144,9 +192,13 @@ test('a write the controller never reconciles fails after readyTimeoutMs with No
   reconcileMs = 60_000;
   const h = sha256hex('slow');
   const t0 = Date.now();
-  const err = await backend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: {}, suppressReset: false }).catch((e: unknown) => e);
+  const err = await backend
+    .putKey(h, { namespace: 'team', name: keyResourceName(h), spec: {}, suppressReset: false })
+    .catch((e: unknown) => e);
   expect(err).toBeInstanceOf(NotReadyError);
-  expect((err as Error).message).toMatch(/^AccessKey team\/key-[0-9a-f]{16} was written and exists, but is not Ready after 1 s: the controller has not reconciled it yet/);
+  expect((err as Error).message).toMatch(
+    /^AccessKey team\/key-[0-9a-f]{16} was written and exists, but is not Ready after 1 s: the controller has not reconciled it yet/,
+  );
   expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
   expect(await backend.getKey(h)).toMatchObject({ namespace: 'team', spec: {} });
   reconcileMs = 50;
@@ -157,7 +209,9 @@ test('Ready=False for the written generation is not ready: NotReadyError carries
   readyCondition = { type: 'Ready', status: 'False', reason: 'PolicyMissing', message: 'policy gold not found' };
   const h = sha256hex('refused');
   try {
-    const err = await backend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: {}, suppressReset: false }).catch((e: unknown) => e);
+    const err = await backend
+      .putKey(h, { namespace: 'team', name: keyResourceName(h), spec: {}, suppressReset: false })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NotReadyError);
     expect((err as Error).message).toContain('Ready=False (PolicyMissing): policy gold not found');
   } finally {
@@ -193,7 +247,9 @@ test('a write without suppressReset asks the controller for a quota reset (fresh
   // a controller that observed the generation but did not do the reset: not ready
   resetsQuota = false;
   try {
-    const err = await backend.putKey(h, { namespace: 'team', name, spec: { quota_max: 5 }, suppressReset: false }).catch((e: unknown) => e);
+    const err = await backend
+      .putKey(h, { namespace: 'team', name, spec: { quota_max: 5 }, suppressReset: false })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NotReadyError);
     expect((err as Error).message).toContain('is not Ready after 1 s: the controller has not reset its quota yet');
   } finally {
@@ -205,13 +261,23 @@ test('a write without suppressReset asks the controller for a quota reset (fresh
 test('findKey: a facade-made key is one GET by its derived name; a hand-written AccessKey with key_hash is still found by the scan of non-facade keys', async () => {
   const nsBackend = new KubeBackend({ kc: kubeConfigOf(server), namespace: 'team', readyTimeoutMs: 1000 });
   const h = sha256hex('direct');
-  await nsBackend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: { rate: 1, per: 1 }, suppressReset: true });
+  await nsBackend.putKey(h, {
+    namespace: 'team',
+    name: keyResourceName(h),
+    spec: { rate: 1, per: 1 },
+    suppressReset: true,
+  });
   requests.length = 0;
   expect(await nsBackend.getKey(h)).toMatchObject({ name: keyResourceName(h), spec: { rate: 1, per: 1 } });
   expect(requests).toEqual([`GET /apis/gw.io/v1alpha1/namespaces/team/accesskeys/${keyResourceName(h)}`]);
 
   const hw = sha256hex('hand-written');
-  store.set('accesskeys/team/my-key', { apiVersion: 'gw.io/v1alpha1', kind: 'AccessKey', metadata: { name: 'my-key', namespace: 'team' }, spec: { key_hash: hw, rate: 9, per: 1 } });
+  store.set('accesskeys/team/my-key', {
+    apiVersion: 'gw.io/v1alpha1',
+    kind: 'AccessKey',
+    metadata: { name: 'my-key', namespace: 'team' },
+    spec: { key_hash: hw, rate: 9, per: 1 },
+  });
   requests.length = 0;
   expect(await nsBackend.getKey(hw)).toMatchObject({ name: 'my-key', spec: { rate: 9, per: 1 } });
   expect(requests).toEqual([
@@ -234,7 +300,8 @@ test('findKey: a facade-made key is one GET by its derived name; a hand-written 
 test('terminating keys: DELETE waits for the finalizer (504-style NotReadyError when it never goes), a write waits and creates anew, GET/list hide it', async () => {
   const h = sha256hex('finalized');
   const key = `accesskeys/team/${keyResourceName(h)}`;
-  const put = (rate: number) => backend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: { rate, per: 1 }, suppressReset: true });
+  const put = (rate: number) =>
+    backend.putKey(h, { namespace: 'team', name: keyResourceName(h), spec: { rate, per: 1 }, suppressReset: true });
   await put(1);
   store.get(key)!.metadata.finalizers = ['gw.io/session-cleanup']; // what the controller adds
   // a replace keeps the finalizer
@@ -253,7 +320,9 @@ test('terminating keys: DELETE waits for the finalizer (504-style NotReadyError 
   finalizerMs = undefined;
   const err = await backend.deleteKey(h).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(NotReadyError);
-  expect((err as Error).message).toMatch(/^AccessKey team\/key-[0-9a-f]{16} is being deleted, but still exists after 1 s: the controller has not finished its cleanup yet/);
+  expect((err as Error).message).toMatch(
+    /^AccessKey team\/key-[0-9a-f]{16} is being deleted, but still exists after 1 s: the controller has not finished its cleanup yet/,
+  );
   expect(await backend.getKey(h)).toBeUndefined();
   expect(await backend.listKeys()).not.toContain(h);
   setTimeout(() => store.delete(key), 300).unref(); // the controller comes back
@@ -270,7 +339,12 @@ test('terminating keys: DELETE waits for the finalizer (504-style NotReadyError 
 test('two facade replicas writing one new key at once: both succeed (409 → re-read and replace), one resource', async () => {
   const other = new KubeBackend({ kc: kubeConfigOf(server), readyTimeoutMs: 1000 });
   const h = sha256hex('raced');
-  const rec = (rate: number) => ({ namespace: 'team', name: keyResourceName(h), spec: { rate, per: 1 }, suppressReset: true });
+  const rec = (rate: number) => ({
+    namespace: 'team',
+    name: keyResourceName(h),
+    spec: { rate, per: 1 },
+    suppressReset: true,
+  });
   requests.length = 0;
   createDelayMs = 150;
   try {
@@ -286,15 +360,29 @@ test('two facade replicas writing one new key at once: both succeed (409 → re-
 
 test('clients: Secret + OAuthClient; list/get with the secret; delete takes the Secret; foreign Secret → conflict', async () => {
   const name = clientResourceName('team', 'pets-id', 'c1');
-  await backend.putClient({ namespace: 'team', name, secret: 's3', spec: { api_id: 'pets-id', client_id: 'c1', secretRef: { name: `${name}-secret`, key: 'secret' } } });
+  await backend.putClient({
+    namespace: 'team',
+    name,
+    secret: 's3',
+    spec: { api_id: 'pets-id', client_id: 'c1', secretRef: { name: `${name}-secret`, key: 'secret' } },
+  });
   expect(store.has(`secrets/team/${name}-secret`)).toBe(true);
   expect((await backend.getClient('pets-id', 'c1'))?.secret).toBe('s3');
   expect((await backend.listClients('pets-id')).length).toBe(1);
   expect(await backend.deleteClient('pets-id', 'c1')).toBe(true);
   expect(store.has(`secrets/team/${name}-secret`)).toBe(false);
   expect(await backend.deleteClient('pets-id', 'c1')).toBe(false);
-  store.set('secrets/team/theirs', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'theirs', namespace: 'team' } });
+  store.set('secrets/team/theirs', {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'theirs', namespace: 'team' },
+  });
   await expect(
-    backend.putClient({ namespace: 'team', name: 'x', secret: 's', spec: { api_id: 'pets-id', client_id: 'c2', secretRef: { name: 'theirs', key: 'secret' } } }),
+    backend.putClient({
+      namespace: 'team',
+      name: 'x',
+      secret: 's',
+      spec: { api_id: 'pets-id', client_id: 'c2', secretRef: { name: 'theirs', key: 'secret' } },
+    }),
   ).rejects.toBeInstanceOf(ConflictError);
 });

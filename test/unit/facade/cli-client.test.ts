@@ -26,13 +26,28 @@ const codeOf = (fn: () => unknown): number | undefined => {
 
 test('exit codes: one per thing a pipeline can act on, distinct', () => {
   const table: [number, boolean, number][] = [
-    [200, false, Exit.OK], [201, false, Exit.OK], [400, false, Exit.REFUSED], [401, false, Exit.AUTH], [403, false, Exit.AUTH],
-    [404, false, Exit.NOT_FOUND], [405, false, Exit.REFUSED], [409, false, Exit.REFUSED], [413, false, Exit.REFUSED], [415, false, Exit.REFUSED],
-    [429, false, Exit.RATE_LIMITED], [500, false, Exit.UNAVAILABLE], [502, false, Exit.UNAVAILABLE], [503, false, Exit.UNAVAILABLE],
-    [504, false, Exit.NOT_READY], [502, true, Exit.GATEWAY_UNAVAILABLE], [504, true, Exit.GATEWAY_UNAVAILABLE], [404, true, Exit.NOT_FOUND],
+    [200, false, Exit.OK],
+    [201, false, Exit.OK],
+    [400, false, Exit.REFUSED],
+    [401, false, Exit.AUTH],
+    [403, false, Exit.AUTH],
+    [404, false, Exit.NOT_FOUND],
+    [405, false, Exit.REFUSED],
+    [409, false, Exit.REFUSED],
+    [413, false, Exit.REFUSED],
+    [415, false, Exit.REFUSED],
+    [429, false, Exit.RATE_LIMITED],
+    [500, false, Exit.UNAVAILABLE],
+    [502, false, Exit.UNAVAILABLE],
+    [503, false, Exit.UNAVAILABLE],
+    [504, false, Exit.NOT_READY],
+    [502, true, Exit.GATEWAY_UNAVAILABLE],
+    [504, true, Exit.GATEWAY_UNAVAILABLE],
+    [404, true, Exit.NOT_FOUND],
     [302, false, Exit.UNAVAILABLE],
   ];
-  for (const [status, proxy, code] of table) expect([status, proxy, exitForStatus(status, proxy)]).toEqual([status, proxy, code]);
+  for (const [status, proxy, code] of table)
+    expect([status, proxy, exitForStatus(status, proxy)]).toEqual([status, proxy, code]);
   const values = Object.values(Exit);
   expect(new Set(values).size).toBe(values.length);
   expect(values).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
@@ -40,10 +55,17 @@ test('exit codes: one per thing a pipeline can act on, distinct', () => {
 
 test('connection: defaults, base path kept, trailing slash dropped; bad URL or timeout → usage', () => {
   expect(resolveConnection({})).toMatchObject({ origin: 'http://127.0.0.1:8081', basePath: '', timeoutMs: 60_000 });
-  expect(resolveConnection({ url: 'https://gw.example/mgmt/', timeout: '2.5' })).toMatchObject({ origin: 'https://gw.example', basePath: '/mgmt', base: 'https://gw.example/mgmt', timeoutMs: 2500 });
+  expect(resolveConnection({ url: 'https://gw.example/mgmt/', timeout: '2.5' })).toMatchObject({
+    origin: 'https://gw.example',
+    basePath: '/mgmt',
+    base: 'https://gw.example/mgmt',
+    timeoutMs: 2500,
+  });
   expect(resolveConnection({ token: '', secret: '' })).toMatchObject({ token: undefined, secret: undefined });
-  for (const url of ['ftp://x', 'not a url', 'http://u:p@x', 'http://x/?a=1']) expect(codeOf(() => resolveConnection({ url }))).toBe(Exit.USAGE);
-  for (const timeout of ['0', '-1', 'soon', '99999']) expect(codeOf(() => resolveConnection({ timeout }))).toBe(Exit.USAGE);
+  for (const url of ['ftp://x', 'not a url', 'http://u:p@x', 'http://x/?a=1'])
+    expect(codeOf(() => resolveConnection({ url }))).toBe(Exit.USAGE);
+  for (const timeout of ['0', '-1', 'soon', '99999'])
+    expect(codeOf(() => resolveConnection({ timeout }))).toBe(Exit.USAGE);
 });
 
 test('bodies: --body JSON object, --body-file, fallback; anything else → usage', () => {
@@ -55,10 +77,13 @@ test('bodies: --body JSON object, --body-file, fallback; anything else → usage
     expect(readBody({ bodyFile: file }, undefined)).toEqual({ rate: 1 });
     expect(readBody({}, { d: 1 })).toEqual({ d: 1 });
     expect(readBody({}, undefined)).toBeUndefined();
-    for (const body of ['[1]', 'null', '"s"', '5', '{']) expect(codeOf(() => readBody({ body }, undefined))).toBe(Exit.USAGE);
+    for (const body of ['[1]', 'null', '"s"', '5', '{'])
+      expect(codeOf(() => readBody({ body }, undefined))).toBe(Exit.USAGE);
     expect(codeOf(() => readBody({ bodyFile: join(dir, 'missing.json') }, undefined))).toBe(Exit.USAGE);
     expect(codeOf(() => readBody({ body: '{}', bodyFile: file }, undefined))).toBe(Exit.USAGE);
-    expect(codeOf(() => readBody({ body: JSON.stringify({ a: 'x'.repeat(1024 * 1024) }) }, undefined))).toBe(Exit.USAGE);
+    expect(codeOf(() => readBody({ body: JSON.stringify({ a: 'x'.repeat(1024 * 1024) }) }, undefined))).toBe(
+      Exit.USAGE,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -67,16 +92,30 @@ test('bodies: --body JSON object, --body-file, fallback; anything else → usage
 test('proxy request: positional METHOD URL, one argument = URL with GET (or the method when a bare word), headers and data merged over --body', () => {
   const base = { header: [] as string[] };
   expect(buildProxyRequest('http://g/x', undefined, base)).toEqual({ method: 'GET', url: 'http://g/x' });
-  expect(buildProxyRequest('post', 'http://g/x', { ...base, data: '{"a":1}' })).toEqual({ method: 'post', url: 'http://g/x', body: { a: 1 } });
+  expect(buildProxyRequest('post', 'http://g/x', { ...base, data: '{"a":1}' })).toEqual({
+    method: 'post',
+    url: 'http://g/x',
+    body: { a: 1 },
+  });
   expect(buildProxyRequest('PUT', 'http://g/x', { ...base, data: 'plain text' })).toMatchObject({ body: 'plain text' });
   const merged = buildProxyRequest(undefined, undefined, {
     header: ['Authorization: k1', 'X-A:  spaced : colon '],
     body: JSON.stringify({ method: 'DELETE', url: 'http://g/y', headers: { 'x-keep': '1' } }),
   });
-  expect(merged).toEqual({ method: 'DELETE', url: 'http://g/y', headers: { 'x-keep': '1', Authorization: 'k1', 'X-A': 'spaced : colon' } });
-  expect(buildProxyRequest('http://g/z', undefined, { header: [], body: '{"method":"HEAD"}' })).toEqual({ method: 'HEAD', url: 'http://g/z' });
+  expect(merged).toEqual({
+    method: 'DELETE',
+    url: 'http://g/y',
+    headers: { 'x-keep': '1', Authorization: 'k1', 'X-A': 'spaced : colon' },
+  });
+  expect(buildProxyRequest('http://g/z', undefined, { header: [], body: '{"method":"HEAD"}' })).toEqual({
+    method: 'HEAD',
+    url: 'http://g/z',
+  });
   // One bare word is the method, the URL coming from --body (it used to be taken as the URL).
-  expect(buildProxyRequest('POST', undefined, { header: [], body: '{"url":"http://g/w"}' })).toEqual({ method: 'POST', url: 'http://g/w' });
+  expect(buildProxyRequest('POST', undefined, { header: [], body: '{"url":"http://g/w"}' })).toEqual({
+    method: 'POST',
+    url: 'http://g/w',
+  });
   expect(codeOf(() => buildProxyRequest('POST', undefined, base))).toBe(Exit.USAGE);
   expect(codeOf(() => buildProxyRequest(undefined, undefined, base))).toBe(Exit.USAGE);
   expect(codeOf(() => buildProxyRequest('http://g/x', undefined, { header: ['no-colon'] }))).toBe(Exit.USAGE);
@@ -92,7 +131,11 @@ test('path segments keep "/", "?", "#" and dots inside one segment; messages sta
 describe('liveQuota (GET /gw/keys live values, standalone and gw facade --redis)', () => {
   test('reads the quota the gateway engine counts; undefined for unknown keys and keys without a quota', async () => {
     const clock = new ManualClock(1_700_000_000_000);
-    const engine = createEngine({ options: GatewayOptions.parse({}), clock, config: () => ({ hash: '', apis: [], policies: {} }) });
+    const engine = createEngine({
+      options: GatewayOptions.parse({}),
+      clock,
+      config: () => ({ hash: '', apis: [], policies: {} }),
+    });
     const sessions = new MemorySessionStore();
     const h = sha256hex('quota-key');
     const stored = { namespace: 'default', session: { quota_max: 5, quota_renewal_rate: 60 } };

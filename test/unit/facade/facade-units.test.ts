@@ -71,9 +71,12 @@ describe('proxy URL checks', () => {
     expect((err as HttpError).status).toBe(400);
     expect((err as HttpError).message).toMatch(msg);
   });
-  test.each(['http://127.0.0.1:8080/pets?x=1', 'https://GW.example:443/a', 'https://gw.example/%2e%2e/x'])('%s is allowed', (url) => {
-    expect(checkProxyUrl(url, allowed).origin).toMatch(/^(http:\/\/127\.0\.0\.1:8080|https:\/\/gw\.example)$/);
-  });
+  test.each(['http://127.0.0.1:8080/pets?x=1', 'https://GW.example:443/a', 'https://gw.example/%2e%2e/x'])(
+    '%s is allowed',
+    (url) => {
+      expect(checkProxyUrl(url, allowed).origin).toMatch(/^(http:\/\/127\.0\.0\.1:8080|https:\/\/gw\.example)$/);
+    },
+  );
   test('origins are normalised (case, default port) and wildcard listen hosts mean loopback', () => {
     expect(normalizeOrigin('HTTP://GW.example:80/path')).toBe('http://gw.example');
     expect(normalizeOrigin('ftp://x')).toBeUndefined();
@@ -81,8 +84,14 @@ describe('proxy URL checks', () => {
       ['http://0.0.0.0:8080', 'http://127.0.0.1:8080', 'http://[::1]:8080', 'http://localhost:8080'].sort(),
     );
     // a loopback listen address: the other loopback names reach it too (http://localhost:PORT in a script)
-    expect([...allowedOrigins(undefined, ['http://127.0.0.1:8080'])].sort()).toEqual(['http://127.0.0.1:8080', 'http://localhost:8080']);
-    expect([...allowedOrigins(undefined, ['http://[::1]:8080'])].sort()).toEqual(['http://[::1]:8080', 'http://localhost:8080']);
+    expect([...allowedOrigins(undefined, ['http://127.0.0.1:8080'])].sort()).toEqual([
+      'http://127.0.0.1:8080',
+      'http://localhost:8080',
+    ]);
+    expect([...allowedOrigins(undefined, ['http://[::1]:8080'])].sort()).toEqual([
+      'http://[::1]:8080',
+      'http://localhost:8080',
+    ]);
     expect([...allowedOrigins(undefined, ['http://10.0.0.5:8080'])]).toEqual(['http://10.0.0.5:8080']);
     // explicit gateway_urls replace the default and are taken literally
     expect([...allowedOrigins(['http://0.0.0.0:9'], ['http://127.0.0.1:8080'])]).toEqual(['http://0.0.0.0:9']);
@@ -92,10 +101,15 @@ describe('proxy URL checks', () => {
 
 describe('normalizeSession', () => {
   test('maps deprecated fields and drops them', () => {
-    expect(normalizeSession({ apply_policy_id: 'p', enable_detail_recording: true })).toEqual({ apply_policies: ['p'], enable_detailed_recording: true });
+    expect(normalizeSession({ apply_policy_id: 'p', enable_detail_recording: true })).toEqual({
+      apply_policies: ['p'],
+      enable_detailed_recording: true,
+    });
     expect(normalizeSession({ apply_policy_id: 'p', apply_policies: ['q'] })).toEqual({ apply_policies: ['q'] });
     expect(normalizeSession({ apply_policy_id: '' })).toEqual({});
-    expect(normalizeSession({ enable_detail_recording: true, enable_detailed_recording: false })).toEqual({ enable_detailed_recording: false });
+    expect(normalizeSession({ enable_detail_recording: true, enable_detailed_recording: false })).toEqual({
+      enable_detailed_recording: false,
+    });
   });
 });
 
@@ -111,13 +125,27 @@ describe('DirBackend', () => {
     let writes = 0;
     const b = new DirBackend({ dir, snapshot: snap, onWrite: () => void writes++ });
     const h = sha256hex('raw');
-    await b.putKey(h, { namespace: 'team-a', name: keyResourceName(h), spec: { rate: 1, per: 2 }, suppressReset: true });
+    await b.putKey(h, {
+      namespace: 'team-a',
+      name: keyResourceName(h),
+      spec: { rate: 1, per: 2 },
+      suppressReset: true,
+    });
     expect(writes).toBe(1);
     const file = join(dir, '.gw', `accesskey-key-${h.slice(0, 16)}.yaml`);
     const k = AccessKeyResource.parse(parse(readFileSync(file, 'utf8')));
-    expect(k.metadata).toMatchObject({ name: `key-${h.slice(0, 16)}`, namespace: 'team-a', annotations: { 'gw.io/suppress-reset': 'true' } });
+    expect(k.metadata).toMatchObject({
+      name: `key-${h.slice(0, 16)}`,
+      namespace: 'team-a',
+      annotations: { 'gw.io/suppress-reset': 'true' },
+    });
     expect(k.spec).toEqual({ rate: 1, per: 2, key_hash: h });
-    expect(await b.getKey(h)).toEqual({ namespace: 'team-a', name: `key-${h.slice(0, 16)}`, spec: { rate: 1, per: 2 }, suppressReset: true });
+    expect(await b.getKey(h)).toEqual({
+      namespace: 'team-a',
+      name: `key-${h.slice(0, 16)}`,
+      spec: { rate: 1, per: 2 },
+      suppressReset: true,
+    });
     expect(await b.listKeys()).toEqual([h]);
     expect(await b.deleteKey(h)).toBe(true);
     expect(await b.deleteKey(h)).toBe(false);
@@ -129,19 +157,29 @@ describe('DirBackend', () => {
     const h1 = 'ab'.repeat(32);
     const h2 = `${'ab'.repeat(8)}${'cd'.repeat(24)}`;
     await b.putKey(h1, { namespace: 'default', name: keyResourceName(h1), spec: {}, suppressReset: false });
-    await expect(b.putKey(h2, { namespace: 'default', name: keyResourceName(h2), spec: {}, suppressReset: false })).rejects.toBeInstanceOf(ConflictError);
+    await expect(
+      b.putKey(h2, { namespace: 'default', name: keyResourceName(h2), spec: {}, suppressReset: false }),
+    ).rejects.toBeInstanceOf(ConflictError);
     expect(await b.getKey(h2)).toBeUndefined();
   });
 
   test('clients: Secret (mode 600) + OAuthClient, both schema-valid; delete removes both', async () => {
-    writeFileSync(join(dir, 'api.yaml'), 'apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: a, namespace: ns1}\nspec: {proxy: {listen_path: /a/}}\n');
+    writeFileSync(
+      join(dir, 'api.yaml'),
+      'apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: a, namespace: ns1}\nspec: {proxy: {listen_path: /a/}}\n',
+    );
     const b = new DirBackend({ dir, snapshot: snap });
     const api = await b.getApi(undefined, 'a');
     expect(api).toEqual({ namespace: 'ns1', name: 'a', apiId: 'a' });
     expect(await b.getApi('other', 'a')).toBeUndefined();
     expect(await b.missingApis(api!.namespace, ['a', 'ghost'])).toEqual(['ghost']);
     const name = clientResourceName('ns1', 'a', 'c1');
-    await b.putClient({ namespace: 'ns1', name, secret: 's3', spec: { api_id: 'a', client_id: 'c1', secretRef: { name: `${name}-secret`, key: 'secret' } } });
+    await b.putClient({
+      namespace: 'ns1',
+      name,
+      secret: 's3',
+      spec: { api_id: 'a', client_id: 'c1', secretRef: { name: `${name}-secret`, key: 'secret' } },
+    });
     const secretFile = join(dir, '.gw', `secret-ns1-${name}-secret.yaml`);
     expect(statSync(secretFile).mode & 0o777).toBe(0o600);
     SecretResource.parse(parse(readFileSync(secretFile, 'utf8')));
@@ -161,12 +199,29 @@ describe('DirBackend', () => {
     const b = new DirBackend({ dir, snapshot: snap });
     expect((await b.getClient('a', 'hc'))?.secret).toBe('hand');
     await expect(b.deleteClient('a', 'hc')).rejects.toBeInstanceOf(ConflictError);
-    await expect(b.putClient({ namespace: 'default', name: 'x', secret: 'y', spec: { api_id: 'a', client_id: 'hc', secretRef: { name: 'x-secret', key: 'secret' } } })).rejects.toBeInstanceOf(ConflictError);
+    await expect(
+      b.putClient({
+        namespace: 'default',
+        name: 'x',
+        secret: 'y',
+        spec: { api_id: 'a', client_id: 'hc', secretRef: { name: 'x-secret', key: 'secret' } },
+      }),
+    ).rejects.toBeInstanceOf(ConflictError);
   });
 
   test('apiIdOf follows the compiler: OAS info.id, then spec.api_id, then metadata.name', () => {
-    const base = { apiVersion: 'gw.io/v1alpha1' as const, kind: 'ApiDefinition' as const, metadata: { name: 'n', namespace: 'default' } };
-    const spec = { active: true, use_keyless: false, disable_rate_limit: false, use_extended_paths: false, proxy: { listen_path: '/', strip_listen_path: true } };
+    const base = {
+      apiVersion: 'gw.io/v1alpha1' as const,
+      kind: 'ApiDefinition' as const,
+      metadata: { name: 'n', namespace: 'default' },
+    };
+    const spec = {
+      active: true,
+      use_keyless: false,
+      disable_rate_limit: false,
+      use_extended_paths: false,
+      proxy: { listen_path: '/', strip_listen_path: true },
+    };
     expect(apiIdOf({ ...base, spec })).toBe('n');
     expect(apiIdOf({ ...base, spec: { ...spec, api_id: 'x' } })).toBe('x');
   });

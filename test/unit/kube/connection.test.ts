@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadKubeConnection } from '../../../lib/kube/connection.js';
 
-function kubeconfig(user: string, cluster = 'server: https://127.0.0.1:6443\n    insecure-skip-tls-verify: true'): string {
+function kubeconfig(
+  user: string,
+  cluster = 'server: https://127.0.0.1:6443\n    insecure-skip-tls-verify: true',
+): string {
   const dir = mkdtempSync(join(tmpdir(), 'gw-kc-'));
   const file = join(dir, 'config');
   writeFileSync(
@@ -29,7 +32,9 @@ contexts:
 
 describe('operator kube connection (kubeconfig without client-node)', () => {
   test('token user: bearer header, server without trailing slash, a TLS dispatcher', async () => {
-    const c = await loadKubeConnection(kubeconfig('token: abc123', 'server: https://127.0.0.1:6443/\n    insecure-skip-tls-verify: true'));
+    const c = await loadKubeConnection(
+      kubeconfig('token: abc123', 'server: https://127.0.0.1:6443/\n    insecure-skip-tls-verify: true'),
+    );
     expect(c.server).toBe('https://127.0.0.1:6443');
     expect(await c.headers()).toEqual({ authorization: 'Bearer abc123' });
     expect(c.dispatcher).toBeDefined();
@@ -44,11 +49,16 @@ describe('operator kube connection (kubeconfig without client-node)', () => {
   });
 
   test('a malformed kubeconfig or a missing file is a one-line error naming the flag', async () => {
-    await expect(loadKubeConnection(kubeconfig('token: x', 'server: not a url'))).rejects.toThrow(/--kubeconfig: .*clusters\.0\.cluster\.server/);
+    await expect(loadKubeConnection(kubeconfig('token: x', 'server: not a url'))).rejects.toThrow(
+      /--kubeconfig: .*clusters\.0\.cluster\.server/,
+    );
     await expect(loadKubeConnection('/nonexistent/kubeconfig')).rejects.toThrow(/--kubeconfig: cannot load/);
     const badYaml = join(mkdtempSync(join(tmpdir(), 'gw-kc-')), 'config');
     writeFileSync(badYaml, 'clusters: [\n');
-    const err = await loadKubeConnection(badYaml).then(() => undefined, (e: Error) => e);
+    const err = await loadKubeConnection(badYaml).then(
+      () => undefined,
+      (e: Error) => e,
+    );
     expect(err?.message).toMatch(/^--kubeconfig: cannot load .*: invalid YAML: .*line 2, column 1$/);
   });
 

@@ -2,7 +2,10 @@ import { pino } from 'pino';
 import { Informer, type ChangeType } from '../../../lib/kube/informer.js';
 import { FakeKubeApi, until } from '../../helpers/fake-kube-api.js';
 
-const obj = (name: string, rv: string) => ({ metadata: { name, namespace: 'ns', resourceVersion: rv, managedFields: [{ manager: 'x' }] }, spec: { v: rv } });
+const obj = (name: string, rv: string) => ({
+  metadata: { name, namespace: 'ns', resourceVersion: rv, managedFields: [{ manager: 'x' }] },
+  spec: { v: rv },
+});
 
 function start(api: FakeKubeApi) {
   const changes: string[] = [];
@@ -24,7 +27,14 @@ describe('operator informer', () => {
       { items: [obj('a', '1'), obj('b', '2')], rv: '10', cont: 'next' },
       { items: [obj('c', '3')], rv: '10' },
     ];
-    api.watches = [{ events: [{ type: 'ADDED', object: obj('d', '11') }, { type: 'BOOKMARK', object: { metadata: { name: '', resourceVersion: '15' } } }] }];
+    api.watches = [
+      {
+        events: [
+          { type: 'ADDED', object: obj('d', '11') },
+          { type: 'BOOKMARK', object: { metadata: { name: '', resourceVersion: '15' } } },
+        ],
+      },
+    ];
     const { inf, changes } = start(api);
     await until(() => api.watchCalls.length >= 2);
     inf.stop();
@@ -58,7 +68,13 @@ describe('operator informer', () => {
       { items: [obj('a', '7')], rv: '8' },
     ];
     api.watches = [
-      { events: [{ type: 'MODIFIED', object: obj('a', '6') }, { type: 'DELETED', object: obj('a', '7') }], fail: new Error('connection reset') },
+      {
+        events: [
+          { type: 'MODIFIED', object: obj('a', '6') },
+          { type: 'DELETED', object: obj('a', '7') },
+        ],
+        fail: new Error('connection reset'),
+      },
     ];
     const { inf, changes } = start(api);
     await until(() => api.listCalls.length >= 2 && api.watchCalls.length >= 2);

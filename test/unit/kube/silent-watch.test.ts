@@ -37,7 +37,12 @@ describe('a silent watch', () => {
     const api = createKubeApi({ server: base, headers: async () => ({}), dispatcher }, 2_000, 300);
     const events: unknown[] = [];
     const t = Date.now();
-    await api.watch('/api/v1/configmaps', { resourceVersion: '1' }, (e) => events.push(e), new AbortController().signal);
+    await api.watch(
+      '/api/v1/configmaps',
+      { resourceVersion: '1' },
+      (e) => events.push(e),
+      new AbortController().signal,
+    );
     expect(Date.now() - t).toBeGreaterThanOrEqual(250);
     expect(events).toHaveLength(1);
     // the silent connection is closed by the client (never reused), and the API is still usable
@@ -47,5 +52,4 @@ describe('a silent watch', () => {
     expect(await api.get('/api/v1/configmaps')).toEqual({ metadata: { resourceVersion: '1' }, items: [] });
     await dispatcher.close();
   });
-
 });

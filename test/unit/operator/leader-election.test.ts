@@ -1,4 +1,10 @@
-import { LeaderElector, microTime, type LeaseClient, type LeaseRecord, type LeaseSpec } from '../../../operator/leader-election.js';
+import {
+  LeaderElector,
+  microTime,
+  type LeaseClient,
+  type LeaseRecord,
+  type LeaseSpec,
+} from '../../../operator/leader-election.js';
 import { FakeTimers } from './fake-timers.js';
 
 /** One Lease in memory with resourceVersion checks, shared by candidates; writes are counted. */
@@ -20,7 +26,8 @@ class MemoryLease implements LeaseClient {
   }
   async update(spec: LeaseSpec, resourceVersion: string | undefined): Promise<LeaseRecord> {
     if (this.down) throw new Error('apiserver down');
-    if (!this.rec || resourceVersion !== this.rec.resourceVersion) throw Object.assign(new Error('conflict'), { statusCode: 409 });
+    if (!this.rec || resourceVersion !== this.rec.resourceVersion)
+      throw Object.assign(new Error('conflict'), { statusCode: 409 });
     this.writes++;
     this.rec = { spec: { ...spec }, resourceVersion: String(++this.rv) };
     return this.rec;

@@ -7,7 +7,13 @@ import { HotCounter, HotHistogram } from '../../../sidecar/hot-metrics.js';
 
 const BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1];
 const OBS: [string, number][] = [
-  ['a', 0.0004], ['a', 0.001], ['b', 0.003], ['a', 0.2], ['b', 0.05], ['a', 0.0099], ['b', 7],
+  ['a', 0.0004],
+  ['a', 0.001],
+  ['b', 0.003],
+  ['a', 0.2],
+  ['b', 0.05],
+  ['a', 0.0099],
+  ['b', 7],
 ];
 
 function pair(): { hot: Registry; ref: Registry } {
@@ -31,7 +37,13 @@ test('a labelled counter exposes what a prom-client Counter does', async () => {
 test('a labelled histogram exposes what a prom-client Histogram does', async () => {
   const { hot, ref } = pair();
   const h = new HotHistogram('t_up_seconds', 'Upstream', ['api'], BUCKETS, hot);
-  const p = new Histogram({ name: 't_up_seconds', help: 'Upstream', labelNames: ['api'], buckets: BUCKETS, registers: [ref] });
+  const p = new Histogram({
+    name: 't_up_seconds',
+    help: 'Upstream',
+    labelNames: ['api'],
+    buckets: BUCKETS,
+    registers: [ref],
+  });
   for (const [api, v] of OBS) {
     h.labels({ api }).observe(v);
     p.labels({ api }).observe(v);

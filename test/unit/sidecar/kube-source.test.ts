@@ -18,14 +18,26 @@ function configText(path: string): string {
   });
   return JSON.stringify(compileConfig([def], []).config);
 }
-const cm = (rv: string, text: string) => ({ metadata: { name: 'gw-config', namespace: 'ns', resourceVersion: rv }, data: { 'config.json': text } });
+const cm = (rv: string, text: string) => ({
+  metadata: { name: 'gw-config', namespace: 'ns', resourceVersion: rv },
+  data: { 'config.json': text },
+});
 
 function source(api: FakeKubeApi) {
   const logs: string[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push((JSON.parse(line) as { msg: string }).msg) });
+  const logger = pino(
+    { level: 'info' },
+    { write: (line: string) => void logs.push((JSON.parse(line) as { msg: string }).msg) },
+  );
   let refused = 0;
   const applied: string[] = [];
-  const s = new KubeConfigSource(api, 'ns', logger, () => refused++, (c) => applied.push(c.apis.map((a) => a.listenPath).join(',')));
+  const s = new KubeConfigSource(
+    api,
+    'ns',
+    logger,
+    () => refused++,
+    (c) => applied.push(c.apis.map((a) => a.listenPath).join(',')),
+  );
   return { s, logs, applied, refused: () => refused };
 }
 
@@ -36,7 +48,14 @@ describe('sidecar KubeConfigSource (light client)', () => {
   test('lists then watches gw-config only; a bad config is refused (metric + log) and the previous one kept', async () => {
     const api = new FakeKubeApi();
     api.lists = [{ items: [cm('1', configText('/a/'))], rv: '1' }];
-    api.watches = [{ events: [{ type: 'MODIFIED', object: cm('2', '{"not":"a config"}') }, { type: 'MODIFIED', object: cm('3', configText('/b/')) }] }];
+    api.watches = [
+      {
+        events: [
+          { type: 'MODIFIED', object: cm('2', '{"not":"a config"}') },
+          { type: 'MODIFIED', object: cm('3', configText('/b/')) },
+        ],
+      },
+    ];
     const t = source(api);
     s = t.s;
     await t.s.start();
@@ -55,7 +74,10 @@ describe('sidecar KubeConfigSource (light client)', () => {
 
   test('hand-written ConfigMaps: no config.json, a rate without a window, two APIs on one listen path are refused; a new content under the same hash is applied', async () => {
     const api = new FakeKubeApi();
-    const good = JSON.parse(configText('/a/')) as { hash: string; apis: { apiLimit: { rate: number; per: number }; listenPath: string }[] };
+    const good = JSON.parse(configText('/a/')) as {
+      hash: string;
+      apis: { apiLimit: { rate: number; per: number }; listenPath: string }[];
+    };
     const noWindow = structuredClone(good);
     noWindow.apis[0]!.apiLimit = { rate: 5, per: 0 }; // it was applied: the API unlimited
     const twice = structuredClone(good);
@@ -66,7 +88,10 @@ describe('sidecar KubeConfigSource (light client)', () => {
     api.watches = [
       {
         events: [
-          { type: 'MODIFIED', object: { metadata: { name: 'gw-config', namespace: 'ns', resourceVersion: '2' }, data: { other: 'x' } } }, // it was ignored silently
+          {
+            type: 'MODIFIED',
+            object: { metadata: { name: 'gw-config', namespace: 'ns', resourceVersion: '2' }, data: { other: 'x' } },
+          }, // it was ignored silently
           { type: 'MODIFIED', object: cm('3', JSON.stringify(noWindow)) },
           { type: 'MODIFIED', object: cm('4', JSON.stringify(twice)) },
           { type: 'MODIFIED', object: cm('5', JSON.stringify(sameHash)) },

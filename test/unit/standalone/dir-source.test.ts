@@ -14,7 +14,8 @@ const policy = 'apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\ns
 describe('DirSource', () => {
   let root: string;
   let logs: string[];
-  const logger = () => pino({ level: 'info' }, { write: (line: string) => void logs.push((JSON.parse(line) as { msg: string }).msg) });
+  const logger = () =>
+    pino({ level: 'info' }, { write: (line: string) => void logs.push((JSON.parse(line) as { msg: string }).msg) });
   beforeEach(() => {
     root = mkdtempSync(join(tmpdir(), 'gw-dir-source-'));
     logs = [];

@@ -25,17 +25,32 @@ test('a Secret that cannot be generated leaves only its AccessKey unserved, with
   try {
     writeFileSync(join(dir, '.gw'), 'a file where the .gw folder should be');
     const logs: string[] = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push((JSON.parse(line) as { msg: string }).msg) });
+    const logger = pino(
+      { level: 'info' },
+      { write: (line: string) => void logs.push((JSON.parse(line) as { msg: string }).msg) },
+    );
     const sessions = new MemorySessionStore();
     const state = new StandaloneState(dir, sessions, logger);
     const [orphan, good] = resources(
       'apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: orphan}\nspec: {secretRef: {name: absent, key: key}}\n---\n' +
         `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: good}\nspec: {key_hash: ${'c'.repeat(64)}}\n`,
     );
-    await state.apply(toSnapshot([orphan!, good!], new Map([[orphan!, 'keys.yaml'], [good!, 'keys.yaml']])));
+    await state.apply(
+      toSnapshot(
+        [orphan!, good!],
+        new Map([
+          [orphan!, 'keys.yaml'],
+          [good!, 'keys.yaml'],
+        ]),
+      ),
+    );
     expect(await sessions.get('c'.repeat(64))).toMatchObject({ name: 'good' });
     expect(logs).not.toContain('applying resources failed');
-    expect(logs.filter((l) => l !== 'config applied')).toEqual([expect.stringMatching(/^AccessKey default\/orphan \(keys\.yaml\) not served: Secret default\/absent does not exist and cannot be generated: E/)]);
+    expect(logs.filter((l) => l !== 'config applied')).toEqual([
+      expect.stringMatching(
+        /^AccessKey default\/orphan \(keys\.yaml\) not served: Secret default\/absent does not exist and cannot be generated: E/,
+      ),
+    ]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,5 +1,11 @@
 import { ManualClock } from '../../../lib/clock.js';
-import { LocalRateLimit, RateLimitQueueFullError, realTimers, type Permit, type Timers } from '../../../streams/rate-limit.js';
+import {
+  LocalRateLimit,
+  RateLimitQueueFullError,
+  realTimers,
+  type Permit,
+  type Timers,
+} from '../../../streams/rate-limit.js';
 
 /** Timers driven by a ManualClock: advance() moves the clock and fires what is due, in order. */
 class FakeTimers implements Timers {

@@ -1,5 +1,12 @@
 import { describe, expect, test } from '@jest/globals';
-import { ANN, SIDECAR_NAME, UPSTREAM_PORT_NAME, applyPatch, defaultInjectOptions, injectSidecar } from '../../../webhook/inject.js';
+import {
+  ANN,
+  SIDECAR_NAME,
+  UPSTREAM_PORT_NAME,
+  applyPatch,
+  defaultInjectOptions,
+  injectSidecar,
+} from '../../../webhook/inject.js';
 import { PodSchema, type Pod } from '../../../webhook/admission.js';
 import { review } from '../../../webhook/server.js';
 import { injectOptionsFromFlags, type WebhookFlags } from '../../../cli/webhook.js';
@@ -7,7 +14,11 @@ import { injectOptionsFromFlags, type WebhookFlags } from '../../../cli/webhook.
 type Obj = Record<string, unknown>;
 const o = { ...defaultInjectOptions, image: 'registry.example/gw:1.2.3' };
 
-function pod(annotations: Record<string, string> | undefined, ports: Obj[] = [{ name: 'http', containerPort: 8080 }], labels?: Record<string, string>): Pod {
+function pod(
+  annotations: Record<string, string> | undefined,
+  ports: Obj[] = [{ name: 'http', containerPort: 8080 }],
+  labels?: Record<string, string>,
+): Pod {
   return PodSchema.parse({
     apiVersion: 'v1',
     kind: 'Pod',
@@ -29,7 +40,9 @@ describe('injectSidecar', () => {
   });
 
   test('named-port convention: the app port is renamed, the sidecar takes the name and proxies to the app port', () => {
-    const before = pod({ [ANN.inject]: 'true' }, [{ name: 'http', containerPort: 8080 }], { 'app.kubernetes.io/name': 'orders' });
+    const before = pod({ [ANN.inject]: 'true' }, [{ name: 'http', containerPort: 8080 }], {
+      'app.kubernetes.io/name': 'orders',
+    });
     const r = injectSidecar(before, o);
     expect(r.outcome).toBe('injected');
     expect(r.warnings).toEqual([]);
@@ -38,7 +51,17 @@ describe('injectSidecar', () => {
     expect(containers(after)[0]!.ports).toEqual([{ name: UPSTREAM_PORT_NAME, containerPort: 8080 }]);
     const s = sidecarOf(after);
     expect(s.image).toBe('registry.example/gw:1.2.3');
-    expect(s.args).toEqual(['sidecar', '--upstream', 'http://127.0.0.1:8080', '--listen', '0.0.0.0:15080', '--metrics-listen', '0.0.0.0:15090', '--group', 'orders']);
+    expect(s.args).toEqual([
+      'sidecar',
+      '--upstream',
+      'http://127.0.0.1:8080',
+      '--listen',
+      '0.0.0.0:15080',
+      '--metrics-listen',
+      '0.0.0.0:15090',
+      '--group',
+      'orders',
+    ]);
     expect(s.ports).toEqual([
       { name: 'http', containerPort: 15080, protocol: 'TCP' },
       { name: 'gw-metrics', containerPort: 15090, protocol: 'TCP' },
@@ -46,7 +69,12 @@ describe('injectSidecar', () => {
     expect(s.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 15090 } });
     expect(s.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 15090 } });
     expect(s.resources).toEqual({ requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } });
-    expect(s.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    expect(s.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+    });
     expect(s.env).toEqual([
       { name: 'GW_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
       { name: 'MALLOC_ARENA_MAX', value: '2' },
@@ -66,7 +94,10 @@ describe('injectSidecar', () => {
   });
 
   test('explicit gw.io/upstream-port without a named port: sidecar port gw-proxy and a warning', () => {
-    const before = pod({ [ANN.inject]: 'true', [ANN.upstreamPort]: '3000', [ANN.listenPort]: '8080', [ANN.group]: 'g1' }, [{ containerPort: 3000 }]);
+    const before = pod(
+      { [ANN.inject]: 'true', [ANN.upstreamPort]: '3000', [ANN.listenPort]: '8080', [ANN.group]: 'g1' },
+      [{ containerPort: 3000 }],
+    );
     const r = injectSidecar(before, o);
     expect(r.outcome).toBe('injected');
     expect(r.warnings.join()).toMatch(/targetPort/);
@@ -77,10 +108,28 @@ describe('injectSidecar', () => {
 
   test.each([
     ['no port at all', { [ANN.inject]: 'true' }, [] as Obj[], /no container port named "http"/],
-    ['bad upstream port', { [ANN.inject]: 'true', [ANN.upstreamPort]: 'eighty' }, [{ name: 'http', containerPort: 80 }], /not a port number/],
+    [
+      'bad upstream port',
+      { [ANN.inject]: 'true', [ANN.upstreamPort]: 'eighty' },
+      [{ name: 'http', containerPort: 80 }],
+      /not a port number/,
+    ],
     ['out of range', { [ANN.inject]: 'true', [ANN.upstreamPort]: '70000' }, [{ containerPort: 80 }], /out of range/],
-    ['listen port clash', { [ANN.inject]: 'true' }, [{ name: 'http', containerPort: 8080 }, { name: 'x', containerPort: 15080 }], /listen port 15080 is already used/],
-    ['metrics port = app port', { [ANN.inject]: 'true', [ANN.metricsPort]: '8080' }, [{ name: 'http', containerPort: 8080 }], /metrics port 8080/],
+    [
+      'listen port clash',
+      { [ANN.inject]: 'true' },
+      [
+        { name: 'http', containerPort: 8080 },
+        { name: 'x', containerPort: 15080 },
+      ],
+      /listen port 15080 is already used/,
+    ],
+    [
+      'metrics port = app port',
+      { [ANN.inject]: 'true', [ANN.metricsPort]: '8080' },
+      [{ name: 'http', containerPort: 8080 }],
+      /metrics port 8080/,
+    ],
   ])('refused (pod admitted unchanged, with a warning): %s', (_n, ann, ports, msg) => {
     const r = injectSidecar(pod(ann, ports), o);
     expect(r.outcome).toBe('refused');
@@ -91,7 +140,9 @@ describe('injectSidecar', () => {
   test('optional --config ConfigMap is mounted read-only', () => {
     const before = pod({ [ANN.inject]: 'true' });
     const after = applyPatch(before, injectSidecar(before, { ...o, configMapName: 'gw-sidecar-config' }).patch);
-    expect((after.spec as Obj).volumes).toEqual([{ name: 'gw-sidecar-config', configMap: { name: 'gw-sidecar-config', optional: true } }]);
+    expect((after.spec as Obj).volumes).toEqual([
+      { name: 'gw-sidecar-config', configMap: { name: 'gw-sidecar-config', optional: true } },
+    ]);
     expect(sidecarOf(after).args).toEqual(expect.arrayContaining(['--config', '/etc/gw/config.yaml']));
   });
 
@@ -101,7 +152,10 @@ describe('injectSidecar', () => {
       kind: 'Pod',
       metadata: { name: 'app', annotations: { [ANN.inject]: 'true' } },
       spec: {
-        initContainers: [{ name: 'mesh', image: 'mesh:1', restartPolicy: 'Always', ports: [{ name: 'prom', containerPort: 15090 }] }, { name: 'init', image: 'i:1', ports: [{ containerPort: 15080 }] }],
+        initContainers: [
+          { name: 'mesh', image: 'mesh:1', restartPolicy: 'Always', ports: [{ name: 'prom', containerPort: 15090 }] },
+          { name: 'init', image: 'i:1', ports: [{ containerPort: 15080 }] },
+        ],
         containers: [{ name: 'app', image: 'app:1', ports: [{ name: 'http', containerPort: 8080 }] }],
       },
     });
@@ -131,11 +185,17 @@ describe('injectSidecar', () => {
           {
             name: 'app',
             image: 'app:1',
-            ports: [{ name: 'http', containerPort: 8080 }, { name: 'admin', containerPort: 9000 }],
+            ports: [
+              { name: 'http', containerPort: 8080 },
+              { name: 'admin', containerPort: 9000 },
+            ],
             readinessProbe: { httpGet: { path: '/', port: 'http' } },
             livenessProbe: { tcpSocket: { port: 'http' } },
             startupProbe: { httpGet: { path: '/', port: 'admin' } },
-            lifecycle: { preStop: { httpGet: { path: '/stop', port: 'http' } }, postStart: { exec: { command: ['true'] } } },
+            lifecycle: {
+              preStop: { httpGet: { path: '/stop', port: 'http' } },
+              postStart: { exec: { command: ['true'] } },
+            },
           },
         ],
       },
@@ -145,7 +205,10 @@ describe('injectSidecar', () => {
     expect(app.readinessProbe).toEqual({ httpGet: { path: '/', port: UPSTREAM_PORT_NAME } });
     expect(app.livenessProbe).toEqual({ tcpSocket: { port: UPSTREAM_PORT_NAME } });
     expect(app.startupProbe).toEqual({ httpGet: { path: '/', port: 'admin' } }); // another port: untouched
-    expect(app.lifecycle).toEqual({ preStop: { httpGet: { path: '/stop', port: UPSTREAM_PORT_NAME } }, postStart: { exec: { command: ['true'] } } });
+    expect(app.lifecycle).toEqual({
+      preStop: { httpGet: { path: '/stop', port: UPSTREAM_PORT_NAME } },
+      postStart: { exec: { command: ['true'] } },
+    });
   });
 });
 
@@ -170,7 +233,11 @@ describe('review (AdmissionReview in, AdmissionReview out)', () => {
     update.request.operation = 'UPDATE';
     for (const body of [envelope(pod(undefined)), envelope({ metadata: {} }, 'ConfigMap'), update]) {
       const r = review(body, o);
-      expect(r.body).toEqual({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'u-1', allowed: true } });
+      expect(r.body).toEqual({
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        response: { uid: 'u-1', allowed: true },
+      });
     }
   });
 
@@ -183,19 +250,36 @@ describe('review (AdmissionReview in, AdmissionReview out)', () => {
   });
 
   test('a malformed AdmissionReview → 400 naming the field', () => {
-    expect(review({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { kind: {} } }, o)).toMatchObject({ status: 400, body: { error: expect.stringMatching(/request\.uid/) } });
+    expect(
+      review({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { kind: {} } }, o),
+    ).toMatchObject({ status: 400, body: { error: expect.stringMatching(/request\.uid/) } });
     expect(review({ kind: 'AdmissionReview' }, o).status).toBe(400);
   });
 });
 
 describe('gw webhook flags', () => {
   const flags: WebhookFlags = {
-    listen: '0.0.0.0:8443', tlsCert: 'c', tlsKey: 'k', image: 'gw:1', imagePullPolicy: 'IfNotPresent',
-    sidecarListenPort: '15080', sidecarMetricsPort: '15090', redisSecret: 'gw-redis',
-    sidecarCpuRequest: '50m', sidecarMemoryRequest: '128Mi', sidecarMemoryLimit: '512Mi', runAsUser: '10001',
+    listen: '0.0.0.0:8443',
+    tlsCert: 'c',
+    tlsKey: 'k',
+    image: 'gw:1',
+    imagePullPolicy: 'IfNotPresent',
+    sidecarListenPort: '15080',
+    sidecarMetricsPort: '15090',
+    redisSecret: 'gw-redis',
+    sidecarCpuRequest: '50m',
+    sidecarMemoryRequest: '128Mi',
+    sidecarMemoryLimit: '512Mi',
+    runAsUser: '10001',
   };
   test('defaults map to the inject options', () => {
-    expect(injectOptionsFromFlags(flags)).toMatchObject({ image: 'gw:1', listenPort: 15080, metricsPort: 15090, redisSecretName: 'gw-redis', runAsUser: 10001 });
+    expect(injectOptionsFromFlags(flags)).toMatchObject({
+      image: 'gw:1',
+      listenPort: 15080,
+      metricsPort: 15090,
+      redisSecretName: 'gw-redis',
+      runAsUser: 10001,
+    });
     expect(injectOptionsFromFlags({ ...flags, redisSecret: '' }).redisSecretName).toBeUndefined();
   });
   test.each([

@@ -15,18 +15,53 @@ let srv: ReturnType<typeof createWebhookServer>;
 let port = 0;
 
 function selfSigned(name: string, cn: string): void {
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, `${name}.key`), '-out', join(dir, `${name}.crt`),
-    '-days', '1', '-subj', `/CN=${cn}`, '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      join(dir, `${name}.key`),
+      '-out',
+      join(dir, `${name}.crt`),
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${cn}`,
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
 }
 
 function call(method: string, path: string, body?: string): Promise<{ status: number; text: string; peerCn: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, rejectUnauthorized: false, agent: false, headers: body ? { 'content-type': 'application/json' } : {} }, (res) => {
-      const cert = res.socket && 'getPeerX509Certificate' in res.socket ? (res.socket as unknown as { getPeerX509Certificate(): X509Certificate | undefined }).getPeerX509Certificate() : undefined;
-      let text = '';
-      res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text, peerCn: cert?.subject ?? '' }));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        rejectUnauthorized: false,
+        agent: false,
+        headers: body ? { 'content-type': 'application/json' } : {},
+      },
+      (res) => {
+        const cert =
+          res.socket && 'getPeerX509Certificate' in res.socket
+            ? (
+                res.socket as unknown as { getPeerX509Certificate(): X509Certificate | undefined }
+              ).getPeerX509Certificate()
+            : undefined;
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text, peerCn: cert?.subject ?? '' }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -35,7 +70,13 @@ function call(method: string, path: string, body?: string): Promise<{ status: nu
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gw-wh-unit-'));
   selfSigned('tls', 'first');
-  srv = createWebhookServer({ certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key'), inject: defaultInjectOptions, logger: pino({ level: 'silent' }), reloadMs: 50 });
+  srv = createWebhookServer({
+    certFile: join(dir, 'tls.crt'),
+    keyFile: join(dir, 'tls.key'),
+    inject: defaultInjectOptions,
+    logger: pino({ level: 'silent' }),
+    reloadMs: 50,
+  });
   await new Promise<void>((r) => srv.server.listen(0, '127.0.0.1', () => r()));
   port = (srv.server.address() as { port: number }).port;
 });
@@ -50,7 +91,19 @@ describe('webhook HTTPS server', () => {
   test('/healthz and /readyz answer 200, /metrics counts admissions', async () => {
     expect((await call('GET', '/healthz')).status).toBe(200);
     expect((await call('GET', '/readyz')).status).toBe(200);
-    const review = { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'x', kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', object: { metadata: { annotations: { 'gw.io/inject': 'true' } }, spec: { containers: [{ name: 'a', ports: [{ name: 'http', containerPort: 80 }] }] } } } };
+    const review = {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: {
+        uid: 'x',
+        kind: { group: '', version: 'v1', kind: 'Pod' },
+        operation: 'CREATE',
+        object: {
+          metadata: { annotations: { 'gw.io/inject': 'true' } },
+          spec: { containers: [{ name: 'a', ports: [{ name: 'http', containerPort: 80 }] }] },
+        },
+      },
+    };
     const r = await call('POST', '/mutate', JSON.stringify(review));
     expect(r.status).toBe(200);
     expect(JSON.parse(r.text)).toMatchObject({ response: { uid: 'x', allowed: true, patchType: 'JSONPatch' } });
@@ -61,7 +114,11 @@ describe('webhook HTTPS server', () => {
     expect((await call('GET', '/nope')).status).toBe(404);
     expect((await call('GET', '/mutate')).status).toBe(405);
     expect((await call('POST', '/mutate', '{not json')).status).toBe(400);
-    const bad = await call('POST', '/mutate', JSON.stringify({ apiVersion: 'admission.k8s.io/v1beta1', kind: 'AdmissionReview' }));
+    const bad = await call(
+      'POST',
+      '/mutate',
+      JSON.stringify({ apiVersion: 'admission.k8s.io/v1beta1', kind: 'AdmissionReview' }),
+    );
     expect(bad.status).toBe(400);
     expect(bad.text).toMatch(/apiVersion/);
   });
