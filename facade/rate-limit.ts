@@ -1,6 +1,6 @@
 /**
  * The facade's own rate limit, per client IP, on the project's own limiter: the sliding window log of
- * the gateway (sidecar/limiters/sliding-log.ts, memory variant), so the management API has the same
+ * the gateway (limiters/sliding-log.ts, memory variant), so the management API has the same
  * semantics as a gateway limit with `enable_kv_rolling_limiter`: exact over the trailing window, and
  * spike arrest (refused requests enter the log too, so a client that keeps hammering stays refused
  * until it slows down). In memory, per facade process: the management API needs protection from

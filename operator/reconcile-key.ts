@@ -1,5 +1,5 @@
 /**
- * AccessKey → session in Redis by key hash (lib/sessions-redis.ts: `gw:session:<hash>`, each write
+ * AccessKey → session in Redis by key hash (contract/sessions-redis.ts: `gw:session:<hash>`, each write
  * published on `gw:sessions` so sidecar caches drop it at once).
  *   key material: spec.key_hash as is, or the Secret of spec.secretRef (hashed here). A secretRef to a
  *     Secret that does not exist gets a new Secret with a random 192-bit key, owned by the AccessKey.

@@ -231,7 +231,7 @@ describe('the chart and the CLI agree', () => {
     for (const flag of sidecar.args.filter((a) => a.startsWith('--'))) expect([flag, text.includes(flag)]).toEqual([flag, true]);
     const names = sidecar.env.map((x) => x.name);
     for (const e of names.filter((n) => n.startsWith('GW_'))) expect([e, text.includes(`env: ${e}`)]).toEqual([e, true]);
-    // the only variable not read by gw itself: glibc's (controller/webhook/inject.ts)
+    // the only variable not read by gw itself: glibc's (webhook/inject.ts)
     expect(names.filter((n) => !n.startsWith('GW_'))).toEqual(['MALLOC_ARENA_MAX']);
     expect(checked).toEqual(expect.arrayContaining(['controller --leader-elect', 'controller --metrics-listen', 'facade --config', 'webhook --tls-cert', 'webhook --sidecar-config-map', 'webhook --sidecar-config-namespaces']));
   }, 60_000);
