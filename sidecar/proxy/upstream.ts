@@ -247,16 +247,14 @@ export function forward(upstreams: Upstreams, origin: string, path: string, f: F
   const calls = callsOf(req.socket);
   const call = new UpstreamCall(f, calls, upstreams.onError);
   calls.add(call);
-  upstreams
-    .pool(origin)
-    .dispatch(
-      {
-        origin,
-        path,
-        method: (req.method ?? 'GET') as 'GET',
-        headers: requestHeaders(req),
-        body: hasBody ? req : null,
-      },
-      call,
-    );
+  upstreams.pool(origin).dispatch(
+    {
+      origin,
+      path,
+      method: (req.method ?? 'GET') as 'GET',
+      headers: requestHeaders(req),
+      body: hasBody ? req : null,
+    },
+    call,
+  );
 }
