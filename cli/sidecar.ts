@@ -3,7 +3,7 @@
  * ConfigMap (watched), sessions and shared limiter state from Redis.
  */
 import { createLogger } from '../lib/logger.js';
-import { storeClientFromFlag, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
+import { storeClientFromFlag, storeHealth, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
 import { loadGatewayOptions } from '../lib/options.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createKubeApi } from '../lib/kube/api.js';
@@ -53,6 +53,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
       )
     : undefined;
   redis?.on('error', () => metrics.storeErrors.inc());
+  if (redis) metrics.trackStore(redis);
   let sessions: SessionStore;
   if (redis) {
     const rs = new RedisSessionStore(redis, logger);
@@ -103,11 +104,14 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
       };
       redis?.publish(SMOOTHING_CHANNEL, JSON.stringify(payload)).catch(() => metrics.storeErrors.inc());
     },
-    ready: () => source.isLoaded() && (!redis || redis.status === 'ready'),
+    // readiness is the config only: a store outage must not take every gateway out of its Service
+    // (kv_failure_mode decides what limits do meanwhile); the store's state is in /healthz and gw_store_up
+    ready: () => source.isLoaded(),
+    health: () => storeHealth(redis),
   });
   onConfig = (c) => void runtime.applyConfig(c);
   await runtime.applyConfig(source.current());
-  const ops = createOpsServer(metrics.registry, runtime.ready);
+  const ops = createOpsServer(metrics.registry, { ready: runtime.ready, health: () => storeHealth(redis) });
   releaseStartupMemory();
   // a start that fails here (an address in use) takes back its DRL heartbeat: the group must not count
   // a peer that never served
@@ -123,12 +127,10 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     redis?.disconnect();
   });
   // announced only once SIGTERM drains: a supervisor may stop the process the moment it reads this
-  // "listening": /readyz may still say 503 (no gw-config readable yet, or the store unreachable)
+  // "listening": /readyz may still say 503 (no gw-config readable yet)
   const ready = runtime.ready();
   logger.info(
     { listen: gwAddr, metrics: opsAddr, namespace: flags.namespace, group: flags.group, ready },
-    ready
-      ? 'gw sidecar listening and ready'
-      : 'gw sidecar listening; not ready until gw-config is read and the store reached (/readyz)',
+    ready ? 'gw sidecar listening and ready' : 'gw sidecar listening; not ready until gw-config is read (/readyz)',
   );
 }

@@ -4,7 +4,7 @@
  */
 import { errorBody } from '../lib/http/http-util.js';
 import { createLogger } from '../lib/logger.js';
-import { storeClientFromFlag, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
+import { storeClientFromFlag, storeHealth, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
 import { loadGatewayOptions } from '../lib/options.js';
 import { MemorySessionStore } from '../contract/sessions.js';
 import { RedisSessionStore } from '../contract/sessions-redis.js';
@@ -55,6 +55,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     ? storeClientFromFlag(flags.redis, { ...GATEWAY_STORE_OPTIONS, maxRetriesPerRequest: 1 }, logger)
     : undefined;
   redis?.on('error', () => metrics.storeErrors.inc());
+  if (redis) metrics.trackStore(redis);
   const holder: { runtime?: GatewayRuntime; state?: StandaloneState } = {};
   // with Redis down, a key of the directory is still known: its session as standalone last wrote it
   const sessions = redis
@@ -75,8 +76,9 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   redis?.on('ready', () => void state.resync(source.current()));
 
   let ready = false;
-  // /readyz (SPEC §1): config loaded and, with --redis, the store reachable
-  const isReady = (): boolean => ready && configLoaded && (!redis || redis.status === 'ready');
+  // /readyz (SPEC §1): config loaded; never the store (its state is in /healthz and gw_store_up)
+  const isReady = (): boolean => ready && configLoaded;
+  const health = (): Record<string, unknown> => storeHealth(redis);
   const runtime = await createGatewayRuntime({
     options,
     config: () => state.current(),
@@ -86,6 +88,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     metrics,
     logger,
     ready: isReady,
+    health,
   });
   holder.runtime = runtime;
   const engine = runtime.engine;
@@ -140,7 +143,12 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     logger,
     ready: () => ready,
   });
-  const admin = createOpsServer(metrics.registry, isReady, (req, res) => facade.emit('request', req, res), errorBody);
+  const admin = createOpsServer(
+    metrics.registry,
+    { ready: isReady, health },
+    (req, res) => facade.emit('request', req, res),
+    errorBody,
+  );
   const adminAddr = await startOrWithdraw(runtime, () => listen(admin, flags.adminListen, '--admin-listen'));
   ready = true;
 

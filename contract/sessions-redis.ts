@@ -26,6 +26,7 @@ import {
 } from '../lib/store/store-calls.js';
 import type { SessionStore, StoredSession } from './sessions.js';
 import { closeStoreClient } from '../lib/store/redis.js';
+import { allKeys } from '../lib/store/multi-key.js';
 
 export const SESSION_PREFIX = 'gw:session:';
 export const SESSION_CHANNEL = 'gw:sessions';
@@ -138,15 +139,9 @@ export class RedisSessionStore implements SessionStore {
     return Number(res?.[0]?.[1] ?? 0) > 0;
   }
 
+  /** Every stored key hash (every master of a cluster is scanned). */
   async list(): Promise<string[]> {
-    const out: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${SESSION_PREFIX}*`, 'COUNT', 500);
-      cursor = next;
-      for (const k of keys) out.push(k.slice(SESSION_PREFIX.length));
-    } while (cursor !== '0');
-    return out;
+    return (await allKeys(this.redis, `${SESSION_PREFIX}*`, 500)).map((k) => k.slice(SESSION_PREFIX.length));
   }
 
   onChange(listener: (keyHash: string) => void): void {

@@ -11,16 +11,27 @@ export function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-/** Answers the three operational paths; returns false for anything else. */
-export function handleOps(
-  req: IncomingMessage,
-  res: ServerResponse,
-  registry: Registry,
-  ready: () => boolean,
-): boolean {
+/**
+ * A process's probes: `ready` answers /readyz; `health` adds to /healthz's body what a process reports
+ * without failing its liveness (a gateway's shared store: its readiness never depends on it).
+ */
+export type Probes = (() => boolean) | { ready: () => boolean; health?: () => Record<string, unknown> };
+
+const probesOf = (p: Probes): { ready: () => boolean; health?: () => Record<string, unknown> } =>
+  typeof p === 'function' ? { ready: p } : p;
+
+/** Answers the three operational paths (GET/HEAD; another method on them → 405); returns false for anything else. */
+export function handleOps(req: IncomingMessage, res: ServerResponse, registry: Registry, probes: Probes): boolean {
   const path = (req.url ?? '/').split('?')[0];
+  if (path !== '/healthz' && path !== '/readyz' && path !== '/metrics') return false;
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.setHeader('allow', 'GET, HEAD');
+    json(res, 405, { error: 'Method Not Allowed' });
+    return true;
+  }
+  const { ready, health } = probesOf(probes);
   if (path === '/healthz') {
-    json(res, 200, { status: 'ok' });
+    json(res, 200, { status: 'ok', ...health?.() });
     return true;
   }
   if (path === '/readyz') {
@@ -47,7 +58,7 @@ export function handleOps(
  */
 export function createOpsServer(
   registry: Registry,
-  ready: () => boolean,
+  ready: Probes,
   fallback?: (req: IncomingMessage, res: ServerResponse) => void,
   errorBody: (status: number, reason: string) => unknown = (_status, reason) => ({ error: reason }),
 ): Server {

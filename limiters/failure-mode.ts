@@ -1,7 +1,7 @@
 /**
  * kv_failure_mode around a store-backed limiter: when the store is disconnected, errors or misses its
  * deadline (kv_deadline_ms, default 1 s), `open` admits (and reports the error), `closed` refuses with
- * Retry-After 1.
+ * Retry-After 1 and marks the refusal `unavailable` (the gateway answers 503, not a 429).
  * The request path never sees the exception.
  */
 import type { Clock } from '../lib/clock.js';
@@ -45,7 +45,7 @@ export class WithFailureMode implements Limiter {
     const allowance = allowanceOf(limit.rate);
     return this.mode === 'open'
       ? result(true, allowance, allowance, now, now)
-      : result(false, allowance, 0, now, now + 1000);
+      : { ...result(false, allowance, 0, now, now + 1000), unavailable: true };
   }
 
   async reset(bucket: string): Promise<void> {

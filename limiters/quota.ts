@@ -21,6 +21,8 @@ export interface QuotaResult {
   renews: number;
   /** The renewal in clock ms (0 = never): Retry-After is counted from it, not from the rounded seconds. */
   renewsMs?: number;
+  /** Refused because the quota's store is unreachable (kv_failure_mode closed): a 503, not a quota refusal. */
+  unavailable?: true;
 }
 
 export interface QuotaState {

@@ -11,6 +11,11 @@ export interface LimitResult {
   reset: number;
   /** Whole seconds to wait before retrying (≥ 1 when refused, 0 when allowed). */
   retryAfter: number;
+  /**
+   * Refused because the limit's store is unreachable (kv_failure_mode closed), not because the limit is
+   * reached: the gateway answers 503, never a 429. Set only on such refusals.
+   */
+  unavailable?: true;
 }
 
 export interface SmoothingEvent {

@@ -23,6 +23,7 @@ import { sha256hex } from '../lib/hash.js';
 import { SESSION_PREFIX } from '../contract/sessions-redis.js';
 import type { StoredSession } from '../contract/sessions.js';
 import { storeKeys } from '../contract/store-keys.js';
+import { deleteKeys, scanKeys } from '../lib/store/multi-key.js';
 import { keyQuotaBuckets } from '../contract/limits/key-limits.js';
 import { QUOTA_RESET_ANNOTATION, SUPPRESS_RESET_ANNOTATION } from '../contract/annotations.js';
 import { apiIdOf } from '../crds/schemas/api-definition.js';
@@ -63,18 +64,20 @@ const ownedHash = (raw: KubeObject): string | undefined => KeyStatus.safeParse(r
 /** The last gw.io/quota-reset token acted on. */
 const doneReset = (raw: KubeObject): string | undefined => KeyStatus.safeParse(raw).data?.status?.quotaReset;
 
-/** Deletes the session and every limiter/quota counter of the hash identity (`k:h:<hash>…`, `q:h:<hash>…`). */
+/**
+ * Deletes the session and every limiter/quota counter of the hash identity (`k:h:<hash>…`, `q:h:<hash>…`):
+ * scanned on every master of a cluster, deleted per key there (the counters carry different hash tags).
+ */
 export async function deleteSessionAndCounters(ctx: OperatorContext, hash: string): Promise<void> {
   const redis = ctx.redis!;
   await storeCall(ctx.sessions!.delete(hash));
   ctx.metrics.writes.inc({ target: 'session_delete' });
   for (const prefix of [`gw:{k:h:${hash}`, `gw:{q:h:${hash}`]) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await storeCall(redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000));
-      cursor = next;
-      if (keys.length) await storeCall(redis.del(...keys));
-    } while (cursor !== '0');
+    await storeCall(
+      (async () => {
+        for await (const keys of scanKeys(redis, `${prefix}*`)) await deleteKeys(redis, keys);
+      })(),
+    );
   }
 }
 

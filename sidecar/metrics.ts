@@ -76,6 +76,25 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  readonly rateLimiterUnavailable = new Counter({
+    name: 'gw_rate_limiter_unavailable_total',
+    help: 'Requests refused because a limit needs the shared store and it is unreachable (kv_failure_mode closed)',
+    labelNames: ['api'],
+    registers: [this.registry],
+  });
+
+  /** gw_store_up: 1 while the shared store is connected, 0 while it is not (read at scrape time). */
+  trackStore(client: { status: string }): void {
+    new Gauge({
+      name: 'gw_store_up',
+      help: 'Whether the shared store is reachable (1) or not (0); readiness does not depend on it',
+      registers: [this.registry],
+      collect() {
+        this.set(client.status === 'ready' ? 1 : 0);
+      },
+    });
+  }
+
   constructor(defaults = true) {
     if (defaults) collectDefaultMetrics({ register: this.registry });
   }

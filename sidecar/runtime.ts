@@ -29,6 +29,8 @@ export interface RuntimeDeps {
   clock?: Clock;
   upstreamOverride?: string;
   ready: () => boolean;
+  /** What /healthz's body adds (the shared store's state). */
+  health?: () => Record<string, unknown>;
   /** Smoothing events also go here (cluster: published for the controller to turn into Events). */
   onSmoothingEvent?: (e: SmoothingEvent & { api_id: string; policy?: string }) => void;
   /** Redis URL for redis_streams inputs (default: none). */
@@ -120,6 +122,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     clock,
     upstreamOverride: d.upstreamOverride,
     ready: d.ready,
+    health: d.health,
     upstreamTimeoutMs: d.options.upstream_timeout * 1000,
   });
   return {

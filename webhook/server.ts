@@ -79,7 +79,7 @@ export function createWebhookServer(o: WebhookServerOptions): { server: Server; 
   const mtime = () => `${statSync(o.certFile).mtimeMs}:${statSync(o.keyFile).mtimeMs}`;
   let stamp = mtime();
   const server = createServer({ ...tls(), minVersion: 'TLSv1.2' }, (req: IncomingMessage, res: ServerResponse) => {
-    if (req.method === 'GET' && handleOps(req, res, registry, () => true)) return;
+    if (handleOps(req, res, registry, () => true)) return;
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/mutate') return json(res, 404, { error: 'Not Found' });
     if (req.method !== 'POST') return json(res, 405, { error: 'Method Not Allowed' });

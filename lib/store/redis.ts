@@ -209,3 +209,11 @@ export async function closeStoreClient(client: StoreClient, ms = 1000): Promise<
   await bounded(client.quit(), ms).catch(() => undefined);
   client.disconnect();
 }
+
+/**
+ * The shared store's state for `/healthz`'s body: `up` (connected and ready), `down` (anything else:
+ * connecting, reconnecting, closed). A gateway's readiness never depends on it (SPEC.md §1).
+ */
+export function storeHealth(client: { status: string } | undefined): { store: 'up' | 'down' | 'none' } {
+  return { store: client === undefined ? 'none' : client.status === 'ready' ? 'up' : 'down' };
+}

@@ -153,7 +153,9 @@ export function createEngine(d: EngineDeps): GatewayEngine {
           d.onStoreRepair?.(bucket);
           void limiters.quota.reset(bucket).catch(() => undefined);
         }
-        return { allowed: o.kv_failure_mode === 'open', max: spec.max, remaining: 0, renews: 0 };
+        return o.kv_failure_mode === 'open'
+          ? { allowed: true, max: spec.max, remaining: 0, renews: 0 }
+          : { allowed: false, max: spec.max, remaining: 0, renews: 0, unavailable: true };
       },
     );
   }
@@ -207,6 +209,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
 
   function keyScope(req: CheckRequest, apiResult: LimitResult | undefined): MaybePromise<Verdict> {
     if (apiResult && !apiResult.allowed) {
+      if (apiResult.unavailable) return { kind: 'unavailable', retryAfter: apiResult.retryAfter };
       const v = { kind: 'api_limited', retryAfter: apiResult.retryAfter } as const;
       return rateHeaders ? { ...v, headers: headersOf(apiResult) } : withQuotaHeaders(req, v);
     }
@@ -226,7 +229,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     const throttling = kl.throttle.retries > 0;
     const first = check(kl.bucket, kl.limit, apiId, throttling, kl.policy);
     const next = (r: LimitResult): MaybePromise<Verdict> =>
-      r.allowed || !throttling ? quotaStep(req, w, apiResult, r) : throttled(req, w, apiResult, kl, r);
+      r.allowed || !throttling || r.unavailable ? quotaStep(req, w, apiResult, r) : throttled(req, w, apiResult, kl, r);
     return first instanceof Promise ? first.then(next) : next(first);
   }
 
@@ -259,6 +262,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     keyResult: LimitResult | undefined,
   ): MaybePromise<Verdict> {
     if (keyResult && !keyResult.allowed) {
+      if (keyResult.unavailable) return { kind: 'unavailable', retryAfter: keyResult.retryAfter };
       const v = { kind: 'key_limited', retryAfter: keyResult.retryAfter } as const;
       return rateHeaders ? { ...v, headers: rlHeaders(apiResult, keyResult) } : withQuotaHeaders(req, v);
     }
@@ -281,6 +285,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
       ? rlHeaders(apiResult, keyResult)
       : { limit: qr.max, remaining: qr.remaining, reset: qr.renews };
     if (!qr.allowed) {
+      if (qr.unavailable) return { kind: 'unavailable', retryAfter: 1 };
       // seconds to the renewal, from its ms (the rounded seconds overstated the wait by up to 2 s); a quota
       // that never renews (renewal ≤ 0): a year, not "1" (clients would retry every second forever)
       const nowMs = d.clock.now();

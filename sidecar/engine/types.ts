@@ -30,11 +30,13 @@ export type Verdict =
   | { kind: 'api_limited'; headers?: HeaderNumbers; retryAfter: number }
   | { kind: 'key_limited'; headers?: HeaderNumbers; retryAfter: number }
   | { kind: 'quota_exceeded'; headers?: HeaderNumbers; retryAfter: number }
+  /** A limit or quota needs the shared store and it is unreachable (kv_failure_mode closed): 503, not a 429. */
+  | { kind: 'unavailable'; headers?: undefined; retryAfter: number }
   /** A throttled request abandoned while it waited: its client left, or its key no longer admits it (403). */
   | { kind: 'disallowed'; headers?: undefined; retryAfter?: undefined };
 
 /** A refusal by a limit or quota: it carries Retry-After. */
-export type LimitRefusal = Extract<Verdict, { retryAfter: number }>;
+export type LimitRefusal = Exclude<Extract<Verdict, { retryAfter: number }>, { kind: 'unavailable' }>;
 
 export interface Engine {
   /** Synchronous when every limit involved is in process; a promise when the store answers. */

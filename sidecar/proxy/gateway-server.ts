@@ -40,6 +40,8 @@ export interface GatewayDeps {
   /** Sidecar --upstream: overrides every API's target_url. */
   upstreamOverride?: string;
   ready(): boolean;
+  /** What /healthz's body adds (the shared store's state). */
+  health?(): Record<string, unknown>;
   upstreamTimeoutMs?: number;
   /** Streaming inputs served under an API's listen path (streams/); false = not a stream path. */
   streams?: { tryHandle(apiId: string, relPath: string, req: IncomingMessage, res: ServerResponse): boolean };
@@ -55,6 +57,8 @@ function refusal(v: Exclude<Verdict, { kind: 'allow' }>): { status: number; erro
       return { status: 403, error: ERRORS.quota, scope: 'quota' };
     case 'disallowed':
       return { status: 403, error: ERRORS.disallowed, scope: 'auth' };
+    case 'unavailable':
+      return { status: 503, error: ERRORS.rateLimiterUnavailable, scope: 'unavailable' };
   }
 }
 
@@ -176,7 +180,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
       // normalised (lib/request-path.ts): routing, allowed_urls, endpoint rules and the forwarded path all
       // see the path the upstream will serve
       const urlPath = normalizePath(q === -1 ? url : url.slice(0, q));
-      if (urlPath === '/healthz') return sendJson(res, 200, { status: 'ok' });
+      if (urlPath === '/healthz') return sendJson(res, 200, { status: 'ok', ...deps.health?.() });
       // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (node's own check is off to answer in JSON)
       if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1)
         return sendJson(res, 400, { error: 'Host header missing' });
@@ -308,6 +312,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
       if (verdict.kind !== 'allow') {
         const { status, error, scope } = refusal(verdict);
         if (scope === 'quota') metrics.quotaExceeded.inc({ api: api.api_id });
+        else if (scope === 'unavailable') metrics.rateLimiterUnavailable.inc({ api: api.api_id });
         else if (scope !== 'auth') metrics.rateLimited.inc({ api: api.api_id, scope });
         countRequest(api.api_id, status);
         return sendJson(res, status, { error }, rateLimitHeaders(verdict.headers, verdict.retryAfter));

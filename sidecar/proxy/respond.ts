@@ -39,4 +39,5 @@ export const ERRORS = {
   upstream: 'There was a problem proxying the request',
   timeout: 'Upstream request timed out',
   sessionStore: 'Session store unavailable',
+  rateLimiterUnavailable: 'Rate limiter unavailable',
 } as const;

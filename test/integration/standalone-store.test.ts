@@ -1,5 +1,6 @@
 /**
- * `gw standalone --redis`: /readyz follows the store (503 while Redis is down, 200 when it is back); while
+ * `gw standalone --redis`: /readyz never follows the store (200 while Redis is down; the store's state is
+ * in /healthz's body and gw_store_up); kv_failure_mode closed answers 503 "Rate limiter unavailable"; while
  * it is down a key seen before or defined in the directory keeps working and any other gets a quick 503; a store that comes back
  * empty (restarted without persistence) gets every session of the directory again.
  */
@@ -14,6 +15,12 @@ import { startNode, stopNode, type Node } from '../harness/redis-cluster.js';
 import { spawn } from 'node:child_process';
 import { CLI, cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
 import { eventually } from '../helpers/sidecar.js';
+
+async function healthStore(url: string): Promise<unknown> {
+  const r = await request(`${url}/healthz`);
+  const body = (await r.body.json()) as { store?: unknown };
+  return r.statusCode === 200 ? body.store : `status ${r.statusCode}`;
+}
 
 async function code(url: string, key?: string): Promise<number> {
   const r = await request(url, key ? { headers: { authorization: key } } : {});
@@ -53,14 +60,18 @@ describe('gw standalone with --redis', () => {
     if (dir) cleanup(dir);
   });
 
-  test('/readyz is 503 while the store is unreachable and 200 again when it returns; /healthz stays 200', async () => {
+  test('/readyz stays 200 while the store is unreachable (its state is in /healthz and gw_store_up); /healthz stays 200', async () => {
     expect(await code(`${gw.admin}/readyz`)).toBe(200);
     expect(await code(`${gw.gateway}/readyz`)).toBe(200);
+    expect(await healthStore(gw.admin)).toBe('up');
     expect(await code(`${gw.gateway}/k/x`, 'seen-key-0001')).toBe(200);
     await stopNode(node, true); // --save '': the restarted server comes back empty
-    await eventually(async () => (await code(`${gw.admin}/readyz`)) === 503, 5000, 'admin not ready');
-    expect(await code(`${gw.gateway}/readyz`)).toBe(503);
-    expect(await code(`${gw.admin}/healthz`)).toBe(200);
+    await eventually(async () => (await healthStore(gw.admin)) === 'down', 5000, 'store down in /healthz');
+    expect(await healthStore(gw.gateway)).toBe('down');
+    expect(await code(`${gw.admin}/readyz`)).toBe(200);
+    expect(await code(`${gw.gateway}/readyz`)).toBe(200);
+    const metrics = await (await request(`${gw.admin}/metrics`)).body.text();
+    expect(metrics).toMatch(/^gw_store_up 0$/m);
     expect(await code(`${gw.gateway}/a/x`)).toBe(200); // traffic keeps flowing
     // keys: the last session seen for a key answers; a key of the directory not seen yet answers with the
     // session standalone wrote for it (it used to get 503); a key standalone knows nothing of gets a quick
@@ -83,8 +94,9 @@ describe('gw standalone with --redis', () => {
     await put.body.dump();
     expect(await code(`${gw.gateway}/k/x`, 'written-while-down')).toBe(200);
     node = await startNode([], node.port, node.dir);
-    await eventually(async () => (await code(`${gw.admin}/readyz`)) === 200, 15_000, 'ready again');
+    await eventually(async () => (await healthStore(gw.admin)) === 'up', 15_000, 'store up again');
     expect(await code(`${gw.gateway}/readyz`)).toBe(200);
+    expect(await (await request(`${gw.admin}/metrics`)).body.text()).toMatch(/^gw_store_up 1$/m);
     // the empty store got the directory's sessions again
     await eventually(
       async () => (await code(`${gw.gateway}/k/x`, 'unseen-key-0001')) === 200,
@@ -96,18 +108,18 @@ describe('gw standalone with --redis', () => {
   }, 30_000);
 
   test('a store back after an outage of 8 s is used again within about half a second (the reconnect backoff is capped at 500 ms)', async () => {
-    expect(await code(`${gw.admin}/readyz`)).toBe(200);
+    expect(await healthStore(gw.admin)).toBe('up');
     await stopNode(node, true);
-    await eventually(async () => (await code(`${gw.admin}/readyz`)) === 503, 5000, 'admin not ready');
+    await eventually(async () => (await healthStore(gw.admin)) === 'down', 5000, 'store down');
     await new Promise((r) => setTimeout(r, 8000)); // ioredis's own backoff has grown to ~0.9 s by now (2 s later on)
     node = await startNode([], node.port, node.dir);
     const back = Date.now();
-    await eventually(async () => (await code(`${gw.admin}/readyz`)) === 200, 10_000, 'ready again');
+    await eventually(async () => (await healthStore(gw.admin)) === 'up', 10_000, 'store up again');
     // 2–4 s with ioredis's default backoff; ≤ 0.5 s + the connection set-up now (the bound leaves room for a loaded machine)
     expect(Date.now() - back).toBeLessThan(1500);
   }, 30_000);
 
-  test('a database index the server does not have (/99): the store is not used (it went on in database 0), readyz 503, a line says why', async () => {
+  test('a database index the server does not have (/99): the store is not used (it went on in database 0), /healthz says store down, a line says why', async () => {
     const client = new Redis(`redis://127.0.0.1:${node.port}`);
     const own = tempDir();
     writeFileSync(
@@ -118,7 +130,8 @@ describe('gw standalone with --redis', () => {
     try {
       wrong = await startStandalone(own, ['--redis', `redis://127.0.0.1:${node.port}/99`]);
       await eventually(async () => wrong!.output().includes('the server has no such database'), 5000, 'the line');
-      expect(await code(`${wrong.admin}/readyz`)).toBe(503);
+      expect(await healthStore(wrong.admin)).toBe('down');
+      expect(await code(`${wrong.admin}/readyz`)).toBe(200);
       expect(await client.exists(`gw:session:${sha256hex('db99-key')}`)).toBe(0); // its session is not in database 0
     } finally {
       await wrong?.stop();
@@ -169,7 +182,7 @@ describe('gw standalone with --redis', () => {
     }
   }, 30_000);
 
-  test('a store that accepts connections and never answers: the gateway still starts (alive, not ready) and stops on SIGTERM', async () => {
+  test('a store that accepts connections and never answers: the gateway still starts (ready, store down) and stops on SIGTERM', async () => {
     // it used to hang before listening: no ready line, no health, SIGTERM ignored
     const sockets: Socket[] = [];
     const hole = createServer((s) => sockets.push(s));
@@ -179,7 +192,8 @@ describe('gw standalone with --redis', () => {
     try {
       silent = await startStandalone(dir, ['--redis', `redis://127.0.0.1:${port}`]);
       expect(await code(`${silent.admin}/healthz`)).toBe(200);
-      expect(await code(`${silent.admin}/readyz`)).toBe(503);
+      expect(await code(`${silent.admin}/readyz`)).toBe(200);
+      expect(await healthStore(silent.admin)).toBe('down');
       expect(await code(`${silent.gateway}/a/x`)).toBe(200); // kv_failure_mode open: a keyless API is served
       // the store never took the directory's sessions: its keys are still known (they got 503)
       expect(await code(`${silent.gateway}/k/x`, 'unseen-key-0001')).toBe(200);

@@ -48,13 +48,13 @@ describe('kv_failure_mode with the store unreachable', () => {
       expect(errors.length).toBe(3); // API limit, key limit, quota
       const closed = mk('closed');
       const w = await closed.check({ api, method: 'GET', path: '/', keyHash: 'k', session });
-      expect(w.kind).toBe('api_limited');
+      expect(w.kind).toBe('unavailable'); // a 503, never the 429 of a real limit
       expect(w.kind !== 'allow' && w.retryAfter).toBe(1);
       redis.disconnect();
     });
   }
 
-  test('closed: a quota that cannot be read is exceeded', async () => {
+  test('closed: a quota that cannot be read refuses as unavailable (503), not as an exceeded quota', async () => {
     const redis = unreachable();
     const e = createEngine({
       options: GatewayOptions.parse({ enable_kv_rolling_limiter: true, kv_failure_mode: 'closed' }),
@@ -70,7 +70,7 @@ describe('kv_failure_mode with the store unreachable', () => {
       keyHash: 'k',
       session: { namespace: 'default', session: { quota_max: 10, quota_renewal_rate: 60 } },
     });
-    expect(v.kind).toBe('quota_exceeded');
+    expect(v.kind).toBe('unavailable');
     redis.disconnect();
   });
 
@@ -88,7 +88,7 @@ describe('kv_failure_mode with the store unreachable', () => {
     });
     const req = { api, method: 'GET', path: '/', keyHash: 'k', session };
     await redis.set(storeKeys.log('a:default/a'), 'garbage'); // the API limit's log, as a string
-    expect((await e.check(req)).kind).toBe('api_limited'); // closed: refused, Retry-After 1
+    expect((await e.check(req)).kind).toBe('unavailable'); // closed: refused (503), Retry-After 1
     expect(errors[0]?.message).toMatch(/^WRONGTYPE/);
     expect(repaired).toEqual(['a:default/a']);
     await new Promise((r) => setTimeout(r, 50));
@@ -98,7 +98,7 @@ describe('kv_failure_mode with the store unreachable', () => {
     const quotaKey = storeKeys.quota('q:h:k');
     expect(await redis.type(quotaKey)).toBe('hash');
     await redis.set(quotaKey, 'garbage');
-    expect((await e.check(req)).kind).toBe('quota_exceeded');
+    expect((await e.check(req)).kind).toBe('unavailable');
     expect(repaired).toHaveLength(2);
     await new Promise((r) => setTimeout(r, 50));
     expect((await e.check(req)).kind).toBe('allow');

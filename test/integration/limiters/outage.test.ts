@@ -105,7 +105,7 @@ describe('store outage: redis-server stopped mid-test, then back', () => {
       const closed = await fire(p.closed, p.capi, 5, `c-${p.name}`);
       expect(Date.now() - t).toBeLessThan(5_000); // nothing hangs
       expect(open.map((v) => v.kind)).toEqual(Array(5).fill('allow'));
-      expect(closed.map((v) => v.kind)).toEqual(Array(5).fill('api_limited'));
+      expect(closed.map((v) => v.kind)).toEqual(Array(5).fill('unavailable'));
       for (const v of closed) expect(v.kind !== 'allow' && v.retryAfter).toBe(1);
     }
     expect(errors.length).toBeGreaterThanOrEqual(algorithms.length * 10);
@@ -166,7 +166,7 @@ describe('store outage with an offline queue (the standalone client): no call wa
           'allow',
         );
         expect((await closed.check({ api: api('q'), method: 'GET', path: '/', keyHash: 'k', session })).kind).toBe(
-          'api_limited',
+          'unavailable',
         );
       }
       expect(performance.now() - t).toBeLessThan(1_000); // ten decisions; a queued call would wait 3 s for its deadline
@@ -219,7 +219,7 @@ describe('store deadline', () => {
     expect(openMs).toBeLessThan(3 * 50 + 1000); // three sequential deadlines, not a hang (slack for a loaded machine)
     t = performance.now();
     const b = await closed.check({ api: api('d'), method: 'GET', path: '/', keyHash: 'k', session });
-    expect(b.kind).toBe('api_limited');
+    expect(b.kind).toBe('unavailable');
     expect(performance.now() - t).toBeLessThan(50 + 1000);
     client.disconnect();
   });

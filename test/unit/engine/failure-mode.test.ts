@@ -23,7 +23,7 @@ describe('kv_failure_mode', () => {
     expect(errors.map((e) => e.message)).toEqual(['connection refused']);
   });
 
-  test('closed refuses with Retry-After 1', async () => {
+  test('closed refuses with Retry-After 1, marked unavailable', async () => {
     const errors: Error[] = [];
     const l = new WithFailureMode(
       broken,
@@ -34,6 +34,7 @@ describe('kv_failure_mode', () => {
     const r = await l.check('b', { rate: 5, per: 1 });
     expect(r.allowed).toBe(false);
     expect(r.retryAfter).toBe(1);
+    expect(r.unavailable).toBe(true); // the gateway answers 503, not the 429 of a real limit
     expect(errors).toHaveLength(1);
   });
 });
