@@ -61,7 +61,9 @@ describe('routing by the longest listen path', () => {
       const apis: CompiledApi[] = [];
       for (let i = 0; i < 1 + rnd(12); i++) {
         const lp = word(rnd(4));
-        if (!seen.has(lp)) (apis.push(apiOn(`api${i}`, lp)), seen.add(lp));
+        if (seen.has(lp)) continue;
+        apis.push(apiOn(`api${i}`, lp));
+        seen.add(lp);
       }
       sorted(apis);
       for (let j = 0; j < 100; j++) {
