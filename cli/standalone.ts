@@ -81,6 +81,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   const health = (): Record<string, unknown> => storeHealth(redis);
   const runtime = await createGatewayRuntime({
     options,
+    serviceName: 'gw-standalone',
     config: () => state.current(),
     sessions,
     redis,

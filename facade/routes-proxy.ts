@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { errors as undiciErrors, request, type Dispatcher } from '../lib/http/undici.js';
 import { requireBearer } from './auth.js';
+import { propagateTrace } from '../lib/trace/trace-context.js';
 import type { FacadeContext, Route, RouteArgs } from './context.js';
 import { hasControlChar, HttpError, readJson, sendJson, validate } from '../lib/http/http-util.js';
 
@@ -154,6 +155,8 @@ async function proxy(args: RouteArgs): Promise<void> {
   const b = validate(ProxyBody, await readJson(args.req));
   const url = checkProxyUrl(b.url, ctx.gatewayOrigins);
   const headers = outgoingHeaders(b.headers);
+  // W3C trace context: the proxied request continues the trace of its own headers, else the caller's
+  propagateTrace(headers, args.req.headers);
   const body = encodeBody(b.body, headers);
   const r = await send(ctx, url, b.method, headers, body);
   let parsed: unknown = r.text;

@@ -37,6 +37,21 @@ export const GatewayOptions = z.strictObject({
   proxy_timeout: z.number().positive().default(30),
   /** Per-client-IP limit of the management facade itself (429 + Retry-After past it); default 100 per 1 s. */
   facade_rate_limit: z.strictObject({ rate: z.number().int().min(1), per: z.number().positive() }).optional(),
+  /** Span export over OTLP/HTTP (SPEC §7); trace context is propagated whether it is on or not. */
+  opentelemetry: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      /** Collector base URL; spans go to `<endpoint>/v1/traces`. Default: OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318. */
+      endpoint: z
+        .string()
+        .url()
+        .refine((u) => /^https?:\/\//i.test(u), 'must be an http:// or https:// URL')
+        .optional(),
+      sampling_ratio: z.number().min(0).max(1).default(1),
+    })
+    .prefault({}),
+  /** One JSON line per gateway request on stdout (SPEC §7). */
+  access_logs: z.strictObject({ enabled: z.boolean().default(false) }).prefault({}),
 });
 export type GatewayOptionsT = z.infer<typeof GatewayOptions>;
 

@@ -70,6 +70,11 @@ export class GatewayMetrics {
     help: 'Resources or configs refused',
     registers: [this.registry],
   });
+  readonly traceExportFailures = new Counter({
+    name: 'gw_trace_export_failures_total',
+    help: 'Span exports to the OpenTelemetry collector that failed (the spans of each are lost)',
+    registers: [this.registry],
+  });
   readonly configLoaded = new Gauge({
     name: 'gw_config_apis',
     help: 'APIs in the active config',

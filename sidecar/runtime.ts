@@ -17,6 +17,9 @@ import type { SmoothingEvent } from '../limiters/types.js';
 import type { GatewayMetrics } from './metrics.js';
 import { createStreamManager, type StreamManager } from '../streams/manager.js';
 import { createGatewayServer } from './proxy/gateway-server.js';
+import { createObserver } from './proxy/observe.js';
+import { createAccessLog } from './proxy/access-log.js';
+import { tracingFromOptions } from '../lib/trace/setup.js';
 
 export interface RuntimeDeps {
   options: GatewayOptionsT;
@@ -35,6 +38,8 @@ export interface RuntimeDeps {
   onSmoothingEvent?: (e: SmoothingEvent & { api_id: string; policy?: string }) => void;
   /** Redis URL for redis_streams inputs (default: none). */
   redisUrl?: string;
+  /** `service.name` of exported spans (default gw-sidecar). */
+  serviceName?: string;
 }
 
 export interface GatewayRuntime {
@@ -106,6 +111,10 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
         'shared store keys of a limiter bucket held another type: removed, the bucket starts afresh',
       ),
   });
+  const tracing = await tracingFromOptions(d.options, d.serviceName ?? 'gw-sidecar', logger, () =>
+    metrics.traceExportFailures.inc(),
+  );
+  const accessLog = d.options.access_logs.enabled ? createAccessLog() : undefined;
   const streams = createStreamManager({ logger, redisUrl: d.redisUrl, clock });
   streams.metrics(metrics.registry);
   const gateway = createGatewayServer({
@@ -124,6 +133,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     ready: d.ready,
     health: d.health,
     upstreamTimeoutMs: d.options.upstream_timeout * 1000,
+    observer: createObserver({ tracing, accessLog }),
   });
   return {
     server: gateway.server,
@@ -139,6 +149,8 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
       await streams.stop();
       await peers.stop();
       await gateway.close();
+      accessLog?.flush();
+      await tracing?.shutdown().catch(() => undefined);
     },
   };
 }

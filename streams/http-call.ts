@@ -12,6 +12,7 @@
  *   authorization header wins); error messages show the URL redacted (no userinfo, no query values) and
  *   never quote a credential of the URL or a header value (lib/redact-url.ts).
  */
+import { childTraceparent, validTraceparent } from '../lib/trace/trace-context.js';
 import { Agent, request } from '../lib/http/undici.js';
 import type { Clock } from '../lib/clock.js';
 import { redactUrl, scrub, urlSecrets } from '../lib/redact-url.js';
@@ -33,6 +34,8 @@ export interface HttpCallHooks {
   onRateLimitWait?(waitedMs: number): void;
   /** An attempt failed and will be retried after `delayMs`. */
   onRetry?(reason: string, delayMs: number): void;
+  /** W3C traceparent of the message's origin: every attempt continues its trace (else one new trace per call). */
+  traceparent?: string;
 }
 
 export interface HttpResult {
@@ -90,6 +93,8 @@ export class HttpCaller {
   /** "POST http://***@host/x?api_key=***": how errors name the call. */
   private readonly where: string;
   private readonly secrets: string[];
+  /** The configured headers name a traceparent of their own: sent as configured. */
+  private readonly fixedTrace: boolean;
 
   constructor(
     private readonly o: HttpCallOptions,
@@ -114,6 +119,7 @@ export class HttpCaller {
       this.headers.authorization = authorization;
     this.where = `${o.verb} ${redactUrl(o.url)}`;
     this.secrets = [...urlSecrets(o.url), ...Object.values(this.headers)];
+    this.fixedTrace = Object.keys(this.headers).some((h) => h.toLowerCase() === 'traceparent');
   }
 
   async call(body: unknown, signal: AbortSignal, hooks: HttpCallHooks = {}): Promise<HttpResult> {
@@ -125,7 +131,10 @@ export class HttpCaller {
       if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
         headers['content-type'] = enc.contentType;
     }
+    // W3C trace context: one trace per call (the message's, when it came with one), a new span id per attempt
+    const trace = validTraceparent(hooks.traceparent) ? hooks.traceparent : childTraceparent(undefined);
     for (let attempt = 0; ; attempt++) {
+      if (!this.fixedTrace) headers.traceparent = childTraceparent(trace);
       const pause = this.pausedUntil - this.clock.now();
       if (pause > 0) await sleep(pause, signal);
       const permit = this.limiter ? await this.limiter.acquire(signal) : undefined;

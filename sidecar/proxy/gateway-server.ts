@@ -10,7 +10,7 @@ import type { StoredSession } from '../../contract/sessions.js';
 import { StoreUnavailableError } from '../../lib/store/store-calls.js';
 import { answerClientErrorsWithJson } from '../../lib/http/client-error.js';
 import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
-import type { CompiledConfig } from '../../contract/config.js';
+import type { CompiledApi, CompiledConfig } from '../../contract/config.js';
 import type { CheckRequest, Engine, Verdict } from '../engine/types.js';
 import type { MaybePromise } from '../../limiters/types.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -22,6 +22,8 @@ import { forwardUpgrade, Tunnels, upgradeResponse } from './upgrade.js';
 import { DRAIN_DEADLINE } from '../../lib/serve.js';
 import { normalizePath } from '../../lib/request-path.js';
 import { throttledLog } from '../../lib/log-throttle.js';
+import { childTraceparent } from '../../lib/trace/trace-context.js';
+import type { Observed, RequestObserver } from './observe.js';
 const { createServer } = process.getBuiltinModule('node:http');
 
 export interface GatewayDeps {
@@ -45,6 +47,8 @@ export interface GatewayDeps {
   upstreamTimeoutMs?: number;
   /** Streaming inputs served under an API's listen path (streams/); false = not a stream path. */
   streams?: { tryHandle(apiId: string, relPath: string, req: IncomingMessage, res: ServerResponse): boolean };
+  /** Server spans and access logs (observe.ts); absent when both are off. */
+  observer?: RequestObserver;
 }
 
 function refusal(v: Exclude<Verdict, { kind: 'allow' }>): { status: number; error: string; scope: string } {
@@ -86,7 +90,9 @@ function originFormOf(url: string): string {
 }
 
 /** One request through the gateway: the engine's CheckRequest and forward()'s Forwarding in one object. */
-interface Exchange extends CheckRequest, Forwarding {
+interface Exchange extends CheckRequest, Forwarding, Observed {
+  api: CompiledApi;
+  traceparent: string | undefined;
   config: CompiledConfig;
   url: string;
   /** Index of '?' in url, -1 without a query. */
@@ -128,7 +134,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
     tunnels,
     onError: (err: Error, f: Forwarding) => logUpstream({ err, f }),
   };
-  const { metrics } = deps;
+  const { metrics, observer } = deps;
   // labelled metric children per api (and status class), resolved once instead of on every request
   // per api: one child per status class (index status / 100), so no key string is built per request
   const requestCounters = new Map<string, ({ inc(): void } | undefined)[]>();
@@ -199,6 +205,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
       const r = route(config.apis, urlPath);
       if (!r || !r.api.active) {
         countRequest(r ? r.api.api_id : '', 404); // no API on the path: api=""
+        if (observer !== undefined) observer.begin(unrouted(req, res, urlPath));
         return sendJson(res, 404, { error: ERRORS.notFound });
       }
       const { api } = r;
@@ -221,7 +228,12 @@ export function createGatewayHandler(deps: GatewayDeps): {
         upgradeHead,
         onClientGone,
         stillWanted,
+        decision: undefined,
+        upstreamMs: -1,
+        traceparent: undefined,
+        span: undefined,
       };
+      if (observer !== undefined) observer.begin(x);
       if (api.keyless) return decide(x);
 
       // authentication (auth.ts), inline: 401 without a key, 403 for an unknown, inactive or expired one
@@ -232,12 +244,13 @@ export function createGatewayHandler(deps: GatewayDeps): {
       }
       x.keyHash = keyHashOf(key);
       const found = deps.lookupSession(x.keyHash);
-      if (found instanceof Promise)
+      if (found instanceof Promise) {
+        if (x.span !== undefined) observer?.storeWait(x, found, 'gw.session_lookup');
         found.then(
           (s) => authorise(x, s),
           (e: unknown) => lookupFailed(x, e),
         );
-      else authorise(x, found);
+      } else authorise(x, found);
     } catch (e) {
       fail(res, e);
     }
@@ -297,18 +310,20 @@ export function createGatewayHandler(deps: GatewayDeps): {
     } catch (e) {
       return fail(x.res, e, 'limiter failed', x);
     }
-    if (v instanceof Promise)
+    if (v instanceof Promise) {
+      if (x.span !== undefined) observer?.storeWait(x, v, 'gw.rate_limit');
       v.then(
         (verdict) => decided(x, verdict),
         (e: unknown) => fail(x.res, e, 'limiter failed', x),
       );
-    else decided(x, v);
+    } else decided(x, v);
   }
 
   function decided(x: Exchange, verdict: Verdict): void {
     try {
       const { api, res } = x;
       metrics.decision.observe((performance.now() - x.t0) / 1000);
+      x.decision = verdict.kind;
       if (verdict.kind !== 'allow') {
         const { status, error, scope } = refusal(verdict);
         if (scope === 'quota') metrics.quotaExceeded.inc({ api: api.api_id });
@@ -329,6 +344,8 @@ export function createGatewayHandler(deps: GatewayDeps): {
       const { origin, basePath } = targetOf(target);
       const forwardPath = (api.strip ? basePath + x.path : basePath + x.urlPath) + (x.q === -1 ? '' : x.url.slice(x.q));
       x.rateLimit = verdict.headers;
+      // W3C trace context: the upstream sees this hop as the parent (observe.ts set it when spans are on)
+      if (x.traceparent === undefined) x.traceparent = childTraceparent(x.req.headers.traceparent);
       x.t0 = performance.now();
       if (x.upgradeHead) forwardUpgrade(origin, forwardPath || '/', x, x.upgradeHead, upgrades);
       else forward(upstreams, origin, forwardPath || '/', x);
@@ -340,11 +357,28 @@ export function createGatewayHandler(deps: GatewayDeps): {
   /** Forwarding.done: the upstream exchange is over. */
   function forwarded(f: Forwarding): void {
     const x = f as Exchange;
-    observeUpstream(x.api.api_id, (performance.now() - x.t0) / 1000);
+    x.upstreamMs = performance.now() - x.t0;
+    observeUpstream(x.api.api_id, x.upstreamMs / 1000);
     countRequest(x.api.api_id, x.status);
   }
 
   return { handle, upstreams, tunnels };
+}
+
+/** A request that routed to no API, as the observer sees it. */
+function unrouted(req: IncomingMessage, res: ServerResponse, urlPath: string): Observed {
+  return {
+    req,
+    res,
+    method: (req.method ?? 'GET').toUpperCase(),
+    urlPath,
+    api: undefined,
+    status: 0,
+    decision: undefined,
+    upstreamMs: -1,
+    traceparent: undefined,
+    span: undefined,
+  };
 }
 
 /**

@@ -7,6 +7,7 @@ import type { Socket } from 'node:net';
 import { Pool, errors, type Dispatcher } from '../../lib/http/undici.js';
 import type { HeaderNumbers } from '../engine/types.js';
 import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
+import { validTraceparent } from '../../lib/trace/trace-context.js';
 
 // `expect` too: node:http has already answered the client's `Expect: 100-continue` (and undici refuses
 // the header), so the upstream gets the request with its body, as from nginx
@@ -75,7 +76,8 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | u
   return out;
 }
 
-export function requestHeaders(req: IncomingMessage): Record<string, string | string[]> {
+/** The headers sent upstream; `traceparent` (W3C, this hop as the parent) replaces the client's. */
+export function requestHeaders(req: IncomingMessage, traceparent?: string): Record<string, string | string[]> {
   const h = req.headers;
   const named = connectionTokens(h.connection);
   const out: Record<string, string | string[]> = {};
@@ -89,6 +91,11 @@ export function requestHeaders(req: IncomingMessage): Record<string, string | st
   out['x-forwarded-for'] = prior ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${ip}` : ip;
   out['x-forwarded-proto'] = (h['x-forwarded-proto'] as string | undefined) ?? 'http';
   if (h.host) out['x-forwarded-host'] = (h['x-forwarded-host'] as string | undefined) ?? h.host;
+  if (traceparent !== undefined) {
+    out.traceparent = traceparent;
+    // a tracestate belongs to the trace of its traceparent: dropped when that one was not continued
+    if (out.tracestate !== undefined && !validTraceparent(h.traceparent)) delete out.tracestate;
+  }
   return out;
 }
 
@@ -119,6 +126,8 @@ export interface Forwarding {
   status: number;
   /** Called once the exchange is over (response ended, or failed and answered). */
   done(f: Forwarding): void;
+  /** W3C traceparent sent upstream in place of the client's (undefined: the client's, if any). */
+  traceparent?: string;
 }
 
 /**
@@ -252,7 +261,7 @@ export function forward(upstreams: Upstreams, origin: string, path: string, f: F
       origin,
       path,
       method: (req.method ?? 'GET') as 'GET',
-      headers: requestHeaders(req),
+      headers: requestHeaders(req, f.traceparent),
       body: hasBody ? req : null,
     },
     call,

@@ -29,6 +29,7 @@ export class HttpClientOutput implements Output {
     await this.caller.call(msg.body, signal, {
       onRateLimitWait: () => this.meter.rateLimitWait(this.o.rate_limit ?? ''),
       onRetry: () => this.meter.retry('output.http_client'),
+      traceparent: msg.meta.traceparent,
     });
   }
 

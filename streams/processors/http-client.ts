@@ -38,6 +38,7 @@ export class HttpClientProcessor implements Processor {
     const res = await this.caller.call(msg.body, signal, {
       onRateLimitWait: () => this.meter.rateLimitWait(this.o.rate_limit ?? ''),
       onRetry: () => this.meter.retry('processor.http_client'),
+      traceparent: msg.meta.traceparent,
     });
     const result = parse(res.text);
     if (!this.o.result_field) return { ...msg, body: result };

@@ -1,0 +1,49 @@
+/**
+ * Access logs (SPEC.md §7, `access_logs.enabled`): one JSON line per request on stdout through pino with an
+ * asynchronous destination (the line is buffered and written off the request's turn). Its own pino: the
+ * process logger redacts a field named `key`, and these lines carry only a key hash's first 8 hex.
+ */
+import { pino } from 'pino';
+
+export type AccessDecision = 'allow' | 'api_limited' | 'key_limited' | 'quota' | 'auth';
+
+export interface AccessRecord {
+  api_id: string;
+  method: string;
+  /** The normalised request path, without the query string. */
+  path: string;
+  status: number;
+  latency_ms: number;
+  /** null when the request was not forwarded. */
+  upstream_latency_ms: number | null;
+  decision: AccessDecision;
+  /** First 8 hex digits of the key's SHA-256 hash; null without a key. */
+  key: string | null;
+  trace_id: string;
+  client_ip: string;
+}
+
+export interface AccessLog {
+  write(r: AccessRecord): void;
+  /** Writes out what is buffered (shutdown). */
+  flush(): void;
+}
+
+export function createAccessLog(fd = 1): AccessLog {
+  const dest = pino.destination({ dest: fd, sync: false });
+  const log = pino({ base: { component: 'access' }, messageKey: 'msg' }, dest);
+  const flush = (): void => {
+    try {
+      dest.flushSync();
+    } catch {
+      // a write still in flight finishes on its own
+    }
+  };
+  process.once('exit', flush);
+  return { write: (r) => log.info(r, 'access'), flush };
+}
+
+/** Milliseconds with microsecond precision (a number, not a string). */
+export function roundMs(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}

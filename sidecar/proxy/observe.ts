@@ -1,0 +1,121 @@
+/**
+ * Per-request observation beside the proxy (SPEC.md §7): the server span (OpenTelemetry) and the access
+ * log line. Built only when one of them is on; the gateway then calls begin() once per request and the
+ * rest happens when the response closes. Without it the gateway only sends a traceparent upstream.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Attributes, Span } from '@opentelemetry/api';
+import type { Tracing } from '../../lib/trace/otel.js';
+import { childTraceparent, traceIdOf } from '../../lib/trace/trace-context.js';
+import type { Verdict } from '../engine/types.js';
+import { roundMs, type AccessDecision, type AccessLog } from './access-log.js';
+
+/** What the gateway knows of a request, read when its response closes. */
+export interface Observed {
+  req: IncomingMessage;
+  res: ServerResponse;
+  method: string;
+  /** Normalised path without the query. */
+  urlPath: string;
+  /** The API the path routed to (undefined: none, a 404). */
+  api: { api_id: string; listenPath: string } | undefined;
+  keyHash?: string;
+  /** The answer's status once the upstream exchange set it (0: answered by the gateway itself). */
+  status: number;
+  /** The limiter engine's verdict (undefined: no decision was reached). */
+  decision: Verdict['kind'] | undefined;
+  /** Milliseconds the upstream exchange took (-1: not forwarded). */
+  upstreamMs: number;
+  /** The traceparent sent upstream (undefined until one is needed). */
+  traceparent: string | undefined;
+  /** The recording server span (undefined: none, or not sampled). */
+  span: Span | undefined;
+}
+
+export interface RequestObserver {
+  begin(x: Observed): void;
+  /** A child span for a wait on the shared store, ended when `p` settles (only for a recording span). */
+  storeWait(x: Observed, p: Promise<unknown>, name: string): void;
+}
+
+const DECISIONS: Record<Verdict['kind'], AccessDecision> = {
+  allow: 'allow',
+  api_limited: 'api_limited',
+  key_limited: 'key_limited',
+  quota_exceeded: 'quota',
+  disallowed: 'auth',
+};
+
+/** The access log's decision: the engine's, or `auth` for a key refused before it (401/403). */
+export function decisionOf(x: Observed, status: number): AccessDecision {
+  if (x.decision !== undefined) return DECISIONS[x.decision];
+  return status === 401 || status === 403 ? 'auth' : 'allow';
+}
+
+export function createObserver(o: { tracing?: Tracing; accessLog?: AccessLog }): RequestObserver | undefined {
+  const { tracing, accessLog } = o;
+  if (!tracing && !accessLog) return undefined;
+
+  function end(x: Observed, t0: number): void {
+    const status = x.status !== 0 ? x.status : x.res.statusCode;
+    const decision = decisionOf(x, status);
+    const { span } = x;
+    if (span !== undefined) {
+      span.setAttribute('http.response.status_code', status);
+      span.setAttribute('gw.rate_limit.decision', decision);
+      if (status >= 500) span.setStatus({ code: 2 /* ERROR */ });
+      span.end();
+    }
+    if (accessLog !== undefined) {
+      accessLog.write({
+        api_id: x.api?.api_id ?? '',
+        method: x.method,
+        path: x.urlPath,
+        status,
+        latency_ms: roundMs(performance.now() - t0),
+        upstream_latency_ms: x.upstreamMs < 0 ? null : roundMs(x.upstreamMs),
+        decision,
+        key: x.keyHash !== undefined ? x.keyHash.slice(0, 8) : null,
+        trace_id: x.traceparent !== undefined ? traceIdOf(x.traceparent) : '',
+        client_ip: x.req.socket.remoteAddress ?? '',
+      });
+    }
+  }
+
+  return {
+    begin(x) {
+      const t0 = performance.now();
+      const h = x.req.headers;
+      if (tracing !== undefined) {
+        const host = h.host ?? '';
+        const colon = host.lastIndexOf(':');
+        const attributes: Attributes = {
+          'http.request.method': x.method,
+          'url.path': x.urlPath,
+          'url.scheme': 'http',
+          'server.address': colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host,
+          'client.address': x.req.socket.remoteAddress ?? '',
+          'network.protocol.version': x.req.httpVersion,
+          'gw.api_id': x.api?.api_id ?? '',
+        };
+        if (colon > 0 && !host.endsWith(']')) attributes['server.port'] = Number(host.slice(colon + 1));
+        if (x.api !== undefined) attributes['http.route'] = x.api.listenPath;
+        const ua = h['user-agent'];
+        if (ua !== undefined) attributes['user_agent.original'] = ua;
+        const name = x.api !== undefined ? `${x.method} ${x.api.listenPath}` : x.method;
+        const span = tracing.startServer(name, h.traceparent, h.tracestate, attributes);
+        x.traceparent = tracing.traceparentOf(span);
+        if (span.isRecording()) x.span = span;
+      } else {
+        x.traceparent = childTraceparent(h.traceparent);
+      }
+      x.res.once('close', () => end(x, t0));
+    },
+    storeWait(x, p, name) {
+      if (tracing === undefined || x.span === undefined) return;
+      const child = tracing.startChild(name, x.span);
+      const done = (): void => child.end();
+      p.then(done, done);
+    },
+  };
+}
