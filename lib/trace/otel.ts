@@ -32,7 +32,12 @@ export interface Tracing {
    * A SERVER span for an incoming request, child of its `traceparent` when valid (its `tracestate` kept),
    * else the root of a new trace. A non-recording span when the sampler declines.
    */
-  startServer(name: string, traceparent: string | string[] | undefined, tracestate: string | string[] | undefined, attributes: Attributes): Span;
+  startServer(
+    name: string,
+    traceparent: string | string[] | undefined,
+    tracestate: string | string[] | undefined,
+    attributes: Attributes,
+  ): Span;
   /** An INTERNAL span (a store round trip, a reconcile), child of `parent` or a new trace. */
   startChild(name: string, parent: Span | undefined, attributes?: Attributes): Span;
   /** The traceparent that makes `span` the parent of the next hop. */
@@ -96,8 +101,7 @@ export async function startTracing(o: TracingOptions): Promise<Tracing> {
           spanId: traceparent.slice(36, 52),
           traceFlags: parseInt(traceparent.slice(53, 55), 16) & 1,
           isRemote: true,
-          traceState:
-            typeof tracestate === 'string' && tracestate !== '' ? createTraceState(tracestate) : undefined,
+          traceState: typeof tracestate === 'string' && tracestate !== '' ? createTraceState(tracestate) : undefined,
         });
       }
       server.attributes = attributes;

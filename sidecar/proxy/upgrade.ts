@@ -59,7 +59,11 @@ export interface UpgradeOptions {
 export function forwardUpgrade(origin: string, path: string, f: Forwarding, head: Buffer, o: UpgradeOptions): void {
   const { req, res } = f;
   const u = new URL(origin);
-  const headers = { ...requestHeaders(req, f.traceparent), connection: 'upgrade', upgrade: String(req.headers.upgrade ?? '') };
+  const headers = {
+    ...requestHeaders(req, f.traceparent),
+    connection: 'upgrade',
+    upgrade: String(req.headers.upgrade ?? ''),
+  };
   const mod = u.protocol === 'https:' ? https : http;
   const up = mod.request({
     host: u.hostname.replace(/^\[|\]$/g, ''),
