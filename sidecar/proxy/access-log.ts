@@ -5,7 +5,8 @@
  */
 import { pino } from 'pino';
 
-export type AccessDecision = 'allow' | 'api_limited' | 'key_limited' | 'quota' | 'auth';
+/** SPEC §7's five, and `unavailable`: a limit needed the unreachable store (kv_failure_mode closed, 503). */
+export type AccessDecision = 'allow' | 'api_limited' | 'key_limited' | 'quota' | 'auth' | 'unavailable';
 
 export interface AccessRecord {
   api_id: string;

@@ -44,6 +44,7 @@ const DECISIONS: Record<Verdict['kind'], AccessDecision> = {
   key_limited: 'key_limited',
   quota_exceeded: 'quota',
   disallowed: 'auth',
+  unavailable: 'unavailable',
 };
 
 /** The access log's decision: the engine's, or `auth` for a key refused before it (401/403). */
