@@ -35,8 +35,10 @@ FROM ${NODE_IMAGE}
 LABEL org.opencontainers.image.title="gw" \
       org.opencontainers.image.description="Kubernetes-native API gateway that rate-limits traffic" \
       org.opencontainers.image.licenses="Apache-2.0"
-# MALLOC_ARENA_MAX: two glibc malloc arenas instead of one per thread, −1.5 to −2 MB idle RSS (docs/benchmarks.md, run I)
-ENV NODE_ENV=production MALLOC_ARENA_MAX=2
+# MALLOC_ARENA_MAX: two glibc malloc arenas instead of one per thread, −1.5 to −2 MB idle RSS (docs/benchmarks.md).
+# NODE_OPTIONS: V8's young generation capped (RSS under load) and the GC after start-up (sidecar/heap-tuning.ts);
+# the chart replaces it per container with the old-space limit of that container's memory limit (docs/helm.md).
+ENV NODE_ENV=production MALLOC_ARENA_MAX=2 NODE_OPTIONS="--expose-gc --max-semi-space-size=8"
 RUN groupadd --gid 10001 gw && useradd --uid 10001 --gid gw --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin gw
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
@@ -45,5 +47,6 @@ COPY package.json ./
 USER 10001:10001
 # gateway/sidecar 8080, facade 8081, webhook 8443, metrics 9090/9091
 EXPOSE 8080 8081 8443 9090 9091
-ENTRYPOINT ["node", "/app/dist/cli/gw.js"]
+# --no-allocation-site-pretenuring: a V8 flag NODE_OPTIONS refuses (webhook/node-options.ts)
+ENTRYPOINT ["node", "--no-allocation-site-pretenuring", "/app/dist/cli/gw.js"]
 CMD ["--help"]

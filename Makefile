@@ -31,6 +31,7 @@ lint: deps
 	npx prettier --check "**/*.{ts,js}"
 	npx eslint .
 	npx tsc -p tsconfig.json --noEmit
+	node scripts/check-layers.ts   # the import graph's layering and no cycles (docs/architecture.md)
 
 # Real test servers: redis-server (Debian package) and kube-apiserver + etcd (built from the Go module proxy),
 # and the chart tools of test/integration/helm.

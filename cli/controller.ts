@@ -1,12 +1,18 @@
 /**
- * `gw controller`: runs the operator (cli/controller-main.ts) in a worker thread whose young
- * generation is capped. Reconciling thousands of objects allocates fast, and V8 then grows the young
- * generation to 64 MB and more; the cap (`resourceLimits.maxYoungGenerationSizeMb`, 8 MB) is what keeps
- * the controller's RSS in budget, and Node cannot change it after start-up any other way. The main
- * thread only forwards SIGTERM/SIGINT (graceful drain in the worker) and exits with the worker's code.
- * GW_CONTROLLER_THREAD=off runs everything in the main thread.
+ * `gw controller`: the operator. Watches the four kinds (one namespace or all), writes compiled config
+ * ConfigMaps, sessions and OAuth client records in Redis, and status; with --leader-elect only the
+ * holder of the Lease writes. /healthz, /readyz (caches synced, Redis reachable) and /metrics on
+ * --metrics-listen. Hidden tuning flags (tests, operations): --resync-period, --lease-duration,
+ * --identity, --concurrency, --store-check-period. --lease-namespace defaults to $POD_NAMESPACE (the chart sets it).
+ * Its V8 heap limits are node flags given where the process starts (the chart's NODE_OPTIONS, docs/helm.md).
  */
-const { isMainThread, parentPort, Worker, workerData } = process.getBuiltinModule('node:worker_threads');
+import { createLogger } from '../lib/logger.js';
+import { loadKubeConnection } from '../lib/kube/connection.js';
+import { createOpsServer } from '../lib/ops-server.js';
+import { drain, listen } from '../lib/serve.js';
+import { closeStoreClient, storeClientFromFlag } from '../lib/store/redis.js';
+import { Operator } from '../operator/operator.js';
+import { onShutdown } from './shutdown.js';
 
 export interface ControllerFlags {
   kubeconfig?: string;
@@ -22,55 +28,66 @@ export interface ControllerFlags {
   storeCheckPeriod: string;
 }
 
-const WORKER_TAG = 'gw-controller';
-
-export async function runController(flags: ControllerFlags): Promise<void> {
-  if (process.env.GW_CONTROLLER_THREAD === 'off') {
-    const { runControllerProcess } = await import('./controller-main.js');
-    return runControllerProcess(flags);
-  }
-  const worker = new Worker(new URL(import.meta.url), {
-    workerData: { tag: WORKER_TAG, flags },
-    resourceLimits: { maxYoungGenerationSizeMb: 8 },
-  });
-  // the first signal starts the worker's drain; a second one (either kind) exits at once, as cli/shutdown.ts does
-  let signalled = false;
-  const stop = (signal: string): void => {
-    if (signalled) {
-      process.stdout.write(
-        `${JSON.stringify({ level: 40, time: Date.now(), component: 'controller', signal, msg: 'second signal while draining: exiting now' })}\n`,
-      );
-      process.exit(1);
-    }
-    signalled = true;
-    worker.postMessage('shutdown');
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
-  await new Promise<void>((resolve, reject) => {
-    worker.once('error', reject);
-    // No process.exit here: the worker's last log lines (its stdout reaches this thread through a
-    // message port) would be lost. Nothing else keeps this thread alive, so it ends once they are out.
-    worker.once('exit', (code) => {
-      process.exitCode = code;
-      resolve();
-    });
-  });
+function seconds(value: string, flag: string, min = 0.1): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < min)
+    throw new Error(`${flag}: expected a number of seconds ≥ ${min}, got ${JSON.stringify(value)}`);
+  return Math.round(n * 1000);
 }
 
-// Inside the worker: run the operator; the main thread's 'shutdown' message starts the drain.
-const data = workerData as { tag?: string; flags?: ControllerFlags } | null;
-if (!isMainThread && data?.tag === WORKER_TAG && data.flags) {
-  const { runControllerProcess } = await import('./controller-main.js');
-  await runControllerProcess(data.flags, (drainAll) => {
-    let started = false;
-    parentPort!.on('message', (m: unknown) => {
-      if (m !== 'shutdown' || started) return;
-      started = true;
-      drainAll().then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
-    });
+export async function runController(flags: ControllerFlags): Promise<void> {
+  const logger = createLogger('controller');
+  const conn = await loadKubeConnection(flags.kubeconfig);
+  const resyncMs = seconds(flags.resyncPeriod, '--resync-period');
+  const leaseDurationMs = seconds(flags.leaseDuration, '--lease-duration', 1);
+  const storeCheckMs = seconds(flags.storeCheckPeriod, '--store-check-period');
+  const concurrency = Number(flags.concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new Error(`--concurrency: expected a positive integer, got ${JSON.stringify(flags.concurrency)}`);
+  const leaderElect = flags.leaderElect === true || flags.leaderElect === 'true' || flags.leaderElect === '1';
+  const redis = flags.redis
+    ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }, logger)
+    : undefined;
+  redis?.on('error', () => undefined);
+  if (!redis) logger.warn('no --redis: AccessKeys and OAuthClients stay Ready=False StoreUnavailable');
+
+  const operator = new Operator({
+    conn,
+    logger,
+    namespace: flags.namespace || undefined,
+    redis,
+    leaderElect,
+    leaseNamespace: flags.leaseNamespace || process.env.POD_NAMESPACE || undefined,
+    leaseDurationMs,
+    identity: flags.identity,
+    resyncMs,
+    storeCheckMs,
+    concurrency,
   });
+  const ops = createOpsServer(operator.metrics.registry, () => operator.ready());
+  // The stop is armed before anything can wait: a SIGTERM while the caches cannot sync (API server
+  // unreachable) or Redis was never reached must still end the process.
+  let stopping = false;
+  onShutdown(logger, async () => {
+    stopping = true;
+    await operator.stop();
+    await drain(ops);
+    if (redis) await closeStoreClient(redis);
+    // pino writes asynchronously: its last lines out before the process exits
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
+  });
+  const opsAddr = await listen(ops, flags.metricsListen, '--metrics-listen');
+  await operator.start();
+  if (stopping) return;
+  logger.info(
+    {
+      metrics: opsAddr,
+      namespace: flags.namespace ?? '(all)',
+      leaderElect,
+      identity: operator.identity,
+      resyncMs,
+      leaseDurationMs,
+    },
+    'gw controller ready',
+  );
 }

@@ -1,7 +1,5 @@
 #!/usr/bin/env node
 /** The gw CLI: one binary, four subcommands (SPEC.md §1). Flags win over GW_* environment variables. */
-// First: the gateway commands re-execute themselves with their V8 flags before anything else loads.
-import './gateway-v8-flags.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 // Subcommands load on demand: each process carries only its own dependencies (the controller, for
 // one, never loads @kubernetes/client-node's generated API code).
@@ -223,6 +221,13 @@ program
   .addOption(env('--sidecar-cpu-limit <q>', 'GW_SIDECAR_CPU_LIMIT', 'sidecar CPU limit (default: none)'))
   .addOption(
     env('--sidecar-memory-limit <q>', 'GW_SIDECAR_MEMORY_LIMIT', 'sidecar memory limit', D.resources.limits.memory),
+  )
+  .addOption(
+    env(
+      '--sidecar-node-options <flags>',
+      'GW_SIDECAR_NODE_OPTIONS',
+      "the sidecar's NODE_OPTIONS (default: V8 heap flags derived from its memory limit)",
+    ),
   )
   .addOption(env('--run-as-user <uid>', 'GW_SIDECAR_RUN_AS_USER', 'UID of the sidecar', String(D.runAsUser)))
   .action((opts: WebhookFlags) =>

@@ -16,7 +16,7 @@ import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime, startOrWithdraw } from '../sidecar/runtime.js';
 import { SMOOTHING_CHANNEL, type SmoothingEventPayloadT } from '../lib/events.js';
 import { onShutdown } from './shutdown.js';
-import { releaseStartupMemory, tuneHeapForProxying } from '../sidecar/heap-tuning.js';
+import { releaseStartupMemory } from '../sidecar/heap-tuning.js';
 import type { CompiledConfig } from '../contract/config.js';
 
 export interface SidecarFlags {
@@ -31,7 +31,6 @@ export interface SidecarFlags {
 }
 
 export async function runSidecar(flags: SidecarFlags): Promise<void> {
-  tuneHeapForProxying();
   const logger = createLogger('sidecar');
   const options = loadGatewayOptions(flags.config);
   let upstream: URL;

@@ -21,7 +21,7 @@ import { liveQuota } from '../facade/live-quota.js';
 import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime, startOrWithdraw, type GatewayRuntime } from '../sidecar/runtime.js';
 import { onShutdown } from './shutdown.js';
-import { releaseStartupMemory, tuneHeapForProxying } from '../sidecar/heap-tuning.js';
+import { releaseStartupMemory } from '../sidecar/heap-tuning.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 const { statSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
@@ -35,7 +35,6 @@ export interface StandaloneFlags {
 }
 
 export async function runStandalone(flags: StandaloneFlags): Promise<void> {
-  tuneHeapForProxying();
   const logger = createLogger('standalone');
   const options = loadGatewayOptions(flags.config);
   if (!statSync(flags.resources, { throwIfNoEntry: false })?.isDirectory()) {

@@ -21,6 +21,7 @@ export interface WebhookFlags {
   sidecarMemoryRequest: string;
   sidecarCpuLimit?: string;
   sidecarMemoryLimit: string;
+  sidecarNodeOptions?: string;
   runAsUser: string;
 }
 
@@ -91,6 +92,7 @@ export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
       limits: v.cpuLimit ? { cpu: v.cpuLimit, memory: v.memoryLimit } : { memory: v.memoryLimit },
     },
     runAsUser: v.runAsUser,
+    ...(f.sidecarNodeOptions?.trim() ? { nodeOptions: f.sidecarNodeOptions.trim() } : {}),
   };
 }
 

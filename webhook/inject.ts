@@ -13,6 +13,7 @@
  * (no usable port, port clash) is admitted unchanged with a warning: injection never blocks a pod.
  */
 import type { JsonPatchOp, Pod, PodContainer } from './admission.js';
+import { heapNodeOptions } from './node-options.js';
 
 export const SIDECAR_NAME = 'gw-sidecar';
 export const ANN = {
@@ -47,6 +48,8 @@ export interface InjectOptions {
     limits: { cpu?: string; memory: string };
   };
   runAsUser: number;
+  /** NODE_OPTIONS of the sidecar; default: the heap flags derived from the memory limit (node-options.ts). */
+  nodeOptions?: string;
 }
 
 export const defaultInjectOptions: InjectOptions = {
@@ -55,7 +58,7 @@ export const defaultInjectOptions: InjectOptions = {
   listenPort: 15080,
   metricsPort: 15090,
   redisSecretName: 'gw-redis',
-  resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+  resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '256Mi' } },
   runAsUser: 10001,
 };
 
@@ -97,6 +100,8 @@ export function sidecarContainer(
     // glibc's malloc arenas: two instead of one per thread (the proxy allocates on its main thread);
     // −1.5 to −2 MB of idle RSS per pod (docs/benchmarks.md, run I)
     { name: 'MALLOC_ARENA_MAX', value: '2' },
+    // V8's heap limits, in step with the container's memory limit (docs/helm.md, "Memory")
+    { name: 'NODE_OPTIONS', value: o.nodeOptions ?? heapNodeOptions(o.resources.limits.memory) },
   ];
   if (o.redisSecretName)
     env.push({

@@ -17,9 +17,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Pool } from 'undici';
 import { freePort } from '../harness/ports.js';
-import { BENCH_KEY, GW_BENCH_ENV, gwStandaloneBench } from './gw-bench-setup.js';
+import { BENCH_KEY, GW_BENCH_ENV, GW_NODE_FLAGS, gwStandaloneBench } from './gw-bench-setup.js';
 import { stopChild } from './proc.js';
-import { GATEWAY_V8_FLAGS } from '../../sidecar/heap-tuning.js';
 
 const N = Number(process.env.GW_ALLOC_REQUESTS ?? 20_000);
 const WARMUP = Number(process.env.GW_ALLOC_WARMUP ?? 10_000);
@@ -150,8 +149,8 @@ export async function allocPerRequest(only?: string, requests = N, warm = WARMUP
     }
     if (only !== 'bare') {
       const args = await gwStandaloneBench(dir, upstream);
-      // with the gateway's V8 flags on the command line, as after its re-exec (which an IPC channel prevents)
-      const { c, out } = await spawnProxy(args, 'gw standalone ready:', GW_BENCH_ENV, GATEWAY_V8_FLAGS);
+      // with the V8 flags of an injected sidecar (GW_BENCH_ENV's NODE_OPTIONS, the image's entrypoint flags)
+      const { c, out } = await spawnProxy(args, 'gw standalone ready:', GW_BENCH_ENV, GW_NODE_FLAGS);
       try {
         const origin = /gateway (http:\/\/[^\s]+)/.exec(out())![1]!;
         results.push(await measure('gw key auth + DRL', c, origin, '/api/x', BENCH_KEY));

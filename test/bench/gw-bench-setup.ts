@@ -5,15 +5,22 @@
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { freePort } from '../harness/ports.js';
+import { defaultInjectOptions } from '../../webhook/inject.js';
+import { ENTRYPOINT_NODE_FLAGS, heapNodeOptions } from '../../webhook/node-options.js';
 
 export const BENCH_KEY = 'bench-key-0123456789abcdef';
 export const GW_CLI = resolve('dist/cli/gw.js');
+/** The measured gw runs with the V8 flags the webhook gives a sidecar with the chart's default memory limit. */
 export const GW_BENCH_ENV: NodeJS.ProcessEnv = {
   ...process.env,
+  NODE_OPTIONS: heapNodeOptions(defaultInjectOptions.resources.limits.memory),
   GW_SECRET: 'bench',
   GW_ACCESS_TOKENS: 'bench',
   GW_LOG_LEVEL: 'warn',
 };
+
+/** node's own flags for the measured gw, as the image's ENTRYPOINT gives them */
+export const GW_NODE_FLAGS: readonly string[] = ENTRYPOINT_NODE_FLAGS;
 
 /** Writes the bench manifests into `dir` and returns the `gw standalone` arguments (free loopback ports). */
 export async function gwStandaloneBench(dir: string, upstream: string): Promise<string[]> {

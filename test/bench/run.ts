@@ -10,8 +10,8 @@
  *   (nginx, a small JSON body) and Redis on GW_BENCH_LOAD_CPU (1); same connections and duration:
  *     direct upstream | nginx reverse proxy with limit_req far above the load | bare node:http + undici
  *     proxy | gw (key auth + DRL) | gw (key auth + Redis sliding log, sessions in Redis)
- *   then added latency at a fixed rate (GW_BENCH_RATE, 2,000 req/s) over direct, and gw's RSS idle and
- *   under load. `gw standalone` is the process measured: it runs the same gateway runtime as
+ *   then added latency at a fixed rate (GW_BENCH_RATE, 2,000 req/s) over direct, and gw's RSS idle, under
+ *   load and 10 s after load. `gw standalone` is the process measured: it runs the same gateway runtime as
  *   `gw sidecar` (sidecar/runtime.ts); only the config source differs, and it is off the request path.
  * Needs wrk and nginx (Debian: apt-get install wrk nginx-light), taskset and redis-server.
  */
@@ -22,7 +22,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../harness/ports.js';
-import { BENCH_KEY, GW_BENCH_ENV, gwStandaloneBench } from './gw-bench-setup.js';
+import { BENCH_KEY, GW_BENCH_ENV, GW_NODE_FLAGS, gwStandaloneBench } from './gw-bench-setup.js';
 import { cpuSeconds, rssMb, stopChild } from './proc.js';
 
 const run = promisify(execFile);
@@ -33,7 +33,9 @@ const CONNS = Number(process.env.GW_BENCH_CONNECTIONS ?? 50);
 const RATE = Number(process.env.GW_BENCH_RATE ?? 2000);
 const PROXY_CPU = process.env.GW_BENCH_PROXY_CPU ?? '0';
 const LOAD_CPU = process.env.GW_BENCH_LOAD_CPU ?? '1';
-const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 420);
+const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 480);
+/** RSS of each gw target is sampled this long after its last load of the last round */
+const AFTER_LOAD_S = 10;
 const ROUNDS = Number(process.env.GW_BENCH_ROUNDS ?? 3);
 const started = Date.now();
 
@@ -237,11 +239,13 @@ interface Row {
   cpuFixedUs: number;
   rssIdle?: number;
   rssLoad?: number;
+  /** RSS AFTER_LOAD_S after the last load (gw targets, last round) */
+  rssAfter?: number;
 }
 
 async function measureRound(t: Target, row: Row | undefined): Promise<Row> {
-  // warm-up (JIT, pools, caches) in every round: after an idle period gw's heap grows back first
-  // (sidecar/heap-tuning.ts), which costs ~5 s of saturating load
+  // warm-up (JIT, pools, caches) in every round: after an idle period in which V8's memory reducer handed
+  // the heap back, gw's heap grows back first
   await wrk(t.origin + t.path, WARM_S, t.auth);
   let rssLoad = row?.rssLoad ?? 0;
   const sampler = setInterval(() => (rssLoad = Math.max(rssLoad, rssMb(t.pid))), 200);
@@ -292,7 +296,7 @@ async function startGw(
     writeFileSync(f, opts.config);
     args.push('--config', f);
   }
-  const c = pinned(PROXY_CPU, process.execPath, args, GW_BENCH_ENV);
+  const c = pinned(PROXY_CPU, process.execPath, [...GW_NODE_FLAGS, ...args], GW_BENCH_ENV);
   await waitFor(name, () => c.out().includes('gw standalone ready:'), 20_000, c.out);
   const origin = /gateway (http:\/\/[^\s]+)/.exec(c.out())![1]!;
   await waitFor(
@@ -438,7 +442,13 @@ async function main(): Promise<void> {
   const rows: Record<string, Row> = {};
   for (let r = 0; r < ROUNDS; r++) {
     console.log(`round ${r + 1}/${ROUNDS}`);
-    for (const [k, t] of Object.entries(targets)) rows[k] = await measureRound(t, rows[k]);
+    for (const [k, t] of Object.entries(targets)) {
+      rows[k] = await measureRound(t, rows[k]);
+      if (r === ROUNDS - 1 && t.origin !== targets.direct!.origin && t.rssIdle !== undefined) {
+        await new Promise((res) => setTimeout(res, AFTER_LOAD_S * 1000));
+        rows[k]!.rssAfter = rssMb(t.pid);
+      }
+    }
   }
 
   // ---- report
@@ -483,12 +493,12 @@ async function main(): Promise<void> {
   p('');
   p(`## issue 4 — proxies (proxy on CPU ${PROXY_CPU}; wrk -t1 -c${CONNS} ${SECONDS} s on CPU ${LOAD_CPU})`);
   p(
-    `| proxy | req/s (best of ${ROUNDS}; all rounds) | × bare node | × nginx | × direct | CPU µs/req under wrk (× bare) | CPU µs/req at ${RATE}/s (× bare) | wrk p50 / p99 ms | at ${RATE}/s: p50 / p99 ms | added over direct p50 / p99 ms | RSS idle / load MB | errors |`,
+    `| proxy | req/s (best of ${ROUNDS}; all rounds) | × bare node | × nginx | × direct | CPU µs/req under wrk (× bare) | CPU µs/req at ${RATE}/s (× bare) | wrk p50 / p99 ms | at ${RATE}/s: p50 / p99 ms | added over direct p50 / p99 ms | RSS idle / load / ${AFTER_LOAD_S} s after MB | errors |`,
   );
   p(`|---|---|---|---|---|---|---|---|---|---|---|---|`);
   for (const r of Object.values(rows)) {
     p(
-      `| ${r.t.name} | ${fmt(r.w.rps)} (${r.rounds.map((x) => fmt(x)).join(', ')}) | ${fmt(r.w.rps / b.w.rps, 2)} | ${fmt(r.w.rps / n.w.rps, 2)} | ${fmt(r.w.rps / d.w.rps, 2)} | ${Number.isFinite(r.cpuUs) ? `${fmt(r.cpuUs, 1)} (${fmt(r.cpuUs / b.cpuUs, 2)})` : '–'} | ${Number.isFinite(r.cpuFixedUs) ? `${fmt(r.cpuFixedUs, 1)} (${fmt(r.cpuFixedUs / b.cpuFixedUs, 2)})` : '–'} | ${fmt(r.w.p50, 2)} / ${fmt(r.w.p99, 2)} | ${fmt(r.f.p50, 3)} / ${fmt(r.f.p99, 3)} | ${r === d ? '–' : `${fmt(r.f.p50 - d.f.p50, 3)} / ${fmt(r.f.p99 - d.f.p99, 3)}`} | ${r.rssIdle !== undefined ? `${fmt(r.rssIdle)} / ${fmt(r.rssLoad ?? NaN)}` : '–'} | ${r.w.non2xx + r.w.errors + r.f.errors} |`,
+      `| ${r.t.name} | ${fmt(r.w.rps)} (${r.rounds.map((x) => fmt(x)).join(', ')}) | ${fmt(r.w.rps / b.w.rps, 2)} | ${fmt(r.w.rps / n.w.rps, 2)} | ${fmt(r.w.rps / d.w.rps, 2)} | ${Number.isFinite(r.cpuUs) ? `${fmt(r.cpuUs, 1)} (${fmt(r.cpuUs / b.cpuUs, 2)})` : '–'} | ${Number.isFinite(r.cpuFixedUs) ? `${fmt(r.cpuFixedUs, 1)} (${fmt(r.cpuFixedUs / b.cpuFixedUs, 2)})` : '–'} | ${fmt(r.w.p50, 2)} / ${fmt(r.w.p99, 2)} | ${fmt(r.f.p50, 3)} / ${fmt(r.f.p99, 3)} | ${r === d ? '–' : `${fmt(r.f.p50 - d.f.p50, 3)} / ${fmt(r.f.p99 - d.f.p99, 3)}`} | ${r.rssIdle !== undefined ? `${fmt(r.rssIdle)} / ${fmt(r.rssLoad ?? NaN)} / ${fmt(r.rssAfter ?? NaN)}` : '–'} | ${r.w.non2xx + r.w.errors + r.f.errors} |`,
     );
   }
   const drl = rows.drl!;
@@ -504,7 +514,7 @@ async function main(): Promise<void> {
     const a50 = r.f.p50 - d.f.p50;
     const a99 = r.f.p99 - d.f.p99;
     p(
-      `added latency ${r.t.name} at ${RATE}/s: p50 ${fmt(a50, 3)} ms (≤ 0.3 ${mark(a50 <= 0.3)}), p99 ${fmt(a99, 3)} ms (≤ 1.5 ${mark(a99 <= 1.5)}); RSS idle ${fmt(r.rssIdle ?? NaN)} MB (≤ 80 ${mark((r.rssIdle ?? Infinity) <= 80)}), under load ${fmt(r.rssLoad ?? NaN)} MB`,
+      `added latency ${r.t.name} at ${RATE}/s: p50 ${fmt(a50, 3)} ms (≤ 0.3 ${mark(a50 <= 0.3)}), p99 ${fmt(a99, 3)} ms (≤ 1.5 ${mark(a99 <= 1.5)}); RSS idle ${fmt(r.rssIdle ?? NaN)} MB (≤ 80 ${mark((r.rssIdle ?? Infinity) <= 80)}), under load ${fmt(r.rssLoad ?? NaN)} MB (≤ 150 ${mark((r.rssLoad ?? Infinity) <= 150)}), ${AFTER_LOAD_S} s after load ${fmt(r.rssAfter ?? NaN)} MB`,
     );
   }
   p(

@@ -144,3 +144,18 @@ Kept or generated values do not change across upgrades, so they need no part in 
 {{- define "gw.credentialsChecksum" -}}
 {{- list .Values.credentials.secret .Values.credentials.accessTokens .Values.credentials.existingSecret .Values.redis.password.value .Values.redis.password.existingSecret | toJson | sha256sum -}}
 {{- end -}}
+
+{{/*
+V8 heap flags of a gw container, in step with its memory limit (docs/helm.md, "Memory"): young
+generation capped at `semi` MiB per semi-space, old space at 60 % of the limit (webhook/node-options.ts
+derives the injected sidecar's the same way). Args: (list semiMiB memoryLimit).
+*/}}
+{{- define "gw.heapNodeOptions" -}}
+{{- $semi := index . 0 -}}
+{{- $limit := toString (index . 1) -}}
+{{- $mib := 0 -}}
+{{- if hasSuffix "Gi" $limit -}}{{- $mib = mul (trimSuffix "Gi" $limit | atoi) 1024 -}}
+{{- else if hasSuffix "Mi" $limit -}}{{- $mib = trimSuffix "Mi" $limit | atoi -}}
+{{- end -}}
+--max-semi-space-size={{ $semi }}{{ if $mib }} --max-old-space-size={{ max 32 (div (mul $mib 3) 5) }}{{ end }}
+{{- end -}}

@@ -13,6 +13,7 @@ import { GatewayOptions } from '../../../lib/options.js';
 import { CONFIG_MAP_NAME } from '../../../contract/config-schema.js';
 import { helm, kubeconform, run, writeApiServerSchemas, writeCrdSchemas } from '../../helpers/chart-tools.js';
 import { defaultInjectOptions, sidecarContainer } from '../../../webhook/inject.js';
+import { injectOptionsFromFlags } from '../../../cli/webhook.js';
 
 const CHART = resolve('helm/gw');
 const NONDEFAULT = resolve('test/integration/helm/fixtures/values-nondefault.yaml');
@@ -131,6 +132,27 @@ describe('what the chart renders', () => {
     expect(find(all, 'PodDisruptionBudget', 'gw-controller')).toMatchObject({ spec: { minAvailable: 1 } });
   });
 
+  test("V8 heap flags agree with the memory limits: the controller's NODE_OPTIONS, the sidecar's through the webhook", async () => {
+    type C = { args: string[]; env?: { name: string; value?: string }[] };
+    const container = (all: Doc[], name: string): C => (find(all, 'Deployment', name) as unknown as { spec: { template: { spec: { containers: C[] } } } }).spec.template.spec.containers[0]!;
+    const nodeOptions = (c: C): string | undefined => c.env?.find((e) => e.name === 'NODE_OPTIONS')?.value;
+    const byDefault = docs(await template());
+    expect(nodeOptions(container(byDefault, 'gw-controller'))).toBe('--max-semi-space-size=2 --max-old-space-size=307');
+    const hook = container(byDefault, 'gw-webhook');
+    expect(hook.args).toContain('--sidecar-memory-limit=256Mi');
+    expect(hook.args.some((a) => a.startsWith('--sidecar-node-options'))).toBe(false);
+    // what the webhook then injects for that limit
+    const flags = { listen: '0.0.0.0:8443', tlsCert: 'c', tlsKey: 'k', image: 'gw', imagePullPolicy: 'IfNotPresent', sidecarListenPort: '15080', sidecarMetricsPort: '15090', redisSecret: '', sidecarCpuRequest: '50m', sidecarMemoryRequest: '128Mi', sidecarMemoryLimit: '256Mi', runAsUser: '10001' };
+    const injected = sidecarContainer(injectOptionsFromFlags(flags), { upstreamPort: 8080, listenPort: 15080, metricsPort: 15090, group: 'g', portName: 'http', config: false }) as C;
+    expect(nodeOptions(injected)).toBe('--expose-gc --max-semi-space-size=8 --max-old-space-size=153');
+
+    const changed = docs(await template(['--set', 'controller.resources.limits.memory=1Gi', '--set', 'sidecar.nodeOptions=--max-old-space-size=100']));
+    expect(nodeOptions(container(changed, 'gw-controller'))).toBe('--max-semi-space-size=2 --max-old-space-size=614');
+    expect(container(changed, 'gw-webhook').args).toContain('--sidecar-node-options=--max-old-space-size=100');
+    const given = docs(await template(['--set', 'controller.nodeOptions=--max-old-space-size=200']));
+    expect(nodeOptions(container(given, 'gw-controller'))).toBe('--max-old-space-size=200');
+  });
+
   test("no ConfigMap of the chart takes the name the controller writes its compiled config to (gw-config), even for release `gw`", async () => {
     for (const extra of [[], ['-f', NONDEFAULT]]) {
       const cms = docs(await template(extra)).filter((d) => d.kind === 'ConfigMap').map((d) => d.metadata.name);
@@ -231,8 +253,8 @@ describe('the chart and the CLI agree', () => {
     for (const flag of sidecar.args.filter((a) => a.startsWith('--'))) expect([flag, text.includes(flag)]).toEqual([flag, true]);
     const names = sidecar.env.map((x) => x.name);
     for (const e of names.filter((n) => n.startsWith('GW_'))) expect([e, text.includes(`env: ${e}`)]).toEqual([e, true]);
-    // the only variable not read by gw itself: glibc's (webhook/inject.ts)
-    expect(names.filter((n) => !n.startsWith('GW_'))).toEqual(['MALLOC_ARENA_MAX']);
+    // the only variables not read by gw itself: glibc's and node's (webhook/inject.ts)
+    expect(names.filter((n) => !n.startsWith('GW_'))).toEqual(['MALLOC_ARENA_MAX', 'NODE_OPTIONS']);
     expect(checked).toEqual(expect.arrayContaining(['controller --leader-elect', 'controller --metrics-listen', 'facade --config', 'webhook --tls-cert', 'webhook --sidecar-config-map', 'webhook --sidecar-config-namespaces']));
   }, 60_000);
 });

@@ -9,6 +9,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, sta
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { run, toolPath } from '../../helpers/chart-tools.js';
+import { ENTRYPOINT_NODE_FLAGS, SIDECAR_SEMI_SPACE_MB } from '../../../webhook/node-options.js';
 
 const dockerfile = readFileSync('Dockerfile', 'utf8');
 let work: string;
@@ -71,8 +72,11 @@ describe('Dockerfile lint (hadolint)', () => {
     expect(dockerfile.match(/^FROM /gm)!.length).toBeGreaterThanOrEqual(3);
     const users = dockerfile.match(/^USER .*/gm)!;
     expect(users[users.length - 1]).toBe('USER 10001:10001');
-    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "\/app\/dist\/cli\/gw\.js"\]$/m);
+    const entrypoint = JSON.stringify(['node', ...ENTRYPOINT_NODE_FLAGS, '/app/dist/cli/gw.js']).replace(/,/g, ', ');
+    expect(dockerfile.split('\n')).toContain(`ENTRYPOINT ${entrypoint}`);
     expect(dockerfile).toMatch(/npm install --omit=dev --no-save/);
+    // V8 flags where the process starts: the image's NODE_OPTIONS, the injected sidecar's young-generation cap
+    expect(dockerfile).toMatch(new RegExp(`^ENV .*NODE_OPTIONS="--expose-gc --max-semi-space-size=${SIDECAR_SEMI_SPACE_MB}"`, 'm'));
     // 10001 is the UID the chart's podSecurityContext and the injected sidecar run as.
     expect(readFileSync('helm/gw/values.yaml', 'utf8')).toMatch(/runAsUser: 10001/);
   });
@@ -83,7 +87,7 @@ describe('build context', () => {
 
   test('every file or directory the Dockerfile copies exists and is inside the context (.dockerignore)', () => {
     const sources = contextSources();
-    expect(sources).toEqual(expect.arrayContaining(['package.json', 'package-lock.json', 'tsconfig.json', 'cli', 'lib', 'controller', 'sidecar', 'streams']));
+    expect(sources).toEqual(expect.arrayContaining(['package.json', 'package-lock.json', 'tsconfig.json', 'cli', 'lib', 'operator', 'sidecar', 'streams']));
     for (const s of sources) {
       expect(existsSync(s)).toBe(true);
       const all = statSync(s).isDirectory() ? files(s) : [s];

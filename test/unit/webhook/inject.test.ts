@@ -6,6 +6,7 @@ import {
   applyPatch,
   defaultInjectOptions,
   injectSidecar,
+  sidecarContainer,
 } from '../../../webhook/inject.js';
 import { PodSchema, type Pod } from '../../../webhook/admission.js';
 import { review } from '../../../webhook/server.js';
@@ -68,7 +69,7 @@ describe('injectSidecar', () => {
     ]);
     expect(s.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 15090 } });
     expect(s.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 15090 } });
-    expect(s.resources).toEqual({ requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } });
+    expect(s.resources).toEqual({ requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '256Mi' } });
     expect(s.securityContext).toMatchObject({
       runAsNonRoot: true,
       readOnlyRootFilesystem: true,
@@ -78,6 +79,7 @@ describe('injectSidecar', () => {
     expect(s.env).toEqual([
       { name: 'GW_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
       { name: 'MALLOC_ARENA_MAX', value: '2' },
+      { name: 'NODE_OPTIONS', value: '--expose-gc --max-semi-space-size=8 --max-old-space-size=153' },
       { name: 'GW_REDIS', valueFrom: { secretKeyRef: { name: 'gw-redis', key: 'url', optional: true } } },
     ]);
     expect(after.metadata?.annotations?.[ANN.status]).toBe('injected');
@@ -272,6 +274,27 @@ describe('gw webhook flags', () => {
     sidecarMemoryLimit: '512Mi',
     runAsUser: '10001',
   };
+  test("the sidecar's heap flags follow its memory limit; --sidecar-node-options replaces them", () => {
+    const env = (f: WebhookFlags): unknown =>
+      (
+        sidecarContainer(injectOptionsFromFlags(f), {
+          upstreamPort: 8080,
+          listenPort: 15080,
+          metricsPort: 15090,
+          group: 'g',
+          portName: 'http',
+          config: false,
+        }).env as { name: string; value?: string }[]
+      ).find((e) => e.name === 'NODE_OPTIONS')?.value;
+    expect(env(flags)).toBe('--expose-gc --max-semi-space-size=8 --max-old-space-size=307');
+    expect(env({ ...flags, sidecarMemoryLimit: '1Gi' })).toBe(
+      '--expose-gc --max-semi-space-size=8 --max-old-space-size=614',
+    );
+    expect(env({ ...flags, sidecarMemoryLimit: '268435456' })).toBe(
+      '--expose-gc --max-semi-space-size=8 --max-old-space-size=153',
+    );
+    expect(env({ ...flags, sidecarNodeOptions: ' --max-old-space-size=100 ' })).toBe('--max-old-space-size=100');
+  });
   test('defaults map to the inject options', () => {
     expect(injectOptionsFromFlags(flags)).toMatchObject({
       image: 'gw:1',
