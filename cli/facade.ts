@@ -8,7 +8,7 @@ import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createKubeApi, type KubeApi } from '../lib/kube/api.js';
 import { GROUP, VERSION } from '../crds/kinds.js';
 import { createLogger, type Logger } from '../lib/logger.js';
-import { loadGatewayOptions } from '../lib/options.js';
+import { adminListenerLimits, loadGatewayOptions } from '../lib/options.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { onShutdown } from './shutdown.js';
@@ -129,7 +129,7 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
     (req, res) => facade.emit('request', req, res),
     errorBody,
   );
-  const addr = await listen(server, flags.listen, '--listen');
+  const addr = await listen(server, flags.listen, '--listen', adminListenerLimits(options));
   await api.start();
   started = true;
   onShutdown(logger, async () => {

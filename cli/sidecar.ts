@@ -4,7 +4,7 @@
  */
 import { createLogger } from '../lib/logger.js';
 import { storeClientFromFlag, storeHealth, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
-import { loadGatewayOptions } from '../lib/options.js';
+import { adminListenerLimits, gatewayListenerLimits, loadGatewayOptions } from '../lib/options.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createKubeApi } from '../lib/kube/api.js';
 import { MemorySessionStore, type SessionStore } from '../contract/sessions.js';
@@ -115,8 +115,8 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   // a start that fails here (an address in use) takes back its DRL heartbeat: the group must not count
   // a peer that never served
   const [gwAddr, opsAddr] = await startOrWithdraw(runtime, async () => [
-    await listen(runtime.server, flags.listen, '--listen'),
-    await listen(ops, flags.metricsListen, '--metrics-listen'),
+    await listen(runtime.server, flags.listen, '--listen', gatewayListenerLimits(options)),
+    await listen(ops, flags.metricsListen, '--metrics-listen', adminListenerLimits(options)),
   ]);
   onShutdown(logger, async () => {
     source.stop();

@@ -5,7 +5,7 @@
 import { errorBody } from '../lib/http/http-util.js';
 import { createLogger } from '../lib/logger.js';
 import { storeClientFromFlag, storeHealth, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
-import { loadGatewayOptions } from '../lib/options.js';
+import { adminListenerLimits, gatewayListenerLimits, loadGatewayOptions } from '../lib/options.js';
 import { MemorySessionStore } from '../contract/sessions.js';
 import { RedisSessionStore } from '../contract/sessions-redis.js';
 import { createOpsServer } from '../lib/ops-server.js';
@@ -135,7 +135,9 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   });
 
   releaseStartupMemory();
-  const gwAddr = await startOrWithdraw(runtime, () => listen(runtime.server, flags.listen, '--listen'));
+  const gwAddr = await startOrWithdraw(runtime, () =>
+    listen(runtime.server, flags.listen, '--listen', gatewayListenerLimits(options)),
+  );
   const facade = createFacadeServer({
     backend,
     options,
@@ -149,7 +151,9 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     (req, res) => facade.emit('request', req, res),
     errorBody,
   );
-  const adminAddr = await startOrWithdraw(runtime, () => listen(admin, flags.adminListen, '--admin-listen'));
+  const adminAddr = await startOrWithdraw(runtime, () =>
+    listen(admin, flags.adminListen, '--admin-listen', adminListenerLimits(options)),
+  );
   ready = true;
 
   onShutdown(logger, async () => {

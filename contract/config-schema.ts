@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { PolicySpec } from '../crds/schemas/policy.js';
 import { refinePer, Smoothing } from '../crds/schemas/common.js';
 import type { CompiledConfig } from './config.js';
+import { pathMatcher } from '../lib/path-pattern.js';
 
 // a rate needs a window (refinePer, the resource schemas' own rule): rate > 0 with per 0 meant no limit at all
 const LimitSpec = z
@@ -24,14 +25,16 @@ const CompiledApiSchema = z.object({
     z
       .object({
         method: z.string(),
-        pattern: z.string().refine((p) => {
+        pattern: z.string().superRefine((p, ctx) => {
           try {
-            new RegExp(p);
-            return true;
-          } catch {
-            return false;
+            pathMatcher(p, false, true);
+          } catch (e) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `must be a pattern matched in linear time: ${(e as Error).message}`,
+            });
           }
-        }, 'must be a valid regular expression'),
+        }),
         rate: z.number().min(0),
         per: z.number().min(0),
         id: z.string(),

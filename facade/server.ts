@@ -114,11 +114,13 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
     const method = req.method ?? 'GET';
 
-    if (path === '/healthz' && (method === 'GET' || method === 'HEAD')) {
+    if ((path === '/healthz' || path === '/readyz') && method !== 'GET' && method !== 'HEAD')
+      throw new HttpError(405, `method ${method} not allowed on ${path}`, { allow: 'GET, HEAD' });
+    if (path === '/healthz') {
       sendJson(res, 200, { status: 'ok' });
       return path;
     }
-    if (path === '/readyz' && (method === 'GET' || method === 'HEAD')) {
+    if (path === '/readyz') {
       const ok = opts.ready ? opts.ready() : true;
       if (ok) sendJson(res, 200, { status: 'ok' });
       else sendError(res, 503, 'not ready');
@@ -194,7 +196,8 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
       done(route);
     });
   });
-  // Slow clients cannot hold connections: headers within 20 s, the whole request within 60 s.
+  // Slow clients cannot hold connections: the listener serving this handler applies adminListenerLimits
+  // (lib/options.ts) when it listens; these are the same, for a server that is listened on directly
   server.headersTimeout = 20_000;
   server.requestTimeout = 60_000;
   server.on('close', () => {

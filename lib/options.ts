@@ -2,7 +2,13 @@
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { firstLine, formatZodError } from './errors.js';
+import type { ListenerLimits } from './serve.js';
 const { readFileSync } = process.getBuiltinModule('node:fs');
+
+/** Defaults of the slow-client and connection bounds (docs/proxy.md, "Slow clients and connection caps"). */
+export const DEFAULT_HEADERS_TIMEOUT_S = 60;
+export const DEFAULT_MAX_CONNECTIONS = 8192;
+export const DEFAULT_MAX_CONNECTIONS_PER_CLIENT = 1024;
 
 /** Default of kv_deadline_ms. */
 export const DEFAULT_KV_DEADLINE_MS = 1000;
@@ -52,6 +58,17 @@ export const GatewayOptions = z.strictObject({
     .prefault({}),
   /** One JSON line per gateway request on stdout (SPEC §7). */
   access_logs: z.strictObject({ enabled: z.boolean().default(false) }).prefault({}),
+  /**
+   * SPEC §1: 400 for request paths upstreams read differently from the gateway (`;`, `\\`, `%2F`, `%5C`,
+   * `%00`); endpoint rules then match in any case and HEAD as GET (docs/proxy.md, "Path forms").
+   */
+  strict_paths: z.boolean().default(false),
+  /** Seconds a client has to send a request's head on every listener (SPEC §8): 408 and close after. */
+  headers_timeout: z.number().positive().default(DEFAULT_HEADERS_TIMEOUT_S),
+  /** Open connections of the gateway listener at once; a new one past it is closed at once (SPEC §8). */
+  max_connections: z.number().int().min(1).default(DEFAULT_MAX_CONNECTIONS),
+  /** Open connections of one client address (an IPv6 /64) on the gateway listener; past it, closed at once. */
+  max_connections_per_client: z.number().int().min(1).default(DEFAULT_MAX_CONNECTIONS_PER_CLIENT),
 });
 export type GatewayOptionsT = z.infer<typeof GatewayOptions>;
 
@@ -102,4 +119,23 @@ export function loadGatewayOptions(file: string | undefined, env: NodeJS.Process
       .filter(Boolean);
   }
   return o;
+}
+
+/** The gateway listener's bounds: heads within headers_timeout, no cap on a whole request (uploads stream), the connection caps. */
+export function gatewayListenerLimits(o: GatewayOptionsT): ListenerLimits {
+  return {
+    headersTimeoutMs: o.headers_timeout * 1000,
+    requestTimeoutMs: 0,
+    maxConnections: o.max_connections,
+    maxConnectionsPerClient: o.max_connections_per_client,
+  };
+}
+
+/**
+ * A management or metrics listener (facade, standalone's admin, --metrics-listen): heads within 20 s (or
+ * headers_timeout when shorter), a whole request within 60 s, the default connection caps.
+ */
+export function adminListenerLimits(o?: GatewayOptionsT): ListenerLimits {
+  const headersTimeoutMs = Math.min(20_000, (o?.headers_timeout ?? DEFAULT_HEADERS_TIMEOUT_S) * 1000);
+  return { headersTimeoutMs, requestTimeoutMs: Math.max(60_000, headersTimeoutMs) };
 }

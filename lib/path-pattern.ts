@@ -1,5 +1,9 @@
+import { compileLinear, PatternError, type LinearMatcher } from './linear-regex.js';
+
+export type { LinearMatcher };
+
 /**
- * Endpoint paths → anchored regex sources. `{name}` wildcards match everything (the spec's rule);
+ * Endpoint paths → anchored regex sources, matched by lib/linear-regex.ts (linear time: SPEC.md §8). `{name}` wildcards match everything (the spec's rule);
  * classic paths may themselves be regexes (e.g. `.*`). Paths are matched whole against the (normalised,
  * lib/request-path.ts) request path relative to the API's listen path, with or without the leading
  * slash, and with or without one trailing slash (`/users` covers `/users/`, not `/users/1`: write
@@ -31,18 +35,57 @@ export function oasPathPattern(path: string): string {
 
 function anchored(body: string): string {
   const source = `^/?(?:${body})/?$`;
-  new RegExp(source); // throws on an invalid pattern, naming it in the caller's error
+  pathMatcher(source, false, true); // throws on a pattern that cannot be matched in linear time, naming why
   return source;
 }
 
-/** Whether endpointPattern accepts `path` (the schemas refuse a path that would never match anything). */
-export function validEndpointPattern(path: string): boolean {
+const NEVER: LinearMatcher = { test: () => false };
+const MAX_CACHED = 50_000;
+const matchers = new Map<string, LinearMatcher>();
+
+/**
+ * The linear-time matcher of an anchored source (endpointPattern, oasPathPattern), compiled once per
+ * process and flags. `caseless`: ASCII letters in any case (strict_paths). A source that cannot be
+ * compiled matches nothing, or throws PatternError with `strict`.
+ */
+export function pathMatcher(source: string, caseless = false, strict = false): LinearMatcher {
+  const id = (caseless ? 'i' : '-') + source;
+  let m = matchers.get(id);
+  if (!m) {
+    try {
+      m = compileLinear(source, caseless);
+    } catch (e) {
+      if (strict) throw e;
+      m = NEVER;
+    }
+    if (matchers.size >= MAX_CACHED) matchers.clear();
+    matchers.set(id, m);
+  }
+  if (strict && m === NEVER) compileLinear(source, caseless); // throws again, with its reason
+  return m;
+}
+
+/** Why endpointPattern refuses `path` (a path that would never match, or could not be matched in linear time); undefined when it does not. */
+export function endpointPatternProblem(path: string): string | undefined {
   try {
     endpointPattern(path);
-    return true;
-  } catch {
-    return false;
+    return undefined;
+  } catch (e) {
+    return e instanceof PatternError ? e.message : String(e);
   }
 }
 
-export const INVALID_PATTERN = 'must be a valid regular expression ({name} wildcards allowed)';
+/** Whether endpointPattern accepts `path`. */
+export const validEndpointPattern = (path: string): boolean => endpointPatternProblem(path) === undefined;
+
+export const INVALID_PATTERN =
+  'must be a regular expression the gateway can match in linear time ({name} wildcards allowed)';
+
+/** A zod superRefine of a pattern field: the issue names why the pattern is refused. */
+export function refineEndpointPattern(
+  path: string,
+  ctx: { addIssue(i: { code: 'custom'; message: string }): void },
+): void {
+  const problem = endpointPatternProblem(path);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', message: `${INVALID_PATTERN}: ${problem}` });
+}

@@ -44,3 +44,18 @@ function decodeUnreserved(escape: string, hex: string): string {
     c === 0x7e;
   return unreserved ? String.fromCharCode(c) : escape;
 }
+
+/**
+ * strict_paths (SPEC.md §1): why a request path (raw, as sent, without its query) is refused with 400, or
+ * undefined. Each is a form the gateway and common upstreams read differently: a `;` path parameter
+ * (Tomcat and Spring drop it, so `/public/..;/admin` is `/admin` there), a backslash (a separator to IIS
+ * and some routers), an encoded slash or backslash (`%2F`, `%5C`: decoded into separators downstream)
+ * and an encoded NUL (`%00`: ends a path in C-based servers).
+ */
+export function strictPathProblem(path: string): string | undefined {
+  if (path.indexOf(';') !== -1) return 'path parameters (;) are not accepted';
+  if (path.indexOf('\\') !== -1) return 'backslashes are not accepted in the path';
+  if (path.indexOf('%') !== -1 && /%(?:2f|5c|00)/i.test(path))
+    return 'encoded slashes, backslashes and NUL (%2F, %5C, %00) are not accepted in the path';
+  return undefined;
+}

@@ -1,5 +1,7 @@
-/** Listening on HOST:PORT and draining on shutdown. */
+/** Listening on HOST:PORT with slow-client and connection bounds (SPEC.md §8), and draining on shutdown. */
 import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { addressGroup } from './client-address.js';
 
 /** HOST:PORT, an IPv6 host in brackets (`[::]:8080`, `[::1]:8080`); the host is returned without them. */
 export function parseHostPort(value: string, flag: string): { host: string; port: number } {
@@ -13,8 +15,63 @@ export function parseHostPort(value: string, flag: string): { host: string; port
 export const hostPort = (host: string, port: number | string): string =>
   host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 
-export function listen(server: Server, address: string, flag: string): Promise<string> {
+/**
+ * The bounds of a listener (SPEC.md §8): a client that sends its request head slowly is cut (408, then
+ * closed), and open connections are counted, in total and per client address (addressGroup): past either
+ * cap a new connection is closed as soon as it is accepted, while the connections already open are served.
+ */
+export interface ListenerLimits {
+  /** ms to send a whole request head; default 60 s. */
+  headersTimeoutMs?: number;
+  /** ms for a whole request (head and body); 0 = none; default: the server's own. */
+  requestTimeoutMs?: number;
+  /** Open connections at once; default 1024 (the gateway's: max_connections). */
+  maxConnections?: number;
+  /** Open connections of one client address group; default 256 (the gateway's: max_connections_per_client). */
+  maxConnectionsPerClient?: number;
+}
+
+export const DEFAULT_LISTENER_LIMITS = {
+  headersTimeoutMs: 60_000,
+  maxConnections: 1024,
+  maxConnectionsPerClient: 256,
+} as const;
+
+/** Applies `limits` to a server before it listens (every server process's listeners go through listen()). */
+export function boundListener(server: Server, limits: ListenerLimits = {}): void {
+  const headersMs = limits.headersTimeoutMs ?? DEFAULT_LISTENER_LIMITS.headersTimeoutMs;
+  server.headersTimeout = headersMs;
+  if (limits.requestTimeoutMs !== undefined) server.requestTimeout = limits.requestTimeoutMs;
+  // node:http requires headersTimeout ≤ requestTimeout when both are set
+  if (server.requestTimeout > 0 && server.requestTimeout < headersMs) server.requestTimeout = headersMs;
+  // node looks for expired heads every connectionsCheckingInterval (30 s by default: a 60 s cut came at
+  // up to 90 s); read when the server starts listening
+  (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.min(
+    5000,
+    Math.max(100, Math.floor(headersMs / 12)),
+  );
+  server.maxConnections = limits.maxConnections ?? DEFAULT_LISTENER_LIMITS.maxConnections;
+  const perClient = limits.maxConnectionsPerClient ?? DEFAULT_LISTENER_LIMITS.maxConnectionsPerClient;
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const group = addressGroup(socket.remoteAddress);
+    const n = (open.get(group) ?? 0) + 1;
+    if (n > perClient) {
+      socket.destroy();
+      return;
+    }
+    open.set(group, n);
+    socket.once('close', () => {
+      const left = (open.get(group) ?? 1) - 1;
+      if (left > 0) open.set(group, left);
+      else open.delete(group);
+    });
+  });
+}
+
+export function listen(server: Server, address: string, flag: string, limits?: ListenerLimits): Promise<string> {
   const { host, port } = parseHostPort(address, flag);
+  boundListener(server, limits);
   return new Promise((resolve, reject) => {
     server.once('error', (e) => reject(new Error(`${flag}: cannot listen on ${address}: ${e.message}`)));
     server.listen(port, host, () => {

@@ -134,6 +134,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     health: d.health,
     upstreamTimeoutMs: d.options.upstream_timeout * 1000,
     observer: createObserver({ tracing, accessLog }),
+    strictPaths: d.options.strict_paths,
   });
   return {
     server: gateway.server,

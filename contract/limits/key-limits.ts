@@ -43,9 +43,10 @@ export function keyLimitFor(
   apiId: string,
   method: string,
   path: string,
+  caseless = false,
 ): KeyLimit | undefined {
   const def = eff.access_rights[apiId];
-  if (def?.endpoints?.length) return computeKeyLimit(eff, identity, apiId, method, path);
+  if (def?.endpoints?.length) return computeKeyLimit(eff, identity, apiId, method, path, caseless);
   let byApi = limitCache.get(eff);
   if (!byApi) limitCache.set(eff, (byApi = new Map()));
   const hit = byApi.get(apiId);
@@ -62,6 +63,7 @@ function computeKeyLimit(
   apiId: string,
   method: string,
   path: string,
+  caseless = false,
 ): KeyLimit | undefined {
   const def = eff.access_rights[apiId];
   const keyThrottle = { interval: eff.throttle_interval ?? 0, retries: eff.throttle_retry_limit ?? 0 };
@@ -70,7 +72,7 @@ function computeKeyLimit(
     apiLimit?.throttle_retry_limit !== undefined
       ? { interval: apiLimit.throttle_interval ?? 0, retries: apiLimit.throttle_retry_limit }
       : keyThrottle;
-  const ep = matchKeyEndpoint(def, method, path);
+  const ep = matchKeyEndpoint(def, method, path, caseless);
   if (ep && enabled(ep.limit))
     return { bucket: `k:${identity}:a:${apiId}:e:${ep.id}`, limit: ep.limit, scope: 'endpoint', throttle: apiThrottle };
   if (enabled(apiLimit)) {

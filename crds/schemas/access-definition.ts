@@ -1,6 +1,6 @@
 /** One entry of access_rights (keys and policies): which API, which URLs, and per-API / per-endpoint limits. */
 import { z } from 'zod';
-import { INVALID_PATTERN, validEndpointPattern } from '../../lib/path-pattern.js';
+import { refineEndpointPattern } from '../../lib/path-pattern.js';
 import {
   PER_RULE,
   PerSeconds,
@@ -39,7 +39,7 @@ export const EndpointLimit = z
     path: z
       .string()
       .min(1)
-      .refine(validEndpointPattern, INVALID_PATTERN)
+      .superRefine(refineEndpointPattern)
       .describe('Endpoint path (literal, {name} wildcards or a regex).'),
     methods: z
       .array(
@@ -64,7 +64,7 @@ export const AccessDefinition = z
             url: z
               .string()
               .min(1)
-              .refine(validEndpointPattern, INVALID_PATTERN)
+              .superRefine(refineEndpointPattern)
               .describe('URL pattern (regex) relative to the listen path.'),
             methods: StringList.describe('HTTP methods allowed on the URL.'),
           })

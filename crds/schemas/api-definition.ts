@@ -1,6 +1,6 @@
 /** ApiDefinition: one upstream API, its listen path and its API-level limits (classic or OAS form). */
 import { z } from 'zod';
-import { INVALID_PATTERN, validEndpointPattern } from '../../lib/path-pattern.js';
+import { refineEndpointPattern } from '../../lib/path-pattern.js';
 import { DURATION_PATTERN, durationMs } from '../../lib/duration.js';
 import { DurationString, PER_RULE, PerSeconds, Rate, RateLimitPair, refinePer } from './common.js';
 import { StreamingSpec } from './streaming.js';
@@ -16,7 +16,7 @@ export const ClassicEndpointRule = z
     path: z
       .string()
       .min(1)
-      .refine(validEndpointPattern, INVALID_PATTERN)
+      .superRefine(refineEndpointPattern)
       .describe('Endpoint path: a literal path or a regex pattern (e.g. .* matches everything).'),
     method: HttpMethod,
     enabled: z.boolean().default(true).describe('Turns the rule on or off.'),

@@ -92,6 +92,9 @@ interface Who {
 
 export function createEngine(d: EngineDeps): GatewayEngine {
   const o = d.options;
+  // strict_paths (SPEC §1): endpoint rules match in any ASCII case, and HEAD as GET
+  const strict = o.strict_paths;
+  const ruleMethod = (m: string): string => (strict && m === 'HEAD' ? 'GET' : m);
   const redis = d.redis ?? d.store;
   // smoothed buckets → their API and configuring policy (what an event names)
   const bucketApi = new Map<string, { api_id: string; policy?: string }>();
@@ -221,7 +224,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     const w = who(req.keyHash, req.session);
     if (w instanceof Error) return { kind: 'key_limited', retryAfter: 1 };
     const apiId = req.api.api_id;
-    const kl = keyLimitFor(w.eff, w.identity, apiId, req.method, req.path);
+    const kl = keyLimitFor(w.eff, w.identity, apiId, ruleMethod(req.method), req.path, strict);
     if (!kl) return quotaStep(req, w, apiResult, undefined);
     // Throttling (§3.6): while a request may still be retried its checks are tentative (counted only if
     // admitted); the refusal it finally gets is counted once, by a last ordinary check. So one request is
@@ -307,7 +310,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     check(req: CheckRequest): MaybePromise<Verdict> {
       // 2. API scope: bucket names built only when the API has a limit (most APIs with keys have none)
       const { api } = req;
-      const rule = matchApiRule(api, req.method, req.path);
+      const rule = matchApiRule(api, ruleMethod(req.method), req.path, strict);
       let r: MaybePromise<LimitResult> | undefined;
       if (rule)
         r = check(`a:${api.namespace}/${api.api_id}:e:${rule.id}`, { rate: rule.rate, per: rule.per }, api.api_id);

@@ -7,7 +7,7 @@ import { sha256hex } from '../../lib/hash.js';
 import type { StoredSession } from '../../contract/sessions.js';
 import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
 import type { CompiledApi } from '../../contract/config.js';
-import { endpointPattern } from '../../lib/path-pattern.js';
+import { endpointPattern, pathMatcher, type LinearMatcher } from '../../lib/path-pattern.js';
 
 export function extractKey(headers: IncomingHttpHeaders, headerName: string): string | undefined {
   const raw = headers[headerName];
@@ -44,18 +44,20 @@ export function keyHashOf(key: string): string {
   return h;
 }
 
-const patternCache = new Map<string, RegExp>();
+const NEVER: LinearMatcher = { test: () => false };
+const patternCache = new Map<string, LinearMatcher>();
 function urlMatches(url: string, path: string): boolean {
-  let re = patternCache.get(url);
-  if (!re) {
+  let m = patternCache.get(url);
+  if (!m) {
     try {
-      re = new RegExp(endpointPattern(url));
+      m = pathMatcher(endpointPattern(url));
     } catch {
-      re = /$^/; // an invalid pattern matches nothing
+      m = NEVER; // an invalid pattern matches nothing
     }
-    patternCache.set(url, re);
+    if (patternCache.size >= 10_000) patternCache.clear();
+    patternCache.set(url, m);
   }
-  return re.test(path);
+  return m.test(path);
 }
 
 function isEmpty(o: object): boolean {

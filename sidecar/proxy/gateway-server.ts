@@ -20,7 +20,7 @@ import { route } from './router.js';
 import { forward, Upstreams, type Forwarding } from './upstream.js';
 import { forwardUpgrade, Tunnels, upgradeResponse } from './upgrade.js';
 import { DRAIN_DEADLINE } from '../../lib/serve.js';
-import { normalizePath } from '../../lib/request-path.js';
+import { normalizePath, strictPathProblem } from '../../lib/request-path.js';
 import { throttledLog } from '../../lib/log-throttle.js';
 import { childTraceparent } from '../../lib/trace/trace-context.js';
 import type { Observed, RequestObserver } from './observe.js';
@@ -45,6 +45,8 @@ export interface GatewayDeps {
   /** What /healthz's body adds (the shared store's state). */
   health?(): Record<string, unknown>;
   upstreamTimeoutMs?: number;
+  /** strict_paths (SPEC §1): 400 for path forms upstreams read differently (lib/request-path.ts). */
+  strictPaths?: boolean;
   /** Streaming inputs served under an API's listen path (streams/); false = not a stream path. */
   streams?: { tryHandle(apiId: string, relPath: string, req: IncomingMessage, res: ServerResponse): boolean };
   /** Server spans and access logs (observe.ts); absent when both are off. */
@@ -135,6 +137,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
     onError: (err: Error, f: Forwarding) => logUpstream({ err, f }),
   };
   const { metrics, observer } = deps;
+  const strictPaths = deps.strictPaths === true;
   // labelled metric children per api (and status class), resolved once instead of on every request
   // per api: one child per status class (index status / 100), so no key string is built per request
   const requestCounters = new Map<string, ({ inc(): void } | undefined)[]>();
@@ -183,9 +186,20 @@ export function createGatewayHandler(deps: GatewayDeps): {
       // absolute-form (`GET http://host/path`, RFC 9112 §3.2.2, which a server must accept): its path
       if (url.charCodeAt(0) !== 47 /* / */) url = originFormOf(url);
       const q = url.indexOf('?');
+      const rawPath = q === -1 ? url : url.slice(0, q);
+      if (strictPaths) {
+        const problem = strictPathProblem(rawPath);
+        if (problem !== undefined) {
+          countRequest('', 400);
+          return sendJson(res, 400, { error: `Bad request path: ${problem}` });
+        }
+      }
       // normalised (lib/request-path.ts): routing, allowed_urls, endpoint rules and the forwarded path all
       // see the path the upstream will serve
-      const urlPath = normalizePath(q === -1 ? url : url.slice(0, q));
+      const urlPath = normalizePath(rawPath);
+      // the health paths answer GET and HEAD (SPEC §1), 405 otherwise
+      if ((urlPath === '/healthz' || urlPath === '/readyz') && req.method !== 'GET' && req.method !== 'HEAD')
+        return sendJson(res, 405, { error: 'Method Not Allowed' }, { allow: 'GET, HEAD' });
       if (urlPath === '/healthz') return sendJson(res, 200, { status: 'ok', ...deps.health?.() });
       // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (node's own check is off to answer in JSON)
       if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1)
@@ -399,8 +413,10 @@ export function createGatewayServer(deps: GatewayDeps): { server: Server; close(
     {
       keepAliveTimeout: 5_000,
       // no cap on a request's whole duration: node's default (300 s) cut uploads that were still flowing
-      // with a 408; slow headers are still cut (headersTimeout, 60 s)
+      // with a 408; slow heads are still cut (headersTimeout: headers_timeout, 60 s, set by listen(); this
+      // one for a server listened on directly, as requestTimeout 0 also made node's default 0)
       requestTimeout: 0,
+      headersTimeout: 60_000,
       // the gateway answers a request without Host itself (400 JSON; node's own 400 had an empty body)
       requireHostHeader: false,
       shouldUpgradeCallback: tunnelsUpgrade,
