@@ -79,7 +79,7 @@ export function endpointPatternProblem(path: string): string | undefined {
 export const validEndpointPattern = (path: string): boolean => endpointPatternProblem(path) === undefined;
 
 export const INVALID_PATTERN =
-  'must be a regular expression the gateway can match in linear time ({name} wildcards allowed)';
+  'must be a valid regular expression the gateway can match in linear time ({name} wildcards allowed)';
 
 /** A zod superRefine of a pattern field: the issue names why the pattern is refused. */
 export function refineEndpointPattern(
