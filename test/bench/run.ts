@@ -389,6 +389,14 @@ async function main(): Promise<void> {
     redis_log_bucket_memory_usage: number;
   };
 
+  // the request path's metric writes: hand-written series against prom-client's labelled children
+  const { stdout: metricsOut } = await run(
+    'taskset',
+    ['-c', PROXY_CPU, process.execPath, resolve('dist/test/bench/metrics.js')],
+    { timeout: 120_000 },
+  );
+  const m = JSON.parse(metricsOut) as { ns_per_request: { hand_written: number; prom_client_children: number } };
+
   // ---- issue 4: proxies
   const nginxPort = await freePort();
   const ngx = pinned(PROXY_CPU, 'nginx', [
@@ -489,6 +497,9 @@ async function main(): Promise<void> {
   );
   p(
     `| bytes per active 100/60 sliding-log bucket | in process ${fmt(e.memory_log_bucket_bytes)} B; in Redis ${fmt(e.redis_log_bucket_bytes)} B (MEMORY USAGE ${e.redis_log_bucket_memory_usage} B) | DRL bucket ${fmt(e.drl_bucket_bytes)} B | – | report |`,
+  );
+  p(
+    `| metric writes per request (gw_requests_total, gw_decision_seconds, gw_upstream_seconds) | hand-written series (sidecar/hot-metrics.ts) ${fmt(m.ns_per_request.hand_written)} ns | prom-client labelled children ${fmt(m.ns_per_request.prom_client_children)} ns | ${fmt(m.ns_per_request.prom_client_children / m.ns_per_request.hand_written, 1)}× | report |`,
   );
   p('');
   p(`## issue 4 — proxies (proxy on CPU ${PROXY_CPU}; wrk -t1 -c${CONNS} ${SECONDS} s on CPU ${LOAD_CPU})`);
