@@ -4,7 +4,7 @@
  * Retry-After; body over max_body_bytes → 413. The JSON body is the message (a non-JSON body is kept as
  * a string). Acknowledgement is the 202 itself: the message is the gateway's from then on.
  */
-import { validTraceparent } from '../../lib/trace/trace-context.js';
+import { childTraceparent } from '../../lib/trace/trace-context.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpServerInputT } from '../../crds/schemas/streaming.js';
 import type { Input, InputContext, Message } from '../types.js';
@@ -68,9 +68,8 @@ export class HttpServerInput implements Input {
       }
       const id = `${this.stream}-${Date.now().toString(36)}-${(seq++).toString(36)}`;
       const msg: Message = { id, body: parseBody(Buffer.concat(chunks)), meta: { http_path: req.url ?? '' } };
-      // the request's trace context, continued by http_client calls made for this message
-      const tp = req.headers.traceparent;
-      if (validTraceparent(tp)) msg.meta.traceparent = tp;
+      // the request's trace context (or a new trace), continued by every http_client call for this message
+      msg.meta.traceparent = childTraceparent(req.headers.traceparent);
       if (this.ctx.offer(msg, () => undefined)) {
         send(res, 202, { status: 'accepted', id });
       } else {
