@@ -33,9 +33,12 @@ const CONNS = Number(process.env.GW_BENCH_CONNECTIONS ?? 50);
 const RATE = Number(process.env.GW_BENCH_RATE ?? 2000);
 const PROXY_CPU = process.env.GW_BENCH_PROXY_CPU ?? '0';
 const LOAD_CPU = process.env.GW_BENCH_LOAD_CPU ?? '1';
-const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 480);
+// 480 s for the proxy cases, plus ~3 × 45 s for the three observability cases
+const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 640);
 /** RSS of each gw target is sampled this long after its last load of the last round */
 const AFTER_LOAD_S = 10;
+/** GW_BENCH_CASES=drl,trace_off,…: only these proxy cases (a focused comparison); default all. */
+const CASES = process.env.GW_BENCH_CASES?.split(',').map((c) => c.trim());
 const ROUNDS = Number(process.env.GW_BENCH_ROUNDS ?? 3);
 const started = Date.now();
 
@@ -67,8 +70,10 @@ function pinned(
 ): ChildProcess & { out: () => string } {
   const c = spawn('taskset', ['-c', cpu, cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '';
-  c.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  c.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  // the first 64 KiB (ready lines, errors): a gateway writing access logs would fill the runner's memory
+  const keep = (d: Buffer): void => void (out.length < 65_536 && (out += d.toString()));
+  c.stdout!.on('data', keep);
+  c.stderr!.on('data', keep);
   children.push(c);
   return Object.assign(c, { out: () => out });
 }
@@ -309,6 +314,23 @@ async function startGw(
   return { name, origin, path: '/api/x', auth: BENCH_KEY, pid: c.pid, rssIdle: rssMb(c.pid) };
 }
 
+/** An OTLP/HTTP sink in this process: answers every POST /v1/traces and counts the spans. */
+async function startCollector(): Promise<{ url: string; spans(): number }> {
+  const { createServer } = await import('node:http');
+  let spans = 0;
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      spans += body.split('"spanId"').length - 1;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  server.unref();
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, spans: () => spans };
+}
+
 const fmt = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
 const mark = (ok: boolean): string => (ok ? 'met' : 'MISSED');
 
@@ -433,18 +455,42 @@ async function main(): Promise<void> {
           config: 'enable_kv_rolling_limiter: true\n',
         })
       : await startGw(`gw key auth + DRL, ${compare}`, upstream, { cli: compare });
-  const gwLog = await startGw('gw key auth + Redis sliding log', upstream, {
-    redis: redisUrl,
-    config: 'enable_kv_rolling_limiter: true\n',
-  });
-  const targets: Record<string, Target> = {
+  const wanted = (k: string): boolean => !CASES || CASES.includes(k);
+  const gwLog = wanted('log')
+    ? await startGw('gw key auth + Redis sliding log', upstream, {
+        redis: redisUrl,
+        config: 'enable_kv_rolling_limiter: true\n',
+      })
+    : undefined;
+  // observability (SPEC §7), each a ratio of the gw DRL case: trace context only (propagation is always
+  // on), spans exported at sampling_ratio 0.01 to a collector in this process, access logs on stdout
+  const collector = await startCollector();
+  const observability: Record<string, Target> = {};
+  if (wanted('trace_off'))
+    observability.trace_off = await startGw('gw DRL, tracing off', upstream, {
+      config: 'opentelemetry: {enabled: false}\n',
+    });
+  if (wanted('trace_001'))
+    observability.trace_001 = await startGw('gw DRL, spans at sampling_ratio 0.01', upstream, {
+      config: `opentelemetry: {enabled: true, endpoint: ${collector.url}, sampling_ratio: 0.01}\n`,
+    });
+  if (wanted('access_logs'))
+    observability.access_logs = await startGw('gw DRL, access logs on', upstream, {
+      config: 'access_logs: {enabled: true}\n',
+    });
+  const all: Record<string, Target> = {
     direct: { name: 'direct upstream (nginx)', origin: upstream, path: '/x' },
     nginx: { name: 'nginx proxy + limit_req', origin: `http://127.0.0.1:${nginxPort}`, path: '/x', pid: ngx.pid },
     bare: { name: 'bare node:http + undici', origin: `http://127.0.0.1:${barePort}`, path: '/x', pid: bare.pid },
     drl: gwDrl,
     ...(gwCompare ? { compare: gwCompare } : {}),
-    log: gwLog,
+    ...(gwLog ? { log: gwLog } : {}),
+    ...observability,
   };
+  // the DRL case and the baselines are always measured: every other figure is a ratio of them
+  const targets = Object.fromEntries(
+    Object.entries(all).filter(([k]) => ['direct', 'nginx', 'bare', 'drl', 'compare'].includes(k) || wanted(k)),
+  );
   // rounds: every target once per round, interleaved, so a burst of outside load hits them alike;
   // the best round of each is reported
   const rows: Record<string, Row> = {};
@@ -513,15 +559,31 @@ async function main(): Promise<void> {
     );
   }
   const drl = rows.drl!;
-  const log = rows.log!;
+  const log = rows.log;
   p('');
   p(
-    `CPU cost per request (less sensitive to other load on the machine): under wrk gw DRL ${fmt(drl.cpuUs, 1)} µs = ${fmt(b.cpuUs / drl.cpuUs, 2)}× bare's capacity, ${fmt(n.cpuUs / drl.cpuUs, 2)}× nginx's; gw Redis log ${fmt(log.cpuUs, 1)} µs = ${fmt(b.cpuUs / log.cpuUs, 2)}× bare's; at the same offered ${RATE}/s gw DRL = ${fmt(b.cpuFixedUs / drl.cpuFixedUs, 2)}× bare's capacity, gw Redis log ${fmt(b.cpuFixedUs / log.cpuFixedUs, 2)}×`,
+    `CPU cost per request (less sensitive to other load on the machine): under wrk gw DRL ${fmt(drl.cpuUs, 1)} µs = ${fmt(b.cpuUs / drl.cpuUs, 2)}× bare's capacity, ${fmt(n.cpuUs / drl.cpuUs, 2)}× nginx's; at the same offered ${RATE}/s gw DRL = ${fmt(b.cpuFixedUs / drl.cpuFixedUs, 2)}× bare's capacity${log ? `; gw Redis log ${fmt(log.cpuUs, 1)} µs = ${fmt(b.cpuUs / log.cpuUs, 2)}× bare's, at ${RATE}/s ${fmt(b.cpuFixedUs / log.cpuFixedUs, 2)}×` : ''}`,
   );
   p(
-    `targets: gw DRL ≥ 0.9× bare: ${fmt(drl.w.rps / b.w.rps, 2)} ${mark(drl.w.rps >= 0.9 * b.w.rps)}; gw DRL ≥ 0.4× nginx: ${fmt(drl.w.rps / n.w.rps, 2)} ${mark(drl.w.rps >= 0.4 * n.w.rps)}; gw Redis log ≥ 0.6× bare: ${fmt(log.w.rps / b.w.rps, 2)} ${mark(log.w.rps >= 0.6 * b.w.rps)}`,
+    `targets: gw DRL ≥ 0.9× bare: ${fmt(drl.w.rps / b.w.rps, 2)} ${mark(drl.w.rps >= 0.9 * b.w.rps)}; gw DRL ≥ 0.4× nginx: ${fmt(drl.w.rps / n.w.rps, 2)} ${mark(drl.w.rps >= 0.4 * n.w.rps)}${log ? `; gw Redis log ≥ 0.6× bare: ${fmt(log.w.rps / b.w.rps, 2)} ${mark(log.w.rps >= 0.6 * b.w.rps)}` : ''}`,
   );
-  for (const r of [drl, log]) {
+  const obsTargets: [string, number][] = [
+    ['trace_off', 0.98],
+    ['trace_001', 0.95],
+    ['access_logs', 0.9],
+  ];
+  const obs = obsTargets.filter(([k]) => rows[k]);
+  if (obs.length)
+    p(
+      `observability (× gw DRL, req/s under wrk; CPU µs/req at ${RATE}/s × gw DRL's): ${obs
+        .map(([k, min]) => {
+          const r = rows[k]!;
+          const x = r.w.rps / drl.w.rps;
+          return `${r.t.name} ${fmt(x, 3)} (≥ ${min} ${mark(x >= min)}; CPU ${fmt(r.cpuFixedUs / drl.cpuFixedUs, 3)}×)`;
+        })
+        .join('; ')}; spans received by the collector: ${collector.spans()}`,
+    );
+  for (const r of [drl, ...(log ? [log] : [])]) {
     const a50 = r.f.p50 - d.f.p50;
     const a99 = r.f.p99 - d.f.p99;
     p(

