@@ -12,6 +12,8 @@ import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { closeStoreClient, storeClientFromFlag } from '../lib/store/redis.js';
 import { Operator } from '../operator/operator.js';
+import { OperatorMetrics } from '../operator/metrics.js';
+import { tracingFromEnv } from '../lib/trace/setup.js';
 import { onShutdown } from './shutdown.js';
 
 export interface ControllerFlags {
@@ -51,7 +53,11 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   redis?.on('error', () => undefined);
   if (!redis) logger.warn('no --redis: AccessKeys and OAuthClients stay Ready=False StoreUnavailable');
 
+  const metrics = new OperatorMetrics();
+  const tracing = await tracingFromEnv(process.env, 'gw-controller', logger, () => metrics.traceExportFailures.inc());
   const operator = new Operator({
+    metrics,
+    tracing,
     conn,
     logger,
     namespace: flags.namespace || undefined,
@@ -73,6 +79,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     await operator.stop();
     await drain(ops);
     if (redis) await closeStoreClient(redis);
+    await tracing?.shutdown().catch(() => undefined);
     // pino writes asynchronously: its last lines out before the process exits
     await new Promise<void>((resolve) => logger.flush(() => resolve()));
   });

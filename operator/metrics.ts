@@ -48,6 +48,12 @@ export class OperatorMetrics {
     registers: [this.registry],
   });
 
+  readonly traceExportFailures = new Counter({
+    name: 'gw_trace_export_failures_total',
+    help: 'Span exports to the OpenTelemetry collector that failed (the spans of each are lost)',
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'gw_controller_' });
   }

@@ -6,6 +6,7 @@
  * back after a disconnect, and when the store marker key vanished (FLUSHALL / failover to an empty
  * replica), so Redis drift is repaired within seconds and any other drift within one resync period.
  */
+import type { Tracing } from '../lib/trace/otel.js';
 import type { Logger } from '../lib/logger.js';
 import { RedisSessionStore } from '../contract/sessions-redis.js';
 import type { StoreClient } from '../lib/store/redis.js';
@@ -46,6 +47,8 @@ export interface OperatorOptions {
   storeCheckMs?: number;
   concurrency?: number;
   metrics?: OperatorMetrics;
+  /** Each reconcile is a span (OTEL_EXPORTER_OTLP_ENDPOINT); absent: no spans. */
+  tracing?: Tracing;
 }
 
 export class Operator {
@@ -228,6 +231,11 @@ export class Operator {
   private async reconcile(queueKey: string): Promise<void> {
     const [kind, ns, name] = queueKey.split('|') as [string, string, string | undefined];
     const end = this.metrics.latency.startTimer({ kind });
+    const span = this.o.tracing?.startChild(`reconcile ${kind}`, undefined, {
+      'gw.kind': kind,
+      'k8s.namespace.name': ns,
+      ...(name !== undefined ? { 'gw.resource.name': name } : {}),
+    });
     try {
       if (kind === 'Config') await reconcileConfig(this.ctx, ns);
       else if (kind === 'AccessKey') await reconcileKey(this.ctx, ns, name!);
@@ -235,9 +243,11 @@ export class Operator {
       this.metrics.reconciles.inc({ kind, result: 'success' });
     } catch (e) {
       this.metrics.reconciles.inc({ kind, result: e instanceof StoreUnavailable ? 'store_unavailable' : 'error' });
+      span?.setStatus({ code: 2 /* ERROR */, message: (e as Error)?.message ?? String(e) });
       throw e;
     } finally {
       end();
+      span?.end();
     }
   }
 

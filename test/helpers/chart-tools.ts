@@ -15,7 +15,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
-export function toolPath(name: 'helm' | 'kubeconform' | 'hadolint'): string {
+export function toolPath(name: 'helm' | 'kubeconform' | 'hadolint' | 'promtool'): string {
   const p = join(process.env.GW_TEST_CACHE ?? join(homedir(), '.cache', 'gw-test'), 'bin', name);
   if (!existsSync(p)) throw new Error(`${p} not found: run \`bash test/servers/build-tools.sh\` (make test-servers)`);
   return p;

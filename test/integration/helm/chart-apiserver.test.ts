@@ -44,7 +44,7 @@ beforeAll(async () => {
   app = await freshNamespace('gwh-app');
   other = await freshNamespace('gwh-other');
   await ok(['apply', '--server-side', '-f', STUB_CRDS]);
-  await ok(['wait', '--for=condition=Established', '--timeout=30s', 'crd/servicemonitors.monitoring.coreos.com', 'crd/issuers.cert-manager.io', 'crd/certificates.cert-manager.io']);
+  await ok(['wait', '--for=condition=Established', '--timeout=30s', 'crd/servicemonitors.monitoring.coreos.com', 'crd/podmonitors.monitoring.coreos.com', 'crd/prometheusrules.monitoring.coreos.com', 'crd/issuers.cert-manager.io', 'crd/certificates.cert-manager.io']);
   // The default render, applied once: the SSA test checks the result, the can-i table runs against it.
   defaultText = await render('gwssa', rel, ['--set', `sidecar.namespaces[0].name=${app}`, '--set', `sidecar.namespaces[0].serviceAccounts={default,checkout}`]);
   defaultApplied = (await ok(['apply', '--server-side', '--field-manager=helm-test', '-o', 'name', '-f', '-'], defaultText)).trim().split('\n');
@@ -75,7 +75,7 @@ describe('server-side apply of the rendered chart', () => {
     const text = (await render('gwnd', rel, ['-f', NONDEFAULT])).replace(/\bshop\b/g, app);
     const out = await ok(['apply', '--server-side', '--field-manager=helm-test', '-o', 'name', '-f', '-'], text);
     expect(out.trim().split('\n')).toHaveLength(docs(text).length);
-    await ok(['-n', rel, 'get', 'servicemonitor/gwnd-controller', 'certificate/gwnd-webhook', 'deployment/gwnd-redis']);
+    await ok(['-n', rel, 'get', 'servicemonitor/gwnd-controller', 'podmonitor/gwnd-sidecars', 'prometheusrule/gwnd', 'configmap/gwnd-dashboard', 'certificate/gwnd-webhook', 'deployment/gwnd-redis']);
     await ok(['-n', app, 'get', 'role/gwnd-controller', 'rolebinding/gwnd-controller']);
   });
 

@@ -44,7 +44,7 @@ beforeAll(async () => {
   const n = await writeApiServerSchemas(server, token, schemas);
   expect(n).toBeGreaterThan(50);
   expect(writeCrdSchemas(join(CHART, 'crds'), schemas)).toHaveLength(4);
-  expect(writeCrdSchemas(STUB_CRDS, schemas)).toHaveLength(3);
+  expect(writeCrdSchemas(STUB_CRDS, schemas)).toHaveLength(5);
 }, 60_000);
 
 afterAll(() => {
@@ -101,7 +101,7 @@ describe('helm template | kubeconform -strict (offline schemas)', () => {
     expect(s.messages).toEqual([]);
     expect({ invalid: s.invalid, errors: s.errors, skipped: s.skipped }).toEqual({ invalid: 0, errors: 0, skipped: 0 });
     const kinds = new Set(docs(text).map((d) => d.kind));
-    for (const k of ['ServiceMonitor', 'Certificate', 'Issuer', 'MutatingWebhookConfiguration', 'PodDisruptionBudget']) expect(kinds).toContain(k);
+    for (const k of ['ServiceMonitor', 'PodMonitor', 'PrometheusRule', 'Certificate', 'Issuer', 'MutatingWebhookConfiguration', 'PodDisruptionBudget']) expect(kinds).toContain(k);
     expect(s.valid).toBe(docs(text).length);
   });
 
