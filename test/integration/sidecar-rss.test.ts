@@ -1,9 +1,9 @@
 /**
  * Memory of a real `gw sidecar` (cluster mode against the run's kube-apiserver, Redis, one keyless API),
  * run with the env the webhook injects: its NODE_OPTIONS carry the V8 flags (webhook/node-options.ts).
- * - Idle: the GC after start-up that `--expose-gc` allows keeps a ready sidecar at ~78–80 MB
- *   (docs/benchmarks.md, "Memory under load"); without it (or with @kubernetes/client-node loaded, +45 MB)
- *   it is ~95 MB, which the 84 MB bound fails.
+ * - Idle: the GC after start-up that `--expose-gc` allows keeps a ready sidecar at ~79–82 MB
+ *   (docs/benchmarks.md, "Memory under load"; undici's public index is ~3 MB of it, docs/dependencies.md);
+ *   without that GC (or with @kubernetes/client-node loaded, +45 MB) it is ~95 MB, which the 84 MB bound fails.
  * - Under 50 concurrent connections: V8's young generation stays within the injected cap (proof that the
  *   flags reach the process) and RSS under the chart's stated bound.
  */
