@@ -111,8 +111,8 @@ program
     env(
       '--store-check-period <seconds>',
       'GW_STORE_CHECK_PERIOD',
-      'how often the Redis marker key is checked',
-      '5',
+      'how often the Redis marker key is checked (an emptied store is restored when it is missing)',
+      '1',
     ).hideHelp(),
   )
   .action((opts: ControllerFlags) =>

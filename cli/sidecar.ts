@@ -9,9 +9,11 @@ import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createKubeApi } from '../lib/kube/api.js';
 import { MemorySessionStore, type SessionStore } from '../contract/sessions.js';
 import { RedisSessionStore } from '../contract/sessions-redis.js';
+import { storeMarkerKey } from '../contract/store-keys.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { KubeConfigSource } from '../sidecar/config/kube-source.js';
+import { watchOptionsFile } from '../sidecar/config/options-file.js';
 import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime, startOrWithdraw } from '../sidecar/runtime.js';
 import { SMOOTHING_CHANNEL, type SmoothingEventPayloadT } from '../lib/events.js';
@@ -55,7 +57,11 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   if (redis) metrics.trackStore(redis);
   let sessions: SessionStore;
   if (redis) {
-    const rs = new RedisSessionStore(redis, logger);
+    // the markers of the controllers that write this namespace's sessions: while one says the store is
+    // being restored, a missing session is not taken for a deleted key
+    const rs = new RedisSessionStore(redis, logger, {
+      markers: [storeMarkerKey(flags.namespace), storeMarkerKey(undefined)],
+    });
     await rs
       .subscribe()
       .catch((e: unknown) =>
@@ -109,6 +115,17 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     health: () => storeHealth(redis),
   });
   onConfig = (c) => void runtime.applyConfig(c);
+  // the --config file (the chart's gw-sidecar-config ConfigMap volume) is followed: live options apply
+  // within a poll (2 s), the others are named in a warn line
+  const optionsWatch = flags.config
+    ? watchOptionsFile({
+        file: flags.config,
+        initial: options,
+        logger,
+        apply: (next) => runtime.setOptions(next),
+        onRefused: () => metrics.configErrors.inc(),
+      })
+    : undefined;
   await runtime.applyConfig(source.current());
   const ops = createOpsServer(metrics.registry, { ready: runtime.ready, health: () => storeHealth(redis) });
   releaseStartupMemory();
@@ -119,6 +136,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     await listen(ops, flags.metricsListen, '--metrics-listen', adminListenerLimits(options)),
   ]);
   onShutdown(logger, async () => {
+    optionsWatch?.stop();
     source.stop();
     await Promise.all([drain(runtime.server), drain(ops)]);
     await runtime.close();

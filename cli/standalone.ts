@@ -23,6 +23,9 @@ import { createGatewayRuntime, startOrWithdraw, type GatewayRuntime } from '../s
 import { onShutdown } from './shutdown.js';
 import { releaseStartupMemory } from '../sidecar/heap-tuning.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
+
+/** Present while the store holds standalone's sessions; gone after a FLUSHALL. */
+const STANDALONE_MARKER = 'gw:standalone:marker';
 const { statSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 
@@ -58,7 +61,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   const holder: { runtime?: GatewayRuntime; state?: StandaloneState } = {};
   // with Redis down, a key of the directory is still known: its session as standalone last wrote it
   const sessions = redis
-    ? new RedisSessionStore(redis, logger, undefined, undefined, (h) => holder.state?.session(h))
+    ? new RedisSessionStore(redis, logger, { known: (h) => holder.state?.session(h) })
     : new MemorySessionStore();
   const source = new DirSource(flags.resources, logger, (errs) => metrics.configErrors.inc(errs.length));
   const state = new StandaloneState(flags.resources, sessions, logger, async (hash, stored, annotations) => {
@@ -73,6 +76,27 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   // while it was away: every session is written again from the directory, as the operator's full resync
   // does in a cluster
   redis?.on('ready', () => void state.resync(source.current()));
+  // the first check finds the marker missing on a new store: the start-up apply wrote everything already
+  let markerKnown = false;
+  // a store emptied while connected (FLUSHALL, failover to an empty replica): its marker key is gone →
+  // every session written again (the gateway itself serves the directory's keys meanwhile)
+  const markerTimer = redis
+    ? setInterval(() => {
+        if (redis.status !== 'ready') return;
+        redis.set(STANDALONE_MARKER, '1', 'NX').then(
+          (set) => {
+            if (set !== 'OK' || !markerKnown) return void (markerKnown = true);
+            logger.info('store marker missing (emptied store): every session written again');
+            const t0 = performance.now();
+            void state
+              .resync(source.current())
+              .then(() => logger.info({ ms: Math.round(performance.now() - t0) }, 'store restored'));
+          },
+          () => undefined,
+        );
+      }, 1000)
+    : undefined;
+  markerTimer?.unref();
 
   let ready = false;
   // /readyz (SPEC §1): config loaded; never the store (its state is in /healthz and gw_store_up)
@@ -158,6 +182,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
 
   onShutdown(logger, async () => {
     ready = false;
+    clearInterval(markerTimer);
     source.stop();
     await Promise.all([drain(runtime.server), drain(admin)]);
     quotaState?.stop(); // after the drain: the last requests are counted

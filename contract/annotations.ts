@@ -8,3 +8,12 @@ export const SUPPRESS_RESET_ANNOTATION = 'gw.io/suppress-reset';
  * controller's own first-write reset) and may not even change its spec (no new generation).
  */
 export const QUOTA_RESET_ANNOTATION = 'gw.io/quota-reset';
+
+/**
+ * The label that lets the controller watch a Secret (`gw.io/secret: "true"`): the controller's Secret
+ * informer selects only Secrets carrying it, so no unrelated Secret of the cluster enters its memory. The
+ * Secrets the controller and the facade create carry it; a user's Secret named by a `secretRef` without it
+ * is still read, by name, on each reconcile of the resources that name it (its changes are then seen at
+ * the next resync rather than at once).
+ */
+export const SECRET_LABEL = 'gw.io/secret';

@@ -9,6 +9,17 @@
  * the process knows of the key by itself (standalone: its directory's sessions), and without either
  * rejects with a StoreUnavailableError, which the gateway answers 503. A key of the wrong Redis
  * type is bad store content: logged, and the key is unknown (403), like a session that fails the schema.
+ *
+ * A store that lost its data (FLUSHALL, an empty restart or failover) answers "no such session" for
+ * every key until the controller has restored it. With `markers` (the store marker keys of the
+ * controllers whose sessions this gateway serves, contract/store-keys.ts), "no such session" is trusted
+ * only while a marker says `ready:` (read after the session, so a flush between the two cannot pass
+ * for a complete store) — or when this process never saw a marker at all (a store no controller
+ * manages). Otherwise a key seen before keeps its last session, and a key not seen before waits for the
+ * restore (up to `holdMs`, shared by every waiting request), then is looked up again; a restore that
+ * takes longer answers StoreUnavailableError (503). With markers, a lookup of a key not seen before while
+ * the store is unreachable waits the same way (a store restarted empty is unreachable first). Standalone passes `known` instead: its directory is
+ * the source of truth, so a key of the directory is never refused for a missing session.
  */
 import type { Redis, Cluster } from 'ioredis';
 import { z } from 'zod';
@@ -26,6 +37,7 @@ import {
 } from '../lib/store/store-calls.js';
 import type { SessionStore, StoredSession } from './sessions.js';
 import { closeStoreClient } from '../lib/store/redis.js';
+import { markerComplete } from './store-keys.js';
 import { allKeys } from '../lib/store/multi-key.js';
 
 export const SESSION_PREFIX = 'gw:session:';
@@ -33,22 +45,97 @@ export const SESSION_CHANNEL = 'gw:sessions';
 
 const StoredSessionSchema = z.object({ namespace: z.string(), name: z.string().optional(), session: KeySession });
 
+/** A lookup found no session while the store is being restored: not an answer yet. */
+const RESTORING = Symbol('restoring');
+
+export interface RedisSessionStoreOptions {
+  /** Entries of the in-process cache expire after this (ms). */
+  cacheMs?: number;
+  /** Deadline of a lookup on the request path (ms). */
+  deadlineMs?: number;
+  /** What this process knows of a key without the store (standalone: the sessions of its directory). */
+  known?: (keyHash: string) => StoredSession | undefined;
+  /** Store marker keys (any one `ready:` = the store holds every session); none: a miss is always trusted. */
+  markers?: string[];
+  /** How long a lookup of a key not seen before waits for a store being restored (ms). */
+  holdMs?: number;
+  /** How often the markers are read in the background (ms), so an emptied store is known before a miss. */
+  markerPollMs?: number;
+}
+
 export class RedisSessionStore implements SessionStore {
   private readonly cache = new Map<string, { value: StoredSession | undefined; at: number }>();
   private readonly listeners: ((keyHash: string) => void)[] = [];
   private sub?: Redis | Cluster;
 
   private readonly calls: StoreCalls;
+  private readonly cacheMs: number;
+  private readonly known: (keyHash: string) => StoredSession | undefined;
+  private readonly markers: string[];
+  private readonly holdMs: number;
+  /** A marker was read at least once: the store is managed by a controller that restores it. */
+  private markerSeen = false;
+  /** The shared wait of the lookups held for a restore (resolves true once the store is complete). */
+  private restored?: Promise<boolean>;
+  private markerTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly redis: Redis | Cluster,
     private readonly logger: Logger,
-    private readonly cacheMs = 1000,
-    deadlineMs = DEFAULT_STORE_DEADLINE_MS,
-    /** What this process knows of a key without the store (standalone: the sessions of its directory). */
-    private readonly known: (keyHash: string) => StoredSession | undefined = () => undefined,
+    o: RedisSessionStoreOptions | number = {},
   ) {
-    this.calls = new StoreCalls(deadlineMs, storeReady(redis), throttledWarn(logger, 'session store error'));
+    const opts = typeof o === 'number' ? { cacheMs: o } : o;
+    this.cacheMs = opts.cacheMs ?? 1000;
+    this.known = opts.known ?? (() => undefined);
+    this.markers = opts.markers ?? [];
+    this.holdMs = opts.holdMs ?? 5000;
+    this.calls = new StoreCalls(
+      opts.deadlineMs ?? DEFAULT_STORE_DEADLINE_MS,
+      storeReady(redis),
+      throttledWarn(logger, 'session store error'),
+    );
+    if (this.markers.length) {
+      const poll = (): void => void this.storeComplete().catch(() => undefined);
+      this.markerTimer = setInterval(poll, opts.markerPollMs ?? 1000);
+      this.markerTimer.unref();
+      poll();
+    }
+  }
+
+  /**
+   * Whether the store holds every session: a marker says `ready:`; or no marker, and none was ever seen
+   * (no controller restores this store: a miss is an answer).
+   */
+  private async storeComplete(): Promise<boolean> {
+    const values = await Promise.all(this.markers.map((m) => this.redis.get(m)));
+    let any = false;
+    for (const v of values) {
+      const complete = markerComplete(v);
+      if (complete) {
+        this.markerSeen = true;
+        return true;
+      }
+      if (complete === false) any = true;
+    }
+    if (any) this.markerSeen = true;
+    return !this.markerSeen;
+  }
+
+  /** Resolves true once the store is complete, false after holdMs; one poll for every waiting lookup. */
+  private waitForRestore(): Promise<boolean> {
+    this.restored ??= (async () => {
+      const end = Date.now() + this.holdMs;
+      try {
+        while (Date.now() < end) {
+          await new Promise((r) => setTimeout(r, 100));
+          if (await this.storeComplete().catch(() => false)) return true;
+        }
+        return false;
+      } finally {
+        this.restored = undefined;
+      }
+    })();
+    return this.restored;
   }
 
   /** Subscribe to change notifications (readers only). */
@@ -77,18 +164,41 @@ export class RedisSessionStore implements SessionStore {
     const hit = this.cache.get(keyHash);
     const now = Date.now();
     if (hit && now - hit.at < this.cacheMs) return hit.value;
-    return this.calls.guard(
-      () => this.fetch(keyHash, now),
-      () => {
-        if (hit) return hit.value;
-        const local = this.known(keyHash);
-        if (local) return local;
-        throw new StoreUnavailableError();
-      },
+    const found = await this.lookup(keyHash, now, hit);
+    if (found !== RESTORING) return found;
+    // a key not seen before while the store is restored: held until it is complete, then looked up again
+    if (await this.waitForRestore()) {
+      const again = await this.lookup(keyHash, Date.now(), undefined);
+      if (again !== RESTORING) return again;
+    }
+    throw new StoreUnavailableError();
+  }
+
+  private lookup(
+    keyHash: string,
+    now: number,
+    hit: { value: StoredSession | undefined } | undefined,
+  ): Promise<StoredSession | undefined | typeof RESTORING> {
+    return Promise.resolve(
+      this.calls.guard<StoredSession | undefined | typeof RESTORING>(
+        () => this.fetch(keyHash, now, hit?.value),
+        () => {
+          if (hit) return hit.value;
+          const local = this.known(keyHash);
+          if (local) return local;
+          // a gateway of a restored store holds the lookup for the store's return (an empty restart)
+          if (this.markers.length) return RESTORING;
+          throw new StoreUnavailableError();
+        },
+      ),
     );
   }
 
-  private async fetch(keyHash: string, now: number): Promise<StoredSession | undefined> {
+  private async fetch(
+    keyHash: string,
+    now: number,
+    seen: StoredSession | undefined,
+  ): Promise<StoredSession | undefined | typeof RESTORING> {
     let raw: string | null;
     try {
       raw = await this.redis.get(SESSION_PREFIX + keyHash);
@@ -109,6 +219,14 @@ export class RedisSessionStore implements SessionStore {
           );
       } catch {
         this.logger.error({ keyHash: keyHash.slice(0, 12) }, 'session in Redis is not JSON; refused');
+      }
+    }
+    if (raw === null) {
+      // no session: the directory's (standalone), else trusted only from a complete store
+      value = this.known(keyHash);
+      if (value === undefined && this.markers.length && !(await this.storeComplete())) {
+        if (seen === undefined) return RESTORING;
+        value = seen; // the last session seen, until the controller has restored the store
       }
     }
     if (this.cache.size > 100_000) this.cache.clear();
@@ -149,6 +267,7 @@ export class RedisSessionStore implements SessionStore {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.markerTimer);
     if (this.sub) await closeStoreClient(this.sub);
   }
 }

@@ -48,3 +48,18 @@ export function uniqueMember(now: number): string {
   // base 36 keeps log entries short in Redis (each member is stored once per entry): ~20 bytes
   return `${now.toString(36)}.${PROC}.${seq.toString(36)}`;
 }
+
+/**
+ * The store marker of a controller's scope (one namespace, or `*` for all): controllers of different
+ * namespaces may share one Redis. Its value says whether the store holds every session of the scope:
+ * `restoring:<id>` while the controller (re)writes them into an empty store, `ready:<id>` once done (any
+ * other value, as older controllers wrote: ready). The key missing means the store lost its data
+ * (FLUSHALL, a restart or failover to an empty server) and the controller has not noticed yet.
+ * Gateways read it before they trust "no such session" (contract/sessions-redis.ts).
+ */
+export const storeMarkerKey = (scope: string | undefined): string => `gw:controller:marker:${scope ?? '*'}`;
+export const markerRestoring = (id: string): string => `restoring:${id}`;
+export const markerReady = (id: string): string => `ready:${id}`;
+/** Whether a marker value says the store holds every session (a missing marker: undefined). */
+export const markerComplete = (value: string | null | undefined): boolean | undefined =>
+  value === null || value === undefined ? undefined : !value.startsWith('restoring:');

@@ -3,6 +3,7 @@
  * (backend-dir.ts: YAML manifests under DIR/.gw/) and the cluster (backend-kube.ts: custom resources).
  * The facade itself never knows where resources live.
  */
+import { SECRET_LABEL } from '../contract/annotations.js';
 import type { KeySessionT } from '../crds/schemas/access-key.js';
 import type { OAuthClientSpecT } from '../crds/schemas/oauth-client.js';
 import { sha256hex } from '../lib/hash.js';
@@ -101,7 +102,8 @@ export function clientSecretManifest(record: ClientRecord & { secret: string }) 
     metadata: {
       name: ref.name,
       namespace: record.namespace,
-      labels: { ...MANAGED_BY_LABEL } as Record<string, string>,
+      // the controller watches only Secrets with this label: a client secret changed here reaches it at once
+      labels: { ...MANAGED_BY_LABEL, [SECRET_LABEL]: 'true' } as Record<string, string>,
     },
     type: 'Opaque',
     data: { [ref.key]: Buffer.from(record.secret, 'utf8').toString('base64') },

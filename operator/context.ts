@@ -1,12 +1,13 @@
 /** What every reconciler shares: the caches, the writers, the store, and the kinds' REST names. */
+import { SECRET_LABEL } from '../contract/annotations.js';
 import { GROUP, SecretResource, VERSION, type Secret } from '../crds/kinds.js';
 import type { Logger } from '../lib/logger.js';
 import type { RedisSessionStore } from '../contract/sessions-redis.js';
 import type { StoreClient } from '../lib/store/redis.js';
 import type { CompiledConfig } from '../contract/config.js';
 import type { EventRecorder } from './events.js';
-import type { Informer, KubeObject, ResourceRef } from '../lib/kube/informer.js';
-import { resourcePath, type KubeApi } from '../lib/kube/api.js';
+import { KubeObjectSchema, type Informer, type KubeObject, type ResourceRef } from '../lib/kube/informer.js';
+import { codeOf, resourcePath, type KubeApi } from '../lib/kube/api.js';
 import type { OperatorMetrics } from './metrics.js';
 import type { Outcome, StatusWriter } from './status.js';
 import { readyCondition } from './status.js';
@@ -21,6 +22,8 @@ export const REFS = {
 } as const satisfies Record<string, ResourceRef>;
 
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'gw-controller' } as const;
+/** The labels of a Secret the controller generates: its own, and the one its Secret informer selects. */
+export const GENERATED_SECRET_LABELS = { ...MANAGED_BY, [SECRET_LABEL]: 'true' } as const;
 
 export interface Informers {
   apis: Informer;
@@ -48,9 +51,30 @@ export interface OperatorContext {
   scope?: string;
 }
 
-/** A Secret from the cache, validated (undefined when absent or not a valid Secret). */
-export function cachedSecret(ctx: OperatorContext, ns: string, name: string): Secret | undefined {
-  const raw = ctx.informers.secrets.get(ns, name);
+/**
+ * A Secret a resource refers to, as stored: from the informer (which holds only Secrets labelled
+ * gw.io/secret), else read by name from the API server (a user's Secret without the label). undefined
+ * when it does not exist; any other API error is thrown (the reconcile is retried).
+ */
+export async function referencedSecretRaw(
+  ctx: OperatorContext,
+  ns: string,
+  name: string,
+): Promise<KubeObject | undefined> {
+  const cached = ctx.informers.secrets.get(ns, name);
+  if (cached) return cached;
+  try {
+    const got = KubeObjectSchema.safeParse(await ctx.api.get(resourcePath(REFS.Secret, ns, name)));
+    return got.success ? got.data : undefined;
+  } catch (e) {
+    if (codeOf(e) === 404) return undefined;
+    throw e;
+  }
+}
+
+/** A referenced Secret, validated (undefined when absent or not a valid Secret). */
+export async function referencedSecret(ctx: OperatorContext, ns: string, name: string): Promise<Secret | undefined> {
+  const raw = await referencedSecretRaw(ctx, ns, name);
   if (!raw) return undefined;
   const s = SecretResource.safeParse({ apiVersion: 'v1', kind: 'Secret', ...raw });
   return s.success ? s.data : undefined;

@@ -41,6 +41,16 @@ export class OperatorMetrics {
     labelNames: ['cause'] as const,
     registers: [this.registry],
   });
+  readonly restores = new Counter({
+    name: 'gw_controller_store_restores_total',
+    help: 'Bulk restores of the sessions into a store that lost its data (marker key missing)',
+    registers: [this.registry],
+  });
+  readonly restoreSeconds = new Gauge({
+    name: 'gw_controller_store_restore_seconds',
+    help: 'Duration of the last bulk restore of the sessions',
+    registers: [this.registry],
+  });
   readonly smoothingEvents = new Counter({
     name: 'gw_controller_smoothing_events_total',
     help: 'Smoothing events received from sidecars, by event',

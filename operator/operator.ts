@@ -5,8 +5,12 @@
  * new leader starts with a full resync. Full resyncs also run every resync period, when Redis comes
  * back after a disconnect, and when the store marker key vanished (FLUSHALL / failover to an empty
  * replica), so Redis drift is repaired within seconds and any other drift within one resync period.
+ * An emptied store (marker missing, checked every second and on each reconnect) first gets every
+ * session back in one pipelined bulk write (restore.ts) under the marker `restoring:`, then `ready:`;
+ * gateways hold on to the sessions they have seen until it says `ready:` (contract/store-keys.ts).
  */
 import type { Tracing } from '../lib/trace/otel.js';
+import { SECRET_LABEL } from '../contract/annotations.js';
 import type { Logger } from '../lib/logger.js';
 import { RedisSessionStore } from '../contract/sessions-redis.js';
 import type { StoreClient } from '../lib/store/redis.js';
@@ -25,13 +29,11 @@ import { SmoothingEvents } from './smoothing-events.js';
 import { StatusWriter } from './status.js';
 import { WorkQueue } from './work-queue.js';
 import { SecretIndex } from './secret-index.js';
+import { markerComplete, markerReady, markerRestoring, storeMarkerKey } from '../contract/store-keys.js';
+import { restoreSessions } from './restore.js';
 const { randomUUID } = process.getBuiltinModule('node:crypto');
 
-/**
- * The store marker of a controller's scope (one namespace, or `*` for all): controllers of different
- * namespaces may share one Redis, and after a FLUSHALL each must notice it and resync its own keys.
- */
-export const storeMarkerKey = (namespace: string | undefined): string => `gw:controller:marker:${namespace ?? '*'}`;
+export { storeMarkerKey } from '../contract/store-keys.js';
 
 export interface OperatorOptions {
   conn: KubeConnection;
@@ -65,12 +67,13 @@ export class Operator {
   private synced = false;
   private timers: NodeJS.Timeout[] = [];
   private redisSeenReady = false;
+  private restoring = false;
 
   constructor(private readonly o: OperatorOptions) {
     this.metrics = o.metrics ?? new OperatorMetrics();
     this.identity = o.identity ?? `${process.env.HOSTNAME ?? 'gw-controller'}-${randomUUID().slice(0, 8)}`;
     this.api = createKubeApi(o.conn);
-    const mk = (resource: ResourceRef, extra: { fieldSelector?: string } = {}): Informer =>
+    const mk = (resource: ResourceRef, extra: { fieldSelector?: string; labelSelector?: string } = {}): Informer =>
       new Informer({
         api: this.api,
         resource,
@@ -84,7 +87,9 @@ export class Operator {
       policies: mk(REFS.Policy),
       keys: mk(REFS.AccessKey),
       clients: mk(REFS.OAuthClient),
-      secrets: mk(REFS.Secret),
+      // only Secrets labelled gw.io/secret (generated ones, the facade's, a user's who opts in): an unrelated
+      // Secret of the cluster never enters this process; other referenced Secrets are read by name
+      secrets: mk(REFS.Secret, { labelSelector: SECRET_LABEL }),
       configMaps: mk(REFS.ConfigMap, { fieldSelector: `metadata.name=${CONFIG_MAP_NAME}` }),
     };
     const sessions = o.redis ? new RedisSessionStore(o.redis, o.logger) : undefined;
@@ -135,6 +140,7 @@ export class Operator {
       this.o.redis.on('ready', () => {
         this.o.logger.info(this.redisSeenReady ? 'Redis reconnected: full resync' : 'Redis connected');
         this.redisSeenReady = true;
+        void this.checkStoreMarker(); // a server back empty: restore before the resync
         this.fullResync('redis');
       });
       void this.smoothing?.start(); // subscribes whenever Redis is reachable; never blocks start-up
@@ -163,7 +169,7 @@ export class Operator {
       this.timers.push(t);
     };
     every(this.o.resyncMs ?? 60_000, () => this.fullResync('periodic'));
-    if (this.o.redis) every(this.o.storeCheckMs ?? 5_000, () => void this.checkStoreMarker());
+    if (this.o.redis) every(this.o.storeCheckMs ?? 1_000, () => void this.checkStoreMarker());
     if (this.elector) {
       this.metrics.leader.set(0);
       this.elector.start();
@@ -177,6 +183,11 @@ export class Operator {
     await this.elector?.stop(true);
     for (const inf of Object.values(this.informers)) inf.stop();
     await this.smoothing?.stop();
+  }
+
+  /** `namespace/name` of every Secret in the controller's cache (diagnostics, tests): labelled ones only. */
+  cachedSecrets(): string[] {
+    return this.informers.secrets.list().map((s) => `${s.metadata.namespace ?? ''}/${s.metadata.name}`);
   }
 
   /** Waits until nothing is queued or running (tests). */
@@ -213,18 +224,37 @@ export class Operator {
       this.queue.add(`OAuthClient|${o.metadata.namespace}|${o.metadata.name}`);
   }
 
-  /** A marker key in Redis: when it is gone, the store lost its data (FLUSHALL, empty replica) → resync. */
+  /**
+   * The marker key in Redis: gone → the store lost its data (FLUSHALL, an empty restart or replica): the
+   * sessions are restored in bulk, the marker says `ready:`, then a full resync. A marker left at
+   * `restoring:` (a leader that died mid-restore, a store lost again) is restored again.
+   */
   private async checkStoreMarker(): Promise<void> {
     const redis = this.o.redis;
-    if (!redis || !this.leading || redis.status !== 'ready') return;
+    if (!redis || !this.leading || !this.synced || redis.status !== 'ready' || this.restoring) return;
+    const key = storeMarkerKey(this.o.namespace);
+    this.restoring = true;
     try {
-      const set = await redis.set(storeMarkerKey(this.o.namespace), this.identity, 'NX');
-      if (set === 'OK') {
-        this.o.logger.info('store marker missing (new or flushed store): full resync');
-        this.fullResync('redis');
+      let current = await redis.get(key);
+      if (markerComplete(current)) return;
+      if (current === null && (await redis.set(key, markerRestoring(this.identity), 'NX')) !== 'OK') {
+        current = await redis.get(key); // written meanwhile (another controller of this scope)
+        if (markerComplete(current)) return;
       }
-    } catch {
-      // unreachable: the reconnect handler resyncs
+      if (current === null) this.o.logger.info('store marker missing (new or emptied store): restoring sessions');
+      else await redis.set(key, markerRestoring(this.identity));
+      const t0 = performance.now();
+      const n = await restoreSessions(redis, this.informers.keys.list());
+      await redis.set(key, markerReady(this.identity));
+      const seconds = (performance.now() - t0) / 1000;
+      this.metrics.restoreSeconds.set(seconds);
+      this.metrics.restores.inc();
+      this.o.logger.info({ sessions: n, ms: Math.round(seconds * 1000) }, 'store restored: full resync');
+      this.fullResync('redis');
+    } catch (e) {
+      this.o.logger.warn({ err: (e as Error).message }, 'store restore interrupted; retried within a second');
+    } finally {
+      this.restoring = false;
     }
   }
 

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { OAuthClientResource, secretValue, type OAuthClient } from '../crds/kinds.js';
 import { safeEqual, sha256hex } from '../lib/hash.js';
 import {
-  cachedSecret,
+  referencedSecret,
   ensureFinalizer,
   firstIssue,
   REFS,
@@ -122,7 +122,7 @@ export async function reconcileClient(ctx: OperatorContext, ns: string, name: st
   const c = parsed.data;
   const recordKey = clientRecordKey(ns, c.spec.api_id, c.spec.client_id);
 
-  const secretObj = cachedSecret(ctx, ns, c.spec.secretRef.name);
+  const secretObj = await referencedSecret(ctx, ns, c.spec.secretRef.name);
   const secret = secretObj && secretValue(secretObj, c.spec.secretRef.key);
   // every missing reference is named (the reason is the first one's)
   const missing: [Reason, string][] = [];

@@ -30,10 +30,11 @@ import { apiIdOf } from '../crds/schemas/api-definition.js';
 import { keyMaterial, sessionOf } from '../compiler/key-sessions.js';
 import { compileNamespace } from './reconcile-config.js';
 import {
-  cachedSecret,
   ensureFinalizer,
   firstIssue,
-  MANAGED_BY,
+  GENERATED_SECRET_LABELS,
+  referencedSecret,
+  referencedSecretRaw,
   REFS,
   removeFinalizer,
   report,
@@ -96,7 +97,8 @@ async function keyHashOf(
 ): Promise<{ hash: string } | { outcome: Outcome }> {
   const ns = key.metadata.namespace;
   const ref = key.spec.secretRef;
-  if (!key.spec.key_hash && ref && !ctx.informers.secrets.get(ns, ref.name)) {
+  const existing = !key.spec.key_hash && ref ? await referencedSecretRaw(ctx, ns, ref.name) : undefined;
+  if (!key.spec.key_hash && ref && !existing) {
     const value = randomBytes(24).toString('base64url');
     const body = {
       apiVersion: 'v1',
@@ -105,7 +107,7 @@ async function keyHashOf(
       metadata: {
         name: ref.name,
         namespace: ns,
-        labels: { ...MANAGED_BY },
+        labels: { ...GENERATED_SECRET_LABELS },
         ownerReferences: raw.metadata.uid
           ? [
               {
@@ -130,11 +132,11 @@ async function keyHashOf(
       return { hash: sha256hex(value) };
     } catch (e) {
       if (codeOf(e) !== 409) throw e;
-      // Created meanwhile (by someone else): read it.
-      ctx.informers.secrets.remember(await ctx.api.get(resourcePath(REFS.Secret, ns, ref.name)));
+      // Created meanwhile (by someone else): read below.
     }
   }
-  const m = keyMaterial(key, (n, name) => cachedSecret(ctx, n, name));
+  const secret = ref && !key.spec.key_hash ? await referencedSecret(ctx, ns, ref.name) : undefined;
+  const m = keyMaterial(key, () => secret);
   return m.ok ? { hash: m.keyHash } : { outcome: notReady(m.reason, m.message) };
 }
 

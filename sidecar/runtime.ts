@@ -11,6 +11,7 @@ import { lookupSession, type SessionStore } from '../contract/sessions.js';
 import { throttledWarn } from '../lib/log-throttle.js';
 import type { CompiledConfig } from '../contract/config.js';
 import { createEngine, type GatewayEngine } from './engine/engine.js';
+import type { CheckRequest } from './engine/types.js';
 import { effectiveSession } from '../contract/limits/effective-session.js';
 import { DrlPeers } from '../limiters/drl-peers.js';
 import type { SmoothingEvent } from '../limiters/types.js';
@@ -44,7 +45,13 @@ export interface RuntimeDeps {
 
 export interface GatewayRuntime {
   server: Server;
-  engine: GatewayEngine;
+  /** The limiter engine in force. */
+  readonly engine: GatewayEngine;
+  /**
+   * Gateway options changed while running: the limiter engine is rebuilt with them (limiter state in the
+   * shared store carries over; in-process windows — the DRL's, memory limiters — start afresh).
+   */
+  setOptions(options: GatewayOptionsT): void;
   peers: DrlPeers;
   streams: StreamManager;
   /** Call on every config change: starts, reconfigures and stops streams. */
@@ -74,43 +81,47 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
   metrics.drlPeers.set(1);
   await peers.start();
   const logStoreError = throttledWarn(logger, 'shared store error');
-  const engine = createEngine({
-    options: d.options,
-    clock,
-    config: d.config,
-    redis: d.redis,
-    peers: () => peers.count(),
-    storeDeadlineMs: d.options.kv_deadline_ms,
-    onSmoothingEvent: (e) => {
-      metrics.smoothingEvents.inc({ api: e.api_id, event: e.event });
-      logger.info(
-        {
-          event: e.event,
-          api_id: e.api_id,
-          limiter_key: e.limiterKey,
-          old_allowance: e.oldAllowance,
-          new_allowance: e.newAllowance,
-          time: e.time,
-        },
-        e.event,
-      );
-      d.onSmoothingEvent?.(e);
-    },
-    onSmoothingUnsupported: (e) => {
-      metrics.smoothingRefused.inc({ api: e.api_id });
-      logger.warn({ api_id: e.api_id, limiter_key: e.limiterKey, algorithm: e.algorithm }, e.reason);
-    },
-    onSmoothingAllowance: (api, allowance) => metrics.smoothingAllowance.set({ api }, allowance),
-    onStoreError: (e) => {
-      metrics.storeErrors.inc();
-      logStoreError(e);
-    },
-    onStoreRepair: (bucket) =>
-      logger.warn(
-        { bucket },
-        'shared store keys of a limiter bucket held another type: removed, the bucket starts afresh',
-      ),
-  });
+  const makeEngine = (options: GatewayOptionsT): GatewayEngine =>
+    createEngine({
+      options,
+      clock,
+      config: d.config,
+      redis: d.redis,
+      peers: () => peers.count(),
+      storeDeadlineMs: options.kv_deadline_ms,
+      onSmoothingEvent: (e) => {
+        metrics.smoothingEvents.inc({ api: e.api_id, event: e.event });
+        logger.info(
+          {
+            event: e.event,
+            api_id: e.api_id,
+            limiter_key: e.limiterKey,
+            old_allowance: e.oldAllowance,
+            new_allowance: e.newAllowance,
+            time: e.time,
+          },
+          e.event,
+        );
+        d.onSmoothingEvent?.(e);
+      },
+      onSmoothingUnsupported: (e) => {
+        metrics.smoothingRefused.inc({ api: e.api_id });
+        logger.warn({ api_id: e.api_id, limiter_key: e.limiterKey, algorithm: e.algorithm }, e.reason);
+      },
+      onSmoothingAllowance: (api, allowance) => metrics.smoothingAllowance.set({ api }, allowance),
+      onStoreError: (e) => {
+        metrics.storeErrors.inc();
+        logStoreError(e);
+      },
+      onStoreRepair: (bucket) =>
+        logger.warn(
+          { bucket },
+          'shared store keys of a limiter bucket held another type: removed, the bucket starts afresh',
+        ),
+    });
+  let engine = makeEngine(d.options);
+  // the gateway asks the engine in force: a live change of the gateway options swaps it (setOptions)
+  const liveEngine = { check: (req: CheckRequest) => engine.check(req) };
   const tracing = await tracingFromOptions(d.options, d.serviceName ?? 'gw-sidecar', logger, () =>
     metrics.traceExportFailures.inc(),
   );
@@ -125,7 +136,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
       const eff = effectiveSession(stored, config);
       return eff instanceof Error ? eff : eff.access_rights;
     },
-    engine,
+    engine: liveEngine,
     metrics,
     logger,
     clock,
@@ -138,7 +149,12 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
   });
   return {
     server: gateway.server,
-    engine,
+    get engine() {
+      return engine;
+    },
+    setOptions(options) {
+      engine = makeEngine(options);
+    },
     peers,
     streams,
     applyConfig: (config) => {

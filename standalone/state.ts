@@ -16,6 +16,9 @@ const { randomBytes } = process.getBuiltinModule('node:crypto');
 const { mkdirSync, writeFileSync, existsSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 
+/** Session writes in flight at once during an apply. */
+const WRITE_BATCH = 500;
+
 export class StandaloneState {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };
   /** The sessions written, by key hash: the JSON the store was given (to compare). */
@@ -115,13 +118,21 @@ export class StandaloneState {
     }
     this.notesLog.log(notes);
     this.known = new Map([...next].map(([hash, { stored }]) => [hash, stored]));
+    const writes: [string, StoredSession, Record<string, string>, string][] = [];
     for (const [hash, { stored, annotations }] of next) {
       const json = JSON.stringify(stored);
-      if (!this.rewrite && this.written.get(hash) === json) continue;
-      const isNew = !this.written.has(hash);
-      await this.sessions.put(hash, stored);
-      this.written.set(hash, json);
-      if (isNew) await this.onKeyAdded(hash, stored, annotations);
+      if (this.rewrite || this.written.get(hash) !== json) writes.push([hash, stored, annotations, json]);
+    }
+    // concurrent writes in batches: the store client pipelines them (a resync of 3,000 keys is one burst)
+    for (let i = 0; i < writes.length; i += WRITE_BATCH) {
+      await Promise.all(
+        writes.slice(i, i + WRITE_BATCH).map(async ([hash, stored, annotations, json]) => {
+          const isNew = !this.written.has(hash);
+          await this.sessions.put(hash, stored);
+          this.written.set(hash, json);
+          if (isNew) await this.onKeyAdded(hash, stored, annotations);
+        }),
+      );
     }
     for (const hash of [...this.written.keys()]) {
       if (!next.has(hash)) {

@@ -75,6 +75,8 @@ export async function startSidecar(o: {
   redis?: string;
   group?: string;
   options?: string;
+  /** An existing --config file (instead of `options` written to a new one). */
+  configFile?: string;
   kubeconfig?: string;
   /** Extra environment for the process (e.g. NODE_OPTIONS). */
   env?: Record<string, string>;
@@ -105,6 +107,7 @@ export async function startSidecar(o: {
     writeFileSync(f, o.options);
     args.push('--config', f);
   }
+  if (o.configFile) args.push('--config', o.configFile);
   const proc = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, GW_LOG_LEVEL: 'info', ...o.env },

@@ -36,7 +36,7 @@ export async function startStandalone(
   dir: string,
   extraArgs: string[] = [],
   env: Record<string, string> = {},
-  o: { ipc?: boolean; permissions?: boolean } = {},
+  o: { ipc?: boolean; permissions?: boolean; readyTimeoutMs?: number } = {},
 ): Promise<Standalone> {
   const gp = await freePort();
   const ap = await freePort();
@@ -64,7 +64,7 @@ export async function startStandalone(
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   await new Promise<void>((res, rej) => {
-    const t = setTimeout(() => rej(new Error(`standalone did not get ready:\n${out}`)), 15_000);
+    const t = setTimeout(() => rej(new Error(`standalone did not get ready:\n${out}`)), o.readyTimeoutMs ?? 15_000);
     const check = (): void => {
       if (out.includes('gw standalone ready:')) {
         clearTimeout(t);

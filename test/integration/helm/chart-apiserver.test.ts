@@ -113,6 +113,11 @@ describe('RBAC: kubectl auth can-i as each ServiceAccount', () => {
       [controller, 'patch', 'accesskeys.gw.io', app, 'status', true],
       [controller, 'update', 'policies.gw.io', app, 'finalizers', true],
       [controller, 'create', 'secrets', app, '', true],
+      // Secrets: a referenced one read by name, labelled ones watched (gw.io/secret selector); never changed
+      [controller, 'get', 'secrets', app, '', true],
+      [controller, 'watch', 'secrets', app, '', true],
+      [controller, 'update', 'secrets', app, '', false],
+      [controller, 'patch', 'secrets', app, '', false],
       [controller, 'create', 'configmaps', app, '', true],
       [controller, 'update', 'configmaps', app, '', true],
       [controller, 'create', 'events', app, '', true],

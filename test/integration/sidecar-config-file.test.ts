@@ -1,0 +1,96 @@
+/**
+ * A changed gateway configuration file reaches a running `gw sidecar` without a restart (SPEC.md §6):
+ * the file is laid out as kubelet mounts a ConfigMap volume (`config.yaml` → `..data/config.yaml`,
+ * `..data` → a timestamped directory) and replaced the way kubelet does it (a new directory, then an
+ * atomic rename of the `..data` symlink). A live option (rate_limit_response_headers) takes effect within
+ * 10 s; an option that applies only at a restart is named in a warn line; a file that does not validate
+ * is refused with the field named, the options in force kept.
+ */
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { startEcho } from '../../scripts/echo-upstream.js';
+import { freshNamespace } from '../helpers/kube.js';
+import { tempDir } from '../helpers/standalone.js';
+import { configOf, eventually, metricsText, startSidecar, writeConfigMap, type Sidecar } from '../helpers/sidecar.js';
+
+/** A ConfigMap volume as kubelet writes it, with kubelet's atomic update. */
+function configMapVolume(dir: string) {
+  let n = 0;
+  let current: string | undefined;
+  const write = (text: string): void => {
+    const ts = join(dir, `..2026_11_26_${n++}`);
+    mkdirSync(ts);
+    writeFileSync(join(ts, 'config.yaml'), text);
+    symlinkSync(ts.slice(dir.length + 1), join(dir, '..data_tmp'));
+    renameSync(join(dir, '..data_tmp'), join(dir, '..data')); // atomic swap of the symlink
+    if (current) rmSync(current, { recursive: true });
+    current = ts;
+  };
+  return {
+    file: join(dir, 'config.yaml'),
+    init(text: string) {
+      write(text);
+      symlinkSync('..data/config.yaml', join(dir, 'config.yaml'));
+    },
+    write,
+  };
+}
+
+describe('gw sidecar follows its mounted --config file', () => {
+  let s: Sidecar;
+  let echo: Awaited<ReturnType<typeof startEcho>>;
+  let vol: ReturnType<typeof configMapVolume>;
+
+  beforeAll(async () => {
+    const ns = await freshNamespace('sidecar-cfgfile');
+    echo = await startEcho();
+    await writeConfigMap(ns, configOf(ns, [{ name: 'a', path: '/a/', rate: 1000, per: 60 }]));
+    vol = configMapVolume(tempDir('gw-cm-vol-'));
+    vol.init('rate_limit_response_headers: rate_limits\nupstream_timeout: 30\n');
+    s = await startSidecar({ ns, upstream: echo.url, configFile: vol.file });
+  }, 30_000);
+  afterAll(async () => {
+    await s?.stop();
+    echo?.server.close();
+  });
+
+  const limitHeader = async (): Promise<string | undefined> => {
+    const r = await request(`${s.gw}/a/x`);
+    await r.body.dump();
+    const h = r.headers['x-ratelimit-limit'];
+    return typeof h === 'string' ? h : undefined;
+  };
+
+  test('a live option applies within 10 s; a restart-only one is named; an invalid file is refused', async () => {
+    expect(await limitHeader()).toBe('1000');
+    const t0 = Date.now();
+    // quotas: the keyless API has no quota, so the X-RateLimit-* headers go
+    vol.write('rate_limit_response_headers: quotas\nupstream_timeout: 5\n');
+    await eventually(async () => (await limitHeader()) === undefined, 10_000, 'the live option applied');
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    await eventually(async () => /restart_required/.test(s.out()), 5000, 'the restart-only option named');
+    const line = JSON.parse(
+      s
+        .out()
+        .split('\n')
+        .find((l) => l.includes('restart_required'))!,
+    ) as {
+      restart_required: string[];
+      msg: string;
+    };
+    expect(line.restart_required).toEqual(['upstream_timeout']);
+    expect(line.msg).toContain('upstream_timeout');
+    expect(s.out()).toMatch(/"applied":\["rate_limit_response_headers"\]/);
+
+    vol.write('rate_limit_response_headers: sometimes\n');
+    await eventually(async () => /gateway config file refused/.test(s.out()), 10_000, 'the bad file refused');
+    expect(s.out()).toMatch(/rate_limit_response_headers/);
+    expect(await metricsText(s)).toMatch(/^gw_config_errors_total [1-9]/m);
+    expect(await limitHeader()).toBeUndefined(); // the options in force stay
+
+    vol.write('rate_limit_response_headers: rate_limits\nupstream_timeout: 5\n');
+    await eventually(async () => (await limitHeader()) === '1000', 10_000, 'back to rate_limits');
+    expect(s.proc.exitCode).toBeNull(); // never restarted
+  }, 60_000);
+});
