@@ -212,8 +212,10 @@ export function createGatewayHandler(deps: GatewayDeps): {
           { error: 'Method Not Allowed' },
           { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' },
         );
-      if (urlPath === '/readyz')
-        return sendJson(res, deps.ready() ? 200 : 503, { status: deps.ready() ? 'ready' : 'not ready' });
+      if (urlPath === '/readyz') {
+        const ok = deps.ready();
+        return sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not ready' });
+      }
 
       const config = deps.config();
       const r = route(config.apis, urlPath);

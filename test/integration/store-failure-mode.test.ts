@@ -57,6 +57,17 @@ describe.each(['closed', 'open'] as const)('kv_failure_mode %s with the store st
     if (dir) cleanup(dir);
   });
 
+  test('the probe paths answer GET/HEAD only (405 otherwise), on the admin and the gateway listener', async () => {
+    for (const base of [gw.admin, gw.gateway])
+      for (const path of ['/healthz', '/readyz']) {
+        const r = await request(`${base}${path}`, { method: 'POST', body: '' });
+        await r.body.dump();
+        expect(r.statusCode).toBe(405);
+        expect(r.headers.allow).toBe('GET, HEAD');
+        expect((await request(`${base}${path}`, { method: 'HEAD' })).statusCode).toBe(200);
+      }
+  });
+
   test('the answer while the store is down, readiness kept, limits back once it returns', async () => {
     expect((await call(`${gw.gateway}/fm/x`)).status).toBe(200);
     await stopNode(node, true);

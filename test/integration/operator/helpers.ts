@@ -208,9 +208,10 @@ export const oauthClient = (name: string, spec: Record<string, unknown>) => ({
   metadata: { name },
   spec,
 });
-export const secret = (name: string, data: Record<string, string>) => ({
+/** A Secret labelled gw.io/secret (the controller watches those: a change reaches it at once); `watched: false` omits the label. */
+export const secret = (name: string, data: Record<string, string>, o: { watched?: boolean } = {}) => ({
   apiVersion: 'v1',
   kind: 'Secret',
-  metadata: { name },
+  metadata: { name, ...(o.watched === false ? {} : { labels: { 'gw.io/secret': 'true' } }) },
   stringData: data,
 });

@@ -23,14 +23,11 @@ test('an unrelated Secret never enters the cache; referenced ones are read by na
   const ns = await freshNamespace('secret-scope');
   const redis: Redis = await freshRedis();
   const store = createStoreClient(redisUrl());
-  const labelled = (name: string, data: Record<string, string>) => ({
-    ...secret(name, data),
-    metadata: { name, labels: { [SECRET_LABEL]: 'true' } },
-  });
+  const labelled = (name: string, data: Record<string, string>) => secret(name, data);
   await apply(
     ns,
-    secret('unrelated', { password: 'not-for-gw' }),
-    secret('user-key', { key: 'unlabelled-user-key' }),
+    secret('unrelated', { password: 'not-for-gw' }, { watched: false }),
+    secret('user-key', { key: 'unlabelled-user-key' }, { watched: false }),
     labelled('watched-key', { key: 'labelled-key-1' }),
   );
   const op = new Operator({
