@@ -24,7 +24,10 @@ COPY webhook ./webhook
 COPY standalone ./standalone
 COPY sidecar ./sidecar
 COPY streams ./streams
-RUN npx tsc -p tsconfig.json && rm -rf dist/test dist/scripts
+# the Lua scripts the limiters read at start, beside their compiled modules (as the Makefile's build does)
+RUN npx tsc -p tsconfig.json \
+ && find cli lib contract compiler limiters operator facade webhook standalone sidecar streams -name '*.lua' -exec install -D -m 644 {} dist/{} \; \
+ && rm -rf dist/test dist/scripts
 
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app

@@ -13,9 +13,13 @@ node_modules/.stamp: package.json package-lock.json
 
 deps: node_modules/.stamp
 
+# tsc compiles the TypeScript; the Lua scripts the limiters load at start are copied beside their modules.
+LUA_COPY := find cli lib contract compiler limiters operator facade webhook standalone sidecar streams -name '*.lua' -exec install -D -m 644 {} dist/{} \;
+
 build: deps
 	rm -rf dist
 	npx tsc -p tsconfig.json
+	$(LUA_COPY)
 
 # Regenerate crds/*.yaml from the zod schemas (and the chart's copy, which a test keeps identical).
 crds: build

@@ -6,7 +6,7 @@
 import type { Clock } from '../lib/clock.js';
 import { ExpiringMap } from '../lib/store/memory.js';
 import type { StoreClient } from '../lib/store/redis.js';
-import { defineScript, type ScriptRunner } from '../lib/store/scripts.js';
+import { defineScript, luaScript, type ScriptRunner } from '../lib/store/scripts.js';
 import { storeKeys } from '../contract/store-keys.js';
 import type { MaybePromise } from './types.js';
 import type { QuotaSpec } from '../contract/config.js';
@@ -100,21 +100,8 @@ export interface QuotaPeriod {
   renews: number;
 }
 
-/** KEYS: quota hash. ARGV: now ms, max, renewal ms. Returns {allowed, used, renews ms}. */
-const CONSUME = `
-local now = tonumber(ARGV[1]); local max = tonumber(ARGV[2]); local renewal = tonumber(ARGV[3])
-local s = redis.call('HMGET', KEYS[1], 'used', 'renews')
-local used = tonumber(s[1]); local renews = tonumber(s[2]) or 0
-if used == nil or (renews > 0 and now >= renews) then
-  used = 0
-  if renewal > 0 then renews = now + renewal else renews = 0 end
-end
-local allowed = 0
-if used < max then used = used + 1; allowed = 1 end
-redis.call('HSET', KEYS[1], 'used', used, 'renews', renews)
-if renews > 0 then redis.call('PEXPIRE', KEYS[1], renews - now + 1000) else redis.call('PERSIST', KEYS[1]) end
-return {allowed, used, tostring(renews)}
-`;
+/** quota-consume.lua. KEYS: quota hash. ARGV: now ms, max, renewal ms. Returns {allowed, used, renews ms}. */
+const CONSUME = luaScript(import.meta.url, 'quota-consume.lua');
 
 export class RedisQuota implements QuotaStore {
   private readonly run: ScriptRunner<[number, number, string]>;

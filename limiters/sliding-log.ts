@@ -12,7 +12,7 @@
 import type { Clock } from '../lib/clock.js';
 import { ExpiringMap } from '../lib/store/memory.js';
 import { coalesceWrites, type StoreClient } from '../lib/store/redis.js';
-import { defineScript, type ScriptRunner } from '../lib/store/scripts.js';
+import { defineScript, luaScript, type ScriptRunner } from '../lib/store/scripts.js';
 import { bucketKeys, storeKeys, uniqueMember } from '../contract/store-keys.js';
 import type { LimitSpec } from '../contract/config.js';
 import { initialState, smoothingActive, smoothingStep, type SmoothingState } from './smoothing.js';
@@ -21,10 +21,9 @@ import { allowanceOf, result, type Limiter, type LimitResult, type SmoothingList
 const windowMs = (per: number): number => Math.max(1, Math.round(per * 1000));
 
 /**
- * How long an idle bucket's smoothing state (allowance, last event) is kept: at least a day. It used to
- * go after 10 windows, and the allowance then restarted at the threshold without the
- * RateLimitSmoothingDown events (and gauge moves) of falling there step by step; kept, the first
- * requests after the idle spell step it down with their events (SPEC §3.8).
+ * How long an idle bucket's smoothing state (allowance, last event) is kept: at least a day, so the first
+ * requests after an idle spell step the allowance down with their RateLimitSmoothingDown events (and gauge
+ * moves) instead of it restarting silently at the threshold (SPEC §3.8).
  */
 const SMOOTHING_MIN_TTL_MS = 86_400_000;
 const smoothingTtlMs = (win: number, delayMs: number): number =>
@@ -51,7 +50,7 @@ export class MemorySlidingLog implements Limiter {
    * A request refused without entering the log (the sentinel refuses with one read): smoothing's measured
    * rate R still counts it, or R would drop to the admitted requests after every sentinel and the
    * allowance step down under a steady load; and the allowance keeps moving while the sentinel holds
-   * (it moved only with log writes: once a window). Returns the (smoothed) allowance.
+   * (not only with log writes, which come once a window then). Returns the (smoothed) allowance.
    */
   refuseUnlogged(bucket: string, limit: LimitSpec): number {
     if (!this.smoothingEnabled || !smoothingActive(limit.smoothing)) return allowanceOf(limit.rate);
@@ -134,70 +133,17 @@ export class MemorySlidingLog implements Limiter {
 }
 
 /**
- * KEYS: log, smoothing hash, sentinel, unlogged (the sentinel's refusals, counted in smoothing's R). ARGV: now ms, window ms, rate, member, mode ('0' a request,
- * '1' a request with the sentinel, '2' a tentative check (throttling): logged only when admitted, '3' a request the
- * sentinel refused: recorded in unlogged, smoothing stepped, nothing admitted or logged), and only for a
- * smoothed limit: threshold, step, trigger, delay ms (fewer arguments on the hot path).
+ * sliding-log.lua. KEYS: log, smoothing hash, sentinel, unlogged (the sentinel's refusals, counted in
+ * smoothing's R). ARGV: now ms, window ms, rate, member, mode ('0' a request, '1' a request with the sentinel,
+ * '2' a tentative check (throttling): logged only when admitted, '3' a request the sentinel refused:
+ * recorded in unlogged, smoothing stepped, nothing admitted or logged), and only for a smoothed limit:
+ * threshold, step, trigger, delay ms (fewer arguments on the hot path).
  * Returns {allowed, n (entries after the add), allowance, next admission ms, event (1 up, -1 down, 0), old allowance}.
  * In sentinel mode, a log reaching the allowance writes the sentinel (value = until ms) too.
  * A stored allowance is first brought within [threshold, rate] of the limit as it is now (the limit may
  * have changed since it was stored).
  */
-const SCRIPT = `
-local now = tonumber(ARGV[1]); local win = tonumber(ARGV[2]); local rate = tonumber(ARGV[3])
-local mode = ARGV[5]
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - win)
-local count = redis.call('ZCARD', KEYS[1])
-local allowance = rate
-local ev = 0
-local old = rate
-if mode == '3' then
-  redis.call('ZADD', KEYS[4], now, ARGV[4])
-  redis.call('PEXPIRE', KEYS[4], win)
-end
-if #ARGV >= 9 then
-  local thr = tonumber(ARGV[6]); local step = tonumber(ARGV[7]); local trig = tonumber(ARGV[8]); local delay = tonumber(ARGV[9])
-  local lower = math.min(math.max(thr, 0), rate)
-  local st = redis.call('HMGET', KEYS[2], 'a', 't')
-  local a = math.min(math.max(tonumber(st[1]) or lower, lower), rate)
-  local t = tonumber(st[2]) or 0
-  old = a
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - win)
-  local r = count + redis.call('ZCARD', KEYS[4])
-  if mode ~= '3' then r = r + 1 end
-  local hold = (t == 0) or (now - t >= delay)
-  if hold and r > a - step * trig and a < rate then
-    a = math.min(a + step, rate); t = now; ev = 1
-  elseif hold and r < a - step * (1 + trig) and a > lower then
-    a = math.max(a - step, lower); t = now; ev = -1
-  end
-  redis.call('HSET', KEYS[2], 'a', tostring(a), 't', tostring(t))
-  redis.call('PEXPIRE', KEYS[2], math.max(math.max(win, delay) * 10, ${SMOOTHING_MIN_TTL_MS}))
-  allowance = a
-end
-if mode == '3' then return {0, count, tostring(allowance), tostring(now), ev, tostring(old)} end
-local whole = math.floor(allowance)
-local allowed = 0
-if count < whole then allowed = 1 end
-local n = count
-if allowed == 1 or mode ~= '2' then
-  redis.call('ZADD', KEYS[1], now, ARGV[4])
-  redis.call('PEXPIRE', KEYS[1], win)
-  n = count + 1
-end
-local nextTs = now
-if whole == 0 then
-  nextTs = now + win
-elseif n - whole >= 0 then
-  local e = redis.call('ZRANGE', KEYS[1], n - whole, n - whole, 'WITHSCORES')
-  if e[2] then nextTs = tonumber(e[2]) + win end
-end
-if mode == '1' and n >= whole then
-  local until_ = tonumber(redis.call('GET', KEYS[3]) or '0')
-  if until_ <= now then redis.call('SET', KEYS[3], tostring(now + win), 'PX', win) end
-end
-return {allowed, n, tostring(allowance), tostring(nextTs), ev, tostring(old)}
-`;
+const SCRIPT = luaScript(import.meta.url, 'sliding-log.lua', { SMOOTHING_MIN_TTL_MS });
 
 type ScriptReply = [number, number, string, string, number, string];
 

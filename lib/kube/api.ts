@@ -56,8 +56,7 @@ async function fail(method: string, path: string, status: number, text: string):
  * last resourceVersion (no relist). The API server sends bookmarks about once a minute, so a longer silence
  * is most often a connection that died without a FIN (a partition, a NAT entry gone). The stream timeout
  * also makes undici probe the HTTP/2 connection with a PING (timeout: the same 60 s) and replace it when
- * no answer comes: a silently dead connection is left after ~2 min. It was the watch's 5 min body timeout
- * plus a 5 min probe: a change made during a 10 s partition reached the sidecar ~10 min after it healed.
+ * no answer comes, so a silently dead connection is left after ~2 min (docs/operator.md).
  */
 export const WATCH_IDLE_MS = 60_000;
 

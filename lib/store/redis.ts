@@ -96,10 +96,10 @@ export function parseStoreUrl(url: string): ParsedStoreUrl {
 }
 
 /**
- * The store client of a gateway (`gw sidecar`, `gw standalone`): auto-pipelining off. Under proxy load
- * its per-tick batches kept commands and replies alive across young-generation GCs (3.5 MB promoted
- * per scavenge, 10 ms pauses) and cost ~7 µs more CPU per request than writing each command at once
- * (docs/benchmarks.md, "Redis sliding log"). Each request's limiter check is still one EVALSHA.
+ * The store client of a gateway (`gw sidecar`, `gw standalone`): auto-pipelining off, because under proxy
+ * load its per-tick batches keep commands and replies alive across young-generation GCs and cost more CPU
+ * per request than writing each command at once (docs/benchmarks.md, "Redis sliding log"). Each request's
+ * limiter check is still one EVALSHA.
  */
 export const GATEWAY_STORE_OPTIONS: RedisOptions = {
   enableAutoPipelining: false,
@@ -108,18 +108,14 @@ export const GATEWAY_STORE_OPTIONS: RedisOptions = {
 
 /**
  * Reconnect delay of a gateway's store client: ioredis's own backoff (50 ms more per attempt) capped at
- * 500 ms instead of 2 s. Every limit that needs the store follows kv_failure_mode while it is away, so a
- * store that is back should be seen within half a second (it took 2–4 s after an outage of 8 s); an
- * attempt against a store that is down is one refused connection.
+ * 500 ms instead of its 2 s. Every limit that needs the store follows kv_failure_mode while it is away, so
+ * a store that is back should be seen within half a second; an attempt against a store that is down is
+ * one refused connection.
  */
 export function gatewayReconnectDelay(attempt: number): number {
   return Math.min(attempt * 50, 500);
 }
 
-/**
- * Builds the client (auto-pipelining on unless `enableAutoPipelining: false`). `options` are passed to every connection (for instance maxRetriesPerRequest,
- * enableOfflineQueue: false so an unreachable store fails fast and kv_failure_mode applies).
- */
 /**
  * createStoreClient for a URL given with `--redis`: a bad URL is an error naming the flag. A database
  * index the server does not have (`/99` on a default Redis of 16) makes ioredis report an error and go on
@@ -148,9 +144,14 @@ export function storeClientFromFlag(
   return client;
 }
 
+/**
+ * Builds the client (auto-pipelining on unless `enableAutoPipelining: false`). `opts` are passed to every
+ * connection (for instance maxRetriesPerRequest, enableOfflineQueue: false so an unreachable store fails
+ * fast and kv_failure_mode applies).
+ */
 export function createStoreClient(url: string, opts: RedisOptions = {}): StoreClient {
   // auto-pipelining: commands issued in the same tick by concurrent requests leave in one write, so
-  // each check stays one round trip while many checks share the syscalls (issue 3, speed)
+  // each check stays one round trip while many checks share the syscalls
   const options: RedisOptions = { enableAutoPipelining: true, ...opts };
   const p = parseStoreUrl(url);
   const auth = { ...(p.username ? { username: p.username } : {}), ...(p.password ? { password: p.password } : {}) };

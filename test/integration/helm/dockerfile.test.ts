@@ -97,6 +97,20 @@ describe('build context', () => {
     }
   });
 
+  test('the Lua scripts the limiters read at start reach dist/ in the image: copied folders, the same copy step as the Makefile', () => {
+    const lua = (dir: string): string[] => (existsSync(dir) ? files(dir).filter((f) => f.endsWith('.lua')) : []);
+    const copied = contextSources().filter((s) => statSync(s).isDirectory());
+    const all = copied.flatMap(lua);
+    expect(all.length).toBeGreaterThan(0);
+    for (const f of all) expect([f, ignored(relative('.', f))]).toEqual([f, false]);
+    const step = /find (.+?) -name '\*\.lua' -exec install -D -m 644 \{\} dist\/\{\} \\;/;
+    const inDockerfile = step.exec(dockerfile)?.[1]?.split(' ');
+    const inMakefile = step.exec(readFileSync('Makefile', 'utf8'))?.[1]?.split(' ');
+    expect(inDockerfile).toEqual(inMakefile);
+    // every folder that holds a .lua file is searched
+    for (const f of all) expect(inDockerfile).toContain(f.split('/')[0]);
+  });
+
   test('whatever tsc compiles in the build stage is in the context (no import reaches outside the copied folders)', () => {
     const copied = new Set(contextSources().filter((s) => statSync(s).isDirectory()));
     for (const dir of copied) {
