@@ -15,6 +15,9 @@ import { onShutdown } from './shutdown.js';
 import { liveQuota } from '../facade/live-quota.js';
 import { systemClock } from '../lib/clock.js';
 import { RedisSessionStore } from '../contract/sessions-redis.js';
+import { RedisTokenStore } from '../contract/oauth/tokens-redis.js';
+import { RedisClientDirectory } from '../contract/oauth/clients.js';
+import { OAuthServer } from '../contract/oauth/grants.js';
 import { storeClientFromFlag } from '../lib/store/redis.js';
 import { KubeConfigSource } from '../sidecar/config/kube-source.js';
 import { createEngine } from '../sidecar/engine/engine.js';
@@ -109,12 +112,18 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
     logger.warn(
       "no gateway_urls in --config: POST /api/proxy refuses every URL (the facade is not a gateway; list the gateways' origins)",
     );
+  // OAuth codes and introspection: the tokens and client records the gateways read, in Redis
+  const oauthTokens = redis ? new RedisTokenStore(redis, logger, 0) : undefined;
+  const oauthClients = redis ? new RedisClientDirectory(redis, logger, 0) : undefined;
   const facade = createFacadeServer({
     backend,
     options,
     gatewayOrigins: options.gateway_urls ?? [],
     logger,
     namespace: flags.namespace,
+    ...(oauthTokens && oauthClients && config
+      ? { oauth: { server: new OAuthServer(oauthTokens, oauthClients), config: () => config.current() } }
+      : {}),
   });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });

@@ -20,6 +20,9 @@ import { SMOOTHING_CHANNEL, type SmoothingEventPayloadT } from '../lib/events.js
 import { onShutdown } from './shutdown.js';
 import { releaseStartupMemory } from '../sidecar/heap-tuning.js';
 import type { CompiledConfig } from '../contract/config.js';
+import { MemoryClientDirectory, RedisClientDirectory, type ClientDirectory } from '../contract/oauth/clients.js';
+import { MemoryTokenStore, type TokenStore } from '../contract/oauth/tokens.js';
+import { RedisTokenStore } from '../contract/oauth/tokens-redis.js';
 
 export interface SidecarFlags {
   upstream: string;
@@ -56,7 +59,23 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   redis?.on('error', () => metrics.storeErrors.inc());
   if (redis) metrics.trackStore(redis);
   let sessions: SessionStore;
+  let oauth: { tokens: TokenStore; clients: ClientDirectory } = {
+    tokens: new MemoryTokenStore(),
+    clients: new MemoryClientDirectory(),
+  };
+  const closeOAuth: (() => Promise<void>)[] = [];
   if (redis) {
+    // OAuth tokens and clients (SPEC.md §5): revocations and client changes reach this cache at once
+    const tokens = new RedisTokenStore(redis, logger);
+    const clients = new RedisClientDirectory(redis, logger);
+    await Promise.all([tokens.subscribe(), clients.subscribe()]).catch((e: unknown) =>
+      logger.warn({ err: (e as Error).message }, 'OAuth notifications unavailable; caches expire after 1 s'),
+    );
+    oauth = { tokens, clients };
+    closeOAuth.push(
+      () => tokens.close(),
+      () => clients.close(),
+    );
     // the markers of the controllers that write this namespace's sessions: while one says the store is
     // being restored, a missing session is not taken for a deleted key
     const rs = new RedisSessionStore(redis, logger, {
@@ -113,6 +132,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     // (kv_failure_mode decides what limits do meanwhile); the store's state is in /healthz and gw_store_up
     ready: () => source.isLoaded(),
     health: () => storeHealth(redis),
+    oauth,
   });
   onConfig = (c) => void runtime.applyConfig(c);
   // the --config file (the chart's gw-sidecar-config ConfigMap volume) is followed: live options apply
@@ -141,6 +161,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     await Promise.all([drain(runtime.server), drain(ops)]);
     await runtime.close();
     await sessions.close();
+    for (const c of closeOAuth) await c();
     redis?.disconnect();
   });
   // announced only once SIGTERM drains: a supervisor may stop the process the moment it reads this

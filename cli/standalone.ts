@@ -22,6 +22,8 @@ import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime, startOrWithdraw, type GatewayRuntime } from '../sidecar/runtime.js';
 import { onShutdown } from './shutdown.js';
 import { releaseStartupMemory } from '../sidecar/heap-tuning.js';
+import { OAuthTokenPersistence } from '../standalone/oauth-state.js';
+import { OAuthServer } from '../contract/oauth/grants.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 /** Present while the store holds standalone's sessions; gone after a FLUSHALL. */
@@ -64,9 +66,28 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     ? new RedisSessionStore(redis, logger, { known: (h) => holder.state?.session(h) })
     : new MemorySessionStore();
   const source = new DirSource(flags.resources, logger, (errs) => metrics.configErrors.inc(errs.length));
-  const state = new StandaloneState(flags.resources, sessions, logger, async (hash, stored, annotations) => {
-    if (annotations['gw.io/suppress-reset'] !== 'true') await holder.runtime?.engine.resetQuota(hash, stored);
-  });
+  // OAuth tokens in memory, persisted under DIR/.gw (SPEC.md §5), with or without --redis
+  const oauthTokens = new OAuthTokenPersistence(join(flags.resources, '.gw'), logger);
+  oauthTokens.load();
+  oauthTokens.start();
+  const state = new StandaloneState(
+    flags.resources,
+    sessions,
+    logger,
+    async (hash, stored, annotations) => {
+      if (annotations['gw.io/suppress-reset'] !== 'true') await holder.runtime?.engine.resetQuota(hash, stored);
+    },
+    async (removed) => {
+      for (const c of removed) {
+        const n = await oauthTokens.store.revokeClient(c.namespace, c.api_id, c.client_id);
+        if (n > 0)
+          logger.info(
+            { api_id: c.api_id, client_id: c.client_id, tokens: n },
+            'OAuth client gone: its tokens are revoked',
+          );
+      }
+    },
+  );
   holder.state = state;
   await state.apply(source.current());
   // a directory that cannot be read at start-up leaves nothing loaded: not ready until a read succeeds
@@ -113,6 +134,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     logger,
     ready: isReady,
     health,
+    oauth: { tokens: oauthTokens.store, clients: state.clients },
   });
   holder.runtime = runtime;
   const engine = runtime.engine;
@@ -168,6 +190,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     gatewayOrigins: [`http://${gwAddr}`],
     logger,
     ready: () => ready,
+    oauth: { server: new OAuthServer(oauthTokens.store, state.clients), config: () => state.current() },
   });
   const admin = createOpsServer(
     metrics.registry,
@@ -186,6 +209,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     source.stop();
     await Promise.all([drain(runtime.server), drain(admin)]);
     quotaState?.stop(); // after the drain: the last requests are counted
+    await oauthTokens.stop();
     facade.close();
     await runtime.close();
     await sessions.close();

@@ -1,7 +1,7 @@
 /** ApiDefinition (classic or OAS form) → CompiledApi. Throws with a field-named message on a bad definition. */
 import type { ApiDefinition } from '../crds/kinds.js';
-import { apiIdOf } from '../crds/schemas/api-definition.js';
-import type { CompiledApi, EndpointRule, LimitSpec } from '../contract/config.js';
+import { apiIdOf, OAUTH_GRANTS } from '../crds/schemas/api-definition.js';
+import type { CompiledApi, CompiledOAuth, EndpointRule, LimitSpec } from '../contract/config.js';
 import { durationSeconds } from '../lib/duration.js';
 import { endpointPattern, oasPathPattern } from '../lib/path-pattern.js';
 
@@ -26,13 +26,31 @@ function rule(
   }
 }
 
+/** OAuth settings of an API: the OAS oauth2 object (camelCase, then its snake_case aliases), then spec.oauth_meta. */
+function compileOAuth(res: ApiDefinition): CompiledOAuth | undefined {
+  const s = res.spec;
+  const o = s.oas?.['x-gw-api-gateway'].server.authentication?.oauth2;
+  if (!s.use_oauth2 && o?.enabled !== true) return undefined;
+  const m = s.oauth_meta;
+  const grants = o?.allowedAccessTypes ?? o?.allowed_access_types ?? m?.allowed_access_types ?? [...OAUTH_GRANTS];
+  const loginRedirect = o?.authLoginRedirect ?? o?.auth_login_redirect ?? m?.auth_login_redirect;
+  return {
+    grants: [...new Set(grants)],
+    ...(loginRedirect !== undefined ? { loginRedirect } : {}),
+    accessTtl: o?.accessTokenExpires ?? o?.access_token_expires ?? m?.access_token_expires ?? 3600,
+    refreshTtl: o?.refreshTokenExpires ?? o?.refresh_token_expires ?? m?.refresh_token_expires ?? 1209600,
+  };
+}
+
 export function compileApi(res: ApiDefinition): CompiledApi {
+  const oauth = compileOAuth(res);
   const s = res.spec;
   const base = {
     namespace: res.metadata.namespace,
     name: res.metadata.name,
     authHeader: (s.auth?.auth_header_name ?? 'Authorization').toLowerCase(),
     streaming: (s as { streaming?: unknown }).streaming,
+    ...(oauth ? { oauth } : {}),
   };
   if (s.oas) {
     const x = s.oas['x-gw-api-gateway'];

@@ -4,6 +4,7 @@ import { PolicySpec } from '../crds/schemas/policy.js';
 import { refinePer, Smoothing } from '../crds/schemas/common.js';
 import type { CompiledConfig } from './config.js';
 import { pathMatcher } from '../lib/path-pattern.js';
+import { OAUTH_GRANTS } from '../crds/schemas/api-definition.js';
 
 // a rate needs a window (refinePer, the resource schemas' own rule): rate > 0 with per 0 meant no limit at all
 const LimitSpec = z
@@ -41,6 +42,14 @@ const CompiledApiSchema = z.object({
       })
       .superRefine(refinePer),
   ),
+  oauth: z
+    .object({
+      grants: z.array(z.enum(OAUTH_GRANTS)),
+      loginRedirect: z.string().optional(),
+      accessTtl: z.number().int().min(1),
+      refreshTtl: z.number().int().min(1),
+    })
+    .optional(),
   streaming: z.unknown().optional(),
 });
 

@@ -4,6 +4,7 @@
  */
 import type { PolicySpecT } from '../crds/schemas/policy.js';
 import type { SmoothingT } from '../crds/schemas/common.js';
+import type { OAuthGrant } from '../crds/schemas/api-definition.js';
 
 export interface LimitSpec {
   rate: number;
@@ -35,8 +36,20 @@ export interface CompiledApi {
   apiLimit?: LimitSpec;
   /** Per-endpoint API-level rules (enabled ones only), in evaluation order. */
   endpointRules: EndpointRule[];
+  /** OAuth 2.0 (SPEC.md §5): bearer access tokens issued by the gateway instead of keys; absent: keys. */
+  oauth?: CompiledOAuth;
   /** Raw streaming section of the ApiDefinition, if any (streams issue). */
   streaming?: unknown;
+}
+
+export interface CompiledOAuth {
+  /** Grants oauth/token accepts; refresh_token also means refresh tokens are issued. */
+  grants: OAuthGrant[];
+  /** The API owner's login page (oauth/authorize answers 307 to it); absent: no authorization_code flow. */
+  loginRedirect?: string;
+  /** Lifetimes in seconds. */
+  accessTtl: number;
+  refreshTtl: number;
 }
 
 export interface CompiledPolicy {

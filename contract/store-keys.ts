@@ -9,6 +9,14 @@
  *   gw:{<bucket>}:fw:<n>     counter of the fixed window n = floor(now / per)
  *   gw:{<bucket>}:quota      hash: used, renews (ms, 0 = never)
  *   gw:drl:{<group>}:peers   sorted set: DRL heartbeats (score = ms, member = peer id)
+ * OAuth (SPEC.md §5; values hold hashes and ids, never a raw token, code or secret; every key expires):
+ *   gw:oauth:tok:{<sha256>}        string: JSON token record (access or refresh), expiring at its exp
+ *   gw:oauth:code:{<sha256>}       string: JSON authorization code record, 60 s
+ *   gw:oauth:code-used:{<sha256>}  string: the family a redeemed code gave (a second redemption revokes it)
+ *   gw:oauth:rt-used:{<sha256>}    string: the family of a used (rotated) refresh token (SET NX: a replay finds it)
+ *   gw:oauth:fam:{<family>}        set: the token hashes of one authorization grant
+ *   gw:oauth:client:<ns>/<api>/<client_id>  string: the client record the controller writes (contract/oauth/clients.ts)
+ * Each is touched by single-key commands only (the tag just keeps them apart), so Redis Cluster needs nothing more.
  * Buckets are built by the engine: `a:<ns>/<api>[:e:<rule>]` (API scope), `k:<identity>[:a:<api>[:e:<METHOD path>]]`
  * (key scope), `q:<identity>[:a:<api>]` (quota); identity is `h:<key hash>` or `p:<expanded pattern>` (its `%`
  * and `:` escaped as %25 / %3A). In the key names `%`, `{` and `}` of a bucket are escaped as %25, %7B, %7D.
@@ -29,7 +37,15 @@ export const storeKeys = {
   fixedWindow: (bucket: string, window: number) => `gw:${tag(bucket)}:fw:${window}`,
   quota: (bucket: string) => `gw:${tag(bucket)}:quota`,
   peers: (group: string) => `gw:drl:${tag(group)}:peers`,
+  oauthToken: (hash: string) => `gw:oauth:tok:{${hash}}`,
+  oauthCode: (hash: string) => `gw:oauth:code:{${hash}}`,
+  oauthCodeUsed: (hash: string) => `gw:oauth:code-used:{${hash}}`,
+  oauthRefreshUsed: (hash: string) => `gw:oauth:rt-used:{${hash}}`,
+  oauthFamily: (fam: string) => `gw:oauth:fam:{${fam}}`,
 };
+
+/** Channel on which a revoked token's hash is published (gateways drop it from their caches). */
+export const OAUTH_TOKEN_CHANNEL = 'gw:oauth:tokens';
 
 /** The keys of one sliding-log / sentinel check, with the hash tag computed once. */
 export function bucketKeys(bucket: string): { log: string; smoothing: string; sentinel: string; unlogged: string } {

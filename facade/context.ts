@@ -4,6 +4,7 @@ import type { Dispatcher } from '../lib/http/undici.js';
 import type { Logger } from '../lib/logger.js';
 import type { GatewayOptionsT } from '../lib/options.js';
 import type { ResourceBackend } from './backend.js';
+import type { FacadeOAuth } from './routes-oauth-flow.js';
 
 export interface FacadeContext {
   backend: ResourceBackend;
@@ -17,6 +18,8 @@ export interface FacadeContext {
   /** undici dispatcher for POST /api/proxy (closed with the server). */
   dispatcher: Dispatcher;
   logger: Logger;
+  /** OAuth codes and introspection (absent: gw facade without --redis). */
+  oauth?: FacadeOAuth;
   /** Serialises writes per resource (keys by hash, clients by api/client id). */
   locks: KeyedLock;
 }

@@ -1,7 +1,7 @@
 /** /api/apis/oauth/{apiId}[/{clientId}]: OAuth clients of an API (bearer access token). */
 import { z } from 'zod';
 import { FreeObject } from '../crds/schemas/common.js';
-import { ClientId, type OAuthClientSpecT } from '../crds/schemas/oauth-client.js';
+import { ClientId, RedirectUri, type OAuthClientSpecT } from '../crds/schemas/oauth-client.js';
 import { clientResourceName, clientSecretName, type ApiRef, type ClientRecord } from './backend.js';
 import { requireBearer } from './auth.js';
 import type { Route, RouteArgs } from './context.js';
@@ -20,7 +20,8 @@ export const OAuthClientBody = z.strictObject({
   description: z.string().max(4096).optional(),
   meta_data: FreeObject.nullable().optional(),
   policy_id: z.string().optional(),
-  redirect_uri: z.string().max(4096).optional(),
+  // the resource's own rule (absolute https, or http on a loopback host), so what is accepted here loads
+  redirect_uri: z.union([z.literal(''), RedirectUri]).optional(),
   secret: z.string().max(1024).optional(),
 });
 

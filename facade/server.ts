@@ -14,6 +14,7 @@ import { facadeOpenApi } from './openapi.js';
 import { DEFAULT_FACADE_RATE_LIMIT, FacadeLimiter, type FacadeRateLimit } from './rate-limit.js';
 import { keyRoutes } from './routes-keys.js';
 import { oauthRoutes } from './routes-oauth.js';
+import { oauthFlowRoutes, type FacadeOAuth } from './routes-oauth-flow.js';
 import { normalizeOrigin, proxyRoutes } from './routes-proxy.js';
 const { createServer } = process.getBuiltinModule('node:http');
 
@@ -33,6 +34,8 @@ export interface FacadeServerOptions {
   rateLimit?: FacadeRateLimit | false;
   /** GET /readyz answers 503 while this returns false. */
   ready?: () => boolean;
+  /** OAuth codes and introspection (SPEC.md §5); absent: those routes answer 503. */
+  oauth?: FacadeOAuth;
 }
 
 /**
@@ -91,6 +94,7 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
     dispatcher,
     logger,
     locks: new KeyedLock(),
+    ...(opts.oauth ? { oauth: opts.oauth } : {}),
   };
   const rl = opts.rateLimit === undefined ? (options.facade_rate_limit ?? DEFAULT_FACADE_RATE_LIMIT) : opts.rateLimit;
   if (rl && (!(rl.rate >= 1) || !(rl.per > 0))) throw new Error('facade rate limit: rate must be ≥ 1 and per > 0');
@@ -103,7 +107,9 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
     template: '/openapi.json',
     methods: { GET: async ({ res }) => sendJson(res, 200, facadeOpenApi) },
   };
-  const routes: CompiledRoute[] = [...oauthRoutes, ...proxyRoutes, ...keyRoutes, openapiRoute].map(compile);
+  const routes: CompiledRoute[] = [...oauthRoutes, ...oauthFlowRoutes, ...proxyRoutes, ...keyRoutes, openapiRoute].map(
+    compile,
+  );
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<string> => {
     const url = new URL(req.url ?? '/', 'http://facade.invalid');

@@ -1,6 +1,7 @@
 /**
  * OAuthClient → client record in Redis: `gw:oauth:client:<namespace>/<api_id>/<client_id>` (each part
- * URI-encoded), JSON validated with ClientRecordSchema when read. The client secret comes from the
+ * URI-encoded), JSON validated with ClientRecordSchema when read (contract/oauth/clients.ts, which the
+ * gateways read it with). The client secret comes from the
  * Secret of spec.secretRef and is stored only as its SHA-256 (`secret_hash`); verifyClientSecret
  * compares in constant time. dcr_registration.access_token is a credential too and is left out.
  * The record is written only when the API (api_id), the policy (policy_id, when set) and the Secret
@@ -9,8 +10,16 @@
  * status.recordKey remembers the Redis key written, so a changed client_id or api_id cleans up the old one.
  */
 import { z } from 'zod';
-import { OAuthClientResource, secretValue, type OAuthClient } from '../crds/kinds.js';
-import { safeEqual, sha256hex } from '../lib/hash.js';
+import { OAuthClientResource, secretValue } from '../crds/kinds.js';
+import { clientRecordOf } from '../compiler/client-records.js';
+import {
+  CLIENT_CHANNEL,
+  CLIENT_PREFIX,
+  clientRecordKey,
+  readClientRecord,
+  verifyClientSecret,
+  type ClientRecord,
+} from '../contract/oauth/clients.js';
 import {
   referencedSecret,
   ensureFinalizer,
@@ -27,67 +36,10 @@ import { apiIdsIn } from './reconcile-key.js';
 import { notReady, notReadyAll, ok, type Reason } from './status.js';
 
 export const CLIENT_FINALIZER = 'gw.io/client-cleanup';
-export const CLIENT_PREFIX = 'gw:oauth:client:';
-export const CLIENT_CHANNEL = 'gw:oauth:clients';
-
-export const ClientRecordSchema = z.object({
-  namespace: z.string(),
-  name: z.string(),
-  api_id: z.string(),
-  client_id: z.string(),
-  client_name: z.string().optional(),
-  description: z.string().optional(),
-  policy_id: z.string().optional(),
-  redirect_uri: z.string().optional(),
-  meta_data: z.record(z.string(), z.unknown()).optional(),
-  dcr_registration: z.object({ client_uri: z.string(), provider: z.string() }).optional(),
-  secret_hash: z.string().regex(/^[0-9a-f]{64}$/),
-});
-export type ClientRecord = z.infer<typeof ClientRecordSchema>;
-
-export const clientRecordKey = (ns: string, apiId: string, clientId: string): string =>
-  `${CLIENT_PREFIX}${[ns, apiId, clientId].map(encodeURIComponent).join('/')}`;
-
-/** Reads and validates a client record (another process's output is still input). */
-export async function readClientRecord(
-  redis: { get(k: string): Promise<string | null> },
-  key: string,
-): Promise<ClientRecord | undefined> {
-  const raw = await redis.get(key);
-  if (raw === null) return undefined;
-  try {
-    const r = ClientRecordSchema.safeParse(JSON.parse(raw));
-    return r.success ? r.data : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Constant-time check of a presented client secret against a record. */
-export function verifyClientSecret(record: ClientRecord, secret: string): boolean {
-  return safeEqual(sha256hex(secret), record.secret_hash);
-}
+export { CLIENT_CHANNEL, CLIENT_PREFIX, clientRecordKey, readClientRecord, verifyClientSecret };
+export type { ClientRecord };
 
 const ClientStatus = z.looseObject({ status: z.looseObject({ recordKey: z.string().optional() }).optional() });
-
-function recordOf(c: OAuthClient, secret: string): ClientRecord {
-  const s = c.spec;
-  return {
-    namespace: c.metadata.namespace,
-    name: c.metadata.name,
-    api_id: s.api_id,
-    client_id: s.client_id,
-    ...(s.client_name !== undefined ? { client_name: s.client_name } : {}),
-    ...(s.description !== undefined ? { description: s.description } : {}),
-    ...(s.policy_id ? { policy_id: s.policy_id } : {}),
-    ...(s.redirect_uri !== undefined ? { redirect_uri: s.redirect_uri } : {}),
-    ...(s.meta_data !== undefined ? { meta_data: s.meta_data } : {}),
-    ...(s.dcr_registration
-      ? { dcr_registration: { client_uri: s.dcr_registration.client_uri, provider: s.dcr_registration.provider } }
-      : {}),
-    secret_hash: sha256hex(secret),
-  };
-}
 
 async function removeRecord(ctx: OperatorContext, key: string): Promise<void> {
   const n = await storeCall(ctx.redis!.del(key));
@@ -150,7 +102,7 @@ export async function reconcileClient(ctx: OperatorContext, ns: string, name: st
       for (const k of new Set([previous, recordKey])) if (k) await removeRecord(ctx, k);
       return await report(ctx, REFS.OAuthClient, inf, raw, problem);
     }
-    const json = JSON.stringify(recordOf(c, secret!));
+    const json = JSON.stringify(clientRecordOf(c, secret!));
     if ((await storeCall(ctx.redis.get(recordKey))) !== json) {
       await storeCall(ctx.redis.multi().set(recordKey, json).publish(CLIENT_CHANNEL, recordKey).exec());
       ctx.metrics.writes.inc({ target: 'client' });

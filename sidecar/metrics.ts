@@ -100,6 +100,19 @@ export class GatewayMetrics {
     });
   }
 
+  readonly oauthTokensIssued = new Counter({
+    name: 'gw_oauth_tokens_issued_total',
+    help: 'OAuth access tokens issued by the token endpoint, by API and grant',
+    labelNames: ['api', 'grant'],
+    registers: [this.registry],
+  });
+  readonly oauthErrors = new Counter({
+    name: 'gw_oauth_token_errors_total',
+    help: 'OAuth errors by API and error code (token, authorize and revoke endpoints; invalid_token on API calls)',
+    labelNames: ['api', 'error'],
+    registers: [this.registry],
+  });
+
   constructor(defaults = true) {
     if (defaults) collectDefaultMetrics({ register: this.registry });
   }

@@ -21,6 +21,12 @@ import { createGatewayServer } from './proxy/gateway-server.js';
 import { createObserver } from './proxy/observe.js';
 import { createAccessLog } from './proxy/access-log.js';
 import { tracingFromOptions } from '../lib/trace/setup.js';
+import type { ClientDirectory } from '../contract/oauth/clients.js';
+import type { TokenStore } from '../contract/oauth/tokens.js';
+import { OAuthServer } from '../contract/oauth/grants.js';
+import { createOAuthEndpoints } from './oauth/endpoints.js';
+import { createBearerLookup } from './oauth/bearer.js';
+import { GuessLimiter } from './oauth/guess-limit.js';
 
 export interface RuntimeDeps {
   options: GatewayOptionsT;
@@ -41,6 +47,8 @@ export interface RuntimeDeps {
   redisUrl?: string;
   /** `service.name` of exported spans (default gw-sidecar). */
   serviceName?: string;
+  /** OAuth (SPEC.md §5): where tokens and clients live (standalone: memory; cluster: Redis). */
+  oauth: { tokens: TokenStore; clients: ClientDirectory };
 }
 
 export interface GatewayRuntime {
@@ -128,7 +136,21 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
   const accessLog = d.options.access_logs.enabled ? createAccessLog() : undefined;
   const streams = createStreamManager({ logger, redisUrl: d.redisUrl, clock });
   streams.metrics(metrics.registry);
+  const oauthServer = new OAuthServer(d.oauth.tokens, d.oauth.clients, () => Math.floor(clock.now() / 1000));
+  const oauth = {
+    endpoints: createOAuthEndpoints({
+      server: oauthServer,
+      guesses: new GuessLimiter(undefined, () => clock.now()),
+      metrics: {
+        issued: (api, grant) => metrics.oauthTokensIssued.inc({ api, grant }),
+        error: (api, error) => metrics.oauthErrors.inc({ api, error }),
+      },
+      logger,
+    }),
+    bearer: createBearerLookup(d.oauth.tokens, d.oauth.clients, clock),
+  };
   const gateway = createGatewayServer({
+    oauth,
     streams,
     config: d.config,
     lookupSession: (h) => lookupSession(d.sessions, h),

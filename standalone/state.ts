@@ -11,6 +11,9 @@ import { keyMaterial, sessionOf, snapshotSecrets } from '../compiler/key-session
 import type { AccessKey } from '../crds/kinds.js';
 import { resourceLabel, type ResourceSnapshot } from '../compiler/snapshot.js';
 import { missingReferences, referenceIndex } from './references.js';
+import { secretValue } from '../crds/kinds.js';
+import { clientRecordOf } from '../compiler/client-records.js';
+import { clientRecordKey, MemoryClientDirectory, type ClientRecord } from '../contract/oauth/clients.js';
 import { ChangedNotesLog, noteOn, refusalNote, type Notes } from './report.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 const { mkdirSync, writeFileSync, existsSync } = process.getBuiltinModule('node:fs');
@@ -29,6 +32,8 @@ export class StandaloneState {
   private readonly notesLog: ChangedNotesLog;
   /** Write every session on the next apply (resync), not only the changed ones. */
   private rewrite = false;
+  /** The OAuth clients of the directory whose API, policy and Secret exist (what the operator would store). */
+  readonly clients = new MemoryClientDirectory();
 
   constructor(
     private readonly dir: string,
@@ -39,6 +44,8 @@ export class StandaloneState {
       stored: StoredSession,
       annotations: Record<string, string>,
     ) => Promise<void> = async () => {},
+    /** OAuth clients gone from the directory (or replaced by another of the same id): their tokens are revoked. */
+    private readonly onClientsRemoved: (removed: ClientRecord[]) => Promise<void> = async () => {},
   ) {
     this.notesLog = new ChangedNotesLog(logger);
   }
@@ -81,6 +88,7 @@ export class StandaloneState {
     }
 
     this.noteMissingReferences(snapshot, notes);
+    await this.applyClients(snapshot);
     const next = new Map<string, { key: AccessKey; stored: StoredSession; annotations: Record<string, string> }>();
     const secrets = snapshotSecrets(snapshot);
     for (const key of snapshot.keys) {
@@ -151,6 +159,30 @@ export class StandaloneState {
    */
   resync(snapshot: ResourceSnapshot): Promise<void> {
     return this.apply(snapshot, true);
+  }
+
+  /**
+   * The clients a gateway serves: those whose API, policy (when named) and Secret exist, as the operator
+   * writes them to Redis. A client that went away, or whose resource changed identity (deleted and
+   * written again: another uid, or another file), has its tokens revoked.
+   */
+  private async applyClients(snapshot: ResourceSnapshot): Promise<void> {
+    const index = referenceIndex(snapshot);
+    const secrets = snapshotSecrets(snapshot);
+    const next: ClientRecord[] = [];
+    for (const c of snapshot.clients) {
+      if (missingReferences(c, index) !== undefined) continue;
+      const secretObj = secrets(c.metadata.namespace, c.spec.secretRef.name);
+      const secret = secretObj && secretValue(secretObj, c.spec.secretRef.key);
+      if (secret) next.push(clientRecordOf(c, secret));
+    }
+    const before = new Map(
+      [...this.clients.all()].map((r) => [clientRecordKey(r.namespace, r.api_id, r.client_id), r]),
+    );
+    this.clients.replace(next);
+    const kept = new Set(next.map((r) => `${clientRecordKey(r.namespace, r.api_id, r.client_id)}\u0000${r.uid ?? ''}`));
+    const removed = [...before].filter(([k, r]) => !kept.has(`${k}\u0000${r.uid ?? ''}`)).map(([, r]) => r);
+    if (removed.length) await this.onClientsRemoved(removed);
   }
 
   /** AccessKeys and OAuthClients that refer to a policy or an API the directory lacks. */

@@ -46,6 +46,47 @@ const OasRateLimit = z
   })
   .describe('A rate limit of the OAS form: rate requests per duration.');
 
+/** The grants an OAuth API allows (SPEC.md §5). */
+export const OAUTH_GRANTS = ['client_credentials', 'authorization_code', 'refresh_token'] as const;
+export type OAuthGrant = (typeof OAUTH_GRANTS)[number];
+const AccessType = z.enum(OAUTH_GRANTS);
+/** An absolute http(s) URL: where the authorize endpoint hands the user to the API owner's login page. */
+const LoginRedirect = z
+  .string()
+  .regex(/^https?:\/\/[^\s/?#]+[^\s#]*$/, 'must be an absolute http(s) URL without a fragment')
+  .describe("URL of the API owner's login page: GET {listen_path}oauth/authorize answers 307 to it, query kept.");
+const TokenSeconds = (d: number, what: string) =>
+  z.number().int().min(1).default(d).describe(`Lifetime of ${what} in seconds (default ${d}).`);
+
+/** OAuth settings of a classic API (`oauth_meta`), in the spec's snake_case. */
+export const OAuthMeta = z
+  .strictObject({
+    allowed_access_types: z
+      .array(AccessType)
+      .optional()
+      .describe('Grants the token endpoint accepts (default: all three). refresh_token: refresh tokens are issued.'),
+    auth_login_redirect: LoginRedirect.optional(),
+    access_token_expires: TokenSeconds(3600, 'an access token'),
+    refresh_token_expires: TokenSeconds(1209600, 'a refresh token'),
+  })
+  .describe('OAuth 2.0 settings (with use_oauth2, or beside an OAS oauth2.enabled).');
+
+/** The OAS form: x-gw-api-gateway.server.authentication.oauth2 (camelCase like the rest of the extension). */
+const OasOAuth2 = z
+  .looseObject({
+    enabled: z.boolean().default(false).describe('Bearer access tokens issued by the gateway instead of keys.'),
+    allowedAccessTypes: z.array(AccessType).optional().describe('Grants the token endpoint accepts (default: all).'),
+    authLoginRedirect: LoginRedirect.optional(),
+    accessTokenExpires: z.number().int().min(1).optional().describe('Access token lifetime in seconds (3600).'),
+    refreshTokenExpires: z.number().int().min(1).optional().describe('Refresh token lifetime in seconds (1209600).'),
+    // the classic oauth_meta names are accepted here too (the camelCase one wins when both are given)
+    allowed_access_types: z.array(AccessType).optional().describe('Alias of allowedAccessTypes.'),
+    auth_login_redirect: LoginRedirect.optional().describe('Alias of authLoginRedirect.'),
+    access_token_expires: z.number().int().min(1).optional().describe('Alias of accessTokenExpires.'),
+    refresh_token_expires: z.number().int().min(1).optional().describe('Alias of refreshTokenExpires.'),
+  })
+  .describe('OAuth 2.0 at the gateway (SPEC.md §5); spec.oauth_meta fills what is not given here.');
+
 /** An API id, in either form: it names the API's buckets and its access rights, so no separators (`:`, `/`…). */
 const ApiId = z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, . _ -');
 
@@ -72,7 +113,10 @@ export const GwOasExtension = z
           })
           .describe('Where the API listens.'),
         authentication: z
-          .looseObject({ enabled: z.boolean().default(true).describe('false makes the API keyless.') })
+          .looseObject({
+            enabled: z.boolean().default(true).describe('false makes the API keyless.'),
+            oauth2: OasOAuth2.optional(),
+          })
           .optional()
           .describe('Client authentication (auth token) of the API.'),
       })
@@ -134,6 +178,9 @@ const CLASSIC_WITH_OAS =
   'is a classic field that spec.oas replaces (x-gw-api-gateway holds the listen path and the limits): remove it or spec.oas';
 const STRIP_WITH_OAS =
   'proxy.strip_listen_path: false is a classic field that spec.oas replaces: set x-gw-api-gateway.server.listenPath.strip';
+const KEYLESS_WITH_OAUTH = 'use_keyless: true contradicts OAuth 2.0 (use_oauth2 / oauth2.enabled): remove one';
+const OAUTH_WITHOUT_AUTH =
+  'x-gw-api-gateway.server.authentication.oauth2.enabled: true needs authentication (enabled: false makes the API keyless)';
 const KEYLESS_WITH_OAS_AUTH =
   'use_keyless: true contradicts x-gw-api-gateway.server.authentication.enabled: true: remove one';
 
@@ -143,6 +190,11 @@ export const ApiDefinitionSpec = z
     api_id: ApiId.optional().describe('API id; default metadata.name.'),
     active: z.boolean().default(true).describe('An inactive API answers 404.'),
     use_keyless: z.boolean().default(false).describe('When true no key is needed and key-level limits do not apply.'),
+    use_oauth2: z
+      .boolean()
+      .default(false)
+      .describe('Bearer access tokens issued by the gateway (oauth/token under the listen path) instead of keys.'),
+    oauth_meta: OAuthMeta.optional(),
     auth: z
       .strictObject({
         auth_header_name: z
@@ -208,12 +260,33 @@ export const ApiDefinitionSpec = z
         message: STRIP_WITH_OAS,
       },
       {
+        rule: '!has(self.use_keyless) || !self.use_keyless || !has(self.use_oauth2) || !self.use_oauth2',
+        message: KEYLESS_WITH_OAUTH,
+      },
+      {
+        rule: '!has(self.oas) || !has(self.use_keyless) || !self.use_keyless || !has(self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication) || !has(self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.oauth2) || !has(self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.oauth2.enabled) || !self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.oauth2.enabled',
+        message: KEYLESS_WITH_OAUTH,
+      },
+      {
+        rule: '!has(self.oas) || !has(self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication) || !has(self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.enabled) || self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.enabled || !has(self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.oauth2) || !has(self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.oauth2.enabled) || !self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.oauth2.enabled',
+        message: OAUTH_WITHOUT_AUTH,
+      },
+      {
         rule: '!has(self.oas) || !has(self.use_keyless) || !self.use_keyless || !has(self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication) || !has(self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.enabled) || !self.oas.x__dash__gw__dash__api__dash__gateway.server.authentication.enabled',
         message: KEYLESS_WITH_OAS_AUTH,
       },
     ],
   })
   .superRefine((spec, ctx) => {
+    const oasAuth = spec.oas?.['x-gw-api-gateway'].server.authentication;
+    if (spec.use_keyless && (spec.use_oauth2 || oasAuth?.oauth2?.enabled === true))
+      ctx.addIssue({ code: 'custom', path: ['use_keyless'], message: KEYLESS_WITH_OAUTH });
+    if (oasAuth?.enabled === false && oasAuth.oauth2?.enabled === true)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['oas', 'x-gw-api-gateway', 'server', 'authentication', 'oauth2', 'enabled'],
+        message: OAUTH_WITHOUT_AUTH,
+      });
     if (!spec.oas && !spec.proxy?.listen_path) {
       ctx.addIssue({
         code: 'custom',

@@ -17,6 +17,23 @@ export const ClientId = z
   .max(256)
   .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
+/**
+ * A client's redirect URI (SPEC.md §5): an absolute https URL, or http on a loopback host (127.0.0.0/8,
+ * [::1], localhost: a native app's local listener, RFC 8252 §7.3); no fragment (RFC 6749 §3.1.2), no
+ * credentials, no whitespace. Anything else (`javascript:`, `data:`, relative, plain http elsewhere) is
+ * refused. One regex (RE2- and ECMAScript-compatible) so the CRD refuses what zod refuses.
+ */
+export const REDIRECT_URI_PATTERN =
+  '^(https://[^\\s/?#@]+|http://(localhost|127(\\.[0-9]{1,3}){3}|\\[::1\\])(:[0-9]{1,5})?)([/?][^\\s#]*)?$';
+export const REDIRECT_URI_MESSAGE = 'must be an absolute https URL, or http on a loopback host, without a fragment';
+export const RedirectUri = z
+  .string()
+  .max(2048)
+  .regex(new RegExp(REDIRECT_URI_PATTERN), REDIRECT_URI_MESSAGE)
+  .describe(
+    'Redirect URI of the client: absolute https, or http on a loopback host; matched exactly by oauth/authorize and oauth/token.',
+  );
+
 export const OAuthClientSpec = z
   .strictObject({
     api_id: z.string().min(1).describe('API the client belongs to.'),
@@ -24,7 +41,14 @@ export const OAuthClientSpec = z
     client_name: z.string().optional().describe('Display name of the client.'),
     description: z.string().optional().describe('Free-form description.'),
     policy_id: z.string().optional().describe('Policy (metadata.name) applied to tokens of this client.'),
-    redirect_uri: z.string().optional().describe('Redirect URI(s) registered for the client.'),
+    redirect_uri: z
+      .string()
+      .max(2048)
+      .regex(new RegExp(`^$|${REDIRECT_URI_PATTERN}`), REDIRECT_URI_MESSAGE)
+      .optional()
+      .describe(
+        'Redirect URI of the client (absolute https, or http on a loopback host; empty: none, client_credentials only).',
+      ),
     meta_data: FreeObject.optional().describe('Free-form metadata.'),
     secretRef: SecretRef.describe('Secret holding the client secret.'),
     dcr_registration: DcrRegistration.optional(),

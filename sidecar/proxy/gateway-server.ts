@@ -24,6 +24,10 @@ import { normalizePath, strictPathProblem } from '../../lib/request-path.js';
 import { throttledLog } from '../../lib/log-throttle.js';
 import { childTraceparent } from '../../lib/trace/trace-context.js';
 import type { Observed, RequestObserver } from './observe.js';
+import type { CompiledOAuth } from '../../contract/config.js';
+import type { ClientSession } from '../../contract/oauth/client-session.js';
+import { oauthEndpointOf, type OAuthEndpoints } from '../oauth/endpoints.js';
+import type { BearerLookup } from '../oauth/bearer.js';
 const { createServer } = process.getBuiltinModule('node:http');
 
 export interface GatewayDeps {
@@ -47,6 +51,8 @@ export interface GatewayDeps {
   upstreamTimeoutMs?: number;
   /** strict_paths (SPEC §1): 400 for path forms upstreams read differently (lib/request-path.ts). */
   strictPaths?: boolean;
+  /** OAuth APIs (SPEC.md §5): the oauth/* endpoints and bearer token lookups. */
+  oauth?: { endpoints: OAuthEndpoints; bearer: BearerLookup };
   /** Streaming inputs served under an API's listen path (streams/); false = not a stream path. */
   streams?: { tryHandle(apiId: string, relPath: string, req: IncomingMessage, res: ServerResponse): boolean };
   /** Server spans and access logs (observe.ts); absent when both are off. */
@@ -105,6 +111,8 @@ interface Exchange extends CheckRequest, Forwarding, Observed {
   t0: number;
   /** An upgrade request (WebSocket…): the bytes that followed its head on the socket. */
   upgradeHead?: Buffer;
+  /** An OAuth API's request: the SHA-256 of its bearer token (keyHash is then its client's identity). */
+  tokenHash?: string;
 }
 
 export function createGatewayHandler(deps: GatewayDeps): {
@@ -242,6 +250,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
         t0: 0,
         done: forwarded,
         upgradeHead,
+        tokenHash: undefined,
         onClientGone,
         stillWanted,
         decision: undefined,
@@ -251,6 +260,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
       };
       if (observer !== undefined) observer.begin(x);
       if (api.keyless) return decide(x);
+      if (api.oauth !== undefined) return oauthRequest(x, api.oauth);
 
       // authentication (auth.ts), inline: 401 without a key, 403 for an unknown, inactive or expired one
       const key = extractKey(req.headers, api.authHeader);
@@ -270,6 +280,52 @@ export function createGatewayHandler(deps: GatewayDeps): {
     } catch (e) {
       fail(res, e);
     }
+  }
+
+  /**
+   * An OAuth API (SPEC.md §5): its oauth/* endpoints, else a bearer access token of one of its clients.
+   * Missing → 401 as for keys; unknown, expired or revoked → 401 invalid_token (RFC 6750 §3.1).
+   */
+  function oauthRequest(x: Exchange, oauth: CompiledOAuth): void {
+    const endpoint = oauthEndpointOf(x.path);
+    if (endpoint !== undefined) {
+      if (!deps.oauth) {
+        countRequest(x.api.api_id, 503);
+        return sendJson(x.res, 503, { error: 'server_error', error_description: 'OAuth is unavailable' });
+      }
+      void deps.oauth.endpoints
+        .serve(endpoint, x.api, oauth, x.req, x.res, x.q === -1 ? '' : x.url.slice(x.q + 1))
+        .then((status) => countRequest(x.api.api_id, status));
+      return;
+    }
+    const token = extractKey(x.req.headers, x.api.authHeader);
+    if (!token) {
+      countRequest(x.api.api_id, 401);
+      return sendJson(x.res, 401, { error: ERRORS.authMissing });
+    }
+    x.tokenHash = keyHashOf(token);
+    const found = deps.oauth ? deps.oauth.bearer(x.tokenHash, x.api) : undefined;
+    if (found instanceof Promise)
+      found.then(
+        (s) => bearerFound(x, s),
+        (e: unknown) => lookupFailed(x, e),
+      );
+    else bearerFound(x, found);
+  }
+
+  function bearerFound(x: Exchange, cs: ClientSession | undefined): void {
+    if (cs === undefined) {
+      countRequest(x.api.api_id, 401);
+      metrics.oauthErrors.inc({ api: x.api.api_id, error: 'invalid_token' });
+      return sendJson(
+        x.res,
+        401,
+        { error: 'invalid_token' },
+        { 'www-authenticate': 'Bearer error="invalid_token"', 'cache-control': 'no-store' },
+      );
+    }
+    x.keyHash = cs.identityHash;
+    authorise(x, cs.stored);
   }
 
   /** The session store cannot answer and knows nothing of the key: 503, the client may retry (the store's own errors are logged by it). */
@@ -308,6 +364,12 @@ export function createGatewayHandler(deps: GatewayDeps): {
   }
   function stillWanted(this: Exchange): MaybePromise<boolean> {
     if (this.res.destroyed || this.req.socket.destroyed) return false;
+    if (this.tokenHash !== undefined) {
+      // an OAuth request: its token must still be valid (revoked or its client deleted meanwhile: 403)
+      const cs = deps.oauth?.bearer(this.tokenHash, this.api);
+      const admitsToken = (c: ClientSession | undefined): boolean => c !== undefined && admits(this, c.stored);
+      return cs instanceof Promise ? cs.then(admitsToken, () => false) : admitsToken(cs);
+    }
     if (this.keyHash === undefined) return true;
     const found = deps.lookupSession(this.keyHash);
     return found instanceof Promise

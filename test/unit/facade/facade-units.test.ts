@@ -218,6 +218,7 @@ describe('DirBackend', () => {
     const spec = {
       active: true,
       use_keyless: false,
+      use_oauth2: false,
       disable_rate_limit: false,
       use_extended_paths: false,
       proxy: { listen_path: '/', strip_listen_path: true },

@@ -1,0 +1,164 @@
+/**
+ * OAuth client records: what a gateway knows of an OAuthClient (SPEC.md §5). In a cluster the controller
+ * writes them to Redis (`gw:oauth:client:<namespace>/<api_id>/<client_id>`, each part URI-encoded; writes
+ * and removals published on `gw:oauth:clients`); standalone builds them from its directory. The client
+ * secret is only its SHA-256 (`secret_hash`), compared in constant time. `uid` tells two clients of the
+ * same id apart (the CR's metadata.uid): a token names the uid it was issued to, so a client deleted and
+ * created again does not bring its old tokens back.
+ */
+import type { Redis, Cluster } from 'ioredis';
+import { z } from 'zod';
+import { safeEqual, sha256hex } from '../../lib/hash.js';
+import type { Logger } from '../../lib/logger.js';
+import type { MaybePromise } from '../../limiters/types.js';
+import {
+  BACKGROUND_DEADLINE_MS,
+  DEFAULT_STORE_DEADLINE_MS,
+  StoreCalls,
+  storeReady,
+} from '../../lib/store/store-calls.js';
+import { throttledWarn } from '../../lib/log-throttle.js';
+import { closeStoreClient } from '../../lib/store/redis.js';
+
+export const CLIENT_PREFIX = 'gw:oauth:client:';
+export const CLIENT_CHANNEL = 'gw:oauth:clients';
+
+export const ClientRecordSchema = z.object({
+  namespace: z.string(),
+  name: z.string(),
+  uid: z.string().optional(),
+  api_id: z.string(),
+  client_id: z.string(),
+  client_name: z.string().optional(),
+  description: z.string().optional(),
+  policy_id: z.string().optional(),
+  redirect_uri: z.string().optional(),
+  meta_data: z.record(z.string(), z.unknown()).optional(),
+  dcr_registration: z.object({ client_uri: z.string(), provider: z.string() }).optional(),
+  secret_hash: z.string().regex(/^[0-9a-f]{64}$/),
+});
+export type ClientRecord = z.infer<typeof ClientRecordSchema>;
+
+export const clientRecordKey = (ns: string, apiId: string, clientId: string): string =>
+  `${CLIENT_PREFIX}${[ns, apiId, clientId].map(encodeURIComponent).join('/')}`;
+
+/** Parses a client record's JSON (another process's output is still input); undefined when it does not validate. */
+export function parseClientRecord(raw: string | null): ClientRecord | undefined {
+  if (raw === null) return undefined;
+  try {
+    const r = ClientRecordSchema.safeParse(JSON.parse(raw));
+    return r.success ? r.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Reads and validates a client record. */
+export async function readClientRecord(
+  redis: { get(k: string): Promise<string | null> },
+  key: string,
+): Promise<ClientRecord | undefined> {
+  return parseClientRecord(await redis.get(key));
+}
+
+// compared when no client matched, so an unknown client id costs what a wrong secret costs
+const NO_CLIENT_HASH = sha256hex('gw: no such client');
+
+/** Constant-time check of a presented client secret against a record (or against nothing, in equal time). */
+export function verifyClientSecret(record: ClientRecord | undefined, secret: string): boolean {
+  const ok = safeEqual(sha256hex(secret), record?.secret_hash ?? NO_CLIENT_HASH);
+  return ok && record !== undefined;
+}
+
+/** Where a gateway (or the facade) finds a client: synchronously when it is known without I/O. */
+export interface ClientDirectory {
+  /** The client, or null for none; undefined: only `get` can tell. */
+  peek(ns: string, apiId: string, clientId: string): ClientRecord | null | undefined;
+  get(ns: string, apiId: string, clientId: string): Promise<ClientRecord | undefined>;
+}
+
+/** A directory's client, synchronously when `peek` knows it. */
+export function lookupClient(
+  dir: ClientDirectory,
+  ns: string,
+  apiId: string,
+  clientId: string,
+): MaybePromise<ClientRecord | undefined> {
+  const known = dir.peek(ns, apiId, clientId);
+  return known === undefined ? dir.get(ns, apiId, clientId) : (known ?? undefined);
+}
+
+/** Standalone: the clients of the directory, replaced as a whole on every apply. */
+export class MemoryClientDirectory implements ClientDirectory {
+  private clients = new Map<string, ClientRecord>();
+
+  replace(records: ClientRecord[]): void {
+    this.clients = new Map(records.map((r) => [clientRecordKey(r.namespace, r.api_id, r.client_id), r]));
+  }
+  all(): IterableIterator<ClientRecord> {
+    return this.clients.values();
+  }
+  peek(ns: string, apiId: string, clientId: string): ClientRecord | null {
+    return this.clients.get(clientRecordKey(ns, apiId, clientId)) ?? null;
+  }
+  async get(ns: string, apiId: string, clientId: string): Promise<ClientRecord | undefined> {
+    return this.clients.get(clientRecordKey(ns, apiId, clientId));
+  }
+}
+
+/**
+ * Cluster: client records read from Redis, kept `cacheMs` (1 s) in process, dropped at once when the
+ * controller publishes a change: a deleted client's tokens stop working within a second on every gateway.
+ * A store that cannot answer: the last record seen is used (a client is not refused for the store's fault).
+ */
+export class RedisClientDirectory implements ClientDirectory {
+  private readonly cache = new Map<string, { value: ClientRecord | undefined; at: number }>();
+  private readonly calls: StoreCalls;
+  private sub?: Redis | Cluster;
+
+  constructor(
+    private readonly redis: Redis | Cluster,
+    logger: Logger,
+    private readonly cacheMs = 1000,
+    deadlineMs = DEFAULT_STORE_DEADLINE_MS,
+  ) {
+    this.calls = new StoreCalls(deadlineMs, storeReady(redis), throttledWarn(logger, 'OAuth client store error'));
+  }
+
+  async subscribe(): Promise<void> {
+    const sub =
+      'nodes' in this.redis
+        ? this.redis.duplicate()
+        : this.redis.duplicate({ enableOfflineQueue: true, commandTimeout: BACKGROUND_DEADLINE_MS });
+    this.sub = sub;
+    sub.on('message', (_ch: string, key: string) => this.cache.delete(key));
+    sub.on('error', () => undefined);
+    await sub.subscribe(CLIENT_CHANNEL);
+  }
+
+  peek(ns: string, apiId: string, clientId: string): ClientRecord | null | undefined {
+    const hit = this.cache.get(clientRecordKey(ns, apiId, clientId));
+    if (hit === undefined || Date.now() - hit.at >= this.cacheMs) return undefined;
+    return hit.value ?? null;
+  }
+
+  async get(ns: string, apiId: string, clientId: string): Promise<ClientRecord | undefined> {
+    const key = clientRecordKey(ns, apiId, clientId);
+    const hit = this.cache.get(key);
+    const now = Date.now();
+    if (hit && now - hit.at < this.cacheMs) return hit.value;
+    return this.calls.guard(
+      async () => {
+        const value = parseClientRecord(await this.redis.get(key));
+        if (this.cache.size > 100_000) this.cache.clear();
+        this.cache.set(key, { value, at: now });
+        return value;
+      },
+      () => hit?.value,
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.sub) await closeStoreClient(this.sub);
+  }
+}

@@ -1,0 +1,109 @@
+/** HTTP helpers of the OAuth tests: form posts to the token endpoints, bearer calls, PKCE pairs. */
+import { createHash, randomBytes } from 'node:crypto';
+import { request } from 'undici';
+
+export interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Record<string, unknown>;
+  text: string;
+}
+
+async function answer(r: Awaited<ReturnType<typeof request>>): Promise<Answer> {
+  const text = await r.body.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    /* not JSON */
+  }
+  return { status: r.statusCode, headers: r.headers, body, text };
+}
+
+export const basic = (id: string, secret: string): string =>
+  `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+
+/** POST a form (application/x-www-form-urlencoded). */
+export async function postForm(
+  url: string,
+  form: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  return answer(
+    await request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: new URLSearchParams(form).toString(),
+    }),
+  );
+}
+
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  return answer(
+    await request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    }),
+  );
+}
+
+export async function get(url: string, headers: Record<string, string> = {}): Promise<Answer> {
+  return answer(await request(url, { headers }));
+}
+
+export async function del(url: string, headers: Record<string, string> = {}): Promise<Answer> {
+  return answer(await request(url, { method: 'DELETE', headers }));
+}
+
+export const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
+
+export function pkce(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(48).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}
+
+/** ApiDefinition + Policy + Secret + OAuthClient manifests of one OAuth API (classic form). */
+export function oauthManifests(o: {
+  api: string;
+  listen: string;
+  target: string;
+  policy: string;
+  rate: number;
+  per: number;
+  quota?: number;
+  clients: { name: string; id: string; secret: string; redirect?: string }[];
+  meta?: string;
+  ns?: string;
+}): string {
+  const ns = o.ns ? `, namespace: ${o.ns}` : '';
+  const docs = [
+    `apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: ${o.api}${ns}}
+spec:
+  use_oauth2: true
+  oauth_meta: ${o.meta ?? '{auth_login_redirect: "https://login.example/consent?from=gw"}'}
+  proxy: {listen_path: ${o.listen}, target_url: ${o.target}}`,
+    `apiVersion: gw.io/v1alpha1
+kind: Policy
+metadata: {name: ${o.policy}${ns}}
+spec: {rate: ${o.rate}, per: ${o.per}${o.quota !== undefined ? `, quota_max: ${o.quota}, quota_renewal_rate: 3600` : ''}}`,
+  ];
+  for (const c of o.clients) {
+    docs.push(`apiVersion: v1
+kind: Secret
+metadata: {name: ${c.name}-secret${ns}}
+stringData: {secret: ${c.secret}}`);
+    docs.push(`apiVersion: gw.io/v1alpha1
+kind: OAuthClient
+metadata: {name: ${c.name}${ns}}
+spec:
+  api_id: ${o.api}
+  client_id: ${c.id}
+  policy_id: ${o.policy}
+  redirect_uri: ${c.redirect ?? 'https://app.example/cb'}
+  secretRef: {name: ${c.name}-secret, key: secret}`);
+  }
+  return docs.join('\n---\n') + '\n';
+}
