@@ -4,7 +4,8 @@ import type { Dispatcher } from '../lib/http/undici.js';
 import type { Logger } from '../lib/logger.js';
 import type { GatewayOptionsT } from '../lib/options.js';
 import type { ResourceBackend } from './backend.js';
-import type { FacadeOAuth } from './routes-oauth-flow.js';
+import type { CompiledConfig } from '../contract/config.js';
+import type { OAuthServer } from '../contract/oauth/grants.js';
 
 export interface FacadeContext {
   backend: ResourceBackend;
@@ -22,6 +23,12 @@ export interface FacadeContext {
   oauth?: FacadeOAuth;
   /** Serialises writes per resource (keys by hash, clients by api/client id). */
   locks: KeyedLock;
+}
+
+/** What the OAuth routes need: the token rules and the compiled APIs (their oauth settings). */
+export interface FacadeOAuth {
+  server: OAuthServer;
+  config: () => CompiledConfig;
 }
 
 export interface RouteArgs {

@@ -9,16 +9,10 @@
 import type { IncomingMessage } from 'node:http';
 import { z } from 'zod';
 import type { CompiledApi, CompiledConfig } from '../contract/config.js';
-import { OAuthError, type OAuthServer } from '../contract/oauth/grants.js';
+import { OAuthError } from '../contract/oauth/grants.js';
 import { requireGwSecret } from './auth.js';
-import type { Route, RouteArgs } from './context.js';
+import type { FacadeOAuth, Route, RouteArgs } from './context.js';
 import { HttpError, readJson, sendJson, validate } from '../lib/http/http-util.js';
-
-/** What the OAuth routes need: the token rules and the compiled APIs (their oauth settings). */
-export interface FacadeOAuth {
-  server: OAuthServer;
-  config: () => CompiledConfig;
-}
 
 export const AuthorizeClientBody = z.strictObject({
   api_id: z.string().min(1),

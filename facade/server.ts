@@ -8,13 +8,13 @@ import { Agent } from '../lib/http/undici.js';
 import type { Logger } from '../lib/logger.js';
 import type { GatewayOptionsT } from '../lib/options.js';
 import { ConflictError, NotReadyError, TooLargeError, type ResourceBackend } from './backend.js';
-import { KeyedLock, type FacadeContext, type Route } from './context.js';
+import { KeyedLock, type FacadeContext, type FacadeOAuth, type Route } from './context.js';
 import { HttpError, NO_SUCH_ROUTE, sendError, sendJson } from '../lib/http/http-util.js';
 import { facadeOpenApi } from './openapi.js';
 import { DEFAULT_FACADE_RATE_LIMIT, FacadeLimiter, type FacadeRateLimit } from './rate-limit.js';
 import { keyRoutes } from './routes-keys.js';
 import { oauthRoutes } from './routes-oauth.js';
-import { oauthFlowRoutes, type FacadeOAuth } from './routes-oauth-flow.js';
+import { oauthFlowRoutes } from './routes-oauth-flow.js';
 import { normalizeOrigin, proxyRoutes } from './routes-proxy.js';
 const { createServer } = process.getBuiltinModule('node:http');
 

@@ -10,7 +10,6 @@ import type { Redis, Cluster } from 'ioredis';
 import { z } from 'zod';
 import { safeEqual, sha256hex } from '../../lib/hash.js';
 import type { Logger } from '../../lib/logger.js';
-import type { MaybePromise } from '../../limiters/types.js';
 import {
   BACKGROUND_DEADLINE_MS,
   DEFAULT_STORE_DEADLINE_MS,
@@ -19,6 +18,8 @@ import {
 } from '../../lib/store/store-calls.js';
 import { throttledWarn } from '../../lib/log-throttle.js';
 import { closeStoreClient } from '../../lib/store/redis.js';
+
+type MaybePromise<T> = T | Promise<T>;
 
 export const CLIENT_PREFIX = 'gw:oauth:client:';
 export const CLIENT_CHANNEL = 'gw:oauth:clients';
