@@ -60,7 +60,11 @@ export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
     memoryRequest: quantity('--sidecar-memory-request'),
     cpuLimit: quantity('--sidecar-cpu-limit').optional(),
     memoryLimit: quantity('--sidecar-memory-limit'),
-    runAsUser: z.string().regex(/^\d+$/, '--run-as-user: not a number').transform(Number),
+    runAsUser: z
+      .string()
+      .regex(/^\d+$/, '--run-as-user: not a number')
+      .transform(Number)
+      .refine((n) => n > 0, '--run-as-user: 0 (root) is refused: the injected sidecar runs as a non-root user'),
   });
   const r = schema.safeParse({
     image: f.image,

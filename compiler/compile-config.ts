@@ -2,9 +2,10 @@
  * The set of ApiDefinitions and Policies → CompiledConfig (what sidecars enforce). A bad or
  * conflicting ApiDefinition is reported and left out; the others still compile. The result depends on
  * the resources only, not on the order they arrive in (an informer's order differs between a
- * long-running controller and a fresh one): of two conflicting APIs the older one wins (creationTimestamp,
- * then namespace/name; without timestamps, as in a manifests directory, the one read first), and the
- * policies are keyed in sorted order. Equal inputs, equal hash: a restart or a new leader rewrites nothing.
+ * long-running controller and a fresh one): of two conflicting APIs the one serving keeps serving (SPEC §8:
+ * `serving`, the namespace/names of the APIs in the config in force), else the older one wins
+ * (creationTimestamp, then namespace/name; without timestamps, as in a manifests directory, the one read
+ * first), and the policies are keyed in sorted order. Equal inputs, equal hash: a restart or a new leader rewrites nothing.
  */
 import type { ApiDefinition, Policy } from '../crds/kinds.js';
 import type { CompiledApi, CompiledConfig, CompiledPolicy } from '../contract/config.js';
@@ -26,24 +27,35 @@ const nsName = (r: { metadata: { namespace: string; name: string } }): string =>
 const createdAt = (r: { metadata: Record<string, unknown> }): string =>
   typeof r.metadata.creationTimestamp === 'string' ? r.metadata.creationTimestamp : '';
 
-/** Oldest first (creationTimestamp, then namespace/name); resources without a timestamp keep their order. */
-function oldestFirst(apis: ApiDefinition[]): ApiDefinition[] {
+/**
+ * Serving first, then oldest first (creationTimestamp, then namespace/name); resources without a timestamp
+ * keep their order.
+ */
+function precedence(apis: ApiDefinition[], serving: ReadonlySet<string>): ApiDefinition[] {
   return apis
-    .map((r, i) => ({ r, i, t: createdAt(r) }))
-    .sort((a, b) => a.t.localeCompare(b.t) || (a.t && b.t ? nsName(a.r).localeCompare(nsName(b.r)) : 0) || a.i - b.i)
+    .map((r, i) => ({ r, i, t: createdAt(r), s: serving.has(nsName(r)) ? 0 : 1 }))
+    .sort(
+      (a, b) =>
+        a.s - b.s || a.t.localeCompare(b.t) || (a.t && b.t ? nsName(a.r).localeCompare(nsName(b.r)) : 0) || a.i - b.i,
+    )
     .map((x) => x.r);
 }
+
+/** The namespace/names of the APIs a config serves (compileConfig's `serving`). */
+export const servingApis = (config: CompiledConfig | undefined): Set<string> =>
+  new Set((config?.apis ?? []).map((a) => `${a.namespace}/${a.name}`));
 
 export function compileConfig(
   apis: ApiDefinition[],
   policies: Policy[],
+  serving: ReadonlySet<string> = new Set(),
 ): { config: CompiledConfig; problems: CompileProblem[] } {
   const problems: CompileProblem[] = [];
   const compiled: CompiledApi[] = [];
   const byListen = new Map<string, CompiledApi>();
   const byId = new Map<string, CompiledApi>();
   const sourceOf = new Map<CompiledApi, ApiDefinition>();
-  for (const res of oldestFirst(apis)) {
+  for (const res of precedence(apis, serving)) {
     const where = {
       kind: 'ApiDefinition' as const,
       namespace: res.metadata.namespace,

@@ -56,8 +56,10 @@ const CompiledApiSchema = z.object({
 export const CompiledConfigSchema = z.object({
   hash: z.string(),
   apis: z.array(CompiledApiSchema).superRefine((apis, ctx) => {
-    // one listen path, one API (the controller refuses the second; a hand-written config must too)
+    // one listen path, one API; one api_id per namespace, one API (its buckets and access rights): the
+    // controller refuses the second; a hand-written config must too
     const seen = new Map<string, string>();
+    const ids = new Map<string, string>();
     apis.forEach((a, i) => {
       const first = seen.get(a.listenPath);
       if (first !== undefined)
@@ -67,6 +69,11 @@ export const CompiledConfigSchema = z.object({
           message: `${a.listenPath} is also the listen path of ${first}`,
         });
       else seen.set(a.listenPath, `${a.namespace}/${a.name}`);
+      const id = `${a.namespace}/${a.api_id}`;
+      const firstId = ids.get(id);
+      if (firstId !== undefined)
+        ctx.addIssue({ code: 'custom', path: [i, 'api_id'], message: `${a.api_id} is also the api_id of ${firstId}` });
+      else ids.set(id, `${a.namespace}/${a.name}`);
     });
   }),
   policies: z.record(z.string(), z.object({ namespace: z.string(), name: z.string(), spec: PolicySpec })),

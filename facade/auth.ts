@@ -3,6 +3,9 @@ import type { IncomingMessage } from 'node:http';
 import { safeEqual } from '../lib/hash.js';
 import { HttpError } from '../lib/http/http-util.js';
 
+/** A credential that was given and is wrong: a guess, counted by the facade's guess limit (rate-limit.ts). */
+export class CredentialRefused extends HttpError {}
+
 /** Compares against every candidate without stopping early, so timing reveals neither which nor how many. */
 function matchesAny(given: string, candidates: readonly string[]): boolean {
   let ok = false;
@@ -20,7 +23,7 @@ export function requireBearer(req: IncomingMessage, accessTokens: readonly strin
   const m = /^Bearer\s+(\S+)\s*$/i.exec(h.trim());
   if (!m)
     throw new HttpError(401, 'Authorization header must be "Bearer <access token>"', { 'www-authenticate': 'Bearer' });
-  if (!matchesAny(m[1]!, accessTokens)) throw new HttpError(403, 'access token not accepted');
+  if (!matchesAny(m[1]!, accessTokens)) throw new CredentialRefused(403, 'access token not accepted');
 }
 
 /** `X-Gw-Authorization: <secret>`: 401 when missing, 403 when wrong (or no secret configured). */
@@ -28,5 +31,5 @@ export function requireGwSecret(req: IncomingMessage, secret: string | undefined
   const raw = req.headers['x-gw-authorization'];
   const h = Array.isArray(raw) ? raw[0] : raw;
   if (!h) throw new HttpError(401, 'X-Gw-Authorization header missing');
-  if (!matchesAny(h, secret ? [secret] : [])) throw new HttpError(403, 'X-Gw-Authorization not accepted');
+  if (!matchesAny(h, secret ? [secret] : [])) throw new CredentialRefused(403, 'X-Gw-Authorization not accepted');
 }

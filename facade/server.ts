@@ -9,6 +9,9 @@ import type { Logger } from '../lib/logger.js';
 import type { GatewayOptionsT } from '../lib/options.js';
 import { ConflictError, NotReadyError, TooLargeError, type ResourceBackend } from './backend.js';
 import { KeyedLock, type FacadeContext, type FacadeOAuth, type Route } from './context.js';
+import { CredentialRefused } from './auth.js';
+import { addressGroup } from '../lib/client-address.js';
+import { clientGone, closeIfBodyUnread } from '../lib/http/unread-body.js';
 import { HttpError, NO_SUCH_ROUTE, sendError, sendJson } from '../lib/http/http-util.js';
 import { facadeOpenApi } from './openapi.js';
 import { DEFAULT_FACADE_RATE_LIMIT, FacadeLimiter, type FacadeRateLimit } from './rate-limit.js';
@@ -133,7 +136,7 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
       return path;
     }
 
-    const retry = limiter?.take(req.socket.remoteAddress ?? 'unknown');
+    const retry = limiter?.take(addressGroup(req.socket.remoteAddress));
     if (retry !== undefined) {
       throw new HttpError(429, 'too many requests to the management API', { 'retry-after': String(retry) });
     }
@@ -185,11 +188,18 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
     };
     handle(req, res).then(done, (e: unknown) => {
       const route = (e as { route?: string }).route ?? '(unmatched)';
+      if (e instanceof CredentialRefused) limiter?.failed(addressGroup(req.socket.remoteAddress));
       if (res.headersSent) {
         res.destroy();
+      } else if (clientGone(req, res)) {
+        // an upload the client abandoned: nobody to answer, and no fault of the facade's
+        logger.debug({ route, err: (e as Error).message }, 'facade client gone mid-request');
+        res.destroy();
       } else if (e instanceof HttpError) {
+        closeIfBodyUnread(req, res);
         sendError(res, e.status, e.message, e.headers);
       } else if (e instanceof ConflictError) {
+        closeIfBodyUnread(req, res);
         sendError(res, 409, e.message);
       } else if (e instanceof NotReadyError) {
         sendError(res, 504, e.message);

@@ -7,7 +7,7 @@ const { readFileSync } = process.getBuiltinModule('node:fs');
 
 /** Defaults of the slow-client and connection bounds (docs/proxy.md, "Slow clients and connection caps"). */
 export const DEFAULT_HEADERS_TIMEOUT_S = 60;
-export const DEFAULT_MAX_CONNECTIONS = 8192;
+export const DEFAULT_MAX_CONNECTIONS = 4096;
 export const DEFAULT_MAX_CONNECTIONS_PER_CLIENT = 1024;
 
 /** Default of kv_deadline_ms. */

@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import { ApiDefinitionResource, API_VERSION, PolicyResource } from '../crds/kinds.js';
-import { compileConfig } from '../compiler/compile-config.js';
+import { compileConfig, servingApis } from '../compiler/compile-config.js';
 import { CONFIG_MAP_KEY, CONFIG_MAP_NAME, ConfigMapData } from '../contract/config-schema.js';
 import type { CompiledConfig } from '../contract/config.js';
 import { firstIssue, MANAGED_BY, REFS, report, type OperatorContext } from './context.js';
@@ -70,7 +70,7 @@ function parseCached<T extends { metadata: { name: string } }>(
 export function compileNamespace(ctx: OperatorContext, ns: string): CompiledConfig {
   const apis = parseCached(ctx.informers.apis.list(ns), ApiDefinitionResource).parsed;
   const policies = parseCached(ctx.informers.policies.list(ns), PolicyResource).parsed;
-  return compileConfig(apis, policies).config;
+  return compileConfig(apis, policies, servingApis(ctx.configs.get(ns))).config;
 }
 
 export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise<void> {
@@ -78,7 +78,9 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
   const outcomes = new Map<KubeObject, Outcome>();
   const { parsed: apis, byName: apiRaw } = parseCached(inf.apis.list(ns), ApiDefinitionResource, outcomes);
   const { parsed: policies, byName: policyRaw } = parseCached(inf.policies.list(ns), PolicyResource, outcomes);
-  const { config, problems } = compileConfig(apis, policies);
+  // the APIs this controller last compiled keep their place against a newcomer (a fresh leader has none
+  // yet: the older creationTimestamp wins, which is the one serving unless it was invalid until now)
+  const { config, problems } = compileConfig(apis, policies, servingApis(ctx.configs.get(ns)));
   ctx.configs.set(ns, config);
   for (const p of problems) {
     const raw = (p.kind === 'ApiDefinition' ? apiRaw : policyRaw).get(p.name);

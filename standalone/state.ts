@@ -6,7 +6,7 @@ import { stringify } from 'yaml';
 import type { Logger } from '../lib/logger.js';
 import type { SessionStore, StoredSession } from '../contract/sessions.js';
 import type { CompiledConfig } from '../contract/config.js';
-import { compileConfig } from '../compiler/compile-config.js';
+import { compileConfig, servingApis } from '../compiler/compile-config.js';
 import { keyMaterial, sessionOf, snapshotSecrets } from '../compiler/key-sessions.js';
 import type { AccessKey } from '../crds/kinds.js';
 import { resourceLabel, type ResourceSnapshot } from '../compiler/snapshot.js';
@@ -76,7 +76,8 @@ export class StandaloneState {
   }
 
   private async applyNow(snapshot: ResourceSnapshot): Promise<void> {
-    const { config, problems } = compileConfig(snapshot.apis, snapshot.policies);
+    // an API that claims the listen path or api_id of one being served is refused: the served one stays
+    const { config, problems } = compileConfig(snapshot.apis, snapshot.policies, servingApis(this.config));
     const notes: Notes = new Map();
     problems.forEach((p) => notes.set(`refused ${resourceLabel(snapshot, p.resource)}`, refusalNote(snapshot, p)));
     if (config.hash !== this.config.hash) {

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { refineEndpointPattern } from '../../lib/path-pattern.js';
 import {
+  HttpMethod,
   PER_RULE,
   PerSeconds,
   Rate,
@@ -42,11 +43,7 @@ export const EndpointLimit = z
       .superRefine(refineEndpointPattern)
       .describe('Endpoint path (literal, {name} wildcards or a regex).'),
     methods: z
-      .array(
-        z
-          .strictObject({ name: z.string().min(1).describe('HTTP method.'), limit: RateLimitPair })
-          .describe('A method and its limit.'),
-      )
+      .array(z.strictObject({ name: HttpMethod, limit: RateLimitPair }).describe('A method and its limit.'))
       .min(1)
       .describe('Methods of the path, each with its own limit.'),
   })

@@ -2,14 +2,8 @@
 import { z } from 'zod';
 import { refineEndpointPattern } from '../../lib/path-pattern.js';
 import { DURATION_PATTERN, durationMs } from '../../lib/duration.js';
-import { DurationString, PER_RULE, PerSeconds, Rate, RateLimitPair, refinePer } from './common.js';
+import { DurationString, HttpMethod, PER_RULE, PerSeconds, Rate, RateLimitPair, refinePer } from './common.js';
 import { StreamingSpec } from './streaming.js';
-
-// any case, matched upper-cased (as policy endpoint methods are): the spec types it only as a method
-const HttpMethod = z
-  .string()
-  .regex(/^([A-Za-z]+|\*)$/, 'must be an HTTP method such as GET (any case), or *')
-  .describe('HTTP method (any case; matched upper-cased), or * for any.');
 
 export const ClassicEndpointRule = z
   .strictObject({

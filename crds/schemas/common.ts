@@ -95,3 +95,16 @@ export const Status = z
 
 export type RateLimitPairT = z.infer<typeof RateLimitPair>;
 export type SmoothingT = z.infer<typeof Smoothing>;
+
+/** The methods an endpoint rule may name (RFC 9110 §9 and PATCH); a rule on another word would never match. */
+export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE'];
+const anyCase = (m: string): string => [...m].map((c) => `[${c}${c.toLowerCase()}]`).join('');
+
+// any case, matched upper-cased; the pattern spells the cases out so the CRD's pattern says the same
+export const HttpMethod = z
+  .string()
+  .regex(
+    new RegExp(`^(${HTTP_METHODS.map(anyCase).join('|')}|\\*)$`),
+    `must be an HTTP method (${HTTP_METHODS.join(', ')}; any case), or *`,
+  )
+  .describe('HTTP method (any case; matched upper-cased), or * for any.');

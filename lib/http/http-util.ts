@@ -93,7 +93,8 @@ export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Pr
     };
     req.on('data', onData);
     req.once('end', () => resolve());
-    req.once('error', reject);
+    // the client gone mid-upload (ECONNRESET, "aborted"): a client error, never the facade's 500
+    req.once('error', () => reject(new HttpError(400, 'request body incomplete (connection closed)')));
     req.once('close', () => {
       if (!req.complete) reject(new HttpError(400, 'request body incomplete (connection closed)'));
     });

@@ -1,6 +1,6 @@
 import { ApiDefinitionResource, PolicyResource, type ApiDefinition, type Policy } from '../../crds/kinds.js';
 import { compileApi } from '../../compiler/compile-api.js';
-import { compileConfig } from '../../compiler/compile-config.js';
+import { compileConfig, servingApis } from '../../compiler/compile-config.js';
 import { route } from '../../sidecar/proxy/router.js';
 import { normalizePath } from '../../lib/request-path.js';
 
@@ -278,6 +278,22 @@ describe('the compiled config depends on the resources, not on their order', () 
       expect(config.apis.map((x) => x.name)).toEqual(['zz-older']);
       expect(problems.map((p) => p.name)).toEqual(['aa-newer']);
     }
+  });
+
+  test('the API being served keeps its listen path and api_id against a newcomer read before it (SPEC §8)', () => {
+    const serving = api('orders', { proxy: { listen_path: '/orders/' } });
+    const dupPath = api('00-dup', { proxy: { listen_path: '/orders/' } });
+    const dupId = api('00-dup-id', { api_id: 'orders', proxy: { listen_path: '/other/' } });
+    const first = compileConfig([serving], []).config;
+    const { config, problems } = compileConfig([dupPath, dupId, serving], [], servingApis(first));
+    expect(config.apis.map((x) => x.name)).toEqual(['orders']);
+    expect(problems.map((p) => [p.name, p.conflictsWith?.metadata.name])).toEqual([
+      ['00-dup', 'orders'],
+      ['00-dup-id', 'orders'],
+    ]);
+    expect(problems[0]!.message).toMatch(/conflicts with ApiDefinition default\/orders/);
+    // without a served config, the order read decides (a directory has no timestamps)
+    expect(compileConfig([dupPath, serving], []).config.apis.map((x) => x.name)).toEqual(['00-dup']);
   });
 });
 
