@@ -48,7 +48,7 @@ if ! fresh promtool "$PROMETHEUS_VERSION"; then
   dir="$SRC/promtool-$PROMETHEUS_VERSION"
   mkdir -p "$dir"
   printf 'module gwtest/promtool\n\ngo 1.26\n\nrequire github.com/prometheus/prometheus %s\n' "$PROMETHEUS_VERSION" >"$dir/go.mod"
-  (cd "$dir" && go build -trimpath -tags "$PROMTOOL_TAGS" -ldflags "-s -w" -o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool)
+  (cd "$dir" && go build -trimpath -tags "$PROMTOOL_TAGS" -ldflags "-s -w -X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION" -o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool)
   echo "$PROMETHEUS_VERSION" >"$BIN/.promtool.version"
 fi
 

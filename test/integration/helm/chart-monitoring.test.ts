@@ -138,7 +138,7 @@ describe('alert rules: promtool check rules + promtool test rules', () => {
   });
 
   test('a threshold from the values reaches the expression (and a rule that would not parse fails promtool)', async () => {
-    const f = await rulesFile(['--set', 'prometheusRule.rateLimitedRatio=0.5']);
+    const f = await rulesFile(['--set-json', 'prometheusRule.rateLimitedRatio=0.5']);
     expect(readFileSync(f, 'utf8')).toMatch(/\) > 0\.5/);
     writeFileSync(f, stringify({ groups: [{ name: 'g', rules: [{ alert: 'A', expr: 'sum by (x (up)' }] }] }));
     expect((await run(promtool, ['check', 'rules', f])).code).not.toBe(0);
