@@ -8,6 +8,7 @@
  *                            a smoothed limit (smoothing's measured rate counts them; score = ms)
  *   gw:{<bucket>}:fw:<n>     counter of the fixed window n = floor(now / per)
  *   gw:{<bucket>}:quota      hash: used, renews (ms, 0 = never)
+ *   gw:{<bucket>}:drl        hash: DRL leases, slot index (floor(ms / slot)) → tokens granted in that slot
  *   gw:drl:{<group>}:peers   sorted set: DRL heartbeats (score = ms, member = peer id)
  * OAuth (SPEC.md §5; values hold hashes and ids, never a raw token, code or secret; every key expires):
  *   gw:oauth:tok:{<sha256>}        string: JSON token record (access or refresh), expiring at its exp
@@ -36,6 +37,7 @@ export const storeKeys = {
   unlogged: (bucket: string) => `gw:${tag(bucket)}:unlogged`,
   fixedWindow: (bucket: string, window: number) => `gw:${tag(bucket)}:fw:${window}`,
   quota: (bucket: string) => `gw:${tag(bucket)}:quota`,
+  drl: (bucket: string) => `gw:${tag(bucket)}:drl`,
   peers: (group: string) => `gw:drl:${tag(group)}:peers`,
   oauthToken: (hash: string) => `gw:oauth:tok:{${hash}}`,
   oauthCode: (hash: string) => `gw:oauth:code:{${hash}}`,

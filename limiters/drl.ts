@@ -1,58 +1,377 @@
 /**
- * Distributed rate limiter (default): a local token bucket per limit with capacity and refill
- * rate / N per `per`, N = live gateways of the group (drl-peers.ts). Every gateway admits at least one
- * request per window (the share never drops below 1). No store access on the request path.
- * When N changes, a bucket's capacity follows at once (tokens above the new capacity are dropped).
- * Its header numbers describe the limit as configured, not this gateway's share (SPEC.md §3.7,
- * X-RateLimit-Limit = the effective rate): limit = rate, remaining = the whole local tokens × N (what the
- * group has left when traffic is balanced), at most rate; 0 on a refusal.
+ * Distributed rate limiter (default, SPEC.md §3.2): leases from a shared counter per bucket
+ * (drl-counter.ts). A gateway admits while it holds leased tokens (synchronously, no store call); below
+ * half of its last lease it asks for the next one in the background (one call in flight per bucket). A
+ * lease is sized to the gateway's own demand over the next LEASE_HORIZON_MS (at least 1, at most
+ * rate / 20 beyond the requests waiting for it), so shares follow demand: one client on one keep-alive
+ * connection to one gateway of three gets the whole limit. A request finding no token waits for the
+ * lease in flight (or sends one): at most one store round trip per many admitted requests. When the
+ * counter says the window is spent, the gateway refuses locally until the next slot frees (no call per
+ * refused request).
+ *
+ * Bounds: every lease is counted in its slot for WINDOW_SLOTS slots and spent within LEASE_SLOTS slots
+ * (what is left then is given back), so over any 3 × per span the gateways admit at most 3 × rate, from
+ * the first request (the counter starts empty: no free burst at start or restart). A dead gateway takes
+ * at most its outstanding leases with it, counted until they leave the window.
+ *
+ * Store unreachable: an even split over the last known peers (drl-even-split.ts), reported once through
+ * `onFallback` and again when leases work again. Leased tokens still held are spent first. A request whose
+ * leases keep expiring on their way (a store slower than a lease lives) while the window has room gets
+ * the even split's answer too.
+ * Headers: limit = the configured rate; remaining = the group's tokens at the counter's last answer plus
+ * this gateway's unspent lease; Retry-After = until the counter frees the next token.
  */
 import type { Clock } from '../lib/clock.js';
-import { ExpiringMap } from '../lib/store/memory.js';
+import type { StoreCalls } from '../lib/store/store-calls.js';
 import type { LimitSpec } from '../contract/config.js';
-import { allowanceOf, result, type Limiter, type LimitResult } from './types.js';
+import { LEASE_SLOTS, slotMsOf, type LeaseAnswer, type LeaseCall, type LeaseCounter } from './drl-counter.js';
+import { EvenSplitLimiter, type PeerCount } from './drl-even-split.js';
+import { allowanceOf, result, type Limiter, type LimitResult, type MaybePromise } from './types.js';
 
-/** The number of live gateways sharing a limit (≥ 1). */
-export type PeerCount = () => number;
+export type { PeerCount } from './drl-even-split.js';
 
-interface Bucket {
-  tokens: number;
-  at: number;
+/** A lease covers the gateway's demand over this long (ms; at most LEASE_SLOTS − 1 slots, so it can be spent before it expires). */
+export const LEASE_HORIZON_MS = 250;
+/** A lease asks for at most rate / LEASE_CAP_DIVISOR beyond its waiting requests (skewed gateways still share). */
+export const LEASE_CAP_DIVISOR = 20;
+/** After a failed store call, leases are tried again after this long (ms); the even split answers meanwhile. */
+export const FALLBACK_RETRY_MS = 1000;
+/** While the window is spent, the counter is asked again after at most this many slots (give-backs). */
+export const POLL_SLOTS = 4;
+/** Background sweep (expired leases given back, idle buckets forgotten), ms. */
+export const SWEEP_MS = 200;
+
+/** One bucket's leases on this gateway: two lots (older, newer) of tokens with the slot that granted them. */
+class Lease {
+  t1 = 0;
+  s1 = 0;
+  e1 = 0;
+  t2 = 0;
+  s2 = 0;
+  e2 = 0;
+  /** Tokens the counter had left at its last answer. */
+  left = 0;
+  /** The last lease asked for (the next one is fetched below half of it). */
+  size = 1;
+  pending: Promise<void> | undefined = undefined;
+  waiters = 0;
+  /** Refuse locally until (the window is spent); a lease is tried again then. */
+  pollAt = 0;
+  /** When the counter frees the next token (Retry-After). */
+  retryAt = 0;
+  /** Requests seen since `seenSince`, and the demand estimate (requests per ms). */
+  seen = 0;
+  seenSince: number;
+  demand = 0;
+  lastSeen: number;
+  /** Unused tokens owed back to the counter, granted in `backSlot`. */
+  backSlot = 0;
+  back = 0;
+
+  constructor(
+    now: number,
+    readonly perMs: number,
+    readonly slotMs: number,
+  ) {
+    this.seenSince = now;
+    this.lastSeen = now;
+  }
+}
+
+export interface DrlDeps {
+  clock: Clock;
+  counter: LeaseCounter;
+  /** Live gateways of the group: the even split's N while the store is unreachable. */
+  peers: PeerCount;
+  /** The store-call policy (connection check, deadline, error report); absent for the memory counter. */
+  calls?: StoreCalls;
+  /** The store became unreachable (true; leases fall back to the even split) or answers again (false). */
+  onFallback?: (active: boolean, e?: Error) => void;
 }
 
 export class DrlLimiter implements Limiter {
   readonly name = 'drl';
-  private readonly buckets: ExpiringMap<Bucket>;
+  private readonly leases = new Map<string, Lease>();
+  private readonly even: EvenSplitLimiter;
+  private readonly counter: LeaseCounter;
+  private readonly clock: Clock;
+  private readonly calls: StoreCalls | undefined;
+  private readonly onFallback: (active: boolean, e?: Error) => void;
+  private fallbackUntil = 0;
+  private degraded = false;
+  private timer: NodeJS.Timeout | undefined;
+  /** Store calls made (leases and give-backs), for the benchmarks. */
+  calls_made = 0;
 
-  constructor(
-    private readonly clock: Clock,
-    private readonly peers: PeerCount,
-  ) {
-    this.buckets = new ExpiringMap(clock);
+  constructor(d: DrlDeps) {
+    this.clock = d.clock;
+    this.counter = d.counter;
+    this.calls = d.calls;
+    this.even = new EvenSplitLimiter(d.clock, d.peers);
+    this.onFallback = d.onFallback ?? (() => {});
   }
 
-  check(bucketKey: string, limit: LimitSpec): LimitResult {
+  check(bucket: string, limit: LimitSpec): MaybePromise<LimitResult> {
     const now = this.clock.now();
-    if (limit.rate <= 0) return result(false, 0, 0, now, now + Math.max(1, limit.per * 1000));
-    const n = Math.max(1, this.peers());
-    const capacity = Math.max(1, limit.rate / n); // this gateway's share, at least 1
-    const perMs = Math.max(1, limit.per * 1000);
-    const refill = capacity / perMs; // tokens per ms
-    const b = this.buckets.get(bucketKey, now) ?? { tokens: capacity, at: now };
-    b.tokens = Math.min(capacity, b.tokens + (now - b.at) * refill);
-    b.at = now;
-    const allowed = b.tokens >= 1;
-    if (allowed) b.tokens -= 1;
-    // an idle bucket is full again after `per`: forgetting it then changes nothing
-    this.buckets.set(bucketKey, b, now + perMs);
-    const next = b.tokens >= 1 ? now : now + (1 - b.tokens) / refill;
     const rate = allowanceOf(limit.rate);
-    // whole local tokens only: a gateway left with a fraction of a token cannot admit, so it says 0 (not the
-    // fraction × N, which told a refused client that requests remained)
-    return result(allowed, rate, Math.min(rate, Math.floor(b.tokens) * n), now, next);
+    if (rate <= 0 || !(limit.per > 0)) return result(false, rate, 0, now, now + Math.max(1000, limit.per * 1000));
+    const perMs = limit.per * 1000;
+    let b = this.leases.get(bucket);
+    if (b === undefined || b.perMs !== perMs) {
+      // a new bucket, or a changed window: leases of the old slot length are dropped (they stay counted
+      // until they leave the window)
+      b = new Lease(now, perMs, slotMsOf(limit.per));
+      this.leases.set(bucket, b);
+    }
+    b.seen++;
+    b.lastSeen = now;
+    if (b.t1 > 0 && now >= b.e1) this.expire(b, bucket, now);
+    if (b.t1 === 0) return this.noToken(b, bucket, limit, rate, now);
+    this.spend(b);
+    if (b.pending === undefined && (b.t1 + b.t2) * 2 <= b.size && now >= b.pollAt && now >= this.fallbackUntil)
+      void this.lease(b, bucket, rate, now);
+    return result(true, rate, Math.min(rate, b.left + b.t1 + b.t2), now, now);
   }
 
-  async reset(bucketKey: string): Promise<void> {
-    this.buckets.delete(bucketKey);
+  private spend(b: Lease): void {
+    if (--b.t1 === 0 && b.t2 > 0) this.shift(b);
+  }
+
+  private shift(b: Lease): void {
+    b.t1 = b.t2;
+    b.s1 = b.s2;
+    b.e1 = b.e2;
+    b.t2 = 0;
+  }
+
+  /** Lots past their last slot: their tokens are owed back. */
+  private expire(b: Lease, bucket: string, now: number): void {
+    while (b.t1 > 0 && now >= b.e1) {
+      this.owe(b, bucket, b.s1, b.t1);
+      b.t1 = 0;
+      if (b.t2 > 0) this.shift(b);
+    }
+  }
+
+  private owe(b: Lease, bucket: string, slot: number, n: number): void {
+    if (b.back > 0 && b.backSlot !== slot) this.giveBack(b, bucket);
+    b.backSlot = slot;
+    b.back += n;
+  }
+
+  private addLot(b: Lease, n: number, slot: number, bucket: string): void {
+    const expires = (slot + LEASE_SLOTS) * b.slotMs;
+    if (b.t1 === 0) {
+      b.t1 = n;
+      b.s1 = slot;
+      b.e1 = expires;
+    } else if (b.s1 === slot) b.t1 += n;
+    else if (b.t2 === 0) {
+      b.t2 = n;
+      b.s2 = slot;
+      b.e2 = expires;
+    } else if (b.s2 === slot) b.t2 += n;
+    else {
+      // a third slot: the oldest lot goes back, the newer two stay
+      this.owe(b, bucket, b.s1, b.t1);
+      this.shift(b);
+      b.t2 = n;
+      b.s2 = slot;
+      b.e2 = expires;
+    }
+  }
+
+  /** No local token: the even split while the store is unreachable, a local refusal while the window is spent, else a lease. */
+  private noToken(b: Lease, bucket: string, limit: LimitSpec, rate: number, now: number): MaybePromise<LimitResult> {
+    if (now < this.fallbackUntil) return this.even.check(bucket, limit);
+    if (now < b.pollAt) return this.refusal(b, rate, now);
+    b.waiters++;
+    if (b.pending !== undefined) return this.waitLease(b, bucket, limit, rate, b.pending);
+    const p = this.lease(b, bucket, rate, now);
+    if (p !== undefined) return this.waitLease(b, bucket, limit, rate, p);
+    b.waiters--;
+    return this.afterLease(b, bucket, limit, rate, this.clock.now()) ?? this.refusal(b, rate, now);
+  }
+
+  /** Spend a token if the lease brought one; the even split if the store failed; undefined = none. */
+  private afterLease(b: Lease, bucket: string, limit: LimitSpec, rate: number, now: number): LimitResult | undefined {
+    if (b.t1 > 0 && now >= b.e1) this.expire(b, bucket, now);
+    if (b.t1 > 0) {
+      this.spend(b);
+      return result(true, rate, Math.min(rate, b.left + b.t1 + b.t2), now, now);
+    }
+    return now < this.fallbackUntil ? this.even.check(bucket, limit) : undefined;
+  }
+
+  /**
+   * The slow path: wait for the lease in flight (this request is already counted in `waiters`); once more if
+   * others took its tokens and the window is not spent.
+   */
+  private async waitLease(
+    b: Lease,
+    bucket: string,
+    limit: LimitSpec,
+    rate: number,
+    p: Promise<void>,
+  ): Promise<LimitResult> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await p;
+      } finally {
+        b.waiters--;
+      }
+      const now = this.clock.now();
+      const r = this.afterLease(b, bucket, limit, rate, now);
+      if (r !== undefined) return r;
+      if (now < b.pollAt) return this.refusal(b, rate, now);
+      // the window has room but three leases expired on their way (a store slower than a lease lives): for this
+      // request the store is as good as unreachable, so the even split answers (as during an outage)
+      if (attempt >= 2) return this.even.check(bucket, limit);
+      b.waiters++;
+      const next = b.pending ?? this.lease(b, bucket, rate, now);
+      if (next === undefined) {
+        b.waiters--;
+        return this.afterLease(b, bucket, limit, rate, this.clock.now()) ?? this.refusal(b, rate, now);
+      }
+      p = next;
+    }
+  }
+
+  private refusal(b: Lease, rate: number, now: number): LimitResult {
+    return result(false, rate, 0, now, Math.max(b.retryAt, now + 1));
+  }
+
+  /** One exchange with the counter: owed tokens back, a lease sized to demand. Undefined when it answered synchronously. */
+  private lease(b: Lease, bucket: string, rate: number, now: number): Promise<void> | undefined {
+    const dt = now - b.seenSince;
+    if (dt >= 10) {
+      // the first measure is taken whole; later ones weigh by their length (time constant: the horizon)
+      const weight = b.demand === 0 ? 1 : Math.min(1, dt / LEASE_HORIZON_MS);
+      b.demand += weight * (b.seen / dt - b.demand);
+      b.seen = 0;
+      b.seenSince = now;
+    }
+    const horizon = Math.min(LEASE_HORIZON_MS, (LEASE_SLOTS - 1) * b.slotMs);
+    const cap = Math.max(1, Math.ceil(rate / LEASE_CAP_DIVISOR));
+    const asked = Math.max(1, b.waiters, Math.min(cap, Math.ceil(b.demand * horizon)));
+    b.size = asked;
+    return this.exchange(b, bucket, { asked, rate, slotMs: b.slotMs, now, backSlot: b.backSlot, back: b.back });
+  }
+
+  private giveBack(b: Lease, bucket: string): void {
+    void this.exchange(b, bucket, {
+      asked: 0,
+      rate: 0,
+      slotMs: b.slotMs,
+      now: this.clock.now(),
+      backSlot: b.backSlot,
+      back: b.back,
+    });
+  }
+
+  private exchange(b: Lease, bucket: string, c: LeaseCall): Promise<void> | undefined {
+    b.back = 0;
+    this.calls_made++;
+    let r: MaybePromise<LeaseAnswer | Error>;
+    if (this.calls === undefined) r = this.counter.lease(bucket, c);
+    else {
+      r = this.calls.guard<LeaseAnswer | Error>(
+        () => this.counter.lease(bucket, c),
+        (e) => e,
+      );
+    }
+    if (!(r instanceof Promise)) {
+      this.apply(b, bucket, c, r);
+      return undefined;
+    }
+    const p = r.then((a) => {
+      if (b.pending === p) b.pending = undefined;
+      this.apply(b, bucket, c, a);
+    });
+    if (c.asked > 0) b.pending = p;
+    return p;
+  }
+
+  private apply(b: Lease, bucket: string, c: LeaseCall, a: LeaseAnswer | Error): void {
+    if (a instanceof Error) {
+      // a give-back that failed is not repeated: those tokens stay counted until they leave the window
+      this.fallbackUntil = c.now + FALLBACK_RETRY_MS;
+      if (!this.degraded) {
+        this.degraded = true;
+        this.onFallback(true, a);
+      }
+      return;
+    }
+    if (this.degraded) {
+      this.degraded = false;
+      this.fallbackUntil = 0;
+      this.onFallback(false);
+    }
+    if (c.asked === 0 && c.rate === 0) return; // a give-back alone says nothing of the window
+    if (a.granted > 0) this.addLot(b, a.granted, Math.floor(c.now / c.slotMs), bucket);
+    b.left = a.left;
+    if (a.left === 0) {
+      // spent: refuse locally until the counter frees the next token; ask again at least every POLL_SLOTS
+      // slots, for tokens other gateways give back
+      const wait = a.nextFreeMs > 0 ? a.nextFreeMs : b.slotMs;
+      b.pollAt = c.now + Math.min(wait, POLL_SLOTS * b.slotMs);
+      b.retryAt = c.now + wait;
+    } else b.pollAt = 0;
+  }
+
+  /**
+   * Expired leases given back, idle buckets forgotten (a bucket idle for a window and a slot holds no
+   * lease and no block worth keeping). Run by a timer (start) or by hand (tests).
+   */
+  sweep(): void {
+    const now = this.clock.now();
+    for (const [bucket, b] of this.leases) {
+      if (b.t1 > 0 && now >= b.e1) this.expire(b, bucket, now);
+      if (b.back > 0 && b.pending === undefined) this.giveBack(b, bucket);
+      if (b.t1 === 0 && b.back === 0 && b.pending === undefined && now - b.lastSeen > b.perMs + b.slotMs)
+        this.leases.delete(bucket);
+    }
+  }
+
+  /** Buckets with local lease state. */
+  get size(): number {
+    return this.leases.size;
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => this.sweep(), SWEEP_MS);
+    this.timer.unref();
+  }
+
+  /** Stops the sweep and gives back every unspent lease (a gateway stopping cleanly leaves nothing counted). */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    const now = this.clock.now();
+    const out: Promise<void>[] = [];
+    for (const [bucket, b] of this.leases) {
+      if (b.t1 > 0) this.owe(b, bucket, b.s1, b.t1);
+      if (b.t2 > 0) this.owe(b, bucket, b.s2, b.t2);
+      b.t1 = b.t2 = 0;
+      if (b.back > 0) {
+        const p = this.exchange(b, bucket, {
+          asked: 0,
+          rate: 0,
+          slotMs: b.slotMs,
+          now,
+          backSlot: b.backSlot,
+          back: b.back,
+        });
+        if (p) out.push(p.catch(() => undefined));
+      }
+    }
+    await Promise.all(out);
+  }
+
+  async reset(bucket: string): Promise<void> {
+    this.leases.delete(bucket);
+    await this.even.reset(bucket);
+    await this.counter.reset(bucket);
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Picks the algorithm for a limit (SPEC.md §3.2). One store algorithm for the whole gateway from the
  * options (selectedAlgorithm); with the default DRL, the drl_threshold switch: DRL when
- * rate / per > drl_threshold × N, else the sliding window log (Redis, or memory with no store).
+ * rate / per > drl_threshold × N, else the sliding window log (Redis, or memory with no store). The DRL
+ * leases from the store's counter (or the memory one with no store).
  * Evaluated on every check, so a change of N moves limits at once. Store errors follow kv_failure_mode.
  */
 import type { Clock } from '../lib/clock.js';
@@ -9,6 +10,7 @@ import { selectedAlgorithm, type Algorithm, type GatewayOptionsT } from '../lib/
 import type { StoreClient } from '../lib/store/redis.js';
 import type { LimitSpec } from '../contract/config.js';
 import { DrlLimiter, type PeerCount } from './drl.js';
+import { MemoryLeaseCounter, RedisLeaseCounter } from './drl-counter.js';
 import { DEFAULT_STORE_DEADLINE_MS, StoreCalls, storeReady } from '../lib/store/store-calls.js';
 import { WithFailureMode } from './failure-mode.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './fixed-window.js';
@@ -30,6 +32,8 @@ export interface LimiterDeps {
   onStoreRepair?: (bucket: string) => void;
   /** Deadline of one store call on the request path (ms, default options.kv_deadline_ms). */
   storeDeadlineMs?: number;
+  /** The DRL lost the store (true: even split over the last known peers) or has it back (false). */
+  onDrlFallback?: (active: boolean, e?: Error) => void;
 }
 
 export interface Limiters {
@@ -60,7 +64,16 @@ export function createLimiters(d: LimiterDeps): Limiters {
   const onError = d.onStoreError ?? (() => {});
   const smoothing = o.enable_rate_limit_smoothing;
   const algorithm = selectedAlgorithm(o);
-  const drl = new DrlLimiter(d.clock, d.peers);
+  const calls = d.redis
+    ? new StoreCalls(d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS, storeReady(d.redis), onError)
+    : new StoreCalls(0, undefined, onError);
+  const drl = new DrlLimiter({
+    clock: d.clock,
+    counter: d.redis ? new RedisLeaseCounter(d.redis) : new MemoryLeaseCounter(d.clock),
+    peers: d.peers,
+    calls: d.redis ? calls : undefined,
+    onFallback: d.onDrlFallback,
+  });
   let inner: Limiter;
   let sentinel: RedisSentinel | undefined;
   if (algorithm === 'fixed_window')
@@ -79,9 +92,6 @@ export function createLimiters(d: LimiterDeps): Limiters {
         )
       : new MemorySlidingLog(d.clock, d.onSmoothing, smoothing);
   }
-  const calls = d.redis
-    ? new StoreCalls(d.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS, storeReady(d.redis), onError)
-    : new StoreCalls(0, undefined, onError);
   const store = d.redis ? new WithFailureMode(inner, o.kv_failure_mode, d.clock, calls, d.onStoreRepair) : inner;
   const quota: QuotaStore = d.redis ? new RedisQuota(d.redis, d.clock) : new MemoryQuota(d.clock);
 

@@ -47,6 +47,16 @@ export class GatewayMetrics {
     help: 'Live gateways in the DRL group',
     registers: [this.registry],
   });
+  readonly drlFallback = new Gauge({
+    name: 'gw_drl_fallback',
+    help: 'DRL without the shared store: 1 while limits are split evenly over the last known peers, else 0',
+    registers: [this.registry],
+  });
+  readonly drlFallbacks = new Counter({
+    name: 'gw_drl_fallbacks_total',
+    help: 'Times the DRL lost the shared store and fell back to an even split over the last known peers',
+    registers: [this.registry],
+  });
   readonly smoothingAllowance = new Gauge({
     name: 'gw_smoothing_allowance',
     help: 'Current smoothing allowance',

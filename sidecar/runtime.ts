@@ -121,6 +121,16 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
         metrics.storeErrors.inc();
         logStoreError(e);
       },
+      onDrlFallback: (active, e) => {
+        metrics.drlFallback.set(active ? 1 : 0);
+        if (active) {
+          metrics.drlFallbacks.inc();
+          logger.warn(
+            { peers: peers.count(), err: e?.message },
+            'DRL: shared store unreachable, limits split evenly over the last known peers',
+          );
+        } else logger.info('DRL: shared store back, limits follow the shared leases again');
+      },
       onStoreRepair: (bucket) =>
         logger.warn(
           { bucket },
@@ -128,6 +138,8 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
         ),
     });
   let engine = makeEngine(d.options);
+  metrics.drlFallback.set(0);
+  engine.limiters.drl.start(); // the DRL's sweep: expired leases given back, idle buckets forgotten
   // the gateway asks the engine in force: a live change of the gateway options swaps it (setOptions)
   const liveEngine = { check: (req: CheckRequest) => engine.check(req) };
   const tracing = await tracingFromOptions(d.options, d.serviceName ?? 'gw-sidecar', logger, () =>
@@ -175,7 +187,10 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
       return engine;
     },
     setOptions(options) {
+      const previous = engine;
       engine = makeEngine(options);
+      engine.limiters.drl.start();
+      void previous.limiters.drl.stop().catch(() => undefined); // its unspent leases go back to the counter
     },
     peers,
     streams,
@@ -186,6 +201,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     ready: d.ready,
     async close() {
       await streams.stop();
+      await engine.limiters.drl.stop().catch(() => undefined); // unspent leases back to the counter
       await peers.stop();
       await gateway.close();
       accessLog?.flush();

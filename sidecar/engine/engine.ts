@@ -55,6 +55,8 @@ export interface EngineDeps {
    * here once per bucket, so the operator sees it in the logs and metrics.
    */
   onSmoothingUnsupported?: (e: SmoothingUnsupported) => void;
+  /** The DRL lost the store (true: even split over the last known peers) or has it back (false). */
+  onDrlFallback?: (active: boolean, e?: Error) => void;
 }
 
 export interface SmoothingUnsupported {
@@ -106,6 +108,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     onStoreError: d.onStoreError,
     onStoreRepair: d.onStoreRepair,
     storeDeadlineMs: d.storeDeadlineMs ?? o.kv_deadline_ms,
+    onDrlFallback: d.onDrlFallback,
     onSmoothing: (e, allowance) => {
       const of = bucketApi.get(e.limiterKey);
       const api_id = of?.api_id ?? '';

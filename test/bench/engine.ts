@@ -6,6 +6,9 @@
  *   Redis: sliding-log decisions/s with auto-pipelining, latency p50/p99 µs, round trips per decision
  *     (commandstats), against PING at the same concurrency
  *   memory: bytes per active 100/60 sliding-log bucket in process (heap) and in Redis (used_memory)
+ *   DRL leasing from Redis: store commands per admitted request (commandstats delta / admitted) for one
+ *     bucket at full speed on one gateway; store calls per heartbeat (2 s) with 10,000 active buckets
+ *     (one request per bucket per second); bytes per active DRL bucket in process and in Redis
  */
 import { Redis } from 'ioredis';
 import { systemClock, type Clock } from '../../lib/clock.js';
@@ -14,6 +17,7 @@ import { createStoreClient } from '../../lib/store/redis.js';
 import { createEngine } from '../../sidecar/engine/engine.js';
 import type { CompiledApi } from '../../contract/config.js';
 import { DrlLimiter } from '../../limiters/drl.js';
+import { MemoryLeaseCounter, RedisLeaseCounter } from '../../limiters/drl-counter.js';
 import { MemorySlidingLog, RedisSlidingLog } from '../../limiters/sliding-log.js';
 
 const url = process.argv[2];
@@ -38,7 +42,7 @@ async function main(): Promise<void> {
   const floor = async (): Promise<number> => 0;
   out.async_floor_ns = await timeLoop(N, floor);
 
-  const drl = new DrlLimiter(clock, () => 1);
+  const drl = new DrlLimiter({ clock, counter: new MemoryLeaseCounter(clock), peers: () => 1 });
   const big = { rate: 1e12, per: 1 };
   out.drl_ns = await timeLoop(N, (i) => drl.check(`k${i & 1023}`, big));
 
@@ -81,7 +85,7 @@ async function main(): Promise<void> {
       fill.check(`k:h:${'0'.repeat(56)}${String(b).padStart(8, '0')}`, { rate: 100, per: 60 });
   gc?.();
   out.memory_log_bucket_bytes = (process.memoryUsage().heapUsed - heap0) / B;
-  const drlFill = new DrlLimiter(clock, () => 1);
+  const drlFill = new DrlLimiter({ clock, counter: new MemoryLeaseCounter(clock), peers: () => 1 });
   gc?.();
   const heap1 = process.memoryUsage().heapUsed;
   for (let b = 0; b < B; b++)
@@ -166,10 +170,95 @@ async function main(): Promise<void> {
     const m1 = Number(/used_memory:(\d+)/.exec(String(await admin.info('memory')))![1]);
     out.redis_log_bucket_bytes = (m1 - m0) / 1000;
     out.redis_log_bucket_memory_usage = await admin.call('MEMORY', 'USAGE', `gw:{k:h:${'0'.repeat(56)}00000001}:log`);
+    out.drl_redis = await drlRedis(admin, client);
     client.disconnect();
     admin.disconnect();
   }
   process.stdout.write(JSON.stringify(out) + '\n');
+}
+
+/** Store commands counted by Redis between `f`'s start and end. */
+async function commandsDuring(admin: Redis, f: () => Promise<void>, only?: string): Promise<number> {
+  const calls = async (): Promise<number> =>
+    [...String(await admin.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+)/g)]
+      .filter(([, c]) => c !== 'info' && c !== 'config' && (only === undefined || c === only))
+      .reduce((n, [, , k]) => n + Number(k), 0);
+  const before = await calls();
+  await f();
+  return (await calls()) - before - (only === undefined ? 1 : 0); // the INFO of `before` is counted by the second read
+}
+
+async function drlRedis(admin: Redis, client: ReturnType<typeof createStoreClient>): Promise<Record<string, number>> {
+  await admin.flushall();
+  const clock = systemClock;
+  // one bucket at full speed on one gateway: admitted per second and store commands per admitted request
+  const hot = new DrlLimiter({ clock, counter: new RedisLeaseCounter(client), peers: () => 1 });
+  const big = { rate: 1e9, per: 60 };
+  let admitted = 0;
+  let ms = 0;
+  await admin.config('RESETSTAT');
+  const commands = await commandsDuring(admin, async () => {
+    const t = performance.now();
+    while (performance.now() - t < 2000) {
+      for (let i = 0; i < 1000; i++) {
+        const r = hot.check('k:hot', big);
+        if ((r instanceof Promise ? await r : r).allowed) admitted++;
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    ms = performance.now() - t;
+  });
+  await hot.stop();
+  // 10,000 buckets, one request each per second for two heartbeat periods (2 s each), limit 100 per 60 s:
+  // store calls per heartbeat (leases and give-backs), and per request
+  const many = new DrlLimiter({ clock, counter: new RedisLeaseCounter(client), peers: () => 1 });
+  const B = 10_000;
+  let requests = 0;
+  const perHeartbeat = await commandsDuring(
+    admin,
+    async () => {
+      const t = performance.now();
+      for (let round = 0; round < 4; round++) {
+        const due = t + round * 1000;
+        if (due > performance.now()) await new Promise((r) => setTimeout(r, due - performance.now()));
+        const rs: Promise<unknown>[] = [];
+        for (let b = 0; b < B; b++) {
+          const r = many.check(`k:h:${b}`, { rate: 100, per: 60 });
+          requests++;
+          if (r instanceof Promise) rs.push(r);
+        }
+        await Promise.all(rs);
+        many.sweep();
+      }
+    },
+    'evalsha',
+  );
+  // memory: in process (10,000 lease states) and in Redis (the counters those leases wrote)
+  gc?.();
+  const heap0 = process.memoryUsage().heapUsed;
+  const fill = new DrlLimiter({ clock, counter: new RedisLeaseCounter(client), peers: () => 1 });
+  const used0 = Number(/used_memory:(\d+)/.exec(String(await admin.info('memory')))![1]);
+  const rs: Promise<unknown>[] = [];
+  for (let b = 0; b < B; b++) {
+    const r = fill.check(`k:h:${'0'.repeat(56)}${String(b).padStart(8, '0')}`, { rate: 100, per: 60 });
+    if (r instanceof Promise) rs.push(r);
+  }
+  await Promise.all(rs);
+  gc?.();
+  const heapPerBucket = (process.memoryUsage().heapUsed - heap0) / B;
+  const used1 = Number(/used_memory:(\d+)/.exec(String(await admin.info('memory')))![1]);
+  const usage = Number(await admin.call('MEMORY', 'USAGE', `gw:{k:h:${'0'.repeat(56)}00000001}:drl`));
+  if (fill.size !== B) throw new Error(`expected ${B} lease states, got ${fill.size}`);
+  return {
+    hot_admitted_per_s: (admitted / ms) * 1000,
+    hot_commands_per_admitted: commands / admitted,
+    buckets: B,
+    round_trips_per_heartbeat: perHeartbeat / 2,
+    round_trips_per_request: perHeartbeat / requests,
+    bucket_bytes_process: heapPerBucket,
+    bucket_bytes_redis: (used1 - used0) / B,
+    bucket_memory_usage: usage,
+  };
 }
 
 main().catch((e: unknown) => {

@@ -415,6 +415,16 @@ async function main(): Promise<void> {
     };
     redis_log_bucket_bytes: number;
     redis_log_bucket_memory_usage: number;
+    drl_redis: {
+      hot_admitted_per_s: number;
+      hot_commands_per_admitted: number;
+      buckets: number;
+      round_trips_per_heartbeat: number;
+      round_trips_per_request: number;
+      bucket_bytes_process: number;
+      bucket_bytes_redis: number;
+      bucket_memory_usage: number;
+    };
   };
 
   // the request path's metric writes: hand-written series against prom-client's labelled children
@@ -548,6 +558,15 @@ async function main(): Promise<void> {
       .join(
         ', ',
       )}) | – | – | exactly 1: ${mark(Math.abs(e.redis.evalsha_per_decision - 1) < 0.001 && Object.keys(e.redis.commands).every((c) => ['evalsha', 'zremrangebyscore', 'zcard', 'zadd', 'pexpire', 'zrange', 'hmget', 'hset'].includes(c)))} |`,
+  );
+  p(
+    `| DRL leasing from Redis, one bucket at full speed on one gateway | ${fmt(e.drl_redis.hot_admitted_per_s)} admitted/s, ${fmt(e.drl_redis.hot_commands_per_admitted, 4)} store commands per admitted request (commandstats) | – | – | ≤ 0.02 at ≥ 20,000/s: ${mark(e.drl_redis.hot_commands_per_admitted <= 0.02 && e.drl_redis.hot_admitted_per_s >= 20_000)} |`,
+  );
+  p(
+    `| DRL store traffic, ${fmt(e.drl_redis.buckets)} active buckets (1 request each per second, 100/60) | ${fmt(e.drl_redis.round_trips_per_heartbeat)} store round trips (EVALSHA) per heartbeat (2 s) = ${fmt(e.drl_redis.round_trips_per_request, 2)} per request | – | – | ≤ 2 per request (a lease and a give-back): ${mark(e.drl_redis.round_trips_per_request <= 2)} |`,
+  );
+  p(
+    `| bytes per active DRL bucket (100/60) | in process ${fmt(e.drl_redis.bucket_bytes_process)} B; in Redis ${fmt(e.drl_redis.bucket_bytes_redis)} B (MEMORY USAGE ${fmt(e.drl_redis.bucket_memory_usage)} B) | – | – | report |`,
   );
   p(
     `| bytes per active 100/60 sliding-log bucket | in process ${fmt(e.memory_log_bucket_bytes)} B; in Redis ${fmt(e.redis_log_bucket_bytes)} B (MEMORY USAGE ${e.redis_log_bucket_memory_usage} B) | DRL bucket ${fmt(e.drl_bucket_bytes)} B | – | report |`,

@@ -1,82 +1,306 @@
+/**
+ * The DRL's gateway side (limiters/drl.ts) over the memory counter, several limiters sharing one counter
+ * as several gateways share the store's, on an injected clock: every traffic shape of SPEC.md §3.2 with
+ * its bounds, store calls per admitted request, refusals without store calls, give-backs, the fallback
+ * to an even split while the store is unreachable, and the header numbers.
+ */
 import { ManualClock } from '../../../lib/clock.js';
+import { StoreCalls } from '../../../lib/store/store-calls.js';
 import { DrlLimiter } from '../../../limiters/drl.js';
+import { MemoryLeaseCounter, slotMsOf, type LeaseCall, type LeaseCounter } from '../../../limiters/drl-counter.js';
+import { EvenSplitLimiter } from '../../../limiters/drl-even-split.js';
 import { createLimiters, usesDrl } from '../../../limiters/select.js';
+import type { LimitResult, MaybePromise } from '../../../limiters/types.js';
+import { counterCases } from './drl-counter-cases.js';
 import { options, T0 } from './fixtures.js';
 
-async function admitted(
-  l: DrlLimiter,
-  bucket: string,
-  limit: { rate: number; per: number },
-  n: number,
-): Promise<number> {
-  let ok = 0;
-  for (let i = 0; i < n; i++) if ((await l.check(bucket, limit)).allowed) ok++;
-  return ok;
+counterCases('memory', () => ({ counter: new MemoryLeaseCounter(new ManualClock(T0)) }));
+
+const sync = (r: MaybePromise<LimitResult>): LimitResult => {
+  if (r instanceof Promise) throw new Error('the memory counter answers synchronously');
+  return r;
+};
+
+interface Shape {
+  rate: number;
+  per: number;
+  /** Requests per second offered to each gateway. */
+  demand: number[];
+  seconds: number;
+  /** At this second gateway `kill` stops (dies: keeps its leases) — or `join` starts. */
+  kill?: { at: number; gateway: number };
+  join?: { at: number; gateway: number };
+  /** [second, new rate] */
+  change?: [number, number];
 }
 
-describe('DRL token bucket', () => {
-  test('one gateway: capacity rate, refill rate per per', async () => {
-    const clock = new ManualClock(T0);
-    const drl = new DrlLimiter(clock, () => 1);
-    const limit = { rate: 10, per: 10 };
-    expect(await admitted(drl, 'b', limit, 15)).toBe(10);
-    const refused = await drl.check('b', limit);
-    expect(refused.allowed).toBe(false);
-    expect(refused.retryAfter).toBe(1);
-    clock.advance(1_000);
-    expect(await admitted(drl, 'b', limit, 3)).toBe(1);
-    clock.advance(10_000);
-    expect(await admitted(drl, 'b', limit, 15)).toBe(10);
+/** Runs the shape on one clock in 5 ms steps; returns every admission's time (ms from start) and each gateway's count. */
+function simulate(s: Shape): { admits: number[]; perGateway: number[]; calls: number; limiters: DrlLimiter[] } {
+  const clock = new ManualClock(T0);
+  const counter = new MemoryLeaseCounter(clock);
+  const limiters = s.demand.map(() => new DrlLimiter({ clock, counter, peers: () => s.demand.length }));
+  const admits: number[] = [];
+  const perGateway = s.demand.map(() => 0);
+  const owed = s.demand.map(() => 0);
+  const step = 5;
+  let rate = s.rate;
+  for (let t = 0; t < s.seconds * 1000; t += step) {
+    if (s.change && t === s.change[0] * 1000) rate = s.change[1];
+    s.demand.forEach((d, g) => {
+      if (s.kill && g === s.kill.gateway && t >= s.kill.at * 1000) return;
+      if (s.join && g === s.join.gateway && t < s.join.at * 1000) return;
+      owed[g]! += (d * step) / 1000;
+      while (owed[g]! >= 1) {
+        owed[g]! -= 1;
+        if (sync(limiters[g]!.check('k:b', { rate, per: s.per })).allowed) {
+          admits.push(t);
+          perGateway[g]!++;
+        }
+      }
+    });
+    clock.advance(step);
+    if (t % 200 === 0)
+      limiters.forEach((l, g) => {
+        if (!(s.kill && g === s.kill.gateway && t >= s.kill.at * 1000)) l.sweep();
+      });
+  }
+  return { admits, perGateway, calls: limiters.reduce((n, l) => n + l.calls_made, 0), limiters };
+}
+
+/** The most admissions in any span of `ms` (half-open), sliding over the admission times. */
+function maxInAnySpan(times: number[], ms: number): number {
+  let best = 0;
+  let j = 0;
+  for (let i = 0; i < times.length; i++) {
+    while (times[i]! - times[j]! >= ms) j++;
+    best = Math.max(best, i - j + 1);
+  }
+  return best;
+}
+
+/** Admissions in [from, to) ms. */
+const between = (times: number[], from: number, to: number): number => times.filter((t) => t >= from && t < to).length;
+
+/**
+ * SPEC §3.2 over the run: ≤ 1.1 × 3 × rate in any span of 3 × per (sliding; +1 per gateway when rate < N);
+ * from `settle` s on, ≥ 0.9 × rate in each window of `per` counted from the first request — for a rate below
+ * the number of gateways, on average (a window of 2 can hold 1 when the two grants sit a slot apart).
+ */
+function expectBounds(s: Shape, admits: number[], settle: number, rate = s.rate): void {
+  const perMs = s.per * 1000;
+  const few = rate < s.demand.length;
+  expect(maxInAnySpan(admits, 3 * perMs)).toBeLessThanOrEqual(Math.floor(1.1 * 3 * rate) + (few ? s.demand.length : 0));
+  const end = s.seconds * 1000;
+  const from = Math.ceil((settle * 1000) / perMs) * perMs;
+  if (few) {
+    expect(between(admits, from, end)).toBeGreaterThanOrEqual((0.9 * rate * (end - from)) / perMs);
+    return;
+  }
+  for (let t = from; t + perMs <= end; t += perMs)
+    expect(between(admits, t, t + perMs)).toBeGreaterThanOrEqual(Math.ceil(0.9 * rate));
+}
+
+describe('DRL leases: the bounds of SPEC.md §3.2 for every traffic shape', () => {
+  test.each([
+    ['even over 3 gateways, 2× demand', { rate: 300, per: 2, demand: [100, 100, 100], seconds: 12 }],
+    ['70/20/10 over 3 gateways, 2× demand', { rate: 300, per: 2, demand: [210, 60, 30], seconds: 12 }],
+    [
+      'all on one gateway of 3 (one keep-alive connection), 1.5×',
+      { rate: 120, per: 2, demand: [90, 0, 0], seconds: 12 },
+    ],
+    ['hot pod 90/5/5, 1.2×', { rate: 120, per: 2, demand: [64.8, 3.6, 3.6], seconds: 12 }],
+    ['30 per 1 s on 2 gateways', { rate: 30, per: 1, demand: [30, 30], seconds: 8 }],
+    ['rate below the number of gateways (2 per 2 s on 3)', { rate: 2, per: 2, demand: [5, 5, 5], seconds: 12 }],
+  ])('%s', (_name, s: Shape) => {
+    const { admits } = simulate(s);
+    expectBounds(s, admits, 2 * 2);
+    // no full-bucket burst at start: the first window admits at most the rate (+1 per gateway when rate < N)
+    expect(between(admits, 0, s.per * 1000)).toBeLessThanOrEqual(
+      s.rate + (s.rate < s.demand.length ? s.demand.length : 0),
+    );
   });
 
-  test('the limit is split by the number of live gateways (100/min over 2 → 50 each)', async () => {
-    const clock = new ManualClock(T0);
-    const drl = new DrlLimiter(clock, () => 2);
-    expect(await admitted(drl, 'b', { rate: 100, per: 60 }, 200)).toBe(50);
+  test('a peer that dies mid-run takes at most its outstanding lease; the others take its share', () => {
+    const s: Shape = { rate: 300, per: 2, demand: [100, 100, 100], seconds: 16, kill: { at: 5, gateway: 0 } };
+    const { admits } = simulate(s);
+    expectBounds(s, admits, 5 + 4); // converged again 2 heartbeats after the death
   });
 
-  test('header numbers describe the configured limit, not the local share (40/2 over 2 gateways)', () => {
-    const clock = new ManualClock(T0);
-    const drl = new DrlLimiter(clock, () => 2);
-    const limit = { rate: 40, per: 2 };
-    const first = drl.check('b', limit);
-    expect([first.limit, first.remaining]).toEqual([40, 38]); // 19 local tokens left × 2 gateways
-    for (let i = 0; i < 18; i++) drl.check('b', limit);
-    const last = drl.check('b', limit); // the 20th: the local share is spent
-    expect([last.allowed, last.limit, last.remaining]).toEqual([true, 40, 0]);
-    const refused = drl.check('b', limit);
-    expect([refused.allowed, refused.limit, refused.remaining]).toEqual([false, 40, 0]);
-    // a share with a fraction (14/2 over 3 gateways: 4.67 each): once the gateway cannot admit, it says 0,
-    // not the leftover 0.67 token × 3 = 2
-    const frac = new DrlLimiter(clock, () => 3);
-    const mid = { rate: 14, per: 2 };
-    const answers = Array.from({ length: 6 }, () => frac.check('f', mid));
-    expect(answers.map((r) => r.allowed)).toEqual([true, true, true, true, false, false]);
-    expect(answers.map((r) => r.remaining)).toEqual([9, 6, 3, 0, 0, 0]);
-    // with one gateway the numbers are the bucket's own
-    const solo = new DrlLimiter(clock, () => 1).check('s', limit);
-    expect([solo.limit, solo.remaining]).toEqual([40, 39]);
+  test('a peer joining mid-run gets no free burst', () => {
+    const s: Shape = { rate: 300, per: 2, demand: [200, 200, 200], seconds: 14, join: { at: 5, gateway: 2 } };
+    const { admits, perGateway } = simulate(s);
+    expectBounds(s, admits, 4);
+    expect(perGateway[2]).toBeGreaterThan(0);
   });
 
-  test('every gateway admits at least one request per window', async () => {
-    const clock = new ManualClock(T0);
-    const drl = new DrlLimiter(clock, () => 4);
-    const limit = { rate: 2, per: 60 };
-    expect(await admitted(drl, 'b', limit, 5)).toBe(1);
-    clock.advance(30_000);
-    expect(await admitted(drl, 'b', limit, 5)).toBe(0);
-    clock.advance(30_000);
-    expect(await admitted(drl, 'b', limit, 5)).toBe(1);
+  test('a limit changed mid-run applies at the next lease', () => {
+    const s: Shape = { rate: 300, per: 2, demand: [150, 150], seconds: 16, change: [6, 240] };
+    const { admits } = simulate(s);
+    expect(
+      maxInAnySpan(
+        admits.filter((t) => t < 6000),
+        6000,
+      ),
+    ).toBeLessThanOrEqual(990);
+    // from one window after the change the new limit's upper bound; 2 heartbeats after it, its lower bound
+    const after = admits.filter((t) => t >= 8000);
+    expect(maxInAnySpan(after, 6000)).toBeLessThanOrEqual(Math.floor(1.1 * 3 * 240));
+    for (let t = 10_000; t + 2000 <= 16_000; t += 2000)
+      expect(between(admits, t, t + 2000)).toBeGreaterThanOrEqual(216);
+    // and raised back: the new rate at the next lease
+    const up = simulate({ ...s, rate: 120, change: [6, 300] }).admits;
+    for (let t = 10_000; t + 2000 <= 16_000; t += 2000) expect(between(up, t, t + 2000)).toBeGreaterThanOrEqual(270);
   });
 
-  test('a change of N changes the share at once', async () => {
+  test('one gateway at 20,000 req/s: at most 0.02 counter calls per admitted request', () => {
+    const s: Shape = { rate: 1e9, per: 60, demand: [20_000], seconds: 3 };
+    const { admits, calls } = simulate(s);
+    expect(admits.length).toBeGreaterThan(59_000);
+    expect(calls / admits.length).toBeLessThanOrEqual(0.02);
+  });
+});
+
+describe('DRL leases: the request path', () => {
+  test('a gateway alone gets the whole rate, from an empty counter (no burst past it)', () => {
     const clock = new ManualClock(T0);
-    let n = 1;
-    const drl = new DrlLimiter(clock, () => n);
+    const drl = new DrlLimiter({ clock, counter: new MemoryLeaseCounter(clock), peers: () => 3 });
+    const limit = { rate: 10, per: 2 };
+    const answers = Array.from({ length: 15 }, () => sync(drl.check('b', limit)));
+    expect(answers.filter((r) => r.allowed)).toHaveLength(10);
+    // headers: the configured limit, the group's remaining; a refusal waits for the first grant to leave
+    expect([answers[0]!.limit, answers[0]!.remaining]).toEqual([10, 9]);
+    expect([answers[9]!.allowed, answers[9]!.remaining]).toEqual([true, 0]);
+    expect([answers[10]!.allowed, answers[10]!.remaining, answers[10]!.retryAfter]).toEqual([false, 0, 3]);
+  });
+
+  test('while the window is spent, refusals make no counter call (one poll per slot at most)', () => {
+    const clock = new ManualClock(T0);
+    const drl = new DrlLimiter({ clock, counter: new MemoryLeaseCounter(clock), peers: () => 1 });
+    const limit = { rate: 10, per: 2 };
+    for (let i = 0; i < 10; i++) sync(drl.check('b', limit));
+    const before = drl.calls_made;
+    for (let i = 0; i < 1000; i++) {
+      expect(sync(drl.check('b', limit)).allowed).toBe(false);
+      if (i % 100 === 99) clock.advance(10); // 100 ms in all: two slots
+    }
+    expect(drl.calls_made - before).toBeLessThanOrEqual(3);
+  });
+
+  test('a lease left unspent goes back to the counter once it expires (sweep), for the others to use', () => {
+    const clock = new ManualClock(T0);
+    const counter = new MemoryLeaseCounter(clock);
+    const a = new DrlLimiter({ clock, counter, peers: () => 2 });
+    const b = new DrlLimiter({ clock, counter, peers: () => 2 });
+    const limit = { rate: 100, per: 2 };
+    // a at 1,000 req/s for 100 ms: its leases grow with its demand
+    for (let t = 0; t < 100; t++) {
+      sync(a.check('k', limit));
+      clock.advance(1);
+    }
+    const held = counter.lease('k', {
+      asked: 0,
+      rate: 100,
+      slotMs: slotMsOf(2),
+      now: clock.now(),
+      backSlot: 0,
+      back: 0,
+    });
+    const aAdmitted = 100 - held.left; // granted to a (spent or held)
+    expect(aAdmitted).toBeGreaterThan(0);
+    clock.advance(400); // past its lots' last slot
+    a.sweep();
+    let ok = 0;
+    for (let i = 0; i < 200; i++) if (sync(b.check('k', limit)).allowed) ok++;
+    // b gets everything a did not spend: a spent at most one per ms it ran
+    expect(ok).toBeGreaterThanOrEqual(100 - 100);
+    expect(ok + Math.min(aAdmitted, 100)).toBeGreaterThanOrEqual(100);
+  });
+
+  test('stop() gives every unspent lease back', async () => {
+    const clock = new ManualClock(T0);
+    const counter = new MemoryLeaseCounter(clock);
+    const a = new DrlLimiter({ clock, counter, peers: () => 2 });
+    const limit = { rate: 1000, per: 2 };
+    for (let t = 0; t < 50; t++) {
+      for (let i = 0; i < 5; i++) sync(a.check('k', limit));
+      clock.advance(1);
+    }
+    await a.stop();
+    const left = counter.lease('k', {
+      asked: 0,
+      rate: 1000,
+      slotMs: slotMsOf(2),
+      now: clock.now(),
+      backSlot: 0,
+      back: 0,
+    }).left;
+    expect(left).toBe(1000 - 250);
+  });
+
+  test('idle buckets are forgotten after a window', () => {
+    const clock = new ManualClock(T0);
+    const drl = new DrlLimiter({ clock, counter: new MemoryLeaseCounter(clock), peers: () => 1 });
+    sync(drl.check('b', { rate: 10, per: 2 }));
+    expect(drl.size).toBe(1);
+    clock.advance(2500);
+    drl.sweep();
+    drl.sweep(); // the give-back of the first sweep has landed
+    expect(drl.size).toBe(0);
+  });
+});
+
+/** A counter that fails while `down` (as an unreachable store does). */
+class FlakyCounter implements LeaseCounter {
+  down = false;
+  constructor(private readonly inner: LeaseCounter) {}
+  lease(bucket: string, c: LeaseCall): Promise<ReturnType<MemoryLeaseCounter['lease']>> {
+    if (this.down) return Promise.reject(new Error('connection refused'));
+    return Promise.resolve(this.inner.lease(bucket, c) as ReturnType<MemoryLeaseCounter['lease']>);
+  }
+  reset(bucket: string): MaybePromise<void> {
+    return this.inner.reset(bucket);
+  }
+}
+
+describe('DRL leases: store unreachable', () => {
+  test('falls back to an even split over the last known peers, reported once, and back to leases', async () => {
+    const clock = new ManualClock(T0);
+    const counter = new FlakyCounter(new MemoryLeaseCounter(clock));
+    const events: boolean[] = [];
+    const errors: string[] = [];
+    const drl = new DrlLimiter({
+      clock,
+      counter,
+      peers: () => 3,
+      calls: new StoreCalls(
+        0,
+        () => true,
+        (e) => errors.push(e.message),
+      ),
+      onFallback: (active) => events.push(active),
+    });
     const limit = { rate: 30, per: 60 };
-    expect(await admitted(drl, 'b', limit, 10)).toBe(10); // 20 tokens left of 30
-    n = 3; // share 10: the bucket is capped at 10
-    expect(await admitted(drl, 'b', limit, 20)).toBe(10);
+    counter.down = true;
+    const answers = await Promise.all(Array.from({ length: 20 }, () => drl.check('b', limit)));
+    // 30 / 3 peers = 10 each
+    expect(answers.filter((r) => r.allowed)).toHaveLength(10);
+    expect(events).toEqual([true]);
+    expect(errors.length).toBeGreaterThanOrEqual(1);
+    counter.down = false;
+    clock.advance(1000); // the next lease is tried after FALLBACK_RETRY_MS
+    expect((await drl.check('c', limit)).allowed).toBe(true);
+    expect(events).toEqual([true, false]);
+  });
+
+  test('the even split is the old per-gateway token bucket: rate / N per per, at least 1', () => {
+    const clock = new ManualClock(T0);
+    const even = new EvenSplitLimiter(clock, () => 4);
+    const limit = { rate: 2, per: 60 };
+    expect(Array.from({ length: 5 }, () => even.check('b', limit).allowed).filter(Boolean)).toHaveLength(1);
+    const two = new EvenSplitLimiter(clock, () => 2);
+    expect(
+      Array.from({ length: 200 }, () => two.check('b', { rate: 100, per: 60 }).allowed).filter(Boolean),
+    ).toHaveLength(50);
   });
 });
 

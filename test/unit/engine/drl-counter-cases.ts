@@ -1,0 +1,103 @@
+/**
+ * The DRL counter's behaviour table, run against every implementation (memory here, Redis in
+ * test/integration/limiters/drl-counter.test.ts): the same cases, the same answers.
+ * Limit 10 per 4 s: slots of 100 ms, a grant counted for 41 slots.
+ */
+import { slotMsOf, WINDOW_SLOTS, type LeaseAnswer, type LeaseCounter } from '../../../limiters/drl-counter.js';
+import { T0 } from './fixtures.js';
+
+const PER = 4;
+const SLOT = slotMsOf(PER); // 100 ms
+
+export interface CounterUnderTest {
+  counter: LeaseCounter;
+}
+
+/** `make` gives a counter with no state for the bucket names used (a fresh store or database). */
+export function counterCases(name: string, make: () => Promise<CounterUnderTest> | CounterUnderTest): void {
+  describe(`DRL lease counter (${name})`, () => {
+    let c: LeaseCounter;
+    let n = 0;
+    let bucket = '';
+    beforeEach(async () => {
+      c = (await make()).counter;
+      bucket = `k:drl-case-${++n}-${Math.random().toString(36).slice(2)}`;
+    });
+    const lease = async (
+      asked: number,
+      rate: number,
+      at: number,
+      back?: [slot: number, n: number],
+    ): Promise<LeaseAnswer> =>
+      c.lease(bucket, {
+        asked,
+        rate,
+        slotMs: SLOT,
+        now: T0 + at,
+        backSlot: back?.[0] ?? 0,
+        back: back?.[1] ?? 0,
+      });
+    const slot0 = Math.floor(T0 / SLOT);
+
+    test('slot length: 40 slots cover the window, whole ms', () => {
+      expect(slotMsOf(4)).toBe(100);
+      expect(slotMsOf(1)).toBe(25);
+      expect(slotMsOf(0.001)).toBe(1);
+      expect(slotMsOf(3)).toBe(75);
+    });
+
+    test('grants what is asked while the window has it, then the rest, then nothing; left follows', async () => {
+      expect(await lease(4, 10, 0)).toEqual({ granted: 4, left: 6, nextFreeMs: 0 });
+      expect(await lease(3, 10, 50)).toEqual({ granted: 3, left: 3, nextFreeMs: 0 });
+      // the window is spent: the oldest grant (slot 0) leaves 41 slots after its slot began
+      expect(await lease(5, 10, 120)).toEqual({ granted: 3, left: 0, nextFreeMs: WINDOW_SLOTS * SLOT - 120 });
+      expect(await lease(1, 10, 130)).toEqual({ granted: 0, left: 0, nextFreeMs: WINDOW_SLOTS * SLOT - 130 });
+    });
+
+    test('a grant is counted for 41 slots (at least a whole window), then frees', async () => {
+      expect((await lease(10, 10, 99)).granted).toBe(10);
+      expect((await lease(10, 10, 40 * SLOT + 99)).granted).toBe(0); // slot 40: still counted
+      expect(await lease(10, 10, 41 * SLOT)).toEqual({ granted: 10, left: 0, nextFreeMs: WINDOW_SLOTS * SLOT });
+    });
+
+    test('grants in several slots free one slot at a time (Retry-After is the oldest one)', async () => {
+      await lease(3, 10, 0); // slot 0
+      await lease(7, 10, 5 * SLOT); // slot 5
+      expect(await lease(1, 10, 10 * SLOT)).toEqual({ granted: 0, left: 0, nextFreeMs: 31 * SLOT });
+      expect(await lease(5, 10, 41 * SLOT)).toEqual({ granted: 3, left: 0, nextFreeMs: 5 * SLOT });
+      expect((await lease(5, 10, 46 * SLOT)).granted).toBe(5);
+    });
+
+    test('unused tokens given back are granted again; more than the slot holds takes nothing of another slot', async () => {
+      await lease(6, 10, 0);
+      await lease(4, 10, SLOT);
+      expect(await lease(3, 10, 2 * SLOT, [slot0, 2])).toEqual({ granted: 2, left: 0, nextFreeMs: 39 * SLOT });
+      // slot 0 now holds 4 (6 − 2): giving back 100 clears it and nothing else (slot 1: 4, slot 2: 2)
+      expect(await lease(10, 10, 3 * SLOT, [slot0, 100])).toEqual({ granted: 4, left: 0, nextFreeMs: 39 * SLOT });
+    });
+
+    test('a give-back alone (asked 0) and a give-back for a slot that left the window change nothing else', async () => {
+      await lease(10, 10, 0);
+      expect((await lease(0, 10, 41 * SLOT + 1, [slot0, 5])).granted).toBe(0);
+      expect(await lease(10, 10, 41 * SLOT + 2)).toEqual({ granted: 10, left: 0, nextFreeMs: 41 * SLOT - 2 });
+    });
+
+    test('the rate is an argument: a lowered limit grants nothing until the window is below it, a raised one at once', async () => {
+      await lease(8, 10, 0);
+      expect((await lease(5, 6, SLOT)).granted).toBe(0);
+      expect((await lease(5, 20, 2 * SLOT)).granted).toBe(5);
+      expect((await lease(100, 20, 3 * SLOT)).granted).toBe(7);
+    });
+
+    test('a fractional rate counts whole tokens; rate 0 grants nothing', async () => {
+      expect((await lease(10, 2.9, 0)).granted).toBe(2);
+      expect((await lease(10, 0, SLOT)).granted).toBe(0);
+    });
+
+    test('reset forgets the bucket', async () => {
+      await lease(10, 10, 0);
+      await c.reset(bucket);
+      expect((await lease(10, 10, 1)).granted).toBe(10);
+    });
+  });
+}
