@@ -89,10 +89,19 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     },
   );
   holder.state = state;
-  await state.apply(source.current());
+  await source.load();
   // a directory that cannot be read at start-up leaves nothing loaded: not ready until a read succeeds
   let configLoaded = source.loaded();
+  // awaited by the source: a facade write (source.changed) answers once its change is applied
+  source.onChange(async (snapshot) => {
+    const loaded = source.loaded();
+    await state.apply(snapshot);
+    await holder.runtime?.applyConfig(state.current());
+    configLoaded ||= loaded;
+  });
+  // watching before the first apply: a Secret it generates (DIR/.gw/) is seen and applied
   source.start();
+  await state.apply(source.current());
   // a store (re)connected may have lost its data (a restart without persistence), or missed writes made
   // while it was away: every session is written again from the directory, as the operator's full resync
   // does in a cluster
@@ -146,19 +155,12 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   quotaState?.load();
   quotaState?.start();
   await runtime.applyConfig(state.current());
-  source.onChange((snapshot) => {
-    const loaded = source.loaded();
-    void state
-      .apply(snapshot)
-      .then(() => runtime.applyConfig(state.current()))
-      .then(() => (configLoaded ||= loaded));
-  });
 
   const dirBackend = new DirBackend({
     dir: flags.resources,
     snapshot: () => source.current(),
     quota: liveQuota(sessions, engine),
-    onWrite: () => state.apply(source.reload()),
+    onWrite: (files) => source.changed(files),
     refresh: () => source.refresh(),
   });
   // Adding a key through the facade resets its quota unless suppress_reset=1 (SPEC.md §3.5).

@@ -45,6 +45,32 @@ function precedence(apis: ApiDefinition[], serving: ReadonlySet<string>): ApiDef
 export const servingApis = (config: CompiledConfig | undefined): Set<string> =>
   new Set((config?.apis ?? []).map((a) => `${a.namespace}/${a.name}`));
 
+/**
+ * Each ApiDefinition compiled once: resources are immutable once read (a change is a new object), so a
+ * config rebuilt after one edit compiles only the edited API.
+ */
+const compiledApis = new WeakMap<ApiDefinition, { api: CompiledApi } | { error: string }>();
+const apiHashes = new WeakMap<CompiledApi, string>();
+
+function compiledOf(res: ApiDefinition): { api: CompiledApi } | { error: string } {
+  let c = compiledApis.get(res);
+  if (!c) {
+    try {
+      c = { api: compileApi(res) };
+    } catch (e) {
+      c = { error: (e as Error).message };
+    }
+    compiledApis.set(res, c);
+  }
+  return c;
+}
+
+function hashOf(api: CompiledApi): string {
+  let h = apiHashes.get(api);
+  if (!h) apiHashes.set(api, (h = createHash('sha256').update(JSON.stringify(api)).digest('hex')));
+  return h;
+}
+
 export function compileConfig(
   apis: ApiDefinition[],
   policies: Policy[],
@@ -62,13 +88,12 @@ export function compileConfig(
       name: res.metadata.name,
       resource: res,
     };
-    let api: CompiledApi;
-    try {
-      api = compileApi(res);
-    } catch (e) {
-      problems.push({ ...where, message: (e as Error).message });
+    const c = compiledOf(res);
+    if ('error' in c) {
+      problems.push({ ...where, message: c.error });
       continue;
     }
+    const api = c.api;
     const idKey = `${api.namespace}/${api.api_id}`;
     const clash = byListen.get(api.listenPath) ?? byId.get(idKey);
     if (clash) {
@@ -89,7 +114,9 @@ export function compileConfig(
     pols[nsName(p)] = { namespace: p.metadata.namespace, name: p.metadata.name, spec: p.spec };
   }
   compiled.sort((a, b) => b.listenPath.length - a.listenPath.length || a.listenPath.localeCompare(b.listenPath));
-  const body = { apis: compiled, policies: pols };
-  const hash = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 16);
-  return { config: { hash, ...body }, problems };
+  // the hash of the content: each API's own hash (computed once per resource) in order, then the policies
+  const h = createHash('sha256');
+  for (const api of compiled) h.update(hashOf(api));
+  h.update(JSON.stringify(pols));
+  return { config: { hash: h.digest('hex').slice(0, 16), apis: compiled, policies: pols }, problems };
 }

@@ -18,11 +18,22 @@ export const snapshotSecrets =
   (namespace, name) =>
     findSecret(snapshot, namespace, name);
 
+/** The material last found for a key, with the Secret it came from: the same pair needs no hashing again. */
+const materials = new WeakMap<AccessKey, { secret: Secret | undefined; m: KeyMaterial }>();
+
 export function keyMaterial(key: AccessKey, secrets: SecretLookup): KeyMaterial {
   if (key.spec.key_hash) return { ok: true, keyHash: key.spec.key_hash };
   const ref = key.spec.secretRef!;
   const ns = key.metadata.namespace;
   const secret = secrets(ns, ref.name);
+  const known = materials.get(key);
+  if (known && known.secret === secret) return known.m;
+  const m = materialOf(secret, ns, ref);
+  materials.set(key, { secret, m });
+  return m;
+}
+
+function materialOf(secret: Secret | undefined, ns: string, ref: { name: string; key: string }): KeyMaterial {
   // surrounding whitespace trimmed: a header value cannot carry it (the gateway trims what it reads), and
   // `kubectl create secret --from-file` keeps the file's trailing newline; untrimmed, such a key was
   // Ready and could never authenticate
@@ -35,6 +46,23 @@ export function keyMaterial(key: AccessKey, secrets: SecretLookup): KeyMaterial 
     };
   return { ok: true, keyHash: sha256hex(raw) };
 }
+/** Each snapshot's AccessKeys by key hash (the first of two with one key), built on first use. */
+const byHash = new WeakMap<ResourceSnapshot, Map<string, AccessKey>>();
+
+export function keysByHash(snapshot: ResourceSnapshot): ReadonlyMap<string, AccessKey> {
+  let index = byHash.get(snapshot);
+  if (!index) {
+    index = new Map();
+    const secrets = snapshotSecrets(snapshot);
+    for (const k of snapshot.keys) {
+      const m = keyMaterial(k, secrets);
+      if (m.ok && !index.has(m.keyHash)) index.set(m.keyHash, k);
+    }
+    byHash.set(snapshot, index);
+  }
+  return index;
+}
+
 /** The session record of a key: its spec without the key material, deprecated fields mapped. */
 export function sessionOf(key: AccessKey): StoredSession {
   const { secretRef: _s, key_hash: _h, ...session } = key.spec;

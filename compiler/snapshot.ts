@@ -39,8 +39,20 @@ export function toSnapshot(resources: AnyResource[], files?: ReadonlyMap<AnyReso
   return s;
 }
 
+/** Each snapshot's Secrets by namespace/name, built on first use (the first of two with one name wins). */
+const secretIndex = new WeakMap<readonly Secret[], Map<string, Secret>>();
+
 export function findSecret(s: ResourceSnapshot, namespace: string, name: string): Secret | undefined {
-  return s.secrets.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
+  let index = secretIndex.get(s.secrets);
+  if (!index) {
+    index = new Map();
+    for (const x of s.secrets) {
+      const id = `${x.metadata.namespace}/${x.metadata.name}`;
+      if (!index.has(id)) index.set(id, x);
+    }
+    secretIndex.set(s.secrets, index);
+  }
+  return index.get(`${namespace}/${name}`);
 }
 
 /** `Kind namespace/name`, followed by ` (file)` when the snapshot knows the resource's manifest file. */

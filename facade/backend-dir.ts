@@ -7,7 +7,8 @@
  *   they are read back from those files (never stale);
  * - everything else (APIs, policies, hand-written keys and clients) comes from the injected snapshot
  *   function. Hand-written keys/clients are readable through the facade but not writable (ConflictError).
- * File I/O is synchronous on purpose: each operation is atomic with respect to the others.
+ * File I/O is synchronous on purpose: each operation is atomic with respect to the others. A write hands
+ * the files it changed to onWrite, which applies just those (not a re-read of the directory).
  */
 import { parse, stringify } from 'yaml';
 import {
@@ -20,9 +21,9 @@ import {
   type OAuthClient,
   type Secret,
 } from '../crds/kinds.js';
-import { keyMaterial, sessionOf, snapshotSecrets } from '../compiler/key-sessions.js';
+import { keyMaterial, keysByHash, sessionOf, snapshotSecrets } from '../compiler/key-sessions.js';
 import { findSecret, type ResourceSnapshot } from '../compiler/snapshot.js';
-import { MAX_MANIFEST_BYTES, readManifestFile } from '../lib/manifest-read.js';
+import { facadeJson, MAX_MANIFEST_BYTES, readManifestFile, WRITTEN_BY_FACADE } from '../lib/manifest-read.js';
 import { apiIdOf } from '../crds/schemas/api-definition.js';
 import {
   clientSecretManifest,
@@ -40,7 +41,7 @@ import {
 } from './backend.js';
 const { existsSync, mkdirSync, readdirSync, renameSync, unlinkSync, writeFileSync } =
   process.getBuiltinModule('node:fs');
-const { join } = process.getBuiltinModule('node:path');
+const { join, relative } = process.getBuiltinModule('node:path');
 
 export interface DirBackendOptions {
   /** The standalone resources directory (facade files go to DIR/.gw/). */
@@ -49,14 +50,17 @@ export interface DirBackendOptions {
   snapshot: () => ResourceSnapshot;
   /** Live quota values (the standalone quota manager); absent → GET /gw/keys shows the stored values. */
   quota?: (keyHash: string) => Promise<QuotaState | undefined>;
-  /** Called after every write (e.g. DirSource.reload) so the change applies at once. */
-  onWrite?: () => void | Promise<void>;
+  /**
+   * Called after every write with the files written or removed (relative to DIR), so the change applies
+   * at once and nothing else is re-read (DirSource.changed).
+   */
+  onWrite?: (files: string[]) => unknown;
   /**
    * The resources re-read when a file changed since the last read (DirSource.refresh): a reference
    * check that misses tries it once, so a manifest written a moment before the request (before the
    * directory watch fired) is found.
    */
-  refresh?: () => ResourceSnapshot;
+  refresh?: () => ResourceSnapshot | Promise<ResourceSnapshot>;
 }
 
 export class DirBackend implements ResourceBackend {
@@ -67,12 +71,17 @@ export class DirBackend implements ResourceBackend {
   }
 
   /** A resource found in the snapshot, or else in the directory re-read when it changed since. */
-  private lookup<T>(find: (s: ResourceSnapshot) => T | undefined): T | undefined {
-    return find(this.opts.snapshot()) ?? (this.opts.refresh ? find(this.opts.refresh()) : undefined);
+  private async lookup<T>(find: (s: ResourceSnapshot) => T | undefined): Promise<T | undefined> {
+    return find(this.opts.snapshot()) ?? (this.opts.refresh ? find(await this.opts.refresh()) : undefined);
+  }
+
+  /** The files changed, relative to DIR, handed to onWrite. */
+  private async written(...files: string[]): Promise<void> {
+    await this.opts.onWrite?.(files.map((f) => relative(this.opts.dir, f)));
   }
 
   async getApi(namespace: string | undefined, apiId: string): Promise<ApiRef | undefined> {
-    const api = this.lookup((s) =>
+    const api = await this.lookup((s) =>
       s.apis.find((a) => (namespace === undefined || a.metadata.namespace === namespace) && apiIdOf(a) === apiId),
     );
     return api && { namespace: api.metadata.namespace, name: api.metadata.name, apiId };
@@ -88,7 +97,7 @@ export class DirBackend implements ResourceBackend {
     namespace: string,
     name: string,
   ): Promise<{ namespace: string; name: string; active: boolean } | undefined> {
-    const p = this.lookup((s) =>
+    const p = await this.lookup((s) =>
       s.policies.find((x) => x.metadata.namespace === namespace && x.metadata.name === name),
     );
     return p && { namespace, name, active: p.spec.active !== false };
@@ -125,13 +134,13 @@ export class DirBackend implements ResourceBackend {
       spec: { ...record.spec, key_hash: keyHash },
     };
     this.writeFile(this.keyFile(name), manifestText(resource, `the key`));
-    await this.opts.onWrite?.();
+    await this.written(this.keyFile(name));
   }
 
   async deleteKey(keyHash: string): Promise<boolean> {
     if (this.readOwnKey(keyHash)) {
       this.removeFile(this.keyFile(keyResourceName(keyHash)));
-      await this.opts.onWrite?.();
+      await this.written(this.keyFile(keyResourceName(keyHash)));
       return true;
     }
     const other = this.foreignKey(keyHash);
@@ -183,7 +192,7 @@ export class DirBackend implements ResourceBackend {
     // The Secret first: the client never refers to a missing Secret.
     this.writeFile(this.secretFile(record.namespace, ref.name), manifestText(secret, 'the client secret'), 0o600);
     this.writeFile(this.clientFile(record.name), clientText);
-    await this.opts.onWrite?.();
+    await this.written(this.secretFile(record.namespace, ref.name), this.clientFile(record.name));
   }
 
   async listClients(apiId: string): Promise<ClientRecord[]> {
@@ -209,7 +218,7 @@ export class DirBackend implements ResourceBackend {
       const secretFile = this.secretFile(own.metadata.namespace, own.spec.secretRef.name);
       const s = this.readFile(secretFile, SecretResource);
       if (s && isManaged(s.metadata.labels)) this.removeFile(secretFile);
-      await this.opts.onWrite?.();
+      await this.written(this.clientFile(own.metadata.name), secretFile);
       return true;
     }
     const foreign = this.foreignClients(apiId).find((c) => c.spec.client_id === clientId);
@@ -240,6 +249,9 @@ export class DirBackend implements ResourceBackend {
   /** A key with this hash from a manifest the facade did not write. */
   private foreignKey(keyHash: string): AccessKey | undefined {
     const snap = this.opts.snapshot();
+    const first = keysByHash(snap).get(keyHash);
+    if (!first || !isManaged(first.metadata.labels)) return first;
+    // the facade's own key holds this hash too (a duplicate the loader refuses): look past it
     const secrets = snapshotSecrets(snap);
     return snap.keys.find((k) => {
       if (isManaged(k.metadata.labels)) return false;
@@ -273,9 +285,9 @@ export class DirBackend implements ResourceBackend {
     const read = readManifestFile(file); // never blocks on a FIFO, never reads a huge file
     if (!read.ok) return undefined;
     const text = read.text;
-    let doc: unknown;
+    let doc: unknown = facadeJson(text);
     try {
-      doc = parse(text);
+      doc ??= parse(text);
     } catch {
       return undefined;
     }
@@ -300,19 +312,25 @@ export class DirBackend implements ResourceBackend {
   }
 }
 
-const HEADER = '# written by the gw facade\n';
+const HEADER = WRITTEN_BY_FACADE;
+
+/** Over this many bytes of JSON a resource is written as compact JSON without trying YAML first. */
+const YAML_UP_TO = 64 * 1024;
 
 /**
- * The manifest of a facade write, as the directory loader will read it back: YAML, or compact JSON (which
- * is YAML too) when YAML's indentation would take it over MAX_MANIFEST_BYTES — a large meta_data array
- * grows several times in block YAML. Over the limit either way → TooLargeError (413), so the facade
- * never answers 200 for a write the loader would refuse.
+ * The manifest of a facade write, as the directory loader will read it back: YAML for a resource of
+ * ordinary size; compact JSON (which is YAML too, and which the loader parses with JSON.parse) for a large
+ * one, or when YAML's indentation would take it over MAX_MANIFEST_BYTES — a large meta_data array grows
+ * several times in block YAML, and a YAML writer or parser takes seconds on it. Over the limit either
+ * way → TooLargeError (413), so the facade never answers 200 for a write the loader would refuse.
  */
 function manifestText(resource: object, what: string): string {
-  const yaml = HEADER + stringify(resource);
-  if (Buffer.byteLength(yaml) <= MAX_MANIFEST_BYTES) return yaml;
   const json = `${HEADER}${JSON.stringify(resource)}\n`;
   const size = Buffer.byteLength(json);
+  if (size <= YAML_UP_TO) {
+    const yaml = HEADER + stringify(resource);
+    if (Buffer.byteLength(yaml) <= MAX_MANIFEST_BYTES) return yaml;
+  }
   if (size <= MAX_MANIFEST_BYTES) return json;
   throw new TooLargeError(
     `${what} would be stored as a manifest of ${size} bytes, over the ${MAX_MANIFEST_BYTES}-byte limit of a manifest file`,

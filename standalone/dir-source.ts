@@ -1,20 +1,56 @@
 /**
- * Watches a manifests directory: any added, changed or removed file is picked up within a second
- * (fs.watch for speed, a 500 ms signature poll as a safety net). Bad documents and paths that cannot be
- * read (lib/manifest-walk.ts, lib/manifest-read.ts) are reported naming the file and skipped; the good
- * ones are kept. Nothing here throws into a timer: a failure is a log line and the next poll tries again.
+ * Watches a manifests directory and keeps a snapshot of its resources, at a cost that follows what
+ * changed rather than the size of the directory:
+ * - fs.watch (one per directory) names the paths that changed; a burst of changes is coalesced (a quiet period
+ *   of DEBOUNCE_MS, at most MAX_DELAY_MS after the first change, so one edit applies well within 1 s);
+ * - only those paths are looked at again (their file signature: mtime, ctime, size, inode), and only files
+ *   whose signature changed are read and parsed — off the event loop (standalone/parse-files.ts);
+ * - anything the watch cannot describe as a plain file (a directory, a symbolic link, a path with a
+ *   problem) triggers a full listing, made through libuv's pool (lib/manifest-walk.ts), re-reading only
+ *   the files whose signature changed; a slow full listing runs anyway as a safety net (RESCAN_MS, or
+ *   POLL_MS while fs.watch is unavailable or the directory cannot be read).
+ * Bad documents and paths that cannot be read are reported naming the file and skipped; the good ones
+ * are kept, and a file that turns bad keeps serving its last good version. Reads are serialised, and
+ * listeners are awaited: when a read resolves, its snapshot has been applied.
  */
 import type { FSWatcher } from 'node:fs';
 import type { AnyResource } from '../crds/kinds.js';
 import type { Logger } from '../lib/logger.js';
-import { formatLoadError, loadListing, type LoadError, type LoadResult } from './manifests.js';
-import { listingSignature, listManifests, type Listing } from '../lib/manifest-walk.js';
+import { formatLoadError, type FileLoad, type LoadError, type LoadResult } from './manifests.js';
+import {
+  fileSignature,
+  isProblem,
+  listManifestsAsync,
+  MANIFEST_EXT,
+  type ListedEntry,
+  type ListedFile,
+  type Listing,
+} from '../lib/manifest-walk.js';
 import { emptySnapshot, toSnapshot, type ResourceSnapshot } from '../compiler/snapshot.js';
+import { ManifestParser } from './parse-files.js';
+import { Yielder } from '../lib/yielder.js';
 const { watch } = process.getBuiltinModule('node:fs');
-const { sep } = process.getBuiltinModule('node:path');
+const { lstat, stat } = process.getBuiltinModule('node:fs/promises');
+const { sep, join, dirname } = process.getBuiltinModule('node:path');
 
-interface Unreadable {
-  unreadable: string;
+/** A burst of changes is applied once it has been quiet this long… */
+const DEBOUNCE_MS = 50;
+/** …or this long after its first change, whichever comes first. */
+const MAX_DELAY_MS = 250;
+/** The safety-net full listing while fs.watch reports changes, and when it cannot. */
+const RESCAN_MS = 30_000;
+const POLL_MS = 1_000;
+
+type Listener = (s: ResourceSnapshot) => void | Promise<void>;
+
+/** Walk order of two relative paths: sorted names, depth first (as lib/manifest-walk.ts lists them). */
+function walkOrder(a: string, b: string): number {
+  const pa = a.split(sep);
+  const pb = b.split(sep);
+  for (let i = 0; i < Math.min(pa.length, pb.length); i++) {
+    if (pa[i] !== pb[i]) return pa[i]! < pb[i]! ? -1 : 1;
+  }
+  return pa.length - pb.length;
 }
 
 export class DirSource {
@@ -24,20 +60,39 @@ export class DirSource {
   private errors: LoadError[] = [];
   /** The refusals of the last read (formatLoadError), and the files then serving their previous version. */
   private reported = new Set<string>();
-  private signature = '';
-  private watcher?: FSWatcher;
-  private timer?: NodeJS.Timeout;
-  private debounce?: NodeJS.Timeout;
-  private readonly listeners: ((s: ResourceSnapshot) => void)[] = [];
+  /** The last listing, kept current by the watch between full listings. */
+  private listing?: Listing;
+  private unreadable?: string;
+  private problemsSeen = '';
+  /** Each file's last parse, with the signature it was read at. */
+  private readonly parsed = new Map<string, { sig: string; load: Exclude<FileLoad, { gone: true }> }>();
   /** Resources of each file's last error-free version: a file that turns bad keeps serving these. */
   private readonly lastGood = new Map<string, AnyResource[]>();
+  private readonly listeners: Listener[] = [];
+  private readonly parser = new ManifestParser();
+  /** One watch per directory read (Linux), or one recursive watch of the directory (elsewhere). */
+  private readonly watchers = new Map<string, FSWatcher>();
+  private watchFailed = false;
+  private started = false;
+  /** The directories of the last full listing (relative; '' is the directory itself). */
+  private walked = new Set<string>();
+  private timer?: NodeJS.Timeout;
+  private flushTimer?: NodeJS.Timeout;
+  private burstStart = 0;
+  private readonly pending = new Set<string>();
+  private fullPending = false;
+  private chain: Promise<unknown> = Promise.resolve();
+  private stopped = false;
 
   constructor(
     readonly dir: string,
     private readonly logger: Logger,
     private readonly onErrors: (errors: LoadError[]) => void = () => {},
-  ) {
-    this.read(this.list());
+  ) {}
+
+  /** The first read of the directory (a directory that cannot be read leaves loaded() false). */
+  load(): Promise<ResourceSnapshot> {
+    return this.serial(() => this.rescan());
   }
 
   current(): ResourceSnapshot {
@@ -53,91 +108,230 @@ export class DirSource {
     return this.errors;
   }
 
-  onChange(listener: (s: ResourceSnapshot) => void): void {
+  /** Called with every new snapshot; a returned promise is awaited before the read counts as done. */
+  onChange(listener: Listener): void {
     this.listeners.push(listener);
   }
 
-  start(pollMs = 500): void {
-    try {
-      this.watcher = watch(this.dir, { recursive: true }, () => this.schedule());
-      this.watcher.on('error', () => undefined);
-    } catch {
-      // fs.watch unsupported: the poll below still catches every change
-    }
-    this.timer = setInterval(() => this.poll(), pollMs);
+  start(): void {
+    this.started = true;
+    this.syncWatchers();
+    let lastFull = Date.now();
+    // every POLL_MS while a watch is missing or the directory unreadable; else every RESCAN_MS
+    this.timer = setInterval(() => {
+      const watched = this.watchers.size > 0 && !this.watchFailed;
+      if (watched && this.unreadable === undefined && this.loadedOnce && Date.now() - lastFull < RESCAN_MS) return;
+      lastFull = Date.now();
+      void this.serial(() => this.rescan());
+    }, POLL_MS);
     this.timer.unref();
   }
 
-  stop(): void {
-    this.watcher?.close();
-    if (this.timer) clearInterval(this.timer);
-    if (this.debounce) clearTimeout(this.debounce);
+  /**
+   * A watch on every directory of the last listing. Not fs.watch's recursive mode on Linux: Node builds
+   * it by walking the whole tree again on every new file (seconds of event loop for a burst of a few
+   * thousand files); one inotify watch per directory costs nothing per file.
+   */
+  private syncWatchers(): void {
+    if (!this.started || this.stopped) return;
+    this.watchFailed = false;
+    const want = process.platform === 'linux' ? this.walked : new Set(['']);
+    for (const [d, w] of this.watchers) {
+      if (!want.has(d)) {
+        w.close();
+        this.watchers.delete(d);
+      }
+    }
+    for (const d of want) if (!this.watchers.has(d)) this.watchDir(d, process.platform !== 'linux');
   }
 
-  /** Re-read now (used after the facade writes a manifest, so the change is visible at once). */
-  reload(): ResourceSnapshot {
-    this.changed(this.list());
-    return this.snapshot;
-  }
-
-  /** The snapshot, re-read first when a file changed since (a caller that cannot wait for the watch). */
-  refresh(): ResourceSnapshot {
-    this.poll();
-    return this.snapshot;
-  }
-
-  private schedule(): void {
-    if (this.debounce) clearTimeout(this.debounce);
-    this.debounce = setTimeout(() => this.poll(), 50);
-  }
-
-  private poll(): void {
+  private watchDir(rel: string, recursive: boolean): void {
     try {
-      const listing = this.list();
-      if (this.signatureOf(listing) !== this.signature) this.changed(listing);
-    } catch (e) {
+      const w = watch(join(this.dir, rel), { recursive }, (_event, name) =>
+        this.noticed(name === null ? null : rel ? join(rel, name.toString()) : name.toString()),
+      );
+      w.on('error', () => {
+        // removed, or out of inotify watches: the next full listing watches again what it finds
+        w.close();
+        if (this.watchers.get(rel) === w) this.watchers.delete(rel);
+        this.noticed(null);
+      });
+      this.watchers.set(rel, w);
+    } catch {
+      this.watchFailed = true; // polled every POLL_MS until every directory can be watched
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const w of this.watchers.values()) w.close();
+    this.watchers.clear();
+    if (this.timer) clearInterval(this.timer);
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.parser.stop();
+  }
+
+  /** A full listing now, re-reading the files that changed (a caller that cannot wait for the watch). */
+  refresh(): Promise<ResourceSnapshot> {
+    return this.serial(() => this.rescan());
+  }
+
+  /** These paths (relative to the directory) were just written or removed: applied now, nothing else re-read. */
+  changed(rels: string[]): Promise<ResourceSnapshot> {
+    return this.serial(() => this.patch(new Set(rels)));
+  }
+
+  private serial(step: () => Promise<unknown>): Promise<ResourceSnapshot> {
+    const next = this.chain.then(step).catch((e: unknown) => {
       this.logger.error(
         { dir: this.dir, err: (e as Error).message },
         'reading the resources directory failed; the next change tries again',
       );
-    }
+    });
+    this.chain = next;
+    return next.then(() => this.snapshot);
   }
 
-  /** The directory listed, or the reason it cannot be. */
-  private list(): Listing | Unreadable {
+  /** A watch event: the path joins the burst (a null name, or a watch error: a full listing). */
+  private noticed(name: string | null): void {
+    if (this.stopped) return;
+    if (name === null) this.fullPending = true;
+    else this.pending.add(name);
+    const now = Date.now();
+    if (!this.flushTimer) this.burstStart = now;
+    else clearTimeout(this.flushTimer);
+    const wait = Math.max(0, Math.min(DEBOUNCE_MS, this.burstStart + MAX_DELAY_MS - now));
+    this.flushTimer = setTimeout(() => this.flush(), wait);
+  }
+
+  private flush(): void {
+    this.flushTimer = undefined;
+    const rels = new Set(this.pending);
+    const full = this.fullPending;
+    this.pending.clear();
+    this.fullPending = false;
+    void this.serial(() => (full ? this.rescan() : this.patch(rels)));
+  }
+
+  /** The whole directory listed again (off the event loop); files whose signature changed are re-read. */
+  private async rescan(): Promise<void> {
+    let listing: Listing;
     try {
-      return listManifests(this.dir);
+      listing = await listManifestsAsync(this.dir);
     } catch (e) {
-      return { unreadable: (e as Error).message };
-    }
-  }
-
-  private signatureOf(listing: Listing | Unreadable): string {
-    return 'unreadable' in listing ? `unreadable: ${listing.unreadable}` : listingSignature(listing);
-  }
-
-  private changed(listing: Listing | Unreadable): void {
-    if (!this.read(listing)) return; // nothing new to apply
-    for (const l of this.listeners) {
-      try {
-        l(this.snapshot);
-      } catch (e) {
-        this.logger.error({ err: (e as Error).message }, 'applying resources failed');
-      }
-    }
-  }
-
-  /** Reads the listed files into the snapshot; false when the directory could not be listed. */
-  private read(listing: Listing | Unreadable): boolean {
-    this.signature = this.signatureOf(listing);
-    if ('unreadable' in listing) {
+      const message = (e as Error).message;
       const what = this.loadedOnce
         ? 'keeping the last good resources'
         : 'nothing loaded yet: not ready until it can be read';
-      this.logger.error({ dir: this.dir, err: listing.unreadable }, `cannot read resources directory; ${what}`);
-      return false;
+      if (this.unreadable !== message)
+        this.logger.error({ dir: this.dir, err: message }, `cannot read resources directory; ${what}`);
+      this.unreadable = message;
+      return;
     }
-    const result = loadListing(listing);
+    this.unreadable = undefined;
+    this.walked = new Set(listing.dirs ?? ['']);
+    this.syncWatchers();
+    await this.read(listing);
+  }
+
+  /**
+   * The listing updated for these paths only, when each is a plain manifest file (or gone) in a directory
+   * the listing knows; anything else is left to a full listing.
+   */
+  private async patch(rels: Set<string>): Promise<void> {
+    if (!this.listing || this.unreadable !== undefined) return this.rescan();
+    if (!(await stat(this.dir).catch(() => undefined))?.isDirectory()) return this.rescan();
+    const entries = this.listing.entries;
+    const index = new Map<string, number>();
+    entries.forEach((e, i) => index.set(e.rel, i));
+    const updates = new Map<string, ListedFile | undefined>();
+    const candidates: string[] = [];
+    for (const rel of rels) {
+      const parts = rel.split(sep);
+      if (parts.some((p) => p.startsWith('.') && p !== '.gw')) continue; // hidden: never read
+      if (!MANIFEST_EXT.test(parts.at(-1)!)) return this.rescan(); // a directory, or a rename of one
+      if (!this.walked.has(dirname(rel) === '.' ? '' : dirname(rel))) return this.rescan();
+      const at = index.get(rel);
+      if (at !== undefined && isProblem(entries[at]!)) return this.rescan();
+      candidates.push(rel);
+    }
+    // every path looked at concurrently (libuv's pool), not one round trip after another
+    const stats = await Promise.all(
+      candidates.map((rel) =>
+        lstat(join(this.dir, rel), { bigint: true }).then(
+          (st) => ({ rel, st }),
+          (e: unknown) => ({ rel, gone: (e as NodeJS.ErrnoException).code === 'ENOENT' }),
+        ),
+      ),
+    );
+    for (const r of stats) {
+      if ('gone' in r) {
+        if (!r.gone) return this.rescan();
+        updates.set(r.rel, undefined);
+        continue;
+      }
+      const st = r.st;
+      if (!st.isFile()) return this.rescan(); // a symbolic link, a FIFO…: the full listing says what it is
+      updates.set(r.rel, {
+        rel: r.rel,
+        path: join(this.dir, r.rel),
+        mtimeNs: st.mtimeNs,
+        size: st.size,
+        ino: st.ino,
+        ctimeNs: st.ctimeNs,
+      });
+    }
+    if (!updates.size) return;
+    let next: ListedEntry[] = entries.filter((e) => !updates.has(e.rel));
+    const added = [...updates.values()].filter((f): f is ListedFile => f !== undefined);
+    if (added.length) next = [...next, ...added].sort((a, b) => walkOrder(a.rel, b.rel));
+    await this.read({ entries: next });
+  }
+
+  /** Reads the files of a listing whose signature changed, then applies it if anything did. */
+  private async read(listing: Listing): Promise<void> {
+    const files = listing.entries.filter((e): e is ListedFile => !isProblem(e));
+    const stale = files.filter((f) => this.parsed.get(f.rel)?.sig !== fileSignature(f));
+    const loads = await this.parser.parse(
+      stale.map((f) => ({ rel: f.rel, path: f.path, size: Number(f.size) })),
+      !this.loadedOnce && !this.started,
+    );
+    const gone = new Set<string>();
+    for (const f of stale) {
+      const load = loads.get(f.rel);
+      if (!load || load.gone) gone.add(f.rel);
+      else this.parsed.set(f.rel, { sig: fileSignature(f), load });
+    }
+    const entries = gone.size ? listing.entries.filter((e) => !gone.has(e.rel)) : listing.entries;
+    const present = new Set(entries.map((e) => e.rel));
+    let removed = false;
+    for (const rel of this.parsed.keys()) {
+      if (!present.has(rel)) {
+        this.parsed.delete(rel);
+        removed = true;
+      }
+    }
+    const problems = entries
+      .filter(isProblem)
+      .map((p) => `${p.rel}!${p.problem}`)
+      .join('|');
+    const unchanged = this.loadedOnce && !removed && stale.length === 0 && problems === this.problemsSeen;
+    this.listing = { entries };
+    this.problemsSeen = problems;
+    if (unchanged) return;
+
+    const result: LoadResult = { resources: [], errors: [], files: [] };
+    for (const e of entries) {
+      if (isProblem(e)) {
+        result.errors.push({ file: e.rel, message: e.problem, ...(e.dir ? { dir: true } : {}) });
+        if (!e.dir) result.files.push(e.rel);
+        continue;
+      }
+      const p = this.parsed.get(e.rel)!;
+      for (const r of p.load.resources) result.resources.push(r);
+      for (const err of p.load.errors) result.errors.push(err);
+      result.files.push(e.rel);
+    }
     this.errors = result.errors;
     // each refusal is logged (and counted) once, not again on every later change of the directory
     const reported = new Set(result.errors.map(formatLoadError));
@@ -148,32 +342,47 @@ export class DirSource {
         `resource refused: ${formatLoadError(e)}`,
       );
     if (fresh.length) this.onErrors(fresh);
-    this.snapshot = this.merge(result, reported);
+    this.snapshot = await this.merge(result, reported);
     this.reported = reported;
     this.loadedOnce = true;
     this.logger.info({ resources: this.snapshot.files?.size ?? 0, errors: result.errors.length }, 'resources loaded');
-    return true;
+    for (const l of this.listeners) {
+      try {
+        await l(this.snapshot);
+      } catch (e) {
+        this.logger.error({ err: (e as Error).message }, 'applying resources failed');
+      }
+    }
   }
 
   /**
    * This read's resources, where a file with errors (or under a directory that could not be listed)
    * serves its last error-free version instead. Files keep the read order (earlier wins a conflict).
    */
-  private merge(result: LoadResult, reported: Set<string>): ResourceSnapshot {
+  private async merge(result: LoadResult, reported: Set<string>): Promise<ResourceSnapshot> {
+    const y = new Yielder();
     const byFile = new Map<string, AnyResource[]>();
-    for (const r of result.resources) byFile.set(r.file, [...(byFile.get(r.file) ?? []), r.resource]);
+    for (const r of result.resources) {
+      const list = byFile.get(r.file);
+      if (list) list.push(r.resource);
+      else byFile.set(r.file, [r.resource]);
+    }
     const badFiles = new Set(result.errors.filter((e) => !e.dir).map((e) => e.file));
     const order = [...result.files];
     const present = new Set(order);
     const unlisted = result.errors.filter((e) => e.dir).map((e) => e.file + sep);
-    for (const file of this.lastGood.keys()) {
-      if (!present.has(file) && unlisted.some((d) => file.startsWith(d))) {
-        order.push(file);
-        badFiles.add(file);
+    if (unlisted.length) {
+      for (const file of this.lastGood.keys()) {
+        if (!present.has(file) && unlisted.some((d) => file.startsWith(d))) {
+          order.push(file);
+          badFiles.add(file);
+        }
       }
     }
     const files = new Map<AnyResource, string>();
+    let i = 0;
     for (const file of order) {
+      if ((++i & 255) === 0) await y.maybe();
       const previous = this.lastGood.get(file);
       let resources = byFile.get(file) ?? [];
       if (badFiles.has(file) && previous) {

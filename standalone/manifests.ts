@@ -3,10 +3,11 @@
  * the document index, the field path and the rule; a bad document never stops the good ones.
  */
 import { parseAllDocuments } from 'yaml';
+import { CORE_SCHEMA, loadAll } from 'js-yaml';
 import { RESOURCE_SCHEMAS, type AnyResource } from '../crds/kinds.js';
 import { firstLine, formatZodError } from '../lib/errors.js';
 import { isProblem, listManifests, type Listing } from '../lib/manifest-walk.js';
-import { readManifestFile } from '../lib/manifest-read.js';
+import { facadeJson, readManifestFile } from '../lib/manifest-read.js';
 
 export interface LoadError {
   file: string;
@@ -41,6 +42,52 @@ export function validateDocument(doc: unknown): { ok: true; resource: AnyResourc
   return { ok: true, resource: parsed.data as AnyResource };
 }
 
+/**
+ * A text in which an anchor or an alias may appear (`&name` or `*name` where a node starts): such a file
+ * goes to the `yaml` parser, whose alias limit refuses alias bombs. Conservative: a false positive only
+ * costs the slower parser.
+ */
+const MAY_HAVE_ANCHORS = /(^|[\s[{,:?-])[&*][^\s]/m;
+
+/**
+ * The documents of a YAML text by js-yaml (several times faster), or undefined when the `yaml` parser
+ * must decide: a possible anchor, or anything js-yaml refuses (its errors are not the ones reported).
+ */
+function fastDocuments(text: string): unknown[] | undefined {
+  if (MAY_HAVE_ANCHORS.test(text)) return undefined;
+  try {
+    return loadAll(text, { schema: CORE_SCHEMA, maxAliases: 0 });
+  } catch {
+    return undefined;
+  }
+}
+
+/** The documents of a YAML text by the `yaml` parser; its errors go to `into` (undefined: none readable). */
+function slowDocuments(text: string, file: string, into: LoadResult): unknown[] | undefined {
+  const docs: unknown[] = [];
+  let parsed;
+  try {
+    parsed = parseAllDocuments(text);
+  } catch (e) {
+    into.errors.push({ file, message: `invalid YAML: ${firstLine((e as Error).message)}` });
+    return undefined;
+  }
+  parsed.forEach((d, i) => {
+    if (d.errors.length) {
+      into.errors.push({ file, index: i, message: `invalid YAML: ${firstLine(d.errors[0]!.message)}` });
+      docs.push(undefined);
+      return;
+    }
+    try {
+      docs.push(d.toJS()); // throws on an alias bomb ("Excessive alias count…", the yaml default limit)
+    } catch (e) {
+      into.errors.push({ file, index: i, message: `invalid YAML: ${firstLine((e as Error).message)}` });
+      docs.push(undefined);
+    }
+  });
+  return docs;
+}
+
 /** One file's documents into `into`: any failure is an error naming the file (and document), never a throw. */
 export function loadManifestText(text: string, file: string, into: LoadResult): void {
   let docs: unknown[];
@@ -53,27 +100,10 @@ export function loadManifestText(text: string, file: string, into: LoadResult): 
       return;
     }
   } else {
-    docs = [];
-    let parsed;
-    try {
-      parsed = parseAllDocuments(text);
-    } catch (e) {
-      into.errors.push({ file, message: `invalid YAML: ${firstLine((e as Error).message)}` });
-      return;
-    }
-    parsed.forEach((d, i) => {
-      if (d.errors.length) {
-        into.errors.push({ file, index: i, message: `invalid YAML: ${firstLine(d.errors[0]!.message)}` });
-        docs.push(undefined);
-        return;
-      }
-      try {
-        docs.push(d.toJS()); // throws on an alias bomb ("Excessive alias count…", the yaml default limit)
-      } catch (e) {
-        into.errors.push({ file, index: i, message: `invalid YAML: ${firstLine((e as Error).message)}` });
-        docs.push(undefined);
-      }
-    });
+    const json = facadeJson(text);
+    const parsed = json !== undefined ? [json] : (fastDocuments(text) ?? slowDocuments(text, file, into));
+    if (!parsed) return;
+    docs = parsed;
   }
   docs.forEach((doc, index) => {
     if (doc === undefined || doc === null) return; // empty document or already reported
@@ -86,6 +116,17 @@ export function loadManifestText(text: string, file: string, into: LoadResult): 
     if (v.ok) into.resources.push({ file, index, resource: v.resource });
     else into.errors.push({ file, index, message: v.message });
   });
+}
+
+/** One file of a listing read and validated; `gone` when it was deleted since it was listed. */
+export type FileLoad = { gone: true } | { gone?: false; resources: LoadResult['resources']; errors: LoadError[] };
+
+export function loadManifestFile(rel: string, path: string): FileLoad {
+  const read = readManifestFile(path);
+  if (!read.ok) return read.gone ? { gone: true } : { resources: [], errors: [{ file: rel, message: read.message }] };
+  const into: LoadResult = { resources: [], errors: [], files: [] };
+  loadManifestText(read.text, rel, into);
+  return { resources: into.resources, errors: into.errors };
 }
 
 /** Reads every file of a listing, in its order; the listing's problems become errors. */

@@ -5,6 +5,7 @@
  */
 import { apiIdOf } from '../crds/schemas/api-definition.js';
 import type { AccessKey, OAuthClient } from '../crds/kinds.js';
+import type { KeySessionT } from '../crds/schemas/access-key.js';
 import { missingKeyReferences } from '../compiler/key-references.js';
 import { sessionOf } from '../compiler/key-sessions.js';
 import type { ResourceSnapshot } from '../compiler/snapshot.js';
@@ -22,14 +23,22 @@ export function referenceIndex(s: ResourceSnapshot): ReferenceIndex {
   };
 }
 
-/** One line naming the missing references of a resource, or undefined when nothing is missing. */
-export function missingReferences(r: AccessKey | OAuthClient, index: ReferenceIndex): string | undefined {
+/**
+ * One line naming the missing references of a resource, or undefined when nothing is missing. `session`:
+ * an AccessKey's session when the caller has it already.
+ */
+export function missingReferences(
+  r: AccessKey | OAuthClient,
+  index: ReferenceIndex,
+  session?: KeySessionT,
+): string | undefined {
   const ns = r.metadata.namespace;
   const hasApi = (id: string): boolean => index.apis.has(`${ns}/${id}`);
   const hasPolicy = (name: string): boolean => index.policies.has(`${ns}/${name}`);
   const missing: string[] = [];
   if (r.kind === 'AccessKey') {
-    for (const [, message] of missingKeyReferences(sessionOf(r).session, ns, hasPolicy, hasApi)) missing.push(message);
+    for (const [, message] of missingKeyReferences(session ?? sessionOf(r).session, ns, hasPolicy, hasApi))
+      missing.push(message);
   } else {
     if (!hasApi(r.spec.api_id)) missing.push(`API not found in namespace ${ns}: ${r.spec.api_id}`);
     if (r.spec.policy_id && !hasPolicy(r.spec.policy_id))

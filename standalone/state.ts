@@ -15,12 +15,25 @@ import { secretValue } from '../crds/kinds.js';
 import { clientRecordOf } from '../compiler/client-records.js';
 import { clientRecordKey, MemoryClientDirectory, type ClientRecord } from '../contract/oauth/clients.js';
 import { ChangedNotesLog, noteOn, refusalNote, type Notes } from './report.js';
+import { Yielder } from '../lib/yielder.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 const { mkdirSync, writeFileSync, existsSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 
 /** Session writes in flight at once during an apply. */
 const WRITE_BATCH = 500;
+
+/** Each AccessKey's session and its JSON, computed once per resource (a change is a new resource object). */
+const storedSessions = new WeakMap<AccessKey, { stored: StoredSession; json: string }>();
+
+function storedOf(key: AccessKey): { stored: StoredSession; json: string } {
+  let s = storedSessions.get(key);
+  if (!s) {
+    const stored = sessionOf(key);
+    storedSessions.set(key, (s = { stored, json: JSON.stringify(stored) }));
+  }
+  return s;
+}
 
 export class StandaloneState {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };
@@ -88,11 +101,15 @@ export class StandaloneState {
       );
     }
 
-    this.noteMissingReferences(snapshot, notes);
+    const y = new Yielder();
+    await this.noteMissingReferences(snapshot, notes, y);
     await this.applyClients(snapshot);
-    const next = new Map<string, { key: AccessKey; stored: StoredSession; annotations: Record<string, string> }>();
+    const next = new Map<string, { key: AccessKey; stored: StoredSession; json: string }>();
+    const known = new Map<string, StoredSession>();
     const secrets = snapshotSecrets(snapshot);
+    let i = 0;
     for (const key of snapshot.keys) {
+      if ((++i & 255) === 0) await y.maybe();
       const m = keyMaterial(key, secrets);
       if (!m.ok) {
         const ns = key.metadata.namespace;
@@ -123,19 +140,22 @@ export class StandaloneState {
         );
         continue;
       }
-      next.set(m.keyHash, { key, stored: sessionOf(key), annotations: key.metadata.annotations ?? {} });
+      const s = storedOf(key);
+      next.set(m.keyHash, { key, ...s });
+      known.set(m.keyHash, s.stored);
     }
     this.notesLog.log(notes);
-    this.known = new Map([...next].map(([hash, { stored }]) => [hash, stored]));
+    this.known = known;
     const writes: [string, StoredSession, Record<string, string>, string][] = [];
-    for (const [hash, { stored, annotations }] of next) {
-      const json = JSON.stringify(stored);
-      if (this.rewrite || this.written.get(hash) !== json) writes.push([hash, stored, annotations, json]);
+    for (const [hash, { key, stored, json }] of next) {
+      if ((++i & 255) === 0) await y.maybe();
+      if (this.rewrite || this.written.get(hash) !== json)
+        writes.push([hash, stored, key.metadata.annotations ?? {}, json]);
     }
     // concurrent writes in batches: the store client pipelines them (a resync of 3,000 keys is one burst)
-    for (let i = 0; i < writes.length; i += WRITE_BATCH) {
+    for (let b = 0; b < writes.length; b += WRITE_BATCH) {
       await Promise.all(
-        writes.slice(i, i + WRITE_BATCH).map(async ([hash, stored, annotations, json]) => {
+        writes.slice(b, b + WRITE_BATCH).map(async ([hash, stored, annotations, json]) => {
           const isNew = !this.written.has(hash);
           await this.sessions.put(hash, stored);
           this.written.set(hash, json);
@@ -187,10 +207,12 @@ export class StandaloneState {
   }
 
   /** AccessKeys and OAuthClients that refer to a policy or an API the directory lacks. */
-  private noteMissingReferences(snapshot: ResourceSnapshot, notes: Notes): void {
+  private async noteMissingReferences(snapshot: ResourceSnapshot, notes: Notes, y: Yielder): Promise<void> {
     const index = referenceIndex(snapshot);
+    let i = 0;
     for (const r of [...snapshot.keys, ...snapshot.clients]) {
-      const missing = missingReferences(r, index);
+      if ((++i & 255) === 0) await y.maybe();
+      const missing = missingReferences(r, index, r.kind === 'AccessKey' ? storedOf(r).stored.session : undefined);
       if (missing !== undefined)
         notes.set(
           `missing ${resourceLabel(snapshot, r)}`,

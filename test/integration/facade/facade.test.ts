@@ -424,7 +424,7 @@ describe('keys', () => {
       join(f.dir, 'handkey.yaml'),
       `apiVersion: v1\nkind: Secret\nmetadata: {name: hand}\nstringData: {key: hand-written-key}\n---\napiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: hand}\nspec: {rate: 9, per: 9, secretRef: {name: hand}}\n`,
     );
-    f.source.reload();
+    await f.source.refresh();
     expect((await f.call('GET', '/gw/keys/hand-written-key')).body).toEqual({ rate: 9, per: 9 });
     expect(((await f.call('GET', '/gw/keys')).body as { keys: string[] }).keys).toContain(
       sha256hex('hand-written-key'),

@@ -91,14 +91,13 @@ export async function startFacade(
     }),
   );
   const source = new DirSource(dir, logger);
+  await source.load();
   const quotas = new Map<string, QuotaState>();
   const backend = new DirBackend({
     dir,
     snapshot: () => source.current(),
     quota: async (h) => quotas.get(h),
-    onWrite: () => {
-      source.reload();
-    },
+    onWrite: (files) => source.changed(files),
   });
   const options = GatewayOptions.parse({ secret: SECRET, access_tokens: ['other-token', TOKEN], ...extra.options });
   const { options: _o, wrapBackend, ...rest } = extra;

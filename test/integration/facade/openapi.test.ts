@@ -78,7 +78,7 @@ beforeAll(async () => {
   closedUrl = `http://127.0.0.1:${await freePort()}`;
   f = await startFacade({ options: { gateway_urls: [gatewayUrl, hangingUrl, closedUrl], proxy_timeout: 0.3 } });
   writeFileSync(join(f.dir, 'hand.yaml'), HAND);
-  f.source.reload();
+  await f.source.refresh();
 });
 
 afterAll(async () => {

@@ -1,15 +1,18 @@
 /**
- * Standalone's directory source when the directory itself cannot be read: nothing loaded is an empty
- * snapshot and loaded() false (never an undefined snapshot), and the next poll that can read it loads it.
+ * Standalone's directory source: a directory that cannot be read (nothing loaded is an empty snapshot and
+ * loaded() false, never an undefined snapshot; the next read that can read it loads it), and the cost of a
+ * change: only the files whose signature changed are read again, unchanged resources keep their objects,
+ * and a burst of watch events is applied as one read within the coalescing delay.
  */
 import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { DirSource } from '../../../standalone/dir-source.js';
-import { emptySnapshot } from '../../../compiler/snapshot.js';
+import { emptySnapshot, type ResourceSnapshot } from '../../../compiler/snapshot.js';
 
-const policy = 'apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\nspec: {rate: 1, per: 1}\n';
+const policy = (name = 'p', rate = 1): string =>
+  `apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: ${name}}\nspec: {rate: ${rate}, per: 1}\n`;
 
 describe('DirSource', () => {
   let root: string;
@@ -22,23 +25,24 @@ describe('DirSource', () => {
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-  test('a first read that fails leaves an empty snapshot and loaded() false; a later read loads and notifies', () => {
+  test('a first read that fails leaves an empty snapshot and loaded() false; a later read loads and notifies', async () => {
     const dir = join(root, 'resources');
     writeFileSync(dir, 'not a directory');
     const source = new DirSource(dir, logger());
+    await source.load();
     expect(source.loaded()).toBe(false);
     expect(source.current()).toEqual(emptySnapshot());
     expect(logs).toEqual(['cannot read resources directory; nothing loaded yet: not ready until it can be read']);
 
     const seen: number[] = [];
-    source.onChange((s) => seen.push(s.policies.length));
+    source.onChange((s) => void seen.push(s.policies.length));
     source.onChange(() => {
       throw new Error('a failing listener');
     });
     unlinkSync(dir);
     mkdirSync(dir);
-    writeFileSync(join(dir, 'p.yaml'), policy);
-    expect(() => source.refresh()).not.toThrow();
+    writeFileSync(join(dir, 'p.yaml'), policy());
+    await expect(source.refresh()).resolves.toBeDefined();
     expect(source.loaded()).toBe(true);
     expect(source.current().policies.map((p) => p.metadata.name)).toEqual(['p']);
     expect(source.current().files?.get(source.current().policies[0]!)).toBe('p.yaml');
@@ -47,9 +51,92 @@ describe('DirSource', () => {
 
     // gone again: the last good resources stay, and loaded() stays true
     rmSync(dir, { recursive: true });
-    source.refresh();
+    await source.refresh();
     expect(source.loaded()).toBe(true);
     expect(source.current().policies).toHaveLength(1);
     expect(logs.at(-1)).toBe('cannot read resources directory; keeping the last good resources');
+    // the same failure again is not logged again
+    const n = logs.length;
+    await source.refresh();
+    expect(logs.length).toBe(n);
+    source.stop();
+  });
+
+  test('a change re-reads only the changed file: the others keep their resource objects; nothing changed, no notification', async () => {
+    for (let i = 0; i < 20; i++) writeFileSync(join(root, `p${i}.yaml`), policy(`p${i}`));
+    const source = new DirSource(root, logger());
+    await source.load();
+    const before = new Map(source.current().policies.map((p) => [p.metadata.name, p]));
+    expect(before.size).toBe(20);
+    const seen: ResourceSnapshot[] = [];
+    source.onChange((s) => void seen.push(s));
+
+    await source.refresh();
+    expect(seen).toHaveLength(0);
+
+    writeFileSync(join(root, 'p7.yaml'), policy('p7', 5));
+    await source.changed(['p7.yaml']);
+    expect(seen).toHaveLength(1);
+    const after = source.current().policies;
+    expect(after.map((p) => p.metadata.name)).toEqual([...before.keys()]);
+    for (const p of after) {
+      if (p.metadata.name === 'p7') expect(p.spec.rate).toBe(5);
+      else expect(p).toBe(before.get(p.metadata.name));
+    }
+
+    // removed and added files, in walk order (earlier wins a conflict)
+    unlinkSync(join(root, 'p3.yaml'));
+    mkdirSync(join(root, 'a'));
+    writeFileSync(join(root, 'p10b.yaml'), policy('new'));
+    await source.changed(['p3.yaml', 'p10b.yaml']);
+    const names = source.current().policies.map((p) => p.metadata.name);
+    expect(names).not.toContain('p3');
+    expect(names.indexOf('new')).toBe(names.indexOf('p10') + 1);
+    // a path that is not a plain file (a new directory): a full listing, which finds its files
+    writeFileSync(join(root, 'a', 'in-a.yaml'), policy('in-a'));
+    await source.changed(['a']);
+    expect(source.current().policies[0]!.metadata.name).toBe('in-a');
+    source.stop();
+  });
+
+  test('a burst of watch events is coalesced: 200 files written apply in a few reads, the last within the delay', async () => {
+    const source = new DirSource(root, logger());
+    await source.load();
+    let reads = 0;
+    let latest = 0;
+    source.onChange((s) => {
+      reads++;
+      latest = s.policies.length;
+    });
+    source.start();
+    try {
+      for (let i = 0; i < 200; i++) {
+        writeFileSync(join(root, `b${i}.yaml`), policy(`b${i}`));
+        if (i % 20 === 0) await new Promise((r) => setTimeout(r, 5));
+      }
+      const end = Date.now() + 10_000;
+      while (latest < 200 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      expect(latest).toBe(200);
+      expect(reads).toBeLessThan(50);
+    } finally {
+      source.stop();
+    }
+  });
+
+  test('one edit is applied by the watch within a second', async () => {
+    writeFileSync(join(root, 'p.yaml'), policy('p', 1));
+    const source = new DirSource(root, logger());
+    await source.load();
+    source.start();
+    try {
+      const t0 = Date.now();
+      writeFileSync(join(root, 'p.yaml'), policy('p', 2));
+      while (source.current().policies[0]!.spec.rate !== 2 && Date.now() - t0 < 10_000)
+        await new Promise((r) => setTimeout(r, 10));
+      expect(source.current().policies[0]!.spec.rate).toBe(2);
+      expect(Date.now() - t0).toBeLessThan(2000); // 1 s by design (MAX_DELAY_MS and a read), with room for a loaded machine
+    } finally {
+      source.stop();
+    }
   });
 });
