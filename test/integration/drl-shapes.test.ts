@@ -185,7 +185,8 @@ describe('DRL: SPEC.md §3.2 bounds through three gw standalone processes on one
     const fast = up.times('fast');
     bad.push(...violations('fast', fast, { rate: 30, per: 1, gateways: 2, fromWindow: 2, windows: 0, sent: [] }));
     const firstSecond = windows(fast, fast[0]!, 1000, 1)[0]!;
-    if (firstSecond > 33) bad.push(`fast: ${firstSecond} admitted in the first second`);
+    // one window measured at the upstream may hold a grant per gateway that the store counted in the next slot
+    if (firstSecond > 33 + 2) bad.push(`fast: ${firstSecond} admitted in the first second`);
     // the changed limit: 60 per 1 s before the change; 40 per 1 s from when the old grants have left the window
     // (the directory watch takes up to 1 s, the grants of 60 stay counted 1.05 s more)
     const ch = up.times('change');
