@@ -514,7 +514,7 @@ describe('HTTP errors', () => {
     expect(got.status).toBe(200);
     expect((got.body as { meta_data: unknown }).meta_data).toEqual(meta);
     expect((await f.call('DELETE', '/gw/keys/wide')).status).toBe(200);
-  });
+  }, 90_000);
 
   test('a body at the depth limit loads back as a manifest (the envelope adds a level; it used to be 200 and never served)', async () => {
     const nested = (depth: number): string => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
@@ -524,7 +524,7 @@ describe('HTTP errors', () => {
     expect((await f.call('GET', '/gw/keys/deep63')).status).toBe(200);
     expect((await f.call('POST', '/gw/keys/deep64', { body: `{"meta_data":${nested(64)}}` })).status).toBe(400);
     expect((await f.call('DELETE', '/gw/keys/deep63')).status).toBe(200);
-  });
+  }, 90_000);
 
   test('a key applying an inactive policy → 400 naming the field (the gateway would refuse it; a cluster facade waited 10 s for a 504)', async () => {
     const r = await f.call('POST', '/gw/keys/sleepy', { body: { apply_policies: ['gold', 'dormant'] } });
