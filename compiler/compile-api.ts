@@ -1,14 +1,23 @@
 /** ApiDefinition (classic or OAS form) → CompiledApi. Throws with a field-named message on a bad definition. */
 import type { ApiDefinition } from '../crds/kinds.js';
 import { apiIdOf, OAUTH_GRANTS } from '../crds/schemas/api-definition.js';
-import type { CompiledApi, CompiledOAuth, EndpointRule, LimitSpec } from '../contract/config.js';
+import type { ApiLimitSpec, ClientKey, CompiledApi, CompiledOAuth, EndpointRule } from '../contract/config.js';
 import { durationSeconds } from '../lib/duration.js';
 import { endpointPattern, oasPathPattern } from '../lib/path-pattern.js';
 
 const OAS_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
-function limitOrUndefined(rate: number, per: number): LimitSpec | undefined {
-  return rate === 0 && per === 0 ? undefined : { rate, per };
+/** limit_by (validated by the schema) → whose allowance: absent for `api` (one for every caller). */
+export function clientKeyOf(limitBy: string | undefined): ClientKey | undefined {
+  if (limitBy === undefined || limitBy === 'api') return undefined;
+  if (limitBy === 'ip') return { kind: 'ip' };
+  return { kind: 'header', name: limitBy.slice('header:'.length).toLowerCase() };
+}
+
+function limitOrUndefined(rate: number, per: number, limitBy?: string): ApiLimitSpec | undefined {
+  if (rate === 0 && per === 0) return undefined;
+  const by = clientKeyOf(limitBy);
+  return by ? { rate, per, by } : { rate, per };
 }
 
 function rule(
@@ -17,10 +26,19 @@ function rule(
   rate: number,
   per: number,
   field: string,
+  limitBy: string | undefined,
   pattern = endpointPattern,
 ): EndpointRule {
   try {
-    return { method: method.toUpperCase(), pattern: pattern(path), rate, per, id: `${method.toUpperCase()} ${path}` };
+    const by = clientKeyOf(limitBy);
+    const r: EndpointRule = {
+      method: method.toUpperCase(),
+      pattern: pattern(path),
+      rate,
+      per,
+      id: `${method.toUpperCase()} ${path}`,
+    };
+    return by ? { ...r, by } : r;
   } catch (e) {
     throw new Error(`${field}: invalid path pattern ${JSON.stringify(path)}: ${(e as Error).message}`, { cause: e });
   }
@@ -71,7 +89,7 @@ export function compileApi(res: ApiDefinition): CompiledApi {
         // enabled, and not 0/0 (a pair of zeros disables the limit, as everywhere)
         if (rl?.enabled && limitOrUndefined(rl.rate, durationSeconds(rl.per))) {
           const field = `spec.oas.x-gw-api-gateway.middleware.operations.${opId}.rateLimit`;
-          rules.push(rule(method, path, rl.rate, durationSeconds(rl.per), field, oasPathPattern));
+          rules.push(rule(method, path, rl.rate, durationSeconds(rl.per), field, rl.limit_by, oasPathPattern));
         }
       }
     }
@@ -85,7 +103,9 @@ export function compileApi(res: ApiDefinition): CompiledApi {
     }
     const up = x.upstream?.rateLimit;
     const apiLimit =
-      up?.enabled && !s.disable_rate_limit ? limitOrUndefined(up.rate, durationSeconds(up.per)) : undefined;
+      up?.enabled && !s.disable_rate_limit
+        ? limitOrUndefined(up.rate, durationSeconds(up.per), up.limit_by)
+        : undefined;
     return {
       ...base,
       api_id: apiIdOf(res),
@@ -106,7 +126,9 @@ export function compileApi(res: ApiDefinition): CompiledApi {
       ? (s.extended_paths?.rate_limit ?? [])
           .map((r, i) => ({ r, i }))
           .filter(({ r }) => r.enabled && limitOrUndefined(r.rate, r.per)) // 0/0 disables the rule, like enabled: false
-          .map(({ r, i }) => rule(r.method, r.path, r.rate, r.per, `spec.extended_paths.rate_limit[${i}].path`))
+          .map(({ r, i }) =>
+            rule(r.method, r.path, r.rate, r.per, `spec.extended_paths.rate_limit[${i}].path`, r.limit_by),
+          )
       : [];
   const g = s.global_rate_limit;
   return {
@@ -117,7 +139,7 @@ export function compileApi(res: ApiDefinition): CompiledApi {
     listenPath: proxy.listen_path!,
     strip: proxy.strip_listen_path,
     targetUrl: proxy.target_url,
-    apiLimit: g && !s.disable_rate_limit ? limitOrUndefined(g.rate, g.per) : undefined,
+    apiLimit: g && !s.disable_rate_limit ? limitOrUndefined(g.rate, g.per, g.limit_by) : undefined,
     endpointRules: rules,
   };
 }

@@ -1,14 +1,31 @@
 /** Validation of the compiled config read from a ConfigMap (another process's output is still input). */
 import { z } from 'zod';
 import { PolicySpec } from '../crds/schemas/policy.js';
-import { refinePer, Smoothing } from '../crds/schemas/common.js';
+import { HEADER_NAME_PATTERN, refinePer, Smoothing } from '../crds/schemas/common.js';
 import type { CompiledConfig } from './config.js';
 import { pathMatcher } from '../lib/path-pattern.js';
 import { OAUTH_GRANTS } from '../crds/schemas/api-definition.js';
 
+/** limit_by, compiled: a header name is lower case (as node:http gives request headers). */
+const ClientKey = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('ip') }),
+  z.strictObject({
+    kind: z.literal('header'),
+    name: z
+      .string()
+      .regex(HEADER_NAME_PATTERN, 'must be an HTTP header name')
+      .refine((n) => n === n.toLowerCase(), 'must be lower case'),
+  }),
+]);
+
 // a rate needs a window (refinePer, the resource schemas' own rule): rate > 0 with per 0 meant no limit at all
 const LimitSpec = z
-  .object({ rate: z.number().min(0), per: z.number().min(0), smoothing: Smoothing.nullable().optional() })
+  .object({
+    rate: z.number().min(0),
+    per: z.number().min(0),
+    smoothing: Smoothing.nullable().optional(),
+    by: ClientKey.optional(),
+  })
   .superRefine(refinePer);
 
 const CompiledApiSchema = z.object({
@@ -39,6 +56,7 @@ const CompiledApiSchema = z.object({
         rate: z.number().min(0),
         per: z.number().min(0),
         id: z.string(),
+        by: ClientKey.optional(),
       })
       .superRefine(refinePer),
   ),

@@ -12,6 +12,17 @@ export interface LimitSpec {
   smoothing?: SmoothingT | null;
 }
 
+/**
+ * Whose allowance an API-level limit is (SPEC.md §3.9; `limit_by` of the resources): one per client
+ * address, or one per value of a request header (`name` lower case). Absent: one for every caller.
+ */
+export type ClientKey = { kind: 'ip' } | { kind: 'header'; name: string };
+
+/** The API's global limit, with whose allowance it is. */
+export interface ApiLimitSpec extends LimitSpec {
+  by?: ClientKey;
+}
+
 /** One per-endpoint API-level rule, in evaluation order. `pattern` is an anchored regex source. */
 export interface EndpointRule {
   method: string; // upper case, or '*'
@@ -20,6 +31,7 @@ export interface EndpointRule {
   per: number;
   /** Stable id used in limiter keys (e.g. "GET /users/{id}"). */
   id: string;
+  by?: ClientKey;
 }
 
 export interface CompiledApi {
@@ -33,7 +45,7 @@ export interface CompiledApi {
   strip: boolean;
   targetUrl?: string;
   /** API-level global limit; absent when disabled or rate and per are both 0. */
-  apiLimit?: LimitSpec;
+  apiLimit?: ApiLimitSpec;
   /** Per-endpoint API-level rules (enabled ones only), in evaluation order. */
   endpointRules: EndpointRule[];
   /** OAuth 2.0 (SPEC.md §5): bearer access tokens issued by the gateway instead of keys; absent: keys. */

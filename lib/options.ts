@@ -3,6 +3,7 @@ import { parse } from 'yaml';
 import { z } from 'zod';
 import { firstLine, formatZodError } from './errors.js';
 import type { ListenerLimits } from './serve.js';
+import { parseCidr } from './ip/address.js';
 const { readFileSync } = process.getBuiltinModule('node:fs');
 
 /** Defaults of the slow-client and connection bounds (docs/proxy.md, "Slow clients and connection caps"). */
@@ -41,6 +42,22 @@ export const GatewayOptions = z.strictObject({
   upstream_timeout: z.number().positive().default(30),
   /** Timeout of POST /api/proxy in seconds. */
   proxy_timeout: z.number().positive().default(30),
+  /**
+   * CIDR blocks (or addresses) of proxies whose X-Forwarded-For is believed when finding the client
+   * address of a `limit_by: ip` limit (SPEC §3.9; lib/ip/client-address.ts).
+   */
+  trusted_proxies: z
+    .array(
+      z.string().superRefine((v, ctx) => {
+        const c = parseCidr(v);
+        if (typeof c === 'string') ctx.addIssue({ code: 'custom', message: c });
+      }),
+    )
+    .default([]),
+  /** IPv6 clients of a `limit_by: ip` limit share one allowance per network of this prefix length. */
+  ipv6_prefix: z.number().int().min(1).max(128).default(64),
+  /** Upper bound of per-client buckets (limit_by ip / header) kept in process; least recently used evicted. */
+  max_client_buckets: z.number().int().min(1).default(100_000),
   /** Per-client-IP limit of the management facade itself (429 + Retry-After past it); default 100 per 1 s. */
   facade_rate_limit: z.strictObject({ rate: z.number().int().min(1), per: z.number().positive() }).optional(),
   /** Span export over OTLP/HTTP (SPEC §7); trace context is propagated whether it is on or not. */

@@ -61,6 +61,8 @@ export interface LeaseCall {
 export interface LeaseCounter {
   lease(bucket: string, c: LeaseCall): MaybePromise<LeaseAnswer>;
   reset(bucket: string): MaybePromise<void>;
+  /** Drop what this process holds of a bucket (the memory counter's slots; the store's expire by themselves). */
+  forget(bucket: string): void;
 }
 
 /** The rule of one call on one bucket's slot counts (shared by the memory counter; the script mirrors it). */
@@ -108,6 +110,10 @@ export class MemoryLeaseCounter implements LeaseCounter {
   }
 
   reset(bucket: string): void {
+    this.buckets.delete(bucket);
+  }
+
+  forget(bucket: string): void {
     this.buckets.delete(bucket);
   }
 }
@@ -181,4 +187,7 @@ export class RedisLeaseCounter implements LeaseCounter {
   async reset(bucket: string): Promise<void> {
     await this.redis.del(storeKeys.drl(bucket));
   }
+
+  /** Nothing in process: the slots live in the store and expire with the window. */
+  forget(): void {}
 }

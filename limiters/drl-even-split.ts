@@ -56,4 +56,8 @@ export class EvenSplitLimiter implements Limiter {
   async reset(bucketKey: string): Promise<void> {
     this.buckets.delete(bucketKey);
   }
+
+  forget(bucketKey: string): void {
+    this.buckets.delete(bucketKey);
+  }
 }

@@ -374,4 +374,11 @@ export class DrlLimiter implements Limiter {
     await this.even.reset(bucket);
     await this.counter.reset(bucket);
   }
+
+  /** This process's lease (its unused tokens are not given back: the window admits fewer, never more), fallback bucket, and a memory counter's slots. */
+  forget(bucket: string): void {
+    this.leases.delete(bucket);
+    this.even.forget(bucket);
+    this.counter.forget(bucket);
+  }
 }

@@ -48,6 +48,10 @@ export class WithFailureMode implements Limiter {
       : { ...result(false, allowance, 0, now, now + 1000), unavailable: true };
   }
 
+  forget(bucket: string): void {
+    this.inner.forget(bucket);
+  }
+
   async reset(bucket: string): Promise<void> {
     await this.calls.guard(
       () => this.inner.reset?.(bucket),

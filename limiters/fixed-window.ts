@@ -41,6 +41,10 @@ export class MemoryFixedWindow implements Limiter {
   async reset(bucket: string): Promise<void> {
     this.counters.delete(bucket);
   }
+
+  forget(bucket: string): void {
+    this.counters.delete(bucket);
+  }
 }
 
 export class RedisFixedWindow implements Limiter {
@@ -64,4 +68,7 @@ export class RedisFixedWindow implements Limiter {
     for (const [err] of res) if (err) throw err;
     return verdict(Number(res[0]![1]), limit, now, w.end);
   }
+
+  /** Nothing in process: the counter lives in the store. */
+  forget(): void {}
 }

@@ -51,8 +51,12 @@ export class MemorySentinel implements Limiter {
   }
 
   async reset(bucket: string): Promise<void> {
+    this.forget(bucket);
+  }
+
+  forget(bucket: string): void {
     this.sentinels.delete(bucket);
-    await this.log.reset(bucket);
+    this.log.forget(bucket);
   }
 }
 
@@ -168,6 +172,11 @@ export class RedisSentinel implements Limiter {
       storeKeys.sentinel(bucket),
       storeKeys.unlogged(bucket),
     );
+    this.forget(bucket);
+  }
+
+  /** What the last writes reported (the store's sentinel and log stay); the in-flight count drains by itself. */
+  forget(bucket: string): void {
     this.last.delete(bucket);
     this.allowances.delete(bucket);
   }

@@ -126,6 +126,10 @@ export class MemorySlidingLog implements Limiter {
   }
 
   async reset(bucket: string): Promise<void> {
+    this.forget(bucket);
+  }
+
+  forget(bucket: string): void {
     this.logs.delete(bucket);
     this.smooth.delete(bucket);
     this.unlogged.delete(bucket);
@@ -244,4 +248,7 @@ export class RedisSlidingLog implements Limiter {
   async reset(bucket: string): Promise<void> {
     await this.redis.del(storeKeys.log(bucket), storeKeys.smoothing(bucket));
   }
+
+  /** Nothing in process: the log lives in the store. */
+  forget(): void {}
 }

@@ -42,6 +42,12 @@ export interface Limiter {
   check(bucket: string, limit: LimitSpec, tentative?: boolean): MaybePromise<LimitResult>;
   /** Forget a bucket (tests, key deletion). */
   reset?(bucket: string): Promise<void>;
+  /**
+   * Drop what this process keeps of a bucket; the store's state of it stays (and expires with its
+   * window). The engine calls it for a per-client bucket (`limit_by`) evicted from its bounded LRU, so
+   * an algorithm's in-process state stays within max_client_buckets buckets whatever the clients do.
+   */
+  forget(bucket: string): void;
 }
 
 export function result(allowed: boolean, limit: number, remaining: number, nowMs: number, nextMs: number): LimitResult {

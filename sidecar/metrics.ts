@@ -85,6 +85,19 @@ export class GatewayMetrics {
     help: 'Span exports to the OpenTelemetry collector that failed (the spans of each are lost)',
     registers: [this.registry],
   });
+  /** Per-client buckets (limit_by) held in process, read at scrape time (the runtime sets the source). */
+  clientBucketCount: () => number = () => 0;
+  readonly clientBuckets: Gauge = new Gauge({
+    name: 'gw_client_buckets',
+    help: 'Per-client limit buckets (limit_by ip or header) held in process (at most max_client_buckets)',
+    registers: [this.registry],
+    collect: (): void => this.clientBuckets.set(this.clientBucketCount()),
+  });
+  readonly clientBucketsEvicted = new Counter({
+    name: 'gw_client_buckets_evicted_total',
+    help: 'Per-client limit buckets evicted (least recently used) to stay within max_client_buckets',
+    registers: [this.registry],
+  });
   readonly configLoaded = new Gauge({
     name: 'gw_config_apis',
     help: 'APIs in the active config',

@@ -27,6 +27,7 @@ import { OAuthServer } from '../contract/oauth/grants.js';
 import { createOAuthEndpoints } from './oauth/endpoints.js';
 import { createBearerLookup } from './oauth/bearer.js';
 import { GuessLimiter } from './oauth/guess-limit.js';
+import { ClientAddresses } from '../lib/ip/client-address.js';
 
 export interface RuntimeDeps {
   options: GatewayOptionsT;
@@ -131,6 +132,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
           );
         } else logger.info('DRL: shared store back, limits follow the shared leases again');
       },
+      onClientBucketEvicted: () => metrics.clientBucketsEvicted.inc(),
       onStoreRepair: (bucket) =>
         logger.warn(
           { bucket },
@@ -146,6 +148,8 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     metrics.traceExportFailures.inc(),
   );
   const accessLog = d.options.access_logs.enabled ? createAccessLog() : undefined;
+  metrics.clientBucketCount = () => engine.clientBuckets();
+  const clientAddresses = new ClientAddresses(d.options.trusted_proxies, d.options.ipv6_prefix);
   const streams = createStreamManager({ logger, redisUrl: d.redisUrl, clock });
   streams.metrics(metrics.registry);
   const oauthServer = new OAuthServer(d.oauth.tokens, d.oauth.clients, () => Math.floor(clock.now() / 1000));
@@ -178,8 +182,13 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     ready: d.ready,
     health: d.health,
     upstreamTimeoutMs: d.options.upstream_timeout * 1000,
-    observer: createObserver({ tracing, accessLog }),
     strictPaths: d.options.strict_paths,
+    observer: createObserver({
+      tracing,
+      accessLog,
+      clientIp: (req) => clientAddresses.text(req.socket.remoteAddress, req.headers['x-forwarded-for']),
+    }),
+    clientAddresses,
   });
   return {
     server: gateway.server,

@@ -2,7 +2,17 @@
 import { z } from 'zod';
 import { refineEndpointPattern } from '../../lib/path-pattern.js';
 import { DURATION_PATTERN, durationMs } from '../../lib/duration.js';
-import { DurationString, HttpMethod, PER_RULE, PerSeconds, Rate, RateLimitPair, refinePer } from './common.js';
+import {
+  ApiRateLimit,
+  DurationString,
+  HEADER_NAME_PATTERN,
+  HttpMethod,
+  LimitBy,
+  PER_RULE,
+  PerSeconds,
+  Rate,
+  refinePer,
+} from './common.js';
 import { StreamingSpec } from './streaming.js';
 
 export const ClassicEndpointRule = z
@@ -16,6 +26,7 @@ export const ClassicEndpointRule = z
     enabled: z.boolean().default(true).describe('Turns the rule on or off.'),
     rate: Rate,
     per: PerSeconds,
+    limit_by: LimitBy.optional(),
   })
   .meta({ 'x-kubernetes-validations': [PER_RULE] })
   .superRefine(refinePer)
@@ -32,6 +43,7 @@ const OasRateLimit = z
     enabled: z.boolean().default(true).describe('Turns the limit on for this scope.'),
     rate: Rate,
     per: DurationString.describe('Window length as a duration, for example 10s.'),
+    limit_by: LimitBy.optional(),
   })
   .meta({ 'x-kubernetes-validations': [OAS_PER_RULE] })
   .superRefine((v, ctx) => {
@@ -193,7 +205,7 @@ export const ApiDefinitionSpec = z
       .strictObject({
         auth_header_name: z
           .string()
-          .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name (a token: no spaces or separators)')
+          .regex(HEADER_NAME_PATTERN, 'must be an HTTP header name (a token: no spaces or separators)')
           .default('Authorization')
           .describe('Header that carries the key (raw or Bearer).'),
       })
@@ -217,7 +229,9 @@ export const ApiDefinitionSpec = z
       })
       .optional()
       .describe('Routing: listen path and upstream (classic form; required unless spec.oas is given).'),
-    global_rate_limit: RateLimitPair.optional().describe('API-level limit aggregating every source.'),
+    global_rate_limit: ApiRateLimit.optional().describe(
+      'API-level limit aggregating every source (or, with limit_by, every request of one client).',
+    ),
     disable_rate_limit: z.boolean().default(false).describe('Turns the API-level limiter off (key limits stay on).'),
     use_extended_paths: z.boolean().default(false).describe('Turns on the per-endpoint limits of extended_paths.'),
     extended_paths: z

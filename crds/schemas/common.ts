@@ -32,6 +32,33 @@ export const RateLimitPair = z
   .superRefine(refinePer)
   .describe('A rate limit: rate requests per per seconds. rate and per both 0 disable the limiter.');
 
+/** An HTTP header name: an RFC 9110 token (no spaces or separators). */
+export const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/**
+ * Whose allowance an API-level limit is (SPEC.md §3.9): `api` one for every caller, `ip` one per client
+ * address, `header:NAME` one per value of that request header (a request without it shares the empty
+ * value's). Absent = `api`.
+ */
+export const LimitBy = z
+  .string()
+  .regex(
+    new RegExp(`^(api|ip|header:${HEADER_NAME_PATTERN.source.slice(1, -1)})$`),
+    'must be api, ip or header:NAME, NAME an HTTP header name (a token: no spaces or separators), e.g. header:X-Tenant',
+  )
+  .describe(
+    "Whose allowance this is: api (one for every caller, the default), ip (one per client address; see trusted_proxies) or header:NAME (one per value of that request header; a request without it shares the empty value's).",
+  );
+
+/** An API-level limit: a rate limit pair, with whose allowance it is. */
+export const ApiRateLimit = z
+  .strictObject({ rate: Rate, per: PerSeconds, limit_by: LimitBy.optional() })
+  .meta({ 'x-kubernetes-validations': [PER_RULE] })
+  .superRefine(refinePer)
+  .describe(
+    'An API-level rate limit: rate requests per per seconds (rate and per both 0 disable the limiter), per limit_by.',
+  );
+
 export const Smoothing = z
   .strictObject({
     enabled: z.boolean().describe('Turns smoothing on or off.'),
@@ -94,6 +121,7 @@ export const Status = z
   .describe('Observed state written by the controller.');
 
 export type RateLimitPairT = z.infer<typeof RateLimitPair>;
+export type LimitByT = z.infer<typeof LimitBy>;
 export type SmoothingT = z.infer<typeof Smoothing>;
 
 /** The methods an endpoint rule may name (RFC 9110 §9 and PATCH); a rule on another word would never match. */

@@ -24,6 +24,7 @@ export const LIVE_OPTIONS: readonly (keyof GatewayOptionsT)[] = [
   'kv_deadline_ms',
   'max_throttled_requests',
   'hash_keys',
+  'max_client_buckets',
 ];
 
 /** The options whose value differs between two validated configs. */

@@ -7,13 +7,18 @@
  *   Quota: per-API quota when the access definition sets quota_max, else the key's.
  * Headers (§3.7): `rate_limits` → the checked limit; with both scopes checked, the one with fewer
  * requests remaining (the key's on a tie). `quotas` → quota_max, quota_remaining, quota_renews.
+ * Per-client API limits (§3.9, `limit_by`): the API-scope bucket gets the client's identity
+ * (client-bucket.ts), so every algorithm counts clients apart; the in-process state of those buckets is
+ * bounded by an LRU of max_client_buckets names, whose evictions the limiters forget.
  */
 import type { Clock } from '../../lib/clock.js';
 import type { GatewayOptionsT } from '../../lib/options.js';
 import type { StoredSession } from '../../contract/sessions.js';
 import type { StoreClient } from '../../lib/store/redis.js';
 import { isWrongType } from '../../lib/store/store-calls.js';
-import type { CompiledConfig, LimitSpec } from '../../contract/config.js';
+import type { ClientKey, CompiledApi, CompiledConfig, LimitSpec } from '../../contract/config.js';
+import { clientBucket } from '../../contract/limits/client-bucket.js';
+import { LRUCache } from 'lru-cache';
 import type { PeerCount } from '../../limiters/drl.js';
 import { smoothingActive } from '../../limiters/smoothing.js';
 import type { QuotaResult, QuotaSpec, QuotaState } from '../../limiters/quota.js';
@@ -57,6 +62,8 @@ export interface EngineDeps {
   onSmoothingUnsupported?: (e: SmoothingUnsupported) => void;
   /** The DRL lost the store (true: even split over the last known peers) or has it back (false). */
   onDrlFallback?: (active: boolean, e?: Error) => void;
+  /** A per-client bucket was evicted from the LRU of max_client_buckets (its in-process state dropped). */
+  onClientBucketEvicted?: () => void;
 }
 
 export interface SmoothingUnsupported {
@@ -79,6 +86,8 @@ export interface GatewayEngine extends Engine {
   ): Promise<(QuotaState & { max: number }) | undefined>;
   /** The identity limits and quotas of a key count against (custom rate-limit key or key hash). */
   identityOf(keyHash: string, stored: StoredSession): string | Error;
+  /** Per-client buckets (limit_by) whose in-process state this engine keeps (≤ max_client_buckets). */
+  clientBuckets(): number;
 }
 
 /** Retry-After of a quota that never renews: one year (HTTP has no "never"). */
@@ -195,6 +204,29 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     if (keyResult && apiResult) return headersOf(apiResult.remaining < keyResult.remaining ? apiResult : keyResult);
     const r = keyResult ?? apiResult;
     return r && headersOf(r);
+  }
+
+  // Per-client buckets, most recently used last: the LRU holds their names only (the limiters hold the
+  // state), and an evicted name is forgotten by the limiters that may hold it in process. Made on first use:
+  // lru-cache allocates its index arrays for `max` entries up front.
+  let clients: LRUCache<string, true> | undefined;
+  function clientLru(): LRUCache<string, true> {
+    return (clients ??= new LRUCache<string, true>({
+      max: o.max_client_buckets,
+      dispose: (_v, bucket, reason) => {
+        if (reason !== 'evict') return;
+        limiters.drl.forget(bucket);
+        limiters.store.forget(bucket);
+        d.onClientBucketEvicted?.();
+      },
+    }));
+  }
+  /** The bucket of this request's client of a per-client API limit, marked as used. */
+  function perClient(req: CheckRequest, api: CompiledApi, by: ClientKey, ruleId?: string): string {
+    const bucket = clientBucket(`a:${api.namespace}/${api.api_id}`, by, req.client?.(by) ?? '', ruleId);
+    const lru = clientLru();
+    if (lru.get(bucket) === undefined) lru.set(bucket, true);
+    return bucket;
   }
 
   // the identity is a function of the key hash and the (cached, never mutated) effective session: kept
@@ -316,8 +348,15 @@ export function createEngine(d: EngineDeps): GatewayEngine {
       const rule = matchApiRule(api, ruleMethod(req.method), req.path, strict);
       let r: MaybePromise<LimitResult> | undefined;
       if (rule)
-        r = check(`a:${api.namespace}/${api.api_id}:e:${rule.id}`, { rate: rule.rate, per: rule.per }, api.api_id);
-      else if (api.apiLimit) r = check(`a:${api.namespace}/${api.api_id}`, api.apiLimit, api.api_id);
+        r = check(
+          rule.by ? perClient(req, api, rule.by, rule.id) : `a:${api.namespace}/${api.api_id}:e:${rule.id}`,
+          { rate: rule.rate, per: rule.per },
+          api.api_id,
+        );
+      else if (api.apiLimit) {
+        const by = api.apiLimit.by;
+        r = check(by ? perClient(req, api, by) : `a:${api.namespace}/${api.api_id}`, api.apiLimit, api.api_id);
+      }
       return r instanceof Promise ? r.then((apiResult) => keyScope(req, apiResult)) : keyScope(req, r);
     },
 
@@ -339,5 +378,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
       const w = who(keyHash, stored);
       return w instanceof Error ? w : w.identity;
     },
+
+    clientBuckets: () => clients?.size ?? 0,
   };
 }

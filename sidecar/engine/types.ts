@@ -2,7 +2,7 @@
  * The limiter engine's contract with the proxy: given a request's API, endpoint and session,
  * answer allow / deny with the numbers for the X-RateLimit-* headers. No HTTP in here.
  */
-import type { CompiledApi } from '../../contract/config.js';
+import type { ClientKey, CompiledApi } from '../../contract/config.js';
 import type { StoredSession } from '../../contract/sessions.js';
 import type { MaybePromise } from '../../limiters/types.js';
 import type { ThrottleWait } from './throttle.js';
@@ -23,6 +23,11 @@ export interface CheckRequest extends ThrottleWait {
   /** Absent for keyless APIs. */
   keyHash?: string;
   session?: StoredSession;
+  /**
+   * The client of a per-client API limit (SPEC.md §3.9), asked only when the matched limit has one: its
+   * address identity (`ip`: client-address.ts) or the header's value ('' when absent). Absent: ''.
+   */
+  client?(by: ClientKey): string;
 }
 
 export type Verdict =

@@ -10,7 +10,8 @@ import type { StoredSession } from '../../contract/sessions.js';
 import { StoreUnavailableError } from '../../lib/store/store-calls.js';
 import { answerClientErrorsWithJson } from '../../lib/http/client-error.js';
 import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
-import type { CompiledApi, CompiledConfig } from '../../contract/config.js';
+import type { ClientKey, CompiledApi, CompiledConfig } from '../../contract/config.js';
+import { ClientAddresses } from '../../lib/ip/client-address.js';
 import type { CheckRequest, Engine, Verdict } from '../engine/types.js';
 import type { MaybePromise } from '../../limiters/types.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -53,6 +54,8 @@ export interface GatewayDeps {
   strictPaths?: boolean;
   /** OAuth APIs (SPEC.md §5): the oauth/* endpoints and bearer token lookups. */
   oauth?: { endpoints: OAuthEndpoints; bearer: BearerLookup };
+  /** Finds the client address of a `limit_by: ip` limit (trusted_proxies, ipv6_prefix); default: the TCP peer. */
+  clientAddresses?: ClientAddresses;
   /** Streaming inputs served under an API's listen path (streams/); false = not a stream path. */
   streams?: { tryHandle(apiId: string, relPath: string, req: IncomingMessage, res: ServerResponse): boolean };
   /** Server spans and access logs (observe.ts); absent when both are off. */
@@ -257,6 +260,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
         upstreamMs: -1,
         traceparent: undefined,
         span: undefined,
+        client: clientOf,
       };
       if (observer !== undefined) observer.begin(x);
       if (api.keyless) return decide(x);
@@ -378,6 +382,16 @@ export function createGatewayHandler(deps: GatewayDeps): {
           () => false,
         )
       : admits(this, found);
+  }
+
+  // The client of a per-client API limit (engine/types.ts CheckRequest.client), a method of every Exchange:
+  // asked only by a limit with limit_by, so other requests never read their peer address
+  const clients = deps.clientAddresses ?? new ClientAddresses([]);
+  function clientOf(this: Exchange, by: ClientKey): string {
+    const h = this.req.headers;
+    if (by.kind === 'ip') return clients.of(this.req.socket.remoteAddress, h['x-forwarded-for']);
+    const v = h[by.name];
+    return v === undefined ? '' : Array.isArray(v) ? v.join(', ') : v;
   }
 
   function decide(x: Exchange): void {

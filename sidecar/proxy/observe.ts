@@ -53,8 +53,14 @@ export function decisionOf(x: Observed, status: number): AccessDecision {
   return status === 401 || status === 403 ? 'auth' : 'allow';
 }
 
-export function createObserver(o: { tracing?: Tracing; accessLog?: AccessLog }): RequestObserver | undefined {
+export function createObserver(o: {
+  tracing?: Tracing;
+  accessLog?: AccessLog;
+  /** The client address of a request (trusted_proxies applied); default: the TCP peer. */
+  clientIp?: (req: IncomingMessage) => string;
+}): RequestObserver | undefined {
   const { tracing, accessLog } = o;
+  const clientIp = o.clientIp ?? ((req: IncomingMessage) => req.socket.remoteAddress ?? '');
   if (!tracing && !accessLog) return undefined;
 
   function end(x: Observed, t0: number): void {
@@ -78,7 +84,7 @@ export function createObserver(o: { tracing?: Tracing; accessLog?: AccessLog }):
         decision,
         key: x.keyHash !== undefined ? x.keyHash.slice(0, 8) : null,
         trace_id: x.traceparent !== undefined ? traceIdOf(x.traceparent) : '',
-        client_ip: x.req.socket.remoteAddress ?? '',
+        client_ip: clientIp(x.req),
       });
     }
   }
@@ -95,7 +101,7 @@ export function createObserver(o: { tracing?: Tracing; accessLog?: AccessLog }):
           'url.path': x.urlPath,
           'url.scheme': 'http',
           'server.address': colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host,
-          'client.address': x.req.socket.remoteAddress ?? '',
+          'client.address': clientIp(x.req),
           'network.protocol.version': x.req.httpVersion,
           'gw.api_id': x.api?.api_id ?? '',
         };

@@ -260,6 +260,9 @@ class FlakyCounter implements LeaseCounter {
   reset(bucket: string): MaybePromise<void> {
     return this.inner.reset(bucket);
   }
+  forget(bucket: string): void {
+    this.inner.forget(bucket);
+  }
 }
 
 describe('DRL leases: store unreachable', () => {

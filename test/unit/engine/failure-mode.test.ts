@@ -7,6 +7,7 @@ import { T0 } from './fixtures.js';
 const broken: Limiter = {
   name: 'sliding_log',
   check: () => Promise.reject(new Error('connection refused')),
+  forget: () => {},
 };
 
 describe('kv_failure_mode', () => {
