@@ -13,6 +13,8 @@
  *   then added latency at a fixed rate (GW_BENCH_RATE, 2,000 req/s) over direct, and gw's RSS idle, under
  *   load and 10 s after load. `gw standalone` is the process measured: it runs the same gateway runtime as
  *   `gw sidecar` (sidecar/runtime.ts); only the config source differs, and it is off the request path.
+ *   Client rotation (issue 25, rotation.ts; GW_BENCH_ROTATION=0 skips it): 1,000,000 distinct `header:`
+ *   identities through one gw against one identity, RSS against the bound from max_client_buckets.
  * Needs wrk and nginx (Debian: apt-get install wrk nginx-light), taskset and redis-server.
  */
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -33,8 +35,10 @@ const CONNS = Number(process.env.GW_BENCH_CONNECTIONS ?? 50);
 const RATE = Number(process.env.GW_BENCH_RATE ?? 2000);
 const PROXY_CPU = process.env.GW_BENCH_PROXY_CPU ?? '0';
 const LOAD_CPU = process.env.GW_BENCH_LOAD_CPU ?? '1';
-// 480 s for the proxy cases, plus ~3 × 45 s for the three observability cases
-const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 640);
+const ROTATION = process.env.GW_BENCH_ROTATION !== '0';
+// 480 s for the proxy cases, plus ~3 × 45 s for the three observability cases, plus the rotation case
+// (~2.5 min on a quiet machine: 1,000,000 requests at ~10k/s)
+const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? (ROTATION ? 940 : 640));
 /** RSS of each gw target is sampled this long after its last load of the last round */
 const AFTER_LOAD_S = 10;
 /** GW_BENCH_CASES=drl,trace_off,…: only these proxy cases (a focused comparison); default all. */
@@ -331,6 +335,27 @@ async function startCollector(): Promise<{ url: string; spans(): number }> {
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, spans: () => spans };
 }
 
+/** What rotation.ts prints. */
+interface Rotation {
+  in_process: { bucket_bytes: number; heap_full_mb: number; heap_after_mb: number; buckets: number };
+  http: {
+    identities: number;
+    max_client_buckets: number;
+    rotation_rps: number;
+    rotation_seconds: number;
+    single_rps: number;
+    single_after_rps: number;
+    ratio: number;
+    rss_idle_mb: number;
+    rss_single_mb: number;
+    rss_rotation_max_mb: number;
+    rss_bound_mb: number;
+    client_buckets: number;
+    evicted: number;
+    errors: number;
+  };
+}
+
 const fmt = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
 const mark = (ok: boolean): string => (ok ? 'met' : 'MISSED');
 
@@ -523,6 +548,18 @@ async function main(): Promise<void> {
     }
   }
 
+  // ---- issue 25: client rotation (its own gw, after the rounds so it disturbs none of them)
+  let rot: Rotation | undefined;
+  // a focused comparison (GW_BENCH_CASES) runs it only when named: `rotation`
+  if (ROTATION && (!CASES || CASES.includes('rotation'))) {
+    console.log('client rotation: 1,000,000 header: identities through one gw…');
+    const { stdout } = await run(process.execPath, ['--expose-gc', resolve('dist/test/bench/rotation.js'), upstream], {
+      timeout: 600_000,
+      maxBuffer: 1 << 20,
+    });
+    rot = JSON.parse(stdout) as Rotation;
+  }
+
   // ---- report
   const d = rows.direct!;
   const b = rows.bare!;
@@ -617,6 +654,28 @@ async function main(): Promise<void> {
       `added latency ${r.t.name} at ${RATE}/s: p50 ${fmt(a50, 3)} ms (≤ 0.3 ${mark(a50 <= 0.3)}), p99 ${fmt(a99, 3)} ms (≤ 1.5 ${mark(a99 <= 1.5)}); RSS idle ${fmt(r.rssIdle ?? NaN)} MB (≤ 80 ${mark((r.rssIdle ?? Infinity) <= 80)}), under load ${fmt(r.rssLoad ?? NaN)} MB (≤ 150 ${mark((r.rssLoad ?? Infinity) <= 150)}), ${AFTER_LOAD_S} s after load ${fmt(r.rssAfter ?? NaN)} MB`,
     );
   }
+  if (rot) {
+    const h = rot.http;
+    p('');
+    p(
+      `## issue 25 — client rotation (${fmt(h.identities)} distinct X-Client values, limit_by header:, DRL, max_client_buckets ${h.max_client_buckets})`,
+    );
+    p(`| figure | value | baseline (same run) | ratio | target |`);
+    p(`|---|---|---|---|---|`);
+    p(
+      `| throughput, ${fmt(h.identities)} identities | ${fmt(h.rotation_rps)} req/s over ${fmt(h.rotation_seconds)} s | one identity ${fmt(h.single_rps)} req/s before, ${fmt(h.single_after_rps)} after | ${fmt(h.ratio, 2)} (against the better) | ≥ 0.9: ${mark(h.ratio >= 0.9)} |`,
+    );
+    p(
+      `| gw RSS, max while rotating | ${fmt(h.rss_rotation_max_mb)} MB | idle ${fmt(h.rss_idle_mb)} MB, one identity under load ${fmt(h.rss_single_mb)} MB | – | ≤ bound ${fmt(h.rss_bound_mb)} MB = one identity's + 2 × ${h.max_client_buckets} × ${fmt(rot.in_process.bucket_bytes)} B: ${mark(h.rss_rotation_max_mb <= h.rss_bound_mb)} |`,
+    );
+    p(
+      `| per-client buckets in process at the end | ${fmt(h.client_buckets)} (${fmt(h.evicted)} evicted) | – | – | = max_client_buckets: ${mark(h.client_buckets === h.max_client_buckets)} |`,
+    );
+    p(
+      `| heap per per-client bucket (in process) | ${fmt(rot.in_process.bucket_bytes)} B; heap ${fmt(rot.in_process.heap_full_mb)} MB with ${h.max_client_buckets} clients, ${fmt(rot.in_process.heap_after_mb)} MB after ${fmt(h.identities)} | – | – | report |`,
+    );
+    p(`errors (non-2xx): ${h.errors}`);
+  }
   p(
     `run time ${fmt((Date.now() - started) / 1000)} s; load average now ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
   );
@@ -624,7 +683,7 @@ async function main(): Promise<void> {
   await Promise.all(children.map((c) => stopChild(c, 5000)));
   writeFileSync(
     resolve('dist/bench-last.json'),
-    JSON.stringify({ at: new Date().toISOString(), engine: e, rows }, null, 2),
+    JSON.stringify({ at: new Date().toISOString(), engine: e, rows, rotation: rot }, null, 2),
   );
 }
 
