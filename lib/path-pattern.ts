@@ -41,7 +41,9 @@ function anchored(body: string): string {
 
 const NEVER: LinearMatcher = { test: () => false };
 const MAX_CACHED = 50_000;
+// one map per flag, keyed by the source itself: the request path looks a matcher up without building a key
 const matchers = new Map<string, LinearMatcher>();
+const caselessMatchers = new Map<string, LinearMatcher>();
 
 /**
  * The linear-time matcher of an anchored source (endpointPattern, oasPathPattern), compiled once per
@@ -49,8 +51,8 @@ const matchers = new Map<string, LinearMatcher>();
  * compiled matches nothing, or throws PatternError with `strict`.
  */
 export function pathMatcher(source: string, caseless = false, strict = false): LinearMatcher {
-  const id = (caseless ? 'i' : '-') + source;
-  let m = matchers.get(id);
+  const cache = caseless ? caselessMatchers : matchers;
+  let m = cache.get(source);
   if (!m) {
     try {
       m = compileLinear(source, caseless);
@@ -58,8 +60,8 @@ export function pathMatcher(source: string, caseless = false, strict = false): L
       if (strict) throw e;
       m = NEVER;
     }
-    if (matchers.size >= MAX_CACHED) matchers.clear();
-    matchers.set(id, m);
+    if (cache.size >= MAX_CACHED) cache.clear();
+    cache.set(source, m);
   }
   if (strict && m === NEVER) compileLinear(source, caseless); // throws again, with its reason
   return m;
