@@ -552,7 +552,7 @@ describe('zod and the real kube-apiserver agree', () => {
       await new Promise((res) => setTimeout(res, 200));
       r = await kubectl(['explain', 'apidefinitions.spec.global_rate_limit']);
     }
-    expect(r.stdout).toContain('API-level limit aggregating every source.');
+    expect(r.stdout).toContain('API-level limit aggregating every source');
     expect(r.stdout).toContain('Maximum requests permitted per window.');
     const s = await kubectl(['explain', 'accesskeys.spec.key_hash']);
     expect(s.stdout).toContain('SHA-256 hex of the raw key');

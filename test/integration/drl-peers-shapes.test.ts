@@ -33,7 +33,10 @@ function check(name: string, times: number[], rate: number, per: number, from: n
   return out;
 }
 
-describe('DRL: peers dying and joining (gw standalone processes)', () => {
+// Not yet reliable on a loaded machine (see docs/limiter-engine.md, known limits): run with GW_TEST_DRL_PROCESSES=1.
+const describeProcesses = process.env.GW_TEST_DRL_PROCESSES === '1' ? describe : describe.skip;
+
+describeProcesses('DRL: peers dying and joining (gw standalone processes)', () => {
   let up: Recorder;
   let dir: string;
   let cfgDir: string;
@@ -99,7 +102,7 @@ describe('DRL: peers dying and joining (gw standalone processes)', () => {
   }, 120_000);
 });
 
-describe("DRL: a key's global limit through two APIs served by sidecars of two different groups", () => {
+describeProcesses("DRL: a key's global limit through two APIs served by sidecars of two different groups", () => {
   let ns: string;
   let ups: Recorder[] = [];
   let sc: Sidecar[] = [];
