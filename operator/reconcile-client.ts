@@ -5,7 +5,7 @@
  * Secret of spec.secretRef and is stored only as its SHA-256 (`secret_hash`); verifyClientSecret
  * compares in constant time. dcr_registration.access_token is a credential too and is left out.
  * The record is written only when the API (api_id), the policy (policy_id, when set) and the Secret
- * all exist; otherwise Ready=False says which is missing and a previously written record is removed.
+ * all exist; otherwise Ready=False says which is missing and the record written for it is removed.
  * Finalizer gw.io/client-cleanup removes the record before the OAuthClient goes.
  * status.recordKey remembers the Redis key written, so a changed client_id or api_id cleans up the old one.
  */

@@ -10,7 +10,7 @@
 /**
  * V8 flags NODE_OPTIONS refuses, on node's command line in the image's ENTRYPOINT (and in `make bench`):
  * allocation-site pretenuring off, so per-request objects of undici and node:http die young instead of
- * being allocated straight into the old generation (docs/benchmarks.md, run H).
+ * being allocated straight into the old generation (docs/benchmarks.md).
  */
 export const ENTRYPOINT_NODE_FLAGS: readonly string[] = ['--no-allocation-site-pretenuring'];
 
