@@ -122,7 +122,7 @@ export async function startSidecar(o: {
     out: () => out,
     stop: () =>
       new Promise((r) => {
-        if (proc.exitCode !== null) return r(proc.exitCode);
+        if (proc.exitCode !== null || proc.signalCode !== null) return r(proc.exitCode);
         proc.once('exit', (code) => r(code));
         proc.kill('SIGTERM');
       }),

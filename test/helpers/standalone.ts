@@ -85,7 +85,7 @@ export async function startStandalone(
     output: () => out,
     stop: () =>
       new Promise((r) => {
-        if (proc.exitCode !== null) return r(proc.exitCode);
+        if (proc.exitCode !== null || proc.signalCode !== null) return r(proc.exitCode);
         proc.once('exit', (code) => r(code));
         proc.kill('SIGTERM');
       }),

@@ -33,10 +33,7 @@ function check(name: string, times: number[], rate: number, per: number, from: n
   return out;
 }
 
-// Not yet reliable on a loaded machine (see docs/limiter-engine.md, known limits): run with GW_TEST_DRL_PROCESSES=1.
-const describeProcesses = process.env.GW_TEST_DRL_PROCESSES === '1' ? describe : describe.skip;
-
-describeProcesses('DRL: peers dying and joining (gw standalone processes)', () => {
+describe('DRL: peers dying and joining (gw standalone processes)', () => {
   let up: Recorder;
   let dir: string;
   let cfgDir: string;
@@ -102,7 +99,7 @@ describeProcesses('DRL: peers dying and joining (gw standalone processes)', () =
   }, 120_000);
 });
 
-describeProcesses("DRL: a key's global limit through two APIs served by sidecars of two different groups", () => {
+describe("DRL: a key's global limit through two APIs served by sidecars of two different groups", () => {
   let ns: string;
   let ups: Recorder[] = [];
   let sc: Sidecar[] = [];

@@ -76,10 +76,7 @@ export function violations(name: string, times: number[], b: Bound): string[] {
   return out;
 }
 
-// Not yet reliable on a loaded machine (see docs/limiter-engine.md, known limits): run with GW_TEST_DRL_PROCESSES=1.
-const describeProcesses = process.env.GW_TEST_DRL_PROCESSES === '1' ? describe : describe.skip;
-
-describeProcesses('DRL: SPEC.md §3.2 bounds through three gw standalone processes on one Redis', () => {
+describe('DRL: SPEC.md §3.2 bounds through three gw standalone processes on one Redis', () => {
   let redis: Redis;
   let up: Recorder;
   let dir: string;
