@@ -2,10 +2,26 @@ import { ManualClock } from '../../../lib/clock.js';
 import { storeKeys } from '../../../contract/store-keys.js';
 import { RedisSlidingLog } from '../../../limiters/sliding-log.js';
 import type { SmoothingEvent } from '../../../limiters/types.js';
+import { createStoreClient, type StoreClient } from '../../../lib/store/redis.js';
+import { redisUrl } from '../../helpers/redis.js';
 import { burst, twoGateways, type Gateways } from './gateways.js';
-import { CURVE_EVENTS, CURVE_LIMIT, driveCurve, editedSmoothedLimit } from '../../unit/engine/fixtures.js';
+import { CURVE_EVENTS, CURVE_LIMIT, driveCurve } from '../../unit/engine/fixtures.js';
+import { slidingLogCases } from '../../unit/engine/sliding-log-cases.js';
 
 const T0 = 1_700_000_040_000;
+
+let client: StoreClient;
+beforeAll(() => {
+  client = createStoreClient(redisUrl(), { maxRetriesPerRequest: 1 });
+});
+afterAll(() => client.disconnect());
+
+// the behaviour table the memory log passes, through the script and through the pipeline without MULTI
+for (const transactional of [true, false])
+  slidingLogCases(`Redis, ${transactional ? 'script' : 'pipeline'}`, (clock, o) => {
+    const opts = { transactional, smoothingEnabled: o.smoothingEnabled ?? true };
+    return new RedisSlidingLog(client, clock, opts, o.onSmoothing);
+  });
 
 describe('sliding window log in Redis', () => {
   let g: Gateways;
@@ -37,44 +53,6 @@ describe('sliding window log in Redis', () => {
       // every request entered the log, refused ones included, each as its own member
       expect(await g.a.zcard(storeKeys.log(bucket))).toBe(200);
     });
-
-    test(`${variant}: spike arrest and reset, with the injected clock`, async () => {
-      const clock = new ManualClock(T0);
-      const l = new RedisSlidingLog(g.a, clock, { transactional, smoothingEnabled: true });
-      const limit = { rate: 2, per: 10 };
-      const bucket = `spike-${transactional}`;
-      expect((await l.check(bucket, limit)).allowed).toBe(true);
-      clock.advance(3_000);
-      expect((await l.check(bucket, limit)).remaining).toBe(0);
-      clock.advance(1_000);
-      const refused = await l.check(bucket, limit);
-      expect(refused.allowed).toBe(false);
-      expect(refused.reset).toBe((T0 + 13_000) / 1000);
-      clock.set(T0 + 12_999); // the T0+4s refusal is in the log: still two entries in the window
-      expect((await l.check(bucket, limit)).allowed).toBe(false);
-      clock.set(T0 + 30_000);
-      expect((await l.check(bucket, limit)).allowed).toBe(true);
-    });
-
-    test(`${variant}: a tentative check (throttling, §3.6) enters the log only when it is admitted`, async () => {
-      const clock = new ManualClock(T0);
-      const l = new RedisSlidingLog(g.a, clock, { transactional, smoothingEnabled: true });
-      const limit = { rate: 2, per: 3 };
-      const bucket = `retry-${transactional}`;
-      const log = storeKeys.log(bucket);
-      for (let i = 0; i < 3; i++) await l.check(bucket, limit); // 2 admitted, the 3rd refused and logged
-      expect(await g.a.zcard(log)).toBe(3);
-      for (const t of [1_000, 2_000]) {
-        clock.set(T0 + t);
-        const r = await l.check(bucket, limit, true);
-        expect(r.allowed).toBe(false);
-        expect(r.reset).toBe((T0 + 3_000) / 1000); // the T0 entries leave at T0+3s: one more is admitted then
-      }
-      expect(await g.a.zcard(log)).toBe(3); // refused tentative checks are not logged
-      clock.set(T0 + 3_000);
-      expect((await l.check(bucket, limit, true)).allowed).toBe(true);
-      expect(await g.a.zcard(log)).toBe(1); // the T0 entries left; the admitted one is logged
-    });
   }
 
   test('the keys of one bucket share a hash tag', () => {
@@ -87,16 +65,6 @@ describe('sliding window log in Redis', () => {
     const distinct = ['p:acme{X}', 'p:acme_X_', 'p:acme%7BX%7D', 'p:acme%X'].map((b) => storeKeys.log(b));
     expect(new Set(distinct).size).toBe(4);
     for (const k of distinct) expect(k.match(/[{}]/g)).toEqual(['{', '}']);
-  });
-
-  test('smoothing: an edited limit: a lowered rate caps the stored allowance at once, a raised threshold lifts it', async () => {
-    const clock = new ManualClock(T0);
-    const log = new RedisSlidingLog(g.a, clock, { transactional: true, smoothingEnabled: true });
-    const got = await editedSmoothedLimit((limit) => log.check('edited', limit), clock);
-    expect(got.lifted).toBe(12);
-    expect(got.lowered.admitted).toBeLessThanOrEqual(6);
-    expect(got.lowered.maxLimit).toBeLessThanOrEqual(6);
-    expect(got.raised).toBeGreaterThanOrEqual(10);
   });
 
   test('smoothing: the allowance is shared through the store by every gateway', async () => {

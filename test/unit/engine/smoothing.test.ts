@@ -1,19 +1,6 @@
-import { ManualClock } from '../../../lib/clock.js';
-import { MemorySlidingLog } from '../../../limiters/sliding-log.js';
 import { initialState, smoothingStep } from '../../../limiters/smoothing.js';
-import type { SmoothingEvent } from '../../../limiters/types.js';
 import type { SmoothingUnsupported } from '../../../sidecar/engine/engine.js';
-import {
-  api,
-  config,
-  CURVE_EVENTS,
-  CURVE_LIMIT,
-  driveCurve,
-  editedSmoothedLimit,
-  harness,
-  session,
-  T0,
-} from './fixtures.js';
+import { api, config, harness, session, T0 } from './fixtures.js';
 
 // threshold 5, step 5, trigger 0.5 (up above A − 2.5, down below A − 7.5), delay 10 s, rate 20
 const s = { enabled: true, threshold: 5, step: 5, trigger: 0.5, delay: 10 };
@@ -63,77 +50,7 @@ describe('smoothing state machine', () => {
   });
 });
 
-describe('smoothing in the sliding log', () => {
-  test('R > A refuses; the allowance rises with the rate and falls back step by step to threshold', async () => {
-    const clock = new ManualClock(T0);
-    const events: SmoothingEvent[] = [];
-    const log = new MemorySlidingLog(clock, (e) => events.push(e));
-    const limit = { rate: 20, per: 60, smoothing: s };
-    const rs = [];
-    for (let i = 0; i < 12; i++) rs.push(await log.check('b', limit));
-    // the 3rd request lifts A from 5 to 10; the hold-off keeps it there: 10 admitted, then 429
-    expect(rs.filter((r) => r.allowed).length).toBe(10);
-    expect(rs[10]!.allowed).toBe(false);
-    expect(rs[10]!.limit).toBe(10);
-    expect(events).toEqual([
-      {
-        event: 'RateLimitSmoothingUp',
-        limiterKey: 'b',
-        oldAllowance: 5,
-        newAllowance: 10,
-        time: new Date(T0).toISOString(),
-      },
-    ]);
-    clock.advance(10_000); // hold-off over: R = 13 > 7.5 → 15, so this request passes
-    const r = await log.check('b', limit);
-    expect(r.allowed).toBe(true);
-    expect(r.limit).toBe(15);
-    expect(events.map((e) => e.newAllowance)).toEqual([10, 15]);
-    // quiet: the window empties; each request after a hold-off steps the allowance down
-    clock.advance(61_000);
-    await log.check('b', limit); // R = 1 < 7.5 → 10
-    clock.advance(61_000);
-    await log.check('b', limit); // R = 1 < 2.5 → 5
-    clock.advance(61_000);
-    await log.check('b', limit); // at threshold: no event
-    expect(events.map((e) => [e.event, e.oldAllowance, e.newAllowance])).toEqual([
-      ['RateLimitSmoothingUp', 5, 10],
-      ['RateLimitSmoothingUp', 10, 15],
-      ['RateLimitSmoothingDown', 15, 10],
-      ['RateLimitSmoothingDown', 10, 5],
-    ]);
-  });
-
-  test('smoothing off (option or object) → the plain rate, no events', async () => {
-    const clock = new ManualClock(T0);
-    const events: SmoothingEvent[] = [];
-    const off = new MemorySlidingLog(clock, (e) => events.push(e), false);
-    let ok = 0;
-    for (let i = 0; i < 25; i++) if ((await off.check('b', { rate: 20, per: 60, smoothing: s })).allowed) ok++;
-    expect(ok).toBe(20);
-    const disabledObject = new MemorySlidingLog(clock, (e) => events.push(e));
-    ok = 0;
-    for (let i = 0; i < 25; i++)
-      if ((await disabledObject.check('b', { rate: 20, per: 60, smoothing: { ...s, enabled: false } })).allowed) ok++;
-    expect(ok).toBe(20);
-    expect(events).toEqual([]);
-  });
-
-  test('after a long idle spell the allowance steps down with its events (its state used to expire after 10 windows: a silent drop to threshold)', () => {
-    const clock = new ManualClock(T0);
-    const events: SmoothingEvent[] = [];
-    const log = new MemorySlidingLog(clock, (e) => events.push(e));
-    const limit = { rate: 20, per: 1, smoothing: s };
-    for (let i = 0; i < 3; i++) log.check('idle', limit); // R = 3 > 2.5: up to 10
-    expect(events.map((e) => [e.event, e.newAllowance])).toEqual([['RateLimitSmoothingUp', 10]]);
-    clock.advance(60 * 60 * 1000); // an hour: 3,600 windows, 360 hold-offs
-    expect(log.check('idle', limit).limit).toBe(5); // R = 1 < 10 − 7.5: one step down, announced
-    expect(events.map((e) => [e.event, e.oldAllowance, e.newAllowance])).toEqual([
-      ['RateLimitSmoothingUp', 5, 10],
-      ['RateLimitSmoothingDown', 10, 5],
-    ]);
-  });
-
+describe('smoothing through the engine', () => {
   test('through the engine: the event names the API and the limiter key, never the raw key', async () => {
     const h = harness({ enable_kv_rolling_limiter: true });
     const a = api('orders');
@@ -228,31 +145,5 @@ describe('smoothing in the sliding log', () => {
     });
     expect(drlRefused).toHaveLength(1);
     expect(d.events.map((e) => e.event)).toEqual(['RateLimitSmoothingUp']);
-  });
-});
-
-describe('smoothing: an edited limit (memory sliding log)', () => {
-  test('a lowered rate caps the stored allowance at once; a raised threshold lifts it', async () => {
-    const clock = new ManualClock(T0);
-    const log = new MemorySlidingLog(clock);
-    const got = await editedSmoothedLimit((limit) => log.check('edited', limit), clock);
-    expect(got.lifted).toBe(12);
-    expect(got.lowered.admitted).toBeLessThanOrEqual(6); // it admitted 10 (the stored 12 stepped down once)
-    expect(got.lowered.maxLimit).toBeLessThanOrEqual(6);
-    expect(got.raised).toBeGreaterThanOrEqual(10); // it admitted 4
-  });
-});
-
-describe('smoothing: scripted request-rate curve', () => {
-  test('memory sliding log: A climbs by steps to rate and back to threshold, with the hold-offs', async () => {
-    const clock = new ManualClock(T0);
-    const events: SmoothingEvent[] = [];
-    const log = new MemorySlidingLog(clock, (e) => events.push(e));
-    const got = await driveCurve(() => log.check('curve', CURVE_LIMIT), clock, events);
-    expect(got.events).toEqual(CURVE_EVENTS);
-    expect(Math.max(...got.allowance)).toBe(16);
-    expect(got.allowance.at(-1)).toBe(4);
-    for (let i = 1; i < got.events.length; i++)
-      expect(got.events[i]![0] - got.events[i - 1]![0]).toBeGreaterThanOrEqual(3);
   });
 });
