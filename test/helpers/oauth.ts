@@ -72,7 +72,7 @@ export function oauthManifests(o: {
   rate: number;
   per: number;
   quota?: number;
-  clients: { name: string; id: string; secret: string; redirect?: string }[];
+  clients: { name: string; id: string; secret: string; redirect?: string; policy?: string }[];
   meta?: string;
   ns?: string;
 }): string {
@@ -101,7 +101,7 @@ metadata: {name: ${c.name}${ns}}
 spec:
   api_id: ${o.api}
   client_id: ${c.id}
-  policy_id: ${o.policy}
+  policy_id: ${c.policy ?? o.policy}
   redirect_uri: ${c.redirect ?? 'https://app.example/cb'}
   secretRef: {name: ${c.name}-secret, key: secret}`);
   }

@@ -5,7 +5,7 @@
  * the effect is checked at the sidecar, in the custom resources and in Redis.
  */
 import { jest } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -20,6 +20,7 @@ import { SESSION_PREFIX } from '../../../contract/sessions-redis.js';
 import { startEcho } from '../../../scripts/echo-upstream.js';
 import { freePort } from '../../harness/ports.js';
 import { CLI } from '../../helpers/standalone.js';
+import { spawnServer, type ServerProcess as Proc } from '../../helpers/server-process.js';
 import { freshNamespace, kubeconfig, kubectl } from '../../helpers/kube.js';
 import { freshRedis, redisUrl } from '../../helpers/redis.js';
 import {
@@ -42,51 +43,6 @@ const SECRET = 'cluster-facade-secret-0123456789';
 const TOKEN = 'cluster-facade-token-0123456789';
 /** Short, so the "controller down" test does not wait 10 s per write. */
 const READY_TIMEOUT_S = 2;
-
-interface Proc {
-  proc: ChildProcess;
-  url: string;
-  output: () => string;
-  stop(): Promise<void>;
-}
-
-/** Spawns `gw <args>` and waits until GET {healthUrl}/readyz answers 200. */
-async function spawnServer(what: string, args: string[], url: string, healthUrl: string): Promise<Proc> {
-  const proc = spawn(process.execPath, [CLI, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, GW_LOG_LEVEL: 'info' },
-  });
-  let out = '';
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-  const p: Proc = {
-    proc,
-    url,
-    output: () => out,
-    async stop() {
-      if (proc.exitCode !== null || proc.signalCode !== null) return;
-      proc.kill('SIGTERM');
-      const t = setTimeout(() => proc.kill('SIGKILL'), 8000);
-      await exited;
-      clearTimeout(t);
-    },
-  };
-  await eventually(
-    async () => {
-      if (proc.exitCode !== null) throw new Error(`${what} exited ${proc.exitCode}`);
-      const r = await request(`${healthUrl}/readyz`);
-      await r.body.dump();
-      return r.statusCode === 200;
-    },
-    20_000,
-    `${what} ready`,
-  ).catch(async (e: Error) => {
-    await p.stop();
-    throw new Error(`${e.message}\n${out}`);
-  });
-  return p;
-}
 
 interface Reply {
   status: number;
