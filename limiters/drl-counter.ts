@@ -7,13 +7,14 @@
  * limit applies at the next lease; the bucket name is the only identity, so every gateway of every group
  * counting the same bucket shares one allowance.
  *   Memory: one process (standalone without a store, unit tests).
- *   Redis: one hash per bucket (`gw:{<bucket>}:drl`, field = slot index), one script call per lease.
+ *   Redis: one hash per bucket (`gw:{<bucket>}:drl`, field = slot index), one script call per lease
+ *   (drl-lease.lua).
  * Both run the same rule (`test/unit/engine/drl-counter.test.ts` runs one table against both).
  */
 import type { Clock } from '../lib/clock.js';
 import { ExpiringMap } from '../lib/store/memory.js';
 import type { StoreClient } from '../lib/store/redis.js';
-import { defineScript, type ScriptRunner } from '../lib/store/scripts.js';
+import { defineScript, luaScript, type ScriptRunner } from '../lib/store/scripts.js';
 import { storeKeys } from '../contract/store-keys.js';
 import type { MaybePromise } from './types.js';
 
@@ -33,6 +34,15 @@ export const WINDOW_SLOTS = SLOTS_PER_WINDOW + 1;
  * `per` at demand D × rate, ≥ rate × (1 − D / 40)).
  */
 export const LEASE_SLOTS = 3;
+/**
+ * A long lease (one that asks to live longer than LEASE_SLOTS, for a gateway whose demand would let a short
+ * one expire unspent) is recorded in the slot LEASE_SLOTS − 1 before its last one, a future slot, so it is
+ * counted from its grant until WINDOW_SLOTS slots after it may last be spent. It is granted only while the
+ * tokens recorded in future slots stay within rate / LONG_SHARE_DIVISOR: a span of 3 × per then admits at
+ * most 3 × rate + rate / LONG_SHARE_DIVISOR (the short leases' 3 × rate, plus long tokens recorded after the
+ * span, all counted at once just after it).
+ */
+export const LONG_SHARE_DIVISOR = 20;
 
 /** Slot length (ms, whole): SLOTS_PER_WINDOW slots cover at least `per`. */
 export function slotMsOf(per: number): number {
@@ -40,8 +50,9 @@ export function slotMsOf(per: number): number {
 }
 
 export interface LeaseAnswer {
-  /** Tokens granted (recorded in slot floor(now / slotMs)). */
+  /** Tokens granted, recorded in `slot`: they may be spent until (slot + LEASE_SLOTS) × slotMs. */
   granted: number;
+  slot: number;
   /** Tokens of the window no gateway holds yet, after this grant. */
   left: number;
   /** ms until the oldest counted grant leaves the window (0 while tokens are left). */
@@ -53,6 +64,8 @@ export interface LeaseCall {
   rate: number;
   slotMs: number;
   now: number;
+  /** Slots the lease may be spent in from the current one: LEASE_SLOTS (short), or more (long, granted within the long share). */
+  life: number;
   /** Give back `back` unused tokens granted in `backSlot` first (0 = nothing to give back). */
   backSlot: number;
   back: number;
@@ -75,23 +88,39 @@ function leaseOn(slots: Map<number, number>, c: LeaseCall): LeaseAnswer {
     else slots.delete(c.backSlot);
   }
   let used = 0;
+  let future = 0;
   let oldest = Infinity;
   for (const [s, n] of slots) {
     if (s <= low) slots.delete(s);
     else {
       used += n;
+      if (s > cur) future += n;
       if (n > 0 && s < oldest) oldest = s;
     }
   }
   const rate = Math.max(0, Math.floor(c.rate));
-  const granted = Math.max(0, Math.min(c.asked, rate - used));
+  let room = rate - used;
+  let slot = cur;
+  const longRoom = Math.floor(rate / LONG_SHARE_DIVISOR) - future;
+  if (c.life > LEASE_SLOTS && longRoom >= 1) {
+    room = Math.min(room, longRoom);
+    slot = cur + c.life - LEASE_SLOTS;
+  }
+  const granted = Math.max(0, Math.min(c.asked, room));
   if (granted > 0) {
-    slots.set(cur, (slots.get(cur) ?? 0) + granted);
-    if (cur < oldest) oldest = cur;
+    slots.set(slot, (slots.get(slot) ?? 0) + granted);
+    if (slot < oldest) oldest = slot;
   }
   const left = Math.max(0, rate - used - granted);
   const nextFreeMs = left > 0 || oldest === Infinity ? 0 : Math.max(1, (oldest + WINDOW_SLOTS) * c.slotMs - c.now);
-  return { granted, left, nextFreeMs };
+  return { granted, slot, left, nextFreeMs };
+}
+
+/** When the last counted slot of a bucket leaves the window (ms): its state may be dropped then. */
+function lastCountedMs(slots: Map<number, number>, slotMs: number): number {
+  let last = -Infinity;
+  for (const s of slots.keys()) if (s > last) last = s;
+  return (last + WINDOW_SLOTS + 1) * slotMs;
 }
 
 export class MemoryLeaseCounter implements LeaseCounter {
@@ -104,7 +133,7 @@ export class MemoryLeaseCounter implements LeaseCounter {
   lease(bucket: string, c: LeaseCall): LeaseAnswer {
     const slots = this.buckets.get(bucket, c.now) ?? new Map<number, number>();
     const a = leaseOn(slots, c);
-    if (slots.size > 0) this.buckets.set(bucket, slots, c.now + (WINDOW_SLOTS + 1) * c.slotMs);
+    if (slots.size > 0) this.buckets.set(bucket, slots, lastCountedMs(slots, c.slotMs));
     else this.buckets.delete(bucket);
     return a;
   }
@@ -118,60 +147,10 @@ export class MemoryLeaseCounter implements LeaseCounter {
   }
 }
 
-/**
- * KEYS[1] = gw:{bucket}:drl; ARGV = asked, rate, slotMs, WINDOW_SLOTS, now, backSlot, back.
- * Returns { granted, left, nextFreeMs }. Fields of slots out of the window are deleted as it reads them;
- * the key expires one slot after its last possible counted grant.
- */
-const LEASE_LUA = `
-local key = KEYS[1]
-local asked = tonumber(ARGV[1])
-local rate = math.floor(tonumber(ARGV[2]))
-if rate < 0 then rate = 0 end
-local slotMs = tonumber(ARGV[3])
-local w = tonumber(ARGV[4])
-local now = tonumber(ARGV[5])
-local backSlot = tonumber(ARGV[6])
-local back = tonumber(ARGV[7])
-local cur = math.floor(now / slotMs)
-local low = cur - w
-if back > 0 and backSlot > low then
-  local n = redis.call('HINCRBY', key, backSlot, -back)
-  if n <= 0 then redis.call('HDEL', key, backSlot) end
-end
-local flat = redis.call('HGETALL', key)
-local used = 0
-local oldest = nil
-for i = 1, #flat, 2 do
-  local s = tonumber(flat[i])
-  local n = tonumber(flat[i + 1])
-  if s <= low then
-    redis.call('HDEL', key, flat[i])
-  else
-    used = used + n
-    if n > 0 and (oldest == nil or s < oldest) then oldest = s end
-  end
-end
-local granted = rate - used
-if asked < granted then granted = asked end
-if granted < 0 then granted = 0 end
-if granted > 0 then
-  redis.call('HINCRBY', key, cur, granted)
-  if oldest == nil or cur < oldest then oldest = cur end
-end
-if redis.call('EXISTS', key) == 1 then redis.call('PEXPIRE', key, (w + 1) * slotMs) end
-local left = rate - used - granted
-if left < 0 then left = 0 end
-local nextFree = 0
-if left == 0 and oldest ~= nil then
-  nextFree = (oldest + w) * slotMs - now
-  if nextFree < 1 then nextFree = 1 end
-end
-return { granted, left, nextFree }
-`;
+const LEASE_LUA = luaScript(import.meta.url, 'drl-lease.lua', { WINDOW_SLOTS, LEASE_SLOTS, LONG_SHARE_DIVISOR });
 
 export class RedisLeaseCounter implements LeaseCounter {
-  private readonly run: ScriptRunner<[number, number, number]>;
+  private readonly run: ScriptRunner<[number, number, number, number]>;
 
   constructor(private readonly redis: StoreClient) {
     this.run = defineScript(redis, 'gwDrlLease', 1, LEASE_LUA);
@@ -180,8 +159,8 @@ export class RedisLeaseCounter implements LeaseCounter {
   lease(bucket: string, c: LeaseCall): Promise<LeaseAnswer> {
     return this.run(
       [storeKeys.drl(bucket)],
-      [Math.floor(c.asked), c.rate, c.slotMs, WINDOW_SLOTS, Math.floor(c.now), c.backSlot, Math.floor(c.back)],
-    ).then(([granted, left, nextFreeMs]) => ({ granted, left, nextFreeMs }));
+      [Math.floor(c.asked), c.rate, c.slotMs, Math.floor(c.now), c.backSlot, Math.floor(c.back), Math.floor(c.life)],
+    ).then(([granted, left, nextFreeMs, slot]) => ({ granted, slot, left, nextFreeMs }));
   }
 
   async reset(bucket: string): Promise<void> {

@@ -5,14 +5,17 @@
  * lease is sized to the gateway's own demand over the next LEASE_HORIZON_MS (at least 1, at most
  * rate / 20 beyond the requests waiting for it), so shares follow demand: one client on one keep-alive
  * connection to one gateway of three gets the whole limit. A request finding no token waits for the
- * lease in flight (or sends one): at most one store round trip per many admitted requests. When the
+ * lease in flight (or sends one): at most one store round trip per many admitted requests. A gateway whose
+ * demand would let a short lease expire unspent asks for a long one (a few of its requests, living until
+ * after the next), renewed in the background when spent, so its requests do not wait either. When the
  * counter says the window is spent, the gateway refuses locally until the next slot frees (no call per
  * refused request).
  *
- * Bounds: every lease is counted in its slot for WINDOW_SLOTS slots and spent within LEASE_SLOTS slots
- * (what is left then is given back), so over any 3 × per span the gateways admit at most 3 × rate, from
- * the first request (the counter starts empty: no free burst at start or restart). A dead gateway takes
- * at most its outstanding leases with it, counted until they leave the window.
+ * Bounds: every lease is counted for WINDOW_SLOTS slots from the last slot it may be spent in and its
+ * unspent tokens go back, so over any 3 × per span the gateways admit at most 3 × rate, plus the long
+ * share (rate / LONG_SHARE_DIVISOR), from the first request (the counter starts empty: no free burst at
+ * start or restart). A dead gateway takes at most its outstanding leases with it, counted until they
+ * leave the window.
  *
  * Store unreachable: an even split over the last known peers (drl-even-split.ts), reported once through
  * `onFallback` and again when leases work again. Leased tokens still held are spent first. A request whose
@@ -40,6 +43,16 @@ export const FALLBACK_RETRY_MS = 1000;
 export const POLL_SLOTS = 4;
 /** Background sweep (expired leases given back, idle buckets forgotten), ms. */
 export const SWEEP_MS = 200;
+/** A gateway expecting fewer requests than this while a short lease lives asks for a long one. */
+export const LONG_BELOW = 2;
+/**
+ * A long lease asks for LONG_REQUESTS tokens, is renewed when spent, and lives for LONG_LIFE_REQUESTS of the
+ * gateway's requests (at its measured demand), so the next one is there before the next request…
+ */
+export const LONG_REQUESTS = 2;
+export const LONG_LIFE_REQUESTS = 3;
+/** …at most this long, and at most 2 × per (ms). */
+export const LONG_LEASE_MAX_MS = 10_000;
 
 /** One bucket's leases on this gateway: two lots (older, newer) of tokens with the slot that granted them. */
 class Lease {
@@ -51,8 +64,8 @@ class Lease {
   e2 = 0;
   /** Tokens the counter had left at its last answer. */
   left = 0;
-  /** The last lease asked for (the next one is fetched below half of it). */
-  size = 1;
+  /** The next lease is fetched when the tokens held fall to this (half of a short lease; none of a long one). */
+  refill = 0;
   pending: Promise<void> | undefined = undefined;
   waiters = 0;
   /** Refuse locally until (the window is spent); a lease is tried again then. */
@@ -127,8 +140,13 @@ export class DrlLimiter implements Limiter {
     b.lastSeen = now;
     if (b.t1 > 0 && now >= b.e1) this.expire(b, bucket, now);
     if (b.t1 === 0) return this.noToken(b, bucket, limit, rate, now);
+    return this.admit(b, bucket, rate, now);
+  }
+
+  /** Spends a token; below half of the last lease, the next one is asked for in the background. */
+  private admit(b: Lease, bucket: string, rate: number, now: number): LimitResult {
     this.spend(b);
-    if (b.pending === undefined && (b.t1 + b.t2) * 2 <= b.size && now >= b.pollAt && now >= this.fallbackUntil)
+    if (b.pending === undefined && b.t1 + b.t2 <= b.refill && now >= b.pollAt && now >= this.fallbackUntil)
       void this.lease(b, bucket, rate, now);
     return result(true, rate, Math.min(rate, b.left + b.t1 + b.t2), now, now);
   }
@@ -159,25 +177,45 @@ export class DrlLimiter implements Limiter {
     b.back += n;
   }
 
+  /** Lots are kept in the order they expire (lot 1 first, spent first); of three, the first to expire goes back. */
   private addLot(b: Lease, n: number, slot: number, bucket: string): void {
     const expires = (slot + LEASE_SLOTS) * b.slotMs;
-    if (b.t1 === 0) {
+    if (b.t1 > 0 && b.s1 === slot) b.t1 += n;
+    else if (b.t2 > 0 && b.s2 === slot) b.t2 += n;
+    else if (b.t1 === 0) {
       b.t1 = n;
       b.s1 = slot;
       b.e1 = expires;
-    } else if (b.s1 === slot) b.t1 += n;
-    else if (b.t2 === 0) {
+    } else if (expires < b.e1) {
+      if (b.t2 > 0) {
+        this.owe(b, bucket, slot, n);
+        return;
+      }
+      b.t2 = b.t1;
+      b.s2 = b.s1;
+      b.e2 = b.e1;
+      b.t1 = n;
+      b.s1 = slot;
+      b.e1 = expires;
+    } else if (b.t2 === 0) {
       b.t2 = n;
       b.s2 = slot;
       b.e2 = expires;
-    } else if (b.s2 === slot) b.t2 += n;
-    else {
-      // a third slot: the oldest lot goes back, the newer two stay
+    } else {
       this.owe(b, bucket, b.s1, b.t1);
       this.shift(b);
-      b.t2 = n;
-      b.s2 = slot;
-      b.e2 = expires;
+      if (expires < b.e1) {
+        b.t2 = b.t1;
+        b.s2 = b.s1;
+        b.e2 = b.e1;
+        b.t1 = n;
+        b.s1 = slot;
+        b.e1 = expires;
+      } else {
+        b.t2 = n;
+        b.s2 = slot;
+        b.e2 = expires;
+      }
     }
   }
 
@@ -196,10 +234,7 @@ export class DrlLimiter implements Limiter {
   /** Spend a token if the lease brought one; the even split if the store failed; undefined = none. */
   private afterLease(b: Lease, bucket: string, limit: LimitSpec, rate: number, now: number): LimitResult | undefined {
     if (b.t1 > 0 && now >= b.e1) this.expire(b, bucket, now);
-    if (b.t1 > 0) {
-      this.spend(b);
-      return result(true, rate, Math.min(rate, b.left + b.t1 + b.t2), now, now);
-    }
+    if (b.t1 > 0) return this.admit(b, bucket, rate, now);
     return now < this.fallbackUntil ? this.even.check(bucket, limit) : undefined;
   }
 
@@ -251,11 +286,20 @@ export class DrlLimiter implements Limiter {
       b.seen = 0;
       b.seenSince = now;
     }
-    const horizon = Math.min(LEASE_HORIZON_MS, (LEASE_SLOTS - 1) * b.slotMs);
+    const shortMs = (LEASE_SLOTS - 1) * b.slotMs;
     const cap = Math.max(1, Math.ceil(rate / LEASE_CAP_DIVISOR));
-    const asked = Math.max(1, b.waiters, Math.min(cap, Math.ceil(b.demand * horizon)));
-    b.size = asked;
-    return this.exchange(b, bucket, { asked, rate, slotMs: b.slotMs, now, backSlot: b.backSlot, back: b.back });
+    let life = LEASE_SLOTS;
+    let asked = Math.max(1, b.waiters, Math.min(cap, Math.ceil(b.demand * Math.min(LEASE_HORIZON_MS, shortMs))));
+    if (b.demand > 0 && b.demand * shortMs < LONG_BELOW && b.waiters <= 1) {
+      // a short lease would expire before the next request: a long one lasts for the next few (the counter
+      // grants it within its long share, else a short one)
+      const maxMs = Math.min(LONG_LEASE_MAX_MS, 2 * b.perMs);
+      const lifeMs = Math.min(maxMs, Math.max(LONG_LIFE_REQUESTS / b.demand, shortMs + 2 * b.slotMs));
+      life = Math.ceil(lifeMs / b.slotMs);
+      asked = Math.min(cap, LONG_REQUESTS);
+    }
+    b.refill = life === LEASE_SLOTS ? asked / 2 : 0;
+    return this.exchange(b, bucket, { asked, rate, slotMs: b.slotMs, now, life, backSlot: b.backSlot, back: b.back });
   }
 
   private giveBack(b: Lease, bucket: string): void {
@@ -264,6 +308,7 @@ export class DrlLimiter implements Limiter {
       rate: 0,
       slotMs: b.slotMs,
       now: this.clock.now(),
+      life: LEASE_SLOTS,
       backSlot: b.backSlot,
       back: b.back,
     });
@@ -308,7 +353,7 @@ export class DrlLimiter implements Limiter {
       this.onFallback(false);
     }
     if (c.asked === 0 && c.rate === 0) return; // a give-back alone says nothing of the window
-    if (a.granted > 0) this.addLot(b, a.granted, Math.floor(c.now / c.slotMs), bucket);
+    if (a.granted > 0) this.addLot(b, a.granted, a.slot, bucket);
     b.left = a.left;
     if (a.left === 0) {
       // spent: refuse locally until the counter frees the next token; ask again at least every POLL_SLOTS
@@ -360,6 +405,7 @@ export class DrlLimiter implements Limiter {
           rate: 0,
           slotMs: b.slotMs,
           now,
+          life: LEASE_SLOTS,
           backSlot: b.backSlot,
           back: b.back,
         });

@@ -3,7 +3,13 @@
  * test/integration/limiters/drl-counter.test.ts): the same cases, the same answers.
  * Limit 10 per 4 s: slots of 100 ms, a grant counted for 41 slots.
  */
-import { slotMsOf, WINDOW_SLOTS, type LeaseAnswer, type LeaseCounter } from '../../../limiters/drl-counter.js';
+import {
+  LEASE_SLOTS,
+  slotMsOf,
+  WINDOW_SLOTS,
+  type LeaseAnswer,
+  type LeaseCounter,
+} from '../../../limiters/drl-counter.js';
 import { T0 } from './fixtures.js';
 
 const PER = 4;
@@ -23,7 +29,9 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
       c = (await make()).counter;
       bucket = `k:drl-case-${++n}-${Math.random().toString(36).slice(2)}`;
     });
-    const lease = async (
+    /** A lease living `life` slots; the answer in full. */
+    const leaseFor = async (
+      life: number,
       asked: number,
       rate: number,
       at: number,
@@ -34,9 +42,21 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
         rate,
         slotMs: SLOT,
         now: T0 + at,
+        life,
         backSlot: back?.[0] ?? 0,
         back: back?.[1] ?? 0,
       });
+    /** A short lease; the answer without its slot (always the current one). */
+    const lease = async (
+      asked: number,
+      rate: number,
+      at: number,
+      back?: [slot: number, n: number],
+    ): Promise<Omit<LeaseAnswer, 'slot'>> => {
+      const { slot, ...rest } = await leaseFor(LEASE_SLOTS, asked, rate, at, back);
+      expect(slot).toBe(Math.floor((T0 + at) / SLOT));
+      return rest;
+    };
     const slot0 = Math.floor(T0 / SLOT);
 
     test('slot length: 40 slots cover the window, whole ms', () => {
@@ -92,6 +112,41 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
     test('a fractional rate counts whole tokens; rate 0 grants nothing', async () => {
       expect((await lease(10, 2.9, 0)).granted).toBe(2);
       expect((await lease(10, 0, SLOT)).granted).toBe(0);
+    });
+
+    test('a long lease is recorded in a future slot: counted from its grant until 41 slots after its last', async () => {
+      // 100 per 4 s: the long share is 100 / 20 = 5 tokens in future slots
+      const a = await leaseFor(20, 3, 100, 0);
+      expect(a).toEqual({ granted: 3, slot: slot0 + 20 - LEASE_SLOTS, left: 97, nextFreeMs: 0 });
+      // counted at once: 97 left for the others, then nothing
+      expect((await lease(100, 100, SLOT)).granted).toBe(97);
+      // the short grant (slot 1) leaves first; the long one 41 slots after its recorded slot
+      expect(await lease(1, 100, 41 * SLOT + 1)).toEqual({ granted: 0, left: 0, nextFreeMs: SLOT - 1 });
+      expect((await lease(100, 100, 42 * SLOT)).granted).toBe(97);
+      expect(await lease(1, 100, 42 * SLOT + 1)).toEqual({
+        granted: 0,
+        left: 0,
+        nextFreeMs: (20 - LEASE_SLOTS + WINDOW_SLOTS) * SLOT - (42 * SLOT + 1),
+      });
+      expect((await lease(100, 100, (20 - LEASE_SLOTS + WINDOW_SLOTS) * SLOT)).granted).toBe(3);
+    });
+
+    test('long leases share rate / 20 of future slots; beyond it a long ask gets a short lease', async () => {
+      expect(await leaseFor(20, 4, 100, 0)).toMatchObject({ granted: 4, slot: slot0 + 17 });
+      // one token of the long share left: granted long, no more
+      expect(await leaseFor(30, 4, 100, SLOT)).toMatchObject({ granted: 1, slot: slot0 + 1 + 27 });
+      // none left: a short lease of what was asked
+      expect(await leaseFor(30, 4, 100, 2 * SLOT)).toMatchObject({ granted: 4, slot: slot0 + 2 });
+      // a long lot given back frees the share
+      expect(await leaseFor(20, 2, 100, 3 * SLOT, [slot0 + 17, 4])).toMatchObject({ granted: 2, slot: slot0 + 3 + 17 });
+      // a rate under 20 has no long share
+      expect(await leaseFor(20, 1, 19, 4 * SLOT)).toMatchObject({ granted: 1, slot: slot0 + 4 });
+    });
+
+    test('a long lease past its recorded slot is a past grant: the share counts only future slots', async () => {
+      await leaseFor(10, 5, 100, 0); // slot 7, the whole long share
+      expect(await leaseFor(10, 1, 100, 6 * SLOT)).toMatchObject({ granted: 1, slot: slot0 + 6 }); // still future: short
+      expect(await leaseFor(10, 1, 100, 7 * SLOT)).toMatchObject({ granted: 1, slot: slot0 + 7 + 7 });
     });
 
     test('reset forgets the bucket', async () => {

@@ -7,7 +7,13 @@
 import { ManualClock } from '../../../lib/clock.js';
 import { StoreCalls } from '../../../lib/store/store-calls.js';
 import { DrlLimiter } from '../../../limiters/drl.js';
-import { MemoryLeaseCounter, slotMsOf, type LeaseCall, type LeaseCounter } from '../../../limiters/drl-counter.js';
+import {
+  LEASE_SLOTS,
+  MemoryLeaseCounter,
+  slotMsOf,
+  type LeaseCall,
+  type LeaseCounter,
+} from '../../../limiters/drl-counter.js';
 import { EvenSplitLimiter } from '../../../limiters/drl-even-split.js';
 import { createLimiters, usesDrl } from '../../../limiters/select.js';
 import type { LimitResult, MaybePromise } from '../../../limiters/types.js';
@@ -111,6 +117,10 @@ describe('DRL leases: the bounds of SPEC.md §3.2 for every traffic shape', () =
     ['hot pod 90/5/5, 1.2×', { rate: 120, per: 2, demand: [64.8, 3.6, 3.6], seconds: 12 }],
     ['30 per 1 s on 2 gateways', { rate: 30, per: 1, demand: [30, 30], seconds: 8 }],
     ['rate below the number of gateways (2 per 2 s on 3)', { rate: 2, per: 2, demand: [5, 5, 5], seconds: 12 }],
+    [
+      'ten gateways at low demand (long leases) beside a hot one, 1.4×',
+      { rate: 100, per: 1, demand: [120, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2], seconds: 8 },
+    ],
   ])('%s', (_name, s: Shape) => {
     const { admits } = simulate(s);
     expectBounds(s, admits, 2 * 2);
@@ -202,6 +212,7 @@ describe('DRL leases: the request path', () => {
       rate: 100,
       slotMs: slotMsOf(2),
       now: clock.now(),
+      life: LEASE_SLOTS,
       backSlot: 0,
       back: 0,
     });
@@ -231,6 +242,7 @@ describe('DRL leases: the request path', () => {
       rate: 1000,
       slotMs: slotMsOf(2),
       now: clock.now(),
+      life: LEASE_SLOTS,
       backSlot: 0,
       back: 0,
     }).left;
@@ -264,6 +276,42 @@ class FlakyCounter implements LeaseCounter {
     this.inner.forget(bucket);
   }
 }
+
+const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+describe('DRL leases: low demand', () => {
+  test('a bucket whose short leases would expire unspent is served from long leases: no request waits after the first few', async () => {
+    const clock = new ManualClock(T0);
+    const counter = new FlakyCounter(new MemoryLeaseCounter(clock));
+    const drl = new DrlLimiter({ clock, counter, peers: () => 1 });
+    const limit = { rate: 100, per: 1 };
+    let waited = 0;
+    let admitted = 0;
+    const N = 200;
+    for (let i = 0; i < N; i++) {
+      const r = drl.check('b', limit);
+      if (r instanceof Promise) waited++;
+      if ((await r).allowed) admitted++;
+      await turn(); // a lease asked in the background lands
+      clock.advance(i % 2 === 0 ? 300 : 700); // 2 requests a second, unevenly
+      drl.sweep();
+      await turn();
+    }
+    expect(admitted).toBe(N);
+    // the first requests wait while the demand is unknown (and short leases expire); then none of 200
+    expect(waited).toBeLessThanOrEqual(4);
+    // one lease holds two requests, renewed in the background when spent
+    expect(drl.calls_made / N).toBeLessThanOrEqual(0.6);
+  });
+
+  test('long leases stay within rate / 20 of future grants: a burst after a quiet spell keeps the bound', () => {
+    const s: Shape = { rate: 200, per: 1, demand: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], seconds: 6 };
+    const quiet = simulate(s);
+    expect(quiet.admits.length).toBeGreaterThan(0.9 * 12 * 6);
+    const busy = simulate({ ...s, demand: s.demand.map((_, g) => (g === 0 ? 400 : 1)) });
+    expect(maxInAnySpan(busy.admits, 3000)).toBeLessThanOrEqual(3 * 200 + 200 / 20);
+  });
+});
 
 describe('DRL leases: store unreachable', () => {
   test('falls back to an even split over the last known peers, reported once, and back to leases', async () => {
