@@ -6,7 +6,7 @@
  * until it slows down). In memory, per facade process: the management API needs protection from
  * floods and credential guessing, not a cluster-wide allowance. Configured by `facade_rate_limit`.
  *
- * Clients are counted by address group (lib/client-address.ts: an IPv6 /64, an IPv4 address), and wrong
+ * Clients are counted by address group (lib/ip/client-address.ts, `addressGroup`: an IPv6 /64, an IPv4 address), and wrong
  * credentials (guesses) also globally: once `rate` guesses per window have failed across every client,
  * a client whose own guess failed in the last window is refused before its credentials are compared, so
  * many addresses (120 loopback addresses, a botnet) together get no more than `rate` guesses per window.

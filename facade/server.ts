@@ -10,7 +10,7 @@ import type { GatewayOptionsT } from '../lib/options.js';
 import { ConflictError, NotReadyError, TooLargeError, type ResourceBackend } from './backend.js';
 import { KeyedLock, type FacadeContext, type FacadeOAuth, type Route } from './context.js';
 import { CredentialRefused } from './auth.js';
-import { addressGroup } from '../lib/client-address.js';
+import { addressGroup } from '../lib/ip/client-address.js';
 import { clientGone, closeIfBodyUnread } from '../lib/http/unread-body.js';
 import { HttpError, NO_SUCH_ROUTE, sendError, sendJson } from '../lib/http/http-util.js';
 import { facadeOpenApi } from './openapi.js';

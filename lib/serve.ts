@@ -1,7 +1,7 @@
 /** Listening on HOST:PORT with slow-client and connection bounds (SPEC.md §8), and draining on shutdown. */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { addressGroup } from './client-address.js';
+import { addressGroup } from './ip/client-address.js';
 
 /** HOST:PORT, an IPv6 host in brackets (`[::]:8080`, `[::1]:8080`); the host is returned without them. */
 export function parseHostPort(value: string, flag: string): { host: string; port: number } {

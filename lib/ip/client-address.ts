@@ -54,6 +54,26 @@ export function parseForwardedEntry(s: string, from = 0, to = s.length): Ip | un
   return parseIp(s, from, to);
 }
 
+/** An address's group: the IPv4 address, or the IPv6 network of /`ipv6Prefix` (`2001:db8:1:2::/64`). */
+function groupOf(ip: Ip, ipv6Prefix: number): string {
+  if (ip.v === 4) return formatIp(ip);
+  return formatCidr({ v: 6, ip: maskIp(ip, ipv6Prefix), prefix: ipv6Prefix });
+}
+
+/**
+ * The group a socket's peer address is counted in where no trusted proxy has a say (connections per
+ * client on a listener, the facade's guess limit): as `ClientAddresses.group`, an IPv6 host counted by
+ * its /64 (it is usually given a whole one), IPv4-mapped IPv6 as IPv4. 'unknown' for a socket without
+ * an address (already gone); text that is not an address is its own group.
+ */
+export function addressGroup(address: string | undefined, ipv6Prefix = 64): string {
+  if (!address) return 'unknown';
+  // Node's text of an IPv4 peer is already canonical
+  if (address.indexOf(':') === -1) return address;
+  const ip = parseIp(address);
+  return ip ? groupOf(ip, ipv6Prefix) : address;
+}
+
 export class ClientAddresses {
   private readonly trusted: Cidr[];
 
@@ -119,7 +139,6 @@ export class ClientAddresses {
 
   /** An address's identity (see `of`). */
   group(ip: Ip): string {
-    if (ip.v === 4) return formatIp(ip);
-    return formatCidr({ v: 6, ip: maskIp(ip, this.ipv6Prefix), prefix: this.ipv6Prefix });
+    return groupOf(ip, this.ipv6Prefix);
   }
 }

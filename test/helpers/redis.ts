@@ -3,6 +3,8 @@
  * jest worker, flushed when a suite starts.
  */
 import { Redis } from 'ioredis';
+import { createStoreClient, type StoreClient } from '../../lib/store/redis.js';
+import { startRedisCluster, type RedisClusterHandle } from '../harness/redis-cluster.js';
 
 export function redisUrl(): string {
   const base = process.env.GW_TEST_REDIS_URL;
@@ -20,4 +22,26 @@ export async function freshRedis(): Promise<Redis> {
   await r.connect();
   await r.flushdb();
   return r;
+}
+
+/**
+ * A real 3-master Redis Cluster for the calling suite (started in its beforeAll, stopped in its afterAll)
+ * and a store client on it, as the gateway makes one from a `redis+cluster://` URL. Call at the suite's
+ * top level or in a describe; use the getter inside tests.
+ */
+export function suiteRedisCluster(): () => StoreClient {
+  let cluster: RedisClusterHandle | undefined;
+  let client: StoreClient | undefined;
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3);
+    client = createStoreClient(cluster.url, { maxRetriesPerRequest: 1 });
+  }, 60_000);
+  afterAll(async () => {
+    client?.disconnect();
+    await cluster?.stop();
+  });
+  return () => {
+    if (!client) throw new Error('the Redis Cluster is not started (use the getter inside a test)');
+    return client;
+  };
 }

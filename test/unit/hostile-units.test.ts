@@ -1,5 +1,5 @@
 /** Units of the hostile-input rules (SPEC.md §8): address groups, the facade's guess budget, method names, strict path forms. */
-import { addressGroup } from '../../lib/client-address.js';
+import { addressGroup } from '../../lib/ip/client-address.js';
 import { FacadeLimiter } from '../../facade/rate-limit.js';
 import { ClassicEndpointRule } from '../../crds/schemas/api-definition.js';
 import { EndpointLimit } from '../../crds/schemas/access-definition.js';
@@ -12,8 +12,10 @@ test.each([
   ['2001:db8:1:2:3:4:5:6', '2001:db8:1:2::/64'],
   ['2001:db8:1:2::9', '2001:db8:1:2::/64'],
   ['2001:DB8:1:2:ffff::1', '2001:db8:1:2::/64'],
-  ['::1', '0:0:0:0::/64'],
-  ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+  ['::1', '::/64'],
+  ['::ffff:0a01:0203', '10.1.2.3'],
+  ['fe80::1%eth0', 'fe80::/64'],
+  ['not-an-address:x', 'not-an-address:x'],
   [undefined, 'unknown'],
 ])('address %s counts in group %s', (address, group) => {
   expect(addressGroup(address)).toBe(group);

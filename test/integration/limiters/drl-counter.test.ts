@@ -6,8 +6,7 @@
 import type { Redis } from 'ioredis';
 import { createStoreClient, type StoreClient } from '../../../lib/store/redis.js';
 import { RedisLeaseCounter } from '../../../limiters/drl-counter.js';
-import { startRedisCluster, type RedisClusterHandle } from '../../harness/redis-cluster.js';
-import { freshRedis, redisUrl } from '../../helpers/redis.js';
+import { freshRedis, redisUrl, suiteRedisCluster } from '../../helpers/redis.js';
 import { counterCases } from '../../unit/engine/drl-counter-cases.js';
 
 let admin: Redis;
@@ -24,15 +23,6 @@ afterAll(() => {
 counterCases('Redis', () => ({ counter: new RedisLeaseCounter(client) }));
 
 describe('DRL counter on a Redis Cluster', () => {
-  let cluster: RedisClusterHandle;
-  let cc: StoreClient;
-  beforeAll(async () => {
-    cluster = await startRedisCluster(3);
-    cc = createStoreClient(cluster.url, { maxRetriesPerRequest: 1 });
-  }, 60_000);
-  afterAll(async () => {
-    cc?.disconnect();
-    await cluster?.stop();
-  });
-  counterCases('Redis Cluster', () => ({ counter: new RedisLeaseCounter(cc) }));
+  const cc = suiteRedisCluster();
+  counterCases('Redis Cluster', () => ({ counter: new RedisLeaseCounter(cc()) }));
 });

@@ -1,23 +1,11 @@
 import { ManualClock } from '../../../lib/clock.js';
 import { GatewayOptions } from '../../../lib/options.js';
 import { createEngine, type EngineSmoothingEvent, type GatewayEngine } from '../../../sidecar/engine/engine.js';
-import type { CompiledApi, CompiledConfig } from '../../../contract/config.js';
+import type { CompiledConfig } from '../../../contract/config.js';
 import type { Verdict } from '../../../sidecar/engine/types.js';
 import { twoGateways, type Gateways } from './gateways.js';
+import { api as mkApi, T0 } from '../../unit/engine/fixtures.js';
 
-const T0 = 1_700_000_040_000;
-const mkApi = (id: string, o: Partial<CompiledApi> = {}): CompiledApi => ({
-  namespace: 'default',
-  name: id,
-  api_id: id,
-  active: true,
-  keyless: false,
-  authHeader: 'authorization',
-  listenPath: `/${id}/`,
-  strip: true,
-  endpointRules: [],
-  ...o,
-});
 const cfg: CompiledConfig = { hash: 'x', apis: [], policies: {} };
 
 describe('two engines sharing Redis', () => {

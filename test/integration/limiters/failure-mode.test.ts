@@ -1,24 +1,12 @@
 import { ManualClock } from '../../../lib/clock.js';
 import { GatewayOptions } from '../../../lib/options.js';
 import { createEngine } from '../../../sidecar/engine/engine.js';
-import type { CompiledApi } from '../../../contract/config.js';
 import { storeKeys } from '../../../contract/store-keys.js';
 import { freshRedis } from '../../helpers/redis.js';
 import { unreachable } from './gateways.js';
+import { api as mkApi, T0 } from '../../unit/engine/fixtures.js';
 
-const T0 = 1_700_000_040_000;
-const api: CompiledApi = {
-  namespace: 'default',
-  name: 'a',
-  api_id: 'a',
-  active: true,
-  keyless: false,
-  authHeader: 'authorization',
-  listenPath: '/a/',
-  strip: true,
-  endpointRules: [],
-  apiLimit: { rate: 5, per: 60 },
-};
+const api = mkApi('a', { apiLimit: { rate: 5, per: 60 } });
 const session = { namespace: 'default', session: { rate: 5, per: 60, quota_max: 10, quota_renewal_rate: 60 } };
 
 describe('kv_failure_mode with the store unreachable', () => {

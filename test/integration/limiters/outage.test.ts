@@ -12,20 +12,9 @@ import type { CompiledApi } from '../../../contract/config.js';
 import type { Verdict } from '../../../sidecar/engine/types.js';
 import { StoreDeadlineError, StoreUnavailableError } from '../../../lib/store/store-calls.js';
 import { startNode, stopNode, type Node } from '../../harness/redis-cluster.js';
+import { api as mkApi, T0 } from '../../unit/engine/fixtures.js';
 
-const T0 = 1_700_000_040_000;
-const api = (id: string): CompiledApi => ({
-  namespace: 'o',
-  name: id,
-  api_id: id,
-  active: true,
-  keyless: false,
-  authHeader: 'authorization',
-  listenPath: `/${id}/`,
-  strip: true,
-  endpointRules: [],
-  apiLimit: { rate: 3, per: 60 },
-});
+const api = (id: string): CompiledApi => mkApi(id, { namespace: 'o', apiLimit: { rate: 3, per: 60 } });
 const session = { namespace: 'o', session: { rate: 100, per: 60, quota_max: 1000, quota_renewal_rate: 3600 } };
 const cfg = { hash: '', apis: [], policies: {} };
 

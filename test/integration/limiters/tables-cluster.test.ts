@@ -3,35 +3,25 @@
  * and the fixed window on a real 3-master Redis Cluster: a bucket's keys share one hash tag, so every
  * script and pipeline runs on one node (no CROSSSLOT) and answers as the memory implementation does.
  */
-import { createStoreClient, type StoreClient } from '../../../lib/store/redis.js';
 import { RedisFixedWindow } from '../../../limiters/fixed-window.js';
 import { RedisSentinel } from '../../../limiters/sentinel.js';
 import { RedisSlidingLog } from '../../../limiters/sliding-log.js';
-import { startRedisCluster, type RedisClusterHandle } from '../../harness/redis-cluster.js';
+import { suiteRedisCluster } from '../../helpers/redis.js';
 import { fixedWindowCases } from '../../unit/engine/fixed-window-cases.js';
 import { sentinelCases } from '../../unit/engine/sentinel-cases.js';
 import { slidingLogCases } from '../../unit/engine/sliding-log-cases.js';
 
-let cluster: RedisClusterHandle;
-let cc: StoreClient;
-beforeAll(async () => {
-  cluster = await startRedisCluster(3);
-  cc = createStoreClient(cluster.url, { maxRetriesPerRequest: 1 });
-}, 60_000);
-afterAll(async () => {
-  cc?.disconnect();
-  await cluster?.stop();
-});
+const cc = suiteRedisCluster();
 
 for (const transactional of [true, false])
   slidingLogCases(`Redis Cluster, ${transactional ? 'script' : 'pipeline'}`, (clock, o) => {
     const opts = { transactional, smoothingEnabled: o.smoothingEnabled ?? true };
-    return new RedisSlidingLog(cc, clock, opts, o.onSmoothing);
+    return new RedisSlidingLog(cc(), clock, opts, o.onSmoothing);
   });
 
 sentinelCases('Redis Cluster', (clock, onSmoothing) => {
-  const s = new RedisSentinel(cc, clock, { smoothingEnabled: true }, onSmoothing);
+  const s = new RedisSentinel(cc(), clock, { smoothingEnabled: true }, onSmoothing);
   return { limiter: s, settle: () => s.settled() };
 });
 
-fixedWindowCases('Redis Cluster', (clock) => new RedisFixedWindow(cc, clock));
+fixedWindowCases('Redis Cluster', (clock) => new RedisFixedWindow(cc(), clock));

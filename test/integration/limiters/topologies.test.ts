@@ -13,23 +13,14 @@ import { ManualClock } from '../../../lib/clock.js';
 import { GatewayOptions } from '../../../lib/options.js';
 import { createStoreClient, type StoreClient } from '../../../lib/store/redis.js';
 import { createEngine } from '../../../sidecar/engine/engine.js';
-import type { CompiledApi } from '../../../contract/config.js';
 import { freePort } from '../../harness/ports.js';
 import { startRedisCluster, type RedisClusterHandle } from '../../harness/redis-cluster.js';
+import { api as mkApi, T0 } from '../../unit/engine/fixtures.js';
 
-const T0 = 1_700_000_040_000;
-const api: CompiledApi = {
-  namespace: 'default',
-  name: 'a',
-  api_id: 'a',
-  active: true,
-  keyless: false,
-  authHeader: 'authorization',
-  listenPath: '/a/',
-  strip: true,
+const api = mkApi('a', {
   endpointRules: [{ method: '*', pattern: '^/?x$', rate: 2, per: 60, id: '* x' }],
   apiLimit: { rate: 100, per: 60 },
-};
+});
 const session = {
   namespace: 'default',
   session: {
