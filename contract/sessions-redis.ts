@@ -24,19 +24,10 @@
 import type { Redis, Cluster } from 'ioredis';
 import { z } from 'zod';
 import { KeySession } from '../crds/schemas/access-key.js';
-import { throttledWarn } from '../lib/log-throttle.js';
 import type { Logger } from '../lib/logger.js';
-import {
-  BACKGROUND_DEADLINE_MS,
-  bounded,
-  DEFAULT_STORE_DEADLINE_MS,
-  isWrongType,
-  StoreCalls,
-  StoreUnavailableError,
-  storeReady,
-} from '../lib/store/store-calls.js';
+import { bounded, isWrongType, StoreUnavailableError } from '../lib/store/store-calls.js';
+import { CachedLookup } from '../lib/store/cached-lookup.js';
 import type { SessionStore, StoredSession } from './sessions.js';
-import { closeStoreClient } from '../lib/store/redis.js';
 import { markerComplete } from './store-keys.js';
 import { allKeys } from '../lib/store/multi-key.js';
 
@@ -64,12 +55,7 @@ export interface RedisSessionStoreOptions {
 }
 
 export class RedisSessionStore implements SessionStore {
-  private readonly cache = new Map<string, { value: StoredSession | undefined; at: number }>();
-  private readonly listeners: ((keyHash: string) => void)[] = [];
-  private sub?: Redis | Cluster;
-
-  private readonly calls: StoreCalls;
-  private readonly cacheMs: number;
+  private readonly lookups: CachedLookup<StoredSession>;
   private readonly known: (keyHash: string) => StoredSession | undefined;
   private readonly markers: string[];
   private readonly holdMs: number;
@@ -85,15 +71,15 @@ export class RedisSessionStore implements SessionStore {
     o: RedisSessionStoreOptions | number = {},
   ) {
     const opts = typeof o === 'number' ? { cacheMs: o } : o;
-    this.cacheMs = opts.cacheMs ?? 1000;
     this.known = opts.known ?? (() => undefined);
     this.markers = opts.markers ?? [];
     this.holdMs = opts.holdMs ?? 5000;
-    this.calls = new StoreCalls(
-      opts.deadlineMs ?? DEFAULT_STORE_DEADLINE_MS,
-      storeReady(redis),
-      throttledWarn(logger, 'session store error'),
-    );
+    this.lookups = new CachedLookup(redis, logger, {
+      channel: SESSION_CHANNEL,
+      what: 'session',
+      ...(opts.cacheMs !== undefined ? { cacheMs: opts.cacheMs } : {}),
+      ...(opts.deadlineMs !== undefined ? { deadlineMs: opts.deadlineMs } : {}),
+    });
     if (this.markers.length) {
       const poll = (): void => void this.storeComplete().catch(() => undefined);
       this.markerTimer = setInterval(poll, opts.markerPollMs ?? 1000);
@@ -139,32 +125,19 @@ export class RedisSessionStore implements SessionStore {
   }
 
   /** Subscribe to change notifications (readers only). */
-  async subscribe(): Promise<void> {
-    // the subscriber's commands are off the request path: a store that never answers fails them after 5 s
-    const sub =
-      'nodes' in this.redis
-        ? this.redis.duplicate()
-        : this.redis.duplicate({ enableOfflineQueue: true, commandTimeout: BACKGROUND_DEADLINE_MS });
-    this.sub = sub;
-    sub.on('message', (_ch: string, hash: string) => {
-      this.cache.delete(hash);
-      for (const l of this.listeners) l(hash);
-    });
-    sub.on('error', () => undefined);
-    await sub.subscribe(SESSION_CHANNEL);
+  subscribe(): Promise<void> {
+    return this.lookups.subscribe();
   }
 
   peek(keyHash: string): StoredSession | null | undefined {
-    const hit = this.cache.get(keyHash);
-    if (hit === undefined || Date.now() - hit.at >= this.cacheMs) return undefined;
-    return hit.value ?? null;
+    return this.lookups.peek(keyHash);
   }
 
   async get(keyHash: string): Promise<StoredSession | undefined> {
-    const hit = this.cache.get(keyHash);
     const now = Date.now();
-    if (hit && now - hit.at < this.cacheMs) return hit.value;
-    const found = await this.lookup(keyHash, now, hit);
+    const fresh = this.lookups.fresh(keyHash, now);
+    if (fresh) return fresh.value;
+    const found = await this.lookup(keyHash, now, this.lookups.last(keyHash));
     if (found !== RESTORING) return found;
     // a key not seen before while the store is restored: held until it is complete, then looked up again
     if (await this.waitForRestore()) {
@@ -180,7 +153,7 @@ export class RedisSessionStore implements SessionStore {
     hit: { value: StoredSession | undefined } | undefined,
   ): Promise<StoredSession | undefined | typeof RESTORING> {
     return Promise.resolve(
-      this.calls.guard<StoredSession | undefined | typeof RESTORING>(
+      this.lookups.calls.guard<StoredSession | undefined | typeof RESTORING>(
         () => this.fetch(keyHash, now, hit?.value),
         () => {
           if (hit) return hit.value;
@@ -229,8 +202,7 @@ export class RedisSessionStore implements SessionStore {
         value = seen; // the last session seen, until the controller has restored the store
       }
     }
-    if (this.cache.size > 100_000) this.cache.clear();
-    this.cache.set(keyHash, { value, at: now });
+    this.lookups.remember(keyHash, value, now);
     return value;
   }
 
@@ -242,7 +214,7 @@ export class RedisSessionStore implements SessionStore {
         .publish(SESSION_CHANNEL, keyHash)
         .exec(),
     );
-    this.cache.delete(keyHash);
+    this.lookups.forget(keyHash);
   }
 
   async delete(keyHash: string): Promise<boolean> {
@@ -253,7 +225,7 @@ export class RedisSessionStore implements SessionStore {
         .publish(SESSION_CHANNEL, keyHash)
         .exec(),
     );
-    this.cache.delete(keyHash);
+    this.lookups.forget(keyHash);
     return Number(res?.[0]?.[1] ?? 0) > 0;
   }
 
@@ -263,11 +235,11 @@ export class RedisSessionStore implements SessionStore {
   }
 
   onChange(listener: (keyHash: string) => void): void {
-    this.listeners.push(listener);
+    this.lookups.onChange(listener);
   }
 
   async close(): Promise<void> {
     clearInterval(this.markerTimer);
-    if (this.sub) await closeStoreClient(this.sub);
+    await this.lookups.close();
   }
 }

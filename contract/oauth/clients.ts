@@ -10,14 +10,8 @@ import type { Redis, Cluster } from 'ioredis';
 import { z } from 'zod';
 import { safeEqual, sha256hex } from '../../lib/hash.js';
 import type { Logger } from '../../lib/logger.js';
-import {
-  BACKGROUND_DEADLINE_MS,
-  DEFAULT_STORE_DEADLINE_MS,
-  StoreCalls,
-  storeReady,
-} from '../../lib/store/store-calls.js';
-import { throttledWarn } from '../../lib/log-throttle.js';
-import { closeStoreClient } from '../../lib/store/redis.js';
+import { DEFAULT_STORE_DEADLINE_MS } from '../../lib/store/store-calls.js';
+import { CachedLookup } from '../../lib/store/cached-lookup.js';
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -113,53 +107,40 @@ export class MemoryClientDirectory implements ClientDirectory {
  * A store that cannot answer: the last record seen is used (a client is not refused for the store's fault).
  */
 export class RedisClientDirectory implements ClientDirectory {
-  private readonly cache = new Map<string, { value: ClientRecord | undefined; at: number }>();
-  private readonly calls: StoreCalls;
-  private sub?: Redis | Cluster;
+  private readonly lookups: CachedLookup<ClientRecord>;
 
   constructor(
     private readonly redis: Redis | Cluster,
     logger: Logger,
-    private readonly cacheMs = 1000,
+    cacheMs = 1000,
     deadlineMs = DEFAULT_STORE_DEADLINE_MS,
   ) {
-    this.calls = new StoreCalls(deadlineMs, storeReady(redis), throttledWarn(logger, 'OAuth client store error'));
+    this.lookups = new CachedLookup(redis, logger, {
+      channel: CLIENT_CHANNEL,
+      what: 'OAuth client',
+      cacheMs,
+      deadlineMs,
+    });
   }
 
-  async subscribe(): Promise<void> {
-    const sub =
-      'nodes' in this.redis
-        ? this.redis.duplicate()
-        : this.redis.duplicate({ enableOfflineQueue: true, commandTimeout: BACKGROUND_DEADLINE_MS });
-    this.sub = sub;
-    sub.on('message', (_ch: string, key: string) => this.cache.delete(key));
-    sub.on('error', () => undefined);
-    await sub.subscribe(CLIENT_CHANNEL);
+  subscribe(): Promise<void> {
+    return this.lookups.subscribe();
   }
 
   peek(ns: string, apiId: string, clientId: string): ClientRecord | null | undefined {
-    const hit = this.cache.get(clientRecordKey(ns, apiId, clientId));
-    if (hit === undefined || Date.now() - hit.at >= this.cacheMs) return undefined;
-    return hit.value ?? null;
+    return this.lookups.peek(clientRecordKey(ns, apiId, clientId));
   }
 
   async get(ns: string, apiId: string, clientId: string): Promise<ClientRecord | undefined> {
     const key = clientRecordKey(ns, apiId, clientId);
-    const hit = this.cache.get(key);
-    const now = Date.now();
-    if (hit && now - hit.at < this.cacheMs) return hit.value;
-    return this.calls.guard(
-      async () => {
-        const value = parseClientRecord(await this.redis.get(key));
-        if (this.cache.size > 100_000) this.cache.clear();
-        this.cache.set(key, { value, at: now });
-        return value;
-      },
-      () => hit?.value,
+    return this.lookups.get(
+      key,
+      async () => parseClientRecord(await this.redis.get(key)),
+      (last) => last?.value,
     );
   }
 
-  async close(): Promise<void> {
-    if (this.sub) await closeStoreClient(this.sub);
+  close(): Promise<void> {
+    return this.lookups.close();
   }
 }

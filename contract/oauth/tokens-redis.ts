@@ -1,27 +1,19 @@
 /**
- * OAuth tokens in Redis (cluster; key layout in contract/store-keys.ts). Every key carries a TTL equal to
- * what is left of its record's life, so a token lives exactly as long as it should with no sweeper.
+ * OAuth tokens in Redis (cluster; key layout in contract/store-keys.ts). Every key expires at its record's
+ * `exp` (EXAT), so a token lives exactly as long as it should with no sweeper.
  * Lookups are cached in process for `cacheMs` (1 s, like sessions), positive and negative; a revocation is
  * published on `gw:oauth:tokens` and every gateway drops the hash at once. A store that cannot answer a
  * lookup: the last record seen is used, else the token is unknown (the caller answers 401/503).
  */
 import type { Redis, Cluster } from 'ioredis';
 import type { Logger } from '../../lib/logger.js';
-import {
-  BACKGROUND_DEADLINE_MS,
-  bounded,
-  DEFAULT_STORE_DEADLINE_MS,
-  StoreCalls,
-  StoreUnavailableError,
-  storeReady,
-} from '../../lib/store/store-calls.js';
-import { throttledWarn } from '../../lib/log-throttle.js';
-import { closeStoreClient } from '../../lib/store/redis.js';
+import { bounded, DEFAULT_STORE_DEADLINE_MS, StoreUnavailableError } from '../../lib/store/store-calls.js';
+import { CachedLookup } from '../../lib/store/cached-lookup.js';
 import { OAUTH_TOKEN_CHANNEL, storeKeys } from '../store-keys.js';
 import { CodeRecordSchema, TokenRecordSchema, type CodeRecord, type TokenRecord, type TokenStore } from './tokens.js';
 
-/** Seconds from now until `exp` (unix s), at least 1 (Redis refuses an EX of 0). */
-const ttl = (exp: number): number => Math.max(1, Math.ceil(exp - Date.now() / 1000));
+/** The unix second a key expires at (EXAT): its record's `exp`, so the key lives exactly as long as the record. */
+const at = (exp: number): number => Math.max(1, Math.ceil(exp));
 
 function parse<T>(
   schema: { safeParse(v: unknown): { success: boolean; data?: T } },
@@ -37,54 +29,37 @@ function parse<T>(
 }
 
 export class RedisTokenStore implements TokenStore {
-  private readonly cache = new Map<string, { value: TokenRecord | undefined; at: number }>();
-  private readonly listeners: ((hash: string) => void)[] = [];
-  private readonly calls: StoreCalls;
-  private sub?: Redis | Cluster;
+  private readonly lookups: CachedLookup<TokenRecord>;
 
   constructor(
     private readonly redis: Redis | Cluster,
     logger: Logger,
-    private readonly cacheMs = 1000,
+    cacheMs = 1000,
     deadlineMs = DEFAULT_STORE_DEADLINE_MS,
   ) {
-    this.calls = new StoreCalls(deadlineMs, storeReady(redis), throttledWarn(logger, 'OAuth token store error'));
+    this.lookups = new CachedLookup(redis, logger, {
+      channel: OAUTH_TOKEN_CHANNEL,
+      what: 'OAuth token',
+      cacheMs,
+      deadlineMs,
+    });
   }
 
   /** Subscribe to revocations (gateways). */
-  async subscribe(): Promise<void> {
-    const sub =
-      'nodes' in this.redis
-        ? this.redis.duplicate()
-        : this.redis.duplicate({ enableOfflineQueue: true, commandTimeout: BACKGROUND_DEADLINE_MS });
-    this.sub = sub;
-    sub.on('message', (_ch: string, hash: string) => {
-      this.cache.delete(hash);
-      for (const l of this.listeners) l(hash);
-    });
-    sub.on('error', () => undefined);
-    await sub.subscribe(OAUTH_TOKEN_CHANNEL);
+  subscribe(): Promise<void> {
+    return this.lookups.subscribe();
   }
 
   peek(hash: string): TokenRecord | null | undefined {
-    const hit = this.cache.get(hash);
-    if (hit === undefined || Date.now() - hit.at >= this.cacheMs) return undefined;
-    return hit.value ?? null;
+    return this.lookups.peek(hash);
   }
 
   async get(hash: string): Promise<TokenRecord | undefined> {
-    const hit = this.cache.get(hash);
-    const now = Date.now();
-    if (hit && now - hit.at < this.cacheMs) return hit.value;
-    return this.calls.guard(
-      async () => {
-        const value = parse<TokenRecord>(TokenRecordSchema, await this.redis.get(storeKeys.oauthToken(hash)));
-        if (this.cache.size > 100_000) this.cache.clear();
-        this.cache.set(hash, { value, at: now });
-        return value;
-      },
-      () => {
-        if (hit) return hit.value;
+    return this.lookups.get(
+      hash,
+      async () => parse<TokenRecord>(TokenRecordSchema, await this.redis.get(storeKeys.oauthToken(hash))),
+      (last) => {
+        if (last) return last.value;
         throw new StoreUnavailableError();
       },
     );
@@ -92,17 +67,17 @@ export class RedisTokenStore implements TokenStore {
 
   async put(hash: string, rec: TokenRecord): Promise<void> {
     const writes: Promise<unknown>[] = [
-      this.redis.set(storeKeys.oauthToken(hash), JSON.stringify(rec), 'EX', ttl(rec.exp)),
+      this.redis.set(storeKeys.oauthToken(hash), JSON.stringify(rec), 'EXAT', at(rec.exp)),
     ];
     if (rec.fam !== undefined) {
       const fk = storeKeys.oauthFamily(rec.fam);
       // the family lives as long as its longest-lived token
       writes.push(
-        this.redis.multi().sadd(fk, hash).expire(fk, ttl(rec.exp), 'GT').expire(fk, ttl(rec.exp), 'NX').exec(),
+        this.redis.multi().sadd(fk, hash).expireat(fk, at(rec.exp), 'GT').expireat(fk, at(rec.exp), 'NX').exec(),
       );
     }
     await bounded(Promise.all(writes));
-    this.cache.delete(hash);
+    this.lookups.forget(hash);
   }
 
   async revoke(hash: string): Promise<TokenRecord | undefined> {
@@ -129,7 +104,7 @@ export class RedisTokenStore implements TokenStore {
   }
 
   async useRefresh(hash: string, fam: string, exp: number): Promise<boolean> {
-    const r = await bounded(this.redis.set(storeKeys.oauthRefreshUsed(hash), fam, 'EX', ttl(exp), 'NX'));
+    const r = await bounded(this.redis.set(storeKeys.oauthRefreshUsed(hash), fam, 'EXAT', at(exp), 'NX'));
     return r === 'OK';
   }
 
@@ -138,7 +113,7 @@ export class RedisTokenStore implements TokenStore {
   }
 
   async putCode(hash: string, rec: CodeRecord): Promise<void> {
-    await bounded(this.redis.set(storeKeys.oauthCode(hash), JSON.stringify(rec), 'EX', ttl(rec.exp)));
+    await bounded(this.redis.set(storeKeys.oauthCode(hash), JSON.stringify(rec), 'EXAT', at(rec.exp)));
   }
 
   async takeCode(hash: string): Promise<CodeRecord | undefined> {
@@ -149,7 +124,7 @@ export class RedisTokenStore implements TokenStore {
   }
 
   async markCodeUsed(hash: string, fam: string, exp: number): Promise<void> {
-    await bounded(this.redis.set(storeKeys.oauthCodeUsed(hash), fam, 'EX', ttl(exp)));
+    await bounded(this.redis.set(storeKeys.oauthCodeUsed(hash), fam, 'EXAT', at(exp)));
   }
 
   async codeFamily(hash: string): Promise<string | undefined> {
@@ -157,15 +132,15 @@ export class RedisTokenStore implements TokenStore {
   }
 
   onRevoke(listener: (hash: string) => void): void {
-    this.listeners.push(listener);
+    this.lookups.onChange(listener);
   }
 
-  async close(): Promise<void> {
-    if (this.sub) await closeStoreClient(this.sub);
+  close(): Promise<void> {
+    return this.lookups.close();
   }
 
   private async published(hash: string): Promise<void> {
-    this.cache.delete(hash);
+    this.lookups.forget(hash);
     await bounded(this.redis.publish(OAUTH_TOKEN_CHANNEL, hash)).catch(() => undefined);
   }
 }

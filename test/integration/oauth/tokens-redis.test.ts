@@ -1,0 +1,236 @@
+/**
+ * The cluster's OAuth token store (contract/oauth/tokens-redis.ts) against real Redis, driven through the
+ * grant rules (contract/oauth/grants.ts): every key expires exactly at its record's `exp`; only hashes are
+ * stored; a replayed refresh token revokes its descendants, at once for a reader that cached them; a
+ * deleted client's tokens are refused, and a client created again with the same id gets none of them.
+ */
+import type { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { ApiDefinitionResource } from '../../../crds/kinds.js';
+import { compileConfig } from '../../../compiler/compile-config.js';
+import type { CompiledApi, CompiledOAuth } from '../../../contract/config.js';
+import {
+  CLIENT_CHANNEL,
+  clientRecordKey,
+  RedisClientDirectory,
+  type ClientRecord,
+} from '../../../contract/oauth/clients.js';
+import { hashOpaque, OAuthError, OAuthServer } from '../../../contract/oauth/grants.js';
+import { RedisTokenStore } from '../../../contract/oauth/tokens-redis.js';
+import { storeKeys } from '../../../contract/store-keys.js';
+import { sha256hex } from '../../../lib/hash.js';
+import { eventually } from '../../helpers/sidecar.js';
+import { freshRedis } from '../../helpers/redis.js';
+import { pkce } from '../../helpers/oauth.js';
+
+const logger = pino({ level: 'silent' });
+const NS = 'tok-ns';
+const SECRET = 'client-secret-0123456789abcdef';
+const CB = 'https://app.example/cb';
+
+function oauthApi(meta: Record<string, unknown>): { api: CompiledApi; oauth: CompiledOAuth } {
+  const def = ApiDefinitionResource.parse({
+    apiVersion: 'gw.io/v1alpha1',
+    kind: 'ApiDefinition',
+    metadata: { name: 'orders', namespace: NS },
+    spec: {
+      use_oauth2: true,
+      oauth_meta: { auth_login_redirect: 'https://login.example/consent', ...meta },
+      proxy: { listen_path: '/orders/', target_url: 'http://upstream.invalid' },
+    },
+  });
+  const api = compileConfig([def], []).config.apis[0]!;
+  if (!api.oauth) throw new Error('not an OAuth API');
+  return { api, oauth: api.oauth };
+}
+
+const client = (uid: string): ClientRecord => ({
+  namespace: NS,
+  name: 'app',
+  uid,
+  api_id: 'orders',
+  client_id: 'app',
+  redirect_uri: CB,
+  secret_hash: sha256hex(SECRET),
+});
+
+describe('OAuth tokens in real Redis', () => {
+  let conn: Redis;
+  let readerConn: Redis;
+  /** The writer (an issuing gateway) and a reader that caches for a minute: only the channels refresh it. */
+  let server: OAuthServer;
+  let reader: OAuthServer;
+  let readerTokens: RedisTokenStore;
+  let readerClients: RedisClientDirectory;
+  const { api, oauth } = oauthApi({ access_token_expires: 120, refresh_token_expires: 600 });
+  const raws: string[] = [SECRET];
+
+  const writeClient = async (rec: ClientRecord): Promise<void> => {
+    const key = clientRecordKey(NS, 'orders', 'app');
+    await conn.set(key, JSON.stringify(rec));
+    await conn.publish(CLIENT_CHANNEL, key);
+  };
+  const grant = async (form: Record<string, string>, s = server, uid = 'u1') => {
+    const r = await s.token(api, oauth, client(uid), new URLSearchParams(form));
+    raws.push(r.answer.access_token, ...(r.answer.refresh_token ? [r.answer.refresh_token] : []));
+    return r.answer;
+  };
+  const code = async (challenge?: string): Promise<string> => {
+    const c = await server.issueCode(client('u1'), CB, challenge);
+    raws.push(c);
+    return c;
+  };
+  const rejected = (p: Promise<unknown>): Promise<string> =>
+    p.then(
+      () => 'accepted',
+      (e: unknown) => (e instanceof OAuthError ? e.error : String(e)),
+    );
+
+  beforeAll(async () => {
+    conn = await freshRedis();
+    readerConn = conn.duplicate();
+    server = new OAuthServer(new RedisTokenStore(conn, logger, 0), new RedisClientDirectory(conn, logger, 0));
+    readerTokens = new RedisTokenStore(readerConn, logger, 60_000);
+    readerClients = new RedisClientDirectory(readerConn, logger, 60_000);
+    await Promise.all([readerTokens.subscribe(), readerClients.subscribe()]);
+    reader = new OAuthServer(readerTokens, readerClients);
+    await writeClient(client('u1'));
+  });
+  afterAll(async () => {
+    await readerTokens.close();
+    await readerClients.close();
+    conn.disconnect();
+    readerConn.disconnect();
+  });
+
+  test('every key expires exactly at its record’s exp (access, refresh, code, family, use marks)', async () => {
+    const p = pkce();
+    const c = await code(p.challenge);
+    const codeKey = storeKeys.oauthCode(hashOpaque(c));
+    const codeRec = JSON.parse((await conn.get(codeKey))!) as { exp: number };
+    expect(await conn.expiretime(codeKey)).toBe(codeRec.exp);
+    expect(await conn.ttl(codeKey)).toBeGreaterThanOrEqual(59);
+    expect(await conn.ttl(codeKey)).toBeLessThanOrEqual(60);
+
+    const t = await grant({ grant_type: 'authorization_code', code: c, redirect_uri: CB, code_verifier: p.verifier });
+    for (const [raw, life] of [
+      [t.access_token, 120],
+      [t.refresh_token!, 600],
+    ] as const) {
+      const key = storeKeys.oauthToken(hashOpaque(raw));
+      const rec = JSON.parse((await conn.get(key))!) as { exp: number; iat: number; fam: string };
+      expect(rec.exp - rec.iat).toBe(life);
+      expect(await conn.expiretime(key)).toBe(rec.exp);
+      const ms = await conn.pttl(key);
+      expect(ms).toBeGreaterThan((life - 2) * 1000);
+      expect(ms).toBeLessThanOrEqual(life * 1000);
+      // the family lives as long as its longest-lived token
+      expect(await conn.expiretime(storeKeys.oauthFamily(rec.fam))).toBeGreaterThanOrEqual(rec.exp);
+    }
+    const refreshRec = JSON.parse((await conn.get(storeKeys.oauthToken(hashOpaque(t.refresh_token!))))!) as {
+      exp: number;
+      fam: string;
+    };
+    expect(await conn.expiretime(storeKeys.oauthFamily(refreshRec.fam))).toBe(refreshRec.exp);
+    expect(await conn.exists(codeKey)).toBe(0); // single use: taken
+    expect(await conn.expiretime(storeKeys.oauthCodeUsed(hashOpaque(c)))).toBe(refreshRec.exp);
+
+    const next = await grant({ grant_type: 'refresh_token', refresh_token: t.refresh_token! });
+    // the used refresh token is gone; its use mark lives until the token would have expired
+    expect(await conn.exists(storeKeys.oauthToken(hashOpaque(t.refresh_token!)))).toBe(0);
+    expect(await conn.expiretime(storeKeys.oauthRefreshUsed(hashOpaque(t.refresh_token!)))).toBe(refreshRec.exp);
+    expect(next.refresh_token).toBeDefined();
+  });
+
+  test('a token expires in Redis on time, with no sweeper (access_token_expires: 1)', async () => {
+    const short = oauthApi({ access_token_expires: 1 });
+    const r = await server.token(
+      short.api,
+      short.oauth,
+      client('u1'),
+      new URLSearchParams({ grant_type: 'client_credentials' }),
+    );
+    raws.push(r.answer.access_token);
+    const key = storeKeys.oauthToken(hashOpaque(r.answer.access_token));
+    expect(await conn.exists(key)).toBe(1);
+    await eventually(async () => (await conn.exists(key)) === 0, 4000, 'the key expired');
+    expect((await server.introspect(r.answer.access_token)).active).toBe(false);
+  });
+
+  test('a replayed refresh token revokes every descendant, at once for a reader that cached them', async () => {
+    const first = await grant({ grant_type: 'authorization_code', code: await code(), redirect_uri: CB });
+    const second = await grant({ grant_type: 'refresh_token', refresh_token: first.refresh_token! });
+    const third = await grant({ grant_type: 'refresh_token', refresh_token: second.refresh_token! });
+    // the reader has the live tokens cached for a minute
+    expect((await reader.introspect(third.access_token)).active).toBe(true);
+    expect((await reader.introspect(second.access_token)).active).toBe(true);
+    expect((await reader.introspect(third.refresh_token!)).active).toBe(true);
+
+    expect(await rejected(grant({ grant_type: 'refresh_token', refresh_token: first.refresh_token! }))).toBe(
+      'invalid_grant',
+    );
+    for (const t of [first.access_token, second.access_token, third.access_token, third.refresh_token!])
+      expect(await conn.exists(storeKeys.oauthToken(hashOpaque(t)))).toBe(0);
+    await eventually(
+      async () =>
+        !(await reader.introspect(third.access_token)).active && !(await reader.introspect(second.access_token)).active,
+      1000,
+      'the reader dropped the revoked family',
+    );
+    expect(await rejected(grant({ grant_type: 'refresh_token', refresh_token: third.refresh_token! }))).toBe(
+      'invalid_grant',
+    );
+  });
+
+  test('two uses of one refresh token at once: one rotation at most, and the family is revoked', async () => {
+    const t = await grant({ grant_type: 'authorization_code', code: await code(), redirect_uri: CB });
+    const outcomes = await Promise.all(
+      [0, 1, 2].map(() => rejected(grant({ grant_type: 'refresh_token', refresh_token: t.refresh_token! }))),
+    );
+    expect(outcomes.filter((o) => o === 'accepted').length).toBeLessThanOrEqual(1);
+    expect(outcomes.filter((o) => o === 'invalid_grant').length).toBeGreaterThanOrEqual(2);
+    expect((await server.introspect(t.access_token)).active).toBe(false);
+  });
+
+  test('a code redeemed twice: invalid_grant, and the tokens of its first redemption are revoked', async () => {
+    const c = await code();
+    const t = await grant({ grant_type: 'authorization_code', code: c, redirect_uri: CB });
+    expect((await reader.introspect(t.access_token)).active).toBe(true);
+    expect(await rejected(grant({ grant_type: 'authorization_code', code: c, redirect_uri: CB }))).toBe(
+      'invalid_grant',
+    );
+    await eventually(async () => !(await reader.introspect(t.access_token)).active, 1000, 'revoked at the reader');
+  });
+
+  test('a deleted client: its tokens refused at once by a caching reader; created again (new uid): still refused', async () => {
+    const cc = await grant({ grant_type: 'client_credentials' });
+    expect((await reader.introspect(cc.access_token)).active).toBe(true);
+    const key = clientRecordKey(NS, 'orders', 'app');
+    await conn.del(key);
+    await conn.publish(CLIENT_CHANNEL, key);
+    await eventually(async () => !(await reader.introspect(cc.access_token)).active, 1000, 'client gone at the reader');
+    expect(await reader.authenticate(api, 'app', SECRET)).toBeUndefined();
+    await writeClient(client('u2'));
+    await eventually(async () => (await reader.authenticate(api, 'app', SECRET)) !== undefined, 1000, 'client back');
+    expect((await reader.introspect(cc.access_token)).active).toBe(false);
+    expect((await server.introspect(cc.access_token)).active).toBe(false);
+    const fresh = await grant({ grant_type: 'client_credentials' }, server, 'u2');
+    expect((await reader.introspect(fresh.access_token)).active).toBe(true);
+  });
+
+  test('only hashes: no raw token, code or secret in any key name or value', async () => {
+    const keys = await conn.keys('*');
+    expect(keys.filter((k) => k.startsWith('gw:oauth:tok:')).length).toBeGreaterThan(5);
+    const values: string[] = [];
+    for (const k of keys) {
+      const type = await conn.type(k);
+      if (type === 'string') values.push((await conn.get(k)) ?? '');
+      else if (type === 'set') values.push(...(await conn.smembers(k)));
+    }
+    const text = [...keys, ...values].join('\n');
+    expect(raws.length).toBeGreaterThan(15);
+    for (const r of raws) expect({ r, found: text.includes(r) }).toEqual({ r, found: false });
+    for (const k of keys.filter((k) => k.startsWith('gw:oauth:tok:')))
+      expect(k).toMatch(/^gw:oauth:tok:\{[0-9a-f]{64}\}$/);
+  });
+});
