@@ -1,6 +1,7 @@
 /**
- * OpenTelemetry span export (SPEC.md §7): the OpenTelemetry JS SDK's tracer provider with a parent-based
- * trace-id-ratio sampler, a batch span processor (bounded queue, export on a timer, off the request path)
+ * OpenTelemetry span export (SPEC.md §7): the OpenTelemetry JS SDK's tracer provider, parent-based, with
+ * new traces sampled at `samplingRatio` by `sampleRoot()` before any span is built (a request that is not
+ * recorded costs no SDK call: the proxy sends a traceparent of its own), a batch span processor (bounded queue, export on a timer, off the request path)
  * and the OTLP/HTTP exporter (JSON to `endpoint` + `/v1/traces`). The SDK is imported only when span
  * export is on: a gateway without it loads none of it.
  */
@@ -28,6 +29,8 @@ export interface TracingOptions {
 
 export interface Tracing {
   readonly tracer: Tracer;
+  /** Whether a new trace is recorded (a draw at the sampling ratio). */
+  sampleRoot(): boolean;
   /**
    * A SERVER span for an incoming request, child of its `traceparent` when valid (its `tracestate` kept),
    * else the root of a new trace. A non-recording span when the sampler declines.
@@ -38,7 +41,7 @@ export interface Tracing {
     tracestate: string | string[] | undefined,
     attributes: Attributes,
   ): Span;
-  /** An INTERNAL span (a store round trip, a reconcile), child of `parent` or a new trace. */
+  /** An INTERNAL span (a store round trip, a reconcile), child of `parent` or a new trace (drawn by sampleRoot). */
   startChild(name: string, parent: Span | undefined, attributes?: Attributes): Span;
   /** The traceparent that makes `span` the parent of the next hop. */
   traceparentOf(span: Span): string;
@@ -77,7 +80,8 @@ export async function startTracing(o: TracingOptions): Promise<Tracing> {
   };
   const provider = new sdk.TracerProvider({
     resource: resourceFromAttributes({ [semconv.ATTR_SERVICE_NAME]: o.serviceName }),
-    sampler: new sdk.ParentBasedSampler({ root: new sdk.TraceIdRatioBasedSampler(o.samplingRatio) }),
+    // roots reach the SDK only once sampleRoot() drew them
+    sampler: new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() }),
     spanProcessors: [
       new sdk.BatchSpanProcessor({
         exporter,
@@ -89,10 +93,13 @@ export async function startTracing(o: TracingOptions): Promise<Tracing> {
     ],
   });
   const tracer = provider.getTracer('gw');
-  const { ROOT_CONTEXT, SpanKind, trace, createTraceState } = api;
+  const { ROOT_CONTEXT, SpanKind, trace, createTraceState, INVALID_SPAN_CONTEXT } = api;
   const server = { kind: SpanKind.SERVER, attributes: undefined as Attributes | undefined };
+  const ratio = Math.min(1, Math.max(0, o.samplingRatio));
+  const sampleRoot = (): boolean => ratio >= 1 || (ratio > 0 && Math.random() < ratio);
   return {
     tracer,
+    sampleRoot,
     startServer(name, traceparent, tracestate, attributes) {
       let ctx = ROOT_CONTEXT;
       if (validTraceparent(traceparent)) {
@@ -108,6 +115,7 @@ export async function startTracing(o: TracingOptions): Promise<Tracing> {
       return tracer.startSpan(name, server, ctx);
     },
     startChild(name, parent, attributes) {
+      if (parent === undefined && !sampleRoot()) return trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
       return tracer.startSpan(
         name,
         { kind: SpanKind.INTERNAL, attributes },

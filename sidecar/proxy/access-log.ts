@@ -1,7 +1,8 @@
 /**
  * Access logs (SPEC.md §7, `access_logs.enabled`): one JSON line per request on stdout through pino with an
- * asynchronous destination (the line is buffered and written off the request's turn). Its own pino: the
- * process logger redacts a field named `key`, and these lines carry only a key hash's first 8 hex.
+ * asynchronous destination that writes once BATCH_BYTES are buffered, or every FLUSH_MS (one write for many
+ * lines instead of one per request). Its own pino: the process logger redacts a field named `key`, and these
+ * lines carry only a key hash's first 8 hex.
  */
 import { pino } from 'pino';
 
@@ -30,8 +31,13 @@ export interface AccessLog {
   flush(): void;
 }
 
+/** Bytes buffered before a write. */
+export const BATCH_BYTES = 8192;
+/** A line waits at most this long for a write (ms). */
+export const FLUSH_MS = 250;
+
 export function createAccessLog(fd = 1): AccessLog {
-  const dest = pino.destination({ dest: fd, sync: false });
+  const dest = pino.destination({ dest: fd, sync: false, minLength: BATCH_BYTES, periodicFlush: FLUSH_MS });
   const log = pino({ base: { component: 'access' }, messageKey: 'msg' }, dest);
   const flush = (): void => {
     try {

@@ -6,7 +6,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Attributes, Span } from '@opentelemetry/api';
 import type { Tracing } from '../../lib/trace/otel.js';
-import { childTraceparent, traceIdOf } from '../../lib/trace/trace-context.js';
+import {
+  childTraceparent,
+  formatTraceparent,
+  newSpanId,
+  newTraceId,
+  sampledOf,
+  traceIdOf,
+  validTraceparent,
+} from '../../lib/trace/trace-context.js';
 import type { Verdict } from '../engine/types.js';
 import { roundMs, type AccessDecision, type AccessLog } from './access-log.js';
 
@@ -93,7 +101,12 @@ export function createObserver(o: {
     begin(x) {
       const t0 = performance.now();
       const h = x.req.headers;
-      if (tracing !== undefined) {
+      const incoming = h.traceparent;
+      const parented = validTraceparent(incoming);
+      if (tracing !== undefined && !(parented ? sampledOf(incoming) : tracing.sampleRoot())) {
+        // not recorded: no span is built; the next hop continues the trace, unsampled
+        x.traceparent = parented ? childTraceparent(incoming) : formatTraceparent(newTraceId(), newSpanId(), false);
+      } else if (tracing !== undefined) {
         const host = h.host ?? '';
         const colon = host.lastIndexOf(':');
         const attributes: Attributes = {
@@ -110,11 +123,11 @@ export function createObserver(o: {
         const ua = h['user-agent'];
         if (ua !== undefined) attributes['user_agent.original'] = ua;
         const name = x.api !== undefined ? `${x.method} ${x.api.listenPath}` : x.method;
-        const span = tracing.startServer(name, h.traceparent, h.tracestate, attributes);
+        const span = tracing.startServer(name, incoming, h.tracestate, attributes);
         x.traceparent = tracing.traceparentOf(span);
         if (span.isRecording()) x.span = span;
       } else {
-        x.traceparent = childTraceparent(h.traceparent);
+        x.traceparent = childTraceparent(incoming);
       }
       x.res.once('close', () => end(x, t0));
     },

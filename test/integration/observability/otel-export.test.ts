@@ -123,15 +123,24 @@ describe('OpenTelemetry span export (standalone)', () => {
     expect(limited.attributes['http.response.status_code']).toBe(429);
   });
 
-  test('sampling_ratio 0: no new trace is recorded; a sampled parent is still followed; the header still goes upstream', async () => {
+  test('sampling_ratio 0: no new trace is recorded; a sampled parent is still followed, an unsampled one is not; the header still goes upstream', async () => {
     const gw = await gateway(`opentelemetry: {enabled: true, endpoint: ${rx.url}, sampling_ratio: 0}\n`);
     const other = '0123456789abcdef0123456789abcdef';
     const r = await get(`${gw.gateway}/open/none`);
     const root = String((JSON.parse(r.text) as { headers: IncomingHttpHeaders }).headers.traceparent);
     expect(root).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    // an unsampled parent is followed too: no span, its trace id and flags go on with a new parent id
+    const quiet = 'fedcba9876543210fedcba9876543210';
+    const u = await get(`${gw.gateway}/traced/unsampled`, {
+      traceparent: `00-${quiet}-${PARENT}-00`,
+      authorization: 'otel-key-0001',
+    });
+    const next = String((JSON.parse(u.text) as { headers: IncomingHttpHeaders }).headers.traceparent);
+    expect(next).toMatch(new RegExp(`^00-${quiet}-[0-9a-f]{16}-00$`));
+    expect(next.split('-')[2]).not.toBe(PARENT);
     await get(`${gw.gateway}/open/followed`, { traceparent: `00-${other}-${PARENT}-01` });
     await rx.waitFor((s) => s.traceId === other, 10_000, 'span of a sampled parent');
-    expect(rx.spans.some((s) => s.traceId === root.split('-')[1])).toBe(false);
+    expect(rx.spans.some((s) => s.traceId === root.split('-')[1] || s.traceId === quiet)).toBe(false);
   });
 
   test('an unreachable collector changes no answer: counted in gw_trace_export_failures_total, one log line', async () => {
