@@ -11,6 +11,7 @@ import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { closeStoreClient, storeClientFromFlag } from '../lib/store/redis.js';
+import { SHARD_BUDGET_BYTES } from '../operator/reconcile-config.js';
 import { Operator } from '../operator/operator.js';
 import { OperatorMetrics } from '../operator/metrics.js';
 import { tracingFromEnv } from '../lib/trace/setup.js';
@@ -27,6 +28,7 @@ export interface ControllerFlags {
   leaseNamespace?: string;
   identity?: string;
   concurrency: string;
+  configShardBytes: string;
   storeCheckPeriod: string;
 }
 
@@ -46,6 +48,11 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   const concurrency = Number(flags.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1)
     throw new Error(`--concurrency: expected a positive integer, got ${JSON.stringify(flags.concurrency)}`);
+  const shardBudget = Number(flags.configShardBytes);
+  if (!Number.isInteger(shardBudget) || shardBudget < 10_000 || shardBudget > SHARD_BUDGET_BYTES)
+    throw new Error(
+      `--config-shard-bytes: expected an integer from 10000 to ${SHARD_BUDGET_BYTES}, got ${JSON.stringify(flags.configShardBytes)}`,
+    );
   const leaderElect = flags.leaderElect === true || flags.leaderElect === 'true' || flags.leaderElect === '1';
   const redis = flags.redis
     ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }, logger)
@@ -69,6 +76,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     resyncMs,
     storeCheckMs,
     concurrency,
+    shardBudget,
   });
   const ops = createOpsServer(operator.metrics.registry, () => operator.ready());
   // The stop is armed before anything can wait: a SIGTERM while the caches cannot sync (API server

@@ -109,6 +109,14 @@ program
   .addOption(env('--concurrency <n>', 'GW_CONCURRENCY', 'reconciles running at once', '32').hideHelp())
   .addOption(
     env(
+      '--config-shard-bytes <n>',
+      'GW_CONFIG_SHARD_BYTES',
+      'bytes of compiled config and owner references per ConfigMap (tests; at most 900000)',
+      '900000',
+    ).hideHelp(),
+  )
+  .addOption(
+    env(
       '--store-check-period <seconds>',
       'GW_STORE_CHECK_PERIOD',
       'how often the Redis marker key is checked (an emptied store is restored when it is missing)',

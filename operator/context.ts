@@ -47,6 +47,10 @@ export interface OperatorContext {
   configs: Map<string, CompiledConfig>;
   /** Key hash → `namespace/name` of the AccessKey that owns its session. */
   keyOwners: Map<string, string>;
+  /** Per namespace, `Kind/name` of the resources refused for size (a log line when one is newly refused). */
+  refused: Map<string, Set<string>>;
+  /** Bytes of items and owner references per config ConfigMap (default SHARD_BUDGET_BYTES). */
+  shardBudget?: number;
   /** The one namespace this controller watches (`--namespace`); undefined: all. */
   scope?: string;
 }

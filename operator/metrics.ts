@@ -31,7 +31,7 @@ export class OperatorMetrics {
   });
   readonly writes = new Counter({
     name: 'gw_controller_writes_total',
-    help: 'Writes by target: session, session_delete, client, client_delete, quota_reset, configmap, status, finalizer, secret, event',
+    help: 'Writes by target: session, session_delete, client, client_delete, quota_reset, configmap, configmap_delete, status, finalizer, secret, event',
     labelNames: ['target'] as const,
     registers: [this.registry],
   });
@@ -49,6 +49,18 @@ export class OperatorMetrics {
   readonly restoreSeconds = new Gauge({
     name: 'gw_controller_store_restore_seconds',
     help: 'Duration of the last bulk restore of the sessions',
+    registers: [this.registry],
+  });
+  readonly configShards = new Gauge({
+    name: 'gw_controller_config_shards',
+    help: 'ConfigMaps holding the compiled config of a namespace (1: inline in gw-config)',
+    labelNames: ['namespace'] as const,
+    registers: [this.registry],
+  });
+  readonly configRefused = new Gauge({
+    name: 'gw_controller_config_refused',
+    help: 'ApiDefinitions and Policies of a namespace not served because they fit no ConfigMap shard (Ready=False ConfigTooLarge)',
+    labelNames: ['namespace'] as const,
     registers: [this.registry],
   });
   readonly smoothingEvents = new Counter({

@@ -15,7 +15,8 @@ import type { Logger } from '../lib/logger.js';
 import { RedisSessionStore } from '../contract/sessions-redis.js';
 import type { StoreClient } from '../lib/store/redis.js';
 import { CONFIG_MAP_NAME } from '../contract/config-schema.js';
-import { REFS, StoreUnavailable, type Informers, type OperatorContext } from './context.js';
+import { shardIndexOf } from '../contract/config-shards.js';
+import { MANAGED_BY, REFS, StoreUnavailable, type Informers, type OperatorContext } from './context.js';
 import { EventRecorder } from './events.js';
 import { Informer, type ChangeType, type KubeObject, type ResourceRef } from '../lib/kube/informer.js';
 import { createKubeApi, type KubeApi } from '../lib/kube/api.js';
@@ -33,6 +34,10 @@ import { markerComplete, markerReady, markerRestoring, storeMarkerKey } from '..
 import { restoreSessions } from './restore.js';
 const { randomUUID } = process.getBuiltinModule('node:crypto');
 
+const MANAGED_BY_SELECTOR = Object.entries(MANAGED_BY)
+  .map(([k, v]) => `${k}=${v}`)
+  .join(',');
+
 export { storeMarkerKey } from '../contract/store-keys.js';
 
 export interface OperatorOptions {
@@ -49,6 +54,8 @@ export interface OperatorOptions {
   storeCheckMs?: number;
   concurrency?: number;
   metrics?: OperatorMetrics;
+  /** Bytes per config ConfigMap (tests; default reconcile-config.ts SHARD_BUDGET_BYTES). */
+  shardBudget?: number;
   /** Each reconcile is a span (OTEL_EXPORTER_OTLP_ENDPOINT); absent: no spans. */
   tracing?: Tracing;
 }
@@ -90,7 +97,8 @@ export class Operator {
       // only Secrets labelled gw.io/secret (generated ones, the facade's, a user's who opts in): an unrelated
       // Secret of the cluster never enters this process; other referenced Secrets are read by name
       secrets: mk(REFS.Secret, { labelSelector: SECRET_LABEL }),
-      configMaps: mk(REFS.ConfigMap, { fieldSelector: `metadata.name=${CONFIG_MAP_NAME}` }),
+      // the config ConfigMaps it writes (gw-config, gw-config-<n>) carry its managed-by label
+      configMaps: mk(REFS.ConfigMap, { labelSelector: MANAGED_BY_SELECTOR }),
     };
     const sessions = o.redis ? new RedisSessionStore(o.redis, o.logger) : undefined;
     this.ctx = {
@@ -103,6 +111,8 @@ export class Operator {
       status: new StatusWriter(this.api, () => this.metrics.writes.inc({ target: 'status' })),
       events: new EventRecorder(this.api, this.identity, o.logger, () => this.metrics.writes.inc({ target: 'event' })),
       configs: new Map(),
+      refused: new Map(),
+      shardBudget: o.shardBudget,
       keyOwners: new Map(),
       scope: o.namespace,
     };
@@ -314,7 +324,7 @@ export class Operator {
         for (const user of this.secretIndex.users(ns, name)) this.queue.add(user);
         return;
       case 'ConfigMap':
-        this.queue.add(`Config|${ns}`);
+        if (name === CONFIG_MAP_NAME || shardIndexOf(name) !== undefined) this.queue.add(`Config|${ns}`);
         return;
     }
   }

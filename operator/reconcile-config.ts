@@ -1,24 +1,27 @@
 /**
- * ApiDefinitions + Policies of one namespace → the compiled config in ConfigMap `gw-config` of that
- * namespace (key config.json; the sidecars of the namespace watch it), plus the status of every
- * ApiDefinition and Policy there. The ConfigMap is written only when its content differs (hash in the
- * annotation gw.io/config-hash, content compared too, so a hand edit is put back); owner references
- * name every ApiDefinition and Policy it was compiled from. A config over the ConfigMap limit is not
- * written: every ApiDefinition of the namespace says ConfigTooLarge and the previous config stays.
+ * ApiDefinitions + Policies of one namespace → the compiled config in the ConfigMaps the sidecars of the
+ * namespace watch (inline in `gw-config`, or sharded over `gw-config-<n>` with an index in `gw-config`:
+ * config-layout.ts, config-maps.ts), plus the status of every ApiDefinition and Policy there. A resource
+ * too large for any shard is refused alone (Ready=False ConfigTooLarge, a log line, gw_controller_config_refused);
+ * the others are served and their edits keep applying.
  */
 import { z } from 'zod';
 import { ApiDefinitionResource, API_VERSION, PolicyResource } from '../crds/kinds.js';
 import { compileConfig, servingApis } from '../compiler/compile-config.js';
-import { CONFIG_MAP_KEY, CONFIG_MAP_NAME, ConfigMapData } from '../contract/config-schema.js';
+import { CONFIG_MAP_NAME } from '../contract/config-schema.js';
+import { shardName } from '../contract/config-shards.js';
 import type { CompiledConfig } from '../contract/config.js';
-import { firstIssue, MANAGED_BY, REFS, report, type OperatorContext } from './context.js';
+import { firstIssue, REFS, report, type OperatorContext } from './context.js';
 import type { KubeObject } from '../lib/kube/informer.js';
-import { resourcePath } from '../lib/kube/api.js';
 import { notReady, ok, type Outcome } from './status.js';
+import { layoutConfig, type Layout, type OwnerRef } from './config-layout.js';
+import { writeLayout } from './config-maps.js';
 
-export const CONFIG_HASH_ANNOTATION = 'gw.io/config-hash';
-/** ConfigMaps are limited to 1 MiB in total; leave room for metadata. */
-export const CONFIG_LIMIT_BYTES = 1_000_000;
+/**
+ * What one ConfigMap may carry of items and owner references (a ConfigMap holds at most 1 MiB of data, an
+ * object at most 1.5 MiB in etcd): leaves room for the metadata.
+ */
+export const SHARD_BUDGET_BYTES = 900_000;
 /** How many key names a Policy's status lists (keyCount has the total). */
 export const POLICY_STATUS_KEYS = 50;
 
@@ -35,14 +38,37 @@ export function policiesOf(raw: unknown): string[] {
   return [...new Set(list.filter((x): x is string => typeof x === 'string'))];
 }
 
-/** ConfigMapData plus the metadata compared before a write. */
-const ConfigMapWithMeta = z.looseObject({
-  ...ConfigMapData.shape,
-  metadata: z.looseObject({
-    resourceVersion: z.string().optional(),
-    annotations: z.record(z.string(), z.string()).optional(),
-  }),
-});
+/** The owner reference of a resource the config was compiled from. */
+function ownerRef(kind: 'ApiDefinition' | 'Policy', raw: KubeObject | undefined): OwnerRef | undefined {
+  const uid = raw?.metadata.uid;
+  return uid ? { apiVersion: API_VERSION, kind, name: raw.metadata.name, uid } : undefined;
+}
+
+/** Resources refused for size: a log line when one is newly refused, the gauge per namespace. */
+function reportRefusals(ctx: OperatorContext, ns: string, layout: Layout): void {
+  const now = new Set(layout.refused.map((r) => `${r.item.kind}/${r.item.name}`));
+  const before = ctx.refused.get(ns);
+  for (const r of layout.refused) {
+    if (before?.has(`${r.item.kind}/${r.item.name}`)) continue;
+    ctx.logger.warn(
+      { namespace: ns, kind: r.item.kind, name: r.item.name, bytes: r.item.bytes },
+      `config refused for this resource only: ${r.message}`,
+    );
+  }
+  if (now.size) ctx.refused.set(ns, now);
+  else ctx.refused.delete(ns);
+  ctx.metrics.configRefused.set({ namespace: ns }, now.size);
+  ctx.metrics.configShards.set({ namespace: ns }, layout.shards.length);
+}
+
+/**
+ * Each cached object parsed once: the informer replaces an object on every change, so a reconcile of a
+ * large namespace parses (and, through compileConfig's own cache, compiles) only what changed.
+ */
+const parsedOnce = new WeakMap<KubeObject, z.ZodSafeParseResult<unknown>>();
+
+/** Status writes of one reconcile in flight at once. */
+const STATUS_WRITES = 16;
 
 /**
  * The cached resources of one kind that parse: the parsed ones in cache order, the raw object of each
@@ -56,7 +82,8 @@ function parseCached<T extends { metadata: { name: string } }>(
   const parsed: T[] = [];
   const byName = new Map<string, KubeObject>();
   for (const raw of raws) {
-    const r = schema.safeParse(raw);
+    let r = parsedOnce.get(raw) as z.ZodSafeParseResult<T> | undefined;
+    if (!r) parsedOnce.set(raw, (r = schema.safeParse(raw)));
     if (!r.success) invalid?.set(raw, notReady('InvalidSpec', firstIssue(r.error)));
     else {
       parsed.push(r.data);
@@ -87,19 +114,29 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
     if (raw) outcomes.set(raw, notReady('InvalidSpec', p.message));
   }
 
-  // The ConfigMap.
-  const text = JSON.stringify(config);
-  const size = Buffer.byteLength(text);
-  let tooLarge: string | undefined;
-  const existing = inf.configMaps.get(ns, CONFIG_MAP_NAME);
-  if (size > CONFIG_LIMIT_BYTES) {
-    tooLarge = `the compiled config of namespace ${ns} is ${size} bytes, over the ConfigMap limit of ${CONFIG_LIMIT_BYTES}; the previous config stays in force`;
-  } else if (apis.length + policies.length > 0 || existing) {
-    await writeConfigMap(ctx, ns, text, config.hash, [...apiRaw.values(), ...policyRaw.values()], existing);
+  // The ConfigMaps: inline, or shards + index; a resource too large for any shard is refused alone.
+  const byName = (kind: 'ApiDefinition' | 'Policy', name: string) =>
+    (kind === 'ApiDefinition' ? apiRaw : policyRaw).get(name);
+  const layout = layoutConfig(
+    config,
+    {
+      owner: (kind, name) => ownerRef(kind, byName(kind, name)),
+      created: (kind, name) => String(byName(kind, name)?.metadata.creationTimestamp ?? ''),
+    },
+    ctx.shardBudget ?? SHARD_BUDGET_BYTES,
+  );
+  ctx.configs.set(ns, layout.served);
+  for (const r of layout.refused) {
+    const raw = byName(r.item.kind, r.item.name);
+    if (raw) outcomes.set(raw, notReady('ConfigTooLarge', `${r.item.kind} ${ns}/${r.item.name}: ${r.message}`));
   }
+  reportRefusals(ctx, ns, layout);
+  if (apis.length + policies.length > 0 || inf.configMaps.list(ns).length) await writeLayout(ctx, ns, layout);
+  const shardOf = new Map<string, number>();
+  for (const s of layout.shards) for (const i of s.items) if (i.api) shardOf.set(i.name, s.index);
 
   // Statuses.
-  const apiIds = new Set(config.apis.map((a) => a.api_id));
+  const apiIds = new Set(layout.served.apis.map((a) => a.api_id));
   const keysByPolicy = new Map<string, string[]>();
   for (const k of policies.length ? inf.keys.list(ns) : []) {
     for (const p of policiesOf(k)) {
@@ -108,7 +145,7 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
       keysByPolicy.set(p, l);
     }
   }
-  const compiled = new Map(config.apis.map((c) => [c.name, c]));
+  const compiled = new Map(layout.served.apis.map((c) => [c.name, c]));
   for (const a of apis) {
     const raw = apiRaw.get(a.metadata.name)!;
     if (outcomes.has(raw)) continue;
@@ -118,10 +155,8 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
       listenPath: c.listenPath,
       ...(c.apiLimit ? { rate: c.apiLimit.rate, per: c.apiLimit.per } : {}),
     };
-    outcomes.set(
-      raw,
-      tooLarge ? notReady('ConfigTooLarge', tooLarge, shown) : ok(`compiled into ConfigMap ${CONFIG_MAP_NAME}`, shown),
-    );
+    const shard = shardOf.get(a.metadata.name) ?? 1;
+    outcomes.set(raw, ok(`compiled into ConfigMap ${shard === 1 ? CONFIG_MAP_NAME : shardName(shard)}`, shown));
   }
   for (const p of policies) {
     const raw = policyRaw.get(p.metadata.name)!;
@@ -138,69 +173,14 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
       );
     else outcomes.set(raw, ok(`applied to ${keys.length} key(s)`, extra));
   }
-  for (const [raw, outcome] of outcomes) {
-    const isApi = (raw as { kind?: string }).kind === 'ApiDefinition';
-    await report(ctx, isApi ? REFS.ApiDefinition : REFS.Policy, isApi ? inf.apis : inf.policies, raw, outcome);
-  }
-}
-
-async function writeConfigMap(
-  ctx: OperatorContext,
-  ns: string,
-  text: string,
-  hash: string,
-  owners: KubeObject[],
-  existing: KubeObject | undefined,
-): Promise<void> {
-  const ownerReferences = owners
-    .filter((o) => o.metadata.uid)
-    .map((o) => ({
-      apiVersion: API_VERSION,
-      kind: String((o as { kind?: string }).kind),
-      name: o.metadata.name,
-      uid: o.metadata.uid!,
-    }))
-    .sort((a, b) => a.uid.localeCompare(b.uid));
-  const cur = existing ? ConfigMapWithMeta.safeParse(existing) : undefined;
-  const curOwners = JSON.stringify(
-    (
-      (
-        existing as
-          | { metadata: { ownerReferences?: { uid: string; kind: string; name: string; apiVersion: string }[] } }
-          | undefined
-      )?.metadata.ownerReferences ?? []
-    )
-      .map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.name, uid: o.uid }))
-      .sort((a, b) => a.uid.localeCompare(b.uid)),
-  );
-  if (
-    cur?.success &&
-    cur.data.data?.[CONFIG_MAP_KEY] === text &&
-    cur.data.metadata.annotations?.[CONFIG_HASH_ANNOTATION] === hash &&
-    curOwners === JSON.stringify(ownerReferences)
-  ) {
-    return;
-  }
-  const body = {
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    metadata: {
-      name: CONFIG_MAP_NAME,
-      namespace: ns,
-      labels: { ...MANAGED_BY },
-      annotations: { [CONFIG_HASH_ANNOTATION]: hash },
-      ownerReferences,
-      ...(existing ? { resourceVersion: existing.metadata.resourceVersion } : {}),
-    },
-    data: { [CONFIG_MAP_KEY]: text },
+  const pending = [...outcomes];
+  let next = 0;
+  const writer = async (): Promise<void> => {
+    for (let i = next++; i < pending.length; i = next++) {
+      const [raw, outcome] = pending[i]!;
+      const isApi = (raw as { kind?: string }).kind === 'ApiDefinition';
+      await report(ctx, isApi ? REFS.ApiDefinition : REFS.Policy, isApi ? inf.apis : inf.policies, raw, outcome);
+    }
   };
-  const written = existing
-    ? await ctx.api.put(resourcePath(REFS.ConfigMap, ns, CONFIG_MAP_NAME), body)
-    : await ctx.api.post(resourcePath(REFS.ConfigMap, ns), body);
-  ctx.metrics.writes.inc({ target: 'configmap' });
-  ctx.informers.configMaps.remember(written);
-  ctx.logger.info(
-    { namespace: ns, hash, bytes: Buffer.byteLength(text) },
-    existing ? 'config map updated' : 'config map created',
-  );
+  await Promise.all(Array.from({ length: Math.min(STATUS_WRITES, pending.length) }, writer));
 }

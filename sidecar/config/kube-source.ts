@@ -3,7 +3,9 @@
  * the API server (lib/kube/informer.ts: fieldSelector metadata.name=gw-config, which is all the chart's
  * RBAC allows; an ended watch resumes, 410 Gone relists, failures retry with exponential backoff). A bad
  * config is refused (log line + metric) and the previous one kept; while the API server is unreachable
- * the last good config keeps serving. A deleted ConfigMap keeps the last config too. No
+ * the last good config keeps serving. A deleted ConfigMap keeps the last config too. A large namespace's
+ * config is sharded (contract/config-shards.ts): gw-config then holds the index, and the shards it lists
+ * are read by name when their SHA-256 changes (shard-set.ts) — still only ConfigMaps named gw-config*. No
  * @kubernetes/client-node here: it alone would be ~50 MB of the sidecar's RSS.
  */
 import type { Logger } from '../../lib/logger.js';
@@ -11,6 +13,9 @@ import type { KubeApi } from '../../lib/kube/api.js';
 import { Informer, type KubeObject, type ResourceRef } from '../../lib/kube/informer.js';
 import type { CompiledConfig } from '../../contract/config.js';
 import { CONFIG_MAP_KEY, CONFIG_MAP_NAME, ConfigMapData, parseCompiledConfig } from '../../contract/config-schema.js';
+import { CONFIG_INDEX_KEY, ShardIndexSchema } from '../../contract/config-shards.js';
+import { codeOf, resourcePath } from '../../lib/kube/api.js';
+import { ShardSet } from './shard-set.js';
 
 const CONFIG_MAPS: ResourceRef = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' };
 
@@ -20,6 +25,7 @@ export class KubeConfigSource {
   private text: string | undefined;
   private loaded = false;
   private informer?: Informer;
+  private readonly shards: ShardSet;
 
   constructor(
     private readonly api: KubeApi,
@@ -27,7 +33,21 @@ export class KubeConfigSource {
     private readonly logger: Logger,
     private readonly onRefused: () => void = () => {},
     private readonly onApplied: (c: CompiledConfig) => void = () => {},
-  ) {}
+  ) {
+    this.shards = new ShardSet({
+      read: async (name) => {
+        try {
+          return await this.api.get(resourcePath(CONFIG_MAPS, this.namespace, name));
+        } catch (e) {
+          if (codeOf(e) === 404) return undefined;
+          throw e;
+        }
+      },
+      onConfig: (c, read) => this.use(c, { shards: read }),
+      onRefused: (reason) => this.refuse(reason),
+      onWaiting: (reason, retryInMs) => this.logger.info({ retryInMs }, `config shards not complete yet: ${reason}`),
+    });
+  }
 
   current(): CompiledConfig {
     return this.config;
@@ -70,23 +90,47 @@ export class KubeConfigSource {
 
   stop(): void {
     this.informer?.stop();
+    this.shards.stop();
   }
 
   private apply(cm: KubeObject): void {
     const parsed = ConfigMapData.safeParse(cm);
-    const text = parsed.success ? parsed.data.data?.[CONFIG_MAP_KEY] : undefined;
-    if (text === undefined) return this.refuse(`no data.${CONFIG_MAP_KEY}`);
-    if (text === this.text && this.loaded) return; // a resync of what is applied
-    const r = parseCompiledConfig(text);
-    if (!r.ok) return this.refuse(r.message);
-    this.text = text;
-    this.config = r.config;
-    this.loaded = true;
-    this.onApplied(r.config);
-    this.logger.info({ hash: r.config.hash, apis: r.config.apis.length }, 'config applied');
+    const data = parsed.success ? parsed.data.data : undefined;
+    const text = data?.[CONFIG_MAP_KEY];
+    const indexText = text === undefined ? data?.[CONFIG_INDEX_KEY] : undefined;
+    if (text === undefined && indexText === undefined)
+      return this.refuse(`neither data.${CONFIG_MAP_KEY} nor data.${CONFIG_INDEX_KEY}`);
+    const seen = text ?? indexText;
+    if (seen === this.text) return; // a resync of what is applied (or being read)
+    this.text = seen;
+    if (text !== undefined) {
+      this.shards.clear();
+      const r = parseCompiledConfig(text);
+      if (!r.ok) return this.refuse(r.message);
+      return this.use(r.config, {});
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(indexText!);
+    } catch (e) {
+      return this.refuse(`${CONFIG_INDEX_KEY}: invalid JSON: ${(e as Error).message}`);
+    }
+    const index = ShardIndexSchema.safeParse(raw);
+    if (!index.success) {
+      const i = index.error.issues[0]!;
+      return this.refuse(`${CONFIG_INDEX_KEY}: ${i.path.join('.')}: ${i.message}`);
+    }
+    this.shards.load(index.data);
   }
 
-  /** A bad ConfigMap: a line and the metric, the previous config kept. */
+  private use(config: CompiledConfig, extra: { shards?: number }): void {
+    this.config = config;
+    this.loaded = true;
+    this.onApplied(config);
+    this.logger.info({ hash: config.hash, apis: config.apis.length, ...extra }, 'config applied');
+  }
+
+  /** A bad ConfigMap: a line and the metric, the previous config kept (read again when it changes). */
   private refuse(reason: string): void {
     this.onRefused();
     this.logger.error(

@@ -159,3 +159,15 @@ derives the injected sidecar's the same way). Args: (list semiMiB memoryLimit).
 {{- end -}}
 --max-semi-space-size={{ $semi }}{{ if $mib }} --max-old-space-size={{ max 32 (div (mul $mib 3) 5) }}{{ end }}
 {{- end -}}
+
+{{/*
+The names of the shard ConfigMaps of a sharded compiled config (contract/config-shards.ts: heap indices 2 …
+2^(SHARD_MAX_DEPTH+1)−1), as a JSON list for resourceNames.
+*/}}
+{{- define "gw.configShardNames" -}}
+{{- $names := list -}}
+{{- range $i := untilStep 2 512 1 -}}
+{{- $names = append $names (printf "gw-config-%d" $i) -}}
+{{- end -}}
+{{- toJson $names -}}
+{{- end -}}

@@ -147,6 +147,8 @@ describe('RBAC: kubectl auth can-i as each ServiceAccount', () => {
       // reads the compiled config gw-config (live quota values with Redis), and no other ConfigMap
       [facade, 'get', 'configmaps/gw-config', rel, '', true],
       [facade, 'watch', 'configmaps/gw-config', rel, '', true],
+      [facade, 'get', 'configmaps/gw-config-511', rel, '', true],
+      [facade, 'get', 'configmaps/gw-config-512', rel, '', false],
       [facade, 'get', 'configmaps/other', rel, '', false],
       [facade, 'get', 'pods', rel, '', false],
       [facade, 'create', 'leases.coordination.k8s.io', rel, '', false],
@@ -162,6 +164,12 @@ describe('RBAC: kubectl auth can-i as each ServiceAccount', () => {
       [sidecar2, 'get', 'configmaps/gw-config', app, '', true],
       [sidecar, 'update', 'configmaps/gw-config', app, '', false],
       [sidecar, 'delete', 'configmaps/gw-config', app, '', false],
+      // the shards of a sharded config, by name (contract/config-shards.ts: gw-config-2 … gw-config-511)
+      [sidecar, 'get', 'configmaps/gw-config-2', app, '', true],
+      [sidecar, 'get', 'configmaps/gw-config-511', app, '', true],
+      [sidecar, 'get', 'configmaps/gw-config-1', app, '', false],
+      [sidecar, 'get', 'configmaps/gw-config-512', app, '', false],
+      [sidecar, 'update', 'configmaps/gw-config-2', app, '', false],
       [sidecar, 'get', 'configmaps/other', app, '', false],
       [sidecar, 'list', 'configmaps', app, '', false],
       [sidecar, 'watch', 'configmaps', app, '', false],

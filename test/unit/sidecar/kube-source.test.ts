@@ -106,7 +106,7 @@ describe('sidecar KubeConfigSource (light client)', () => {
     expect(t.refused()).toBe(3);
     const refusals = t.logs.filter((l) => l.startsWith('config refused, keeping the previous one'));
     expect(refusals).toEqual([
-      'config refused, keeping the previous one: no data.config.json',
+      'config refused, keeping the previous one: neither data.config.json nor data.shards.json',
       'config refused, keeping the previous one: config.json: apis.0.apiLimit.per: per must be greater than 0 when rate is greater than 0 (rate and per both 0 disable the limit)',
       'config refused, keeping the previous one: config.json: apis.1.listenPath: /a/ is also the listen path of ns/a',
     ]);
