@@ -1,6 +1,6 @@
 /** One entry of access_rights (keys and policies): which API, which URLs, and per-API / per-endpoint limits. */
 import { z } from 'zod';
-import { refineEndpointPattern } from '../../lib/path-pattern.js';
+import { MAX_ACCESS_RIGHTS, MAX_PATTERNS_PER_RIGHT, pathPattern } from './path-pattern.js';
 import {
   HttpMethod,
   PER_RULE,
@@ -37,11 +37,7 @@ export const ApiLimit = z
 
 export const EndpointLimit = z
   .strictObject({
-    path: z
-      .string()
-      .min(1)
-      .superRefine(refineEndpointPattern)
-      .describe('Endpoint path (literal, {name} wildcards or a regex).'),
+    path: pathPattern('Endpoint path (literal, {name} wildcards or a regex).'),
     methods: z
       .array(z.strictObject({ name: HttpMethod, limit: RateLimitPair }).describe('A method and its limit.'))
       .min(1)
@@ -58,19 +54,20 @@ export const AccessDefinition = z
       .array(
         z
           .strictObject({
-            url: z
-              .string()
-              .min(1)
-              .superRefine(refineEndpointPattern)
-              .describe('URL pattern (regex) relative to the listen path.'),
+            url: pathPattern('URL pattern (regex) relative to the listen path.'),
             methods: StringList.describe('HTTP methods allowed on the URL.'),
           })
           .describe('An allowed URL and its methods.'),
       )
+      .max(MAX_PATTERNS_PER_RIGHT)
       .optional()
       .describe('When non-empty, only these URL patterns and methods are allowed.'),
     limit: ApiLimit.nullable().optional(),
-    endpoints: z.array(EndpointLimit).optional().describe('Per-endpoint limits of this API.'),
+    endpoints: z
+      .array(EndpointLimit)
+      .max(MAX_PATTERNS_PER_RIGHT)
+      .optional()
+      .describe('Per-endpoint limits of this API.'),
   })
   .describe('Access definition of one API.');
 
@@ -79,6 +76,7 @@ const API_ID_MESSAGE = 'api_id must equal the map key (the API id) or be left ou
 export const AccessRights = z
   .record(z.string(), AccessDefinition)
   .meta({
+    maxProperties: MAX_ACCESS_RIGHTS,
     'x-kubernetes-validations': [
       {
         rule: "self.all(k, !has(self[k].api_id) || self[k].api_id == '' || self[k].api_id == k)",
@@ -87,6 +85,9 @@ export const AccessRights = z
     ],
   })
   .superRefine((rights, ctx) => {
+    const n = Object.keys(rights).length;
+    if (n > MAX_ACCESS_RIGHTS)
+      ctx.addIssue({ code: 'custom', message: `at most ${MAX_ACCESS_RIGHTS} APIs (${n} given)` });
     for (const [k, d] of Object.entries(rights)) {
       if (d.api_id && d.api_id !== k)
         ctx.addIssue({

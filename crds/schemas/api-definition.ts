@@ -1,6 +1,6 @@
 /** ApiDefinition: one upstream API, its listen path and its API-level limits (classic or OAS form). */
 import { z } from 'zod';
-import { refineEndpointPattern } from '../../lib/path-pattern.js';
+import { MAX_ENDPOINT_RULES, pathPattern } from './path-pattern.js';
 import { DURATION_PATTERN, durationMs } from '../../lib/duration.js';
 import {
   ApiRateLimit,
@@ -17,11 +17,7 @@ import { StreamingSpec } from './streaming.js';
 
 export const ClassicEndpointRule = z
   .strictObject({
-    path: z
-      .string()
-      .min(1)
-      .superRefine(refineEndpointPattern)
-      .describe('Endpoint path: a literal path or a regex pattern (e.g. .* matches everything).'),
+    path: pathPattern('Endpoint path: a literal path or a regex pattern (e.g. .* matches everything).'),
     method: HttpMethod,
     enabled: z.boolean().default(true).describe('Turns the rule on or off.'),
     rate: Rate,
@@ -238,6 +234,7 @@ export const ApiDefinitionSpec = z
       .strictObject({
         rate_limit: z
           .array(ClassicEndpointRule)
+          .max(MAX_ENDPOINT_RULES)
           .default([])
           .describe(
             'Per-endpoint API-level limits, evaluated in array order; the first matching enabled rule applies.',

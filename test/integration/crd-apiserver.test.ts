@@ -69,6 +69,71 @@ const bad: [string, Record<string, unknown>, string, string][] = [
     'spec.extended_paths.rate_limit[0].rate',
   ],
   [
+    'an endpoint path with a backreference (no linear-time match)',
+    api({
+      proxy: { listen_path: '/a/' },
+      extended_paths: { rate_limit: [{ path: '/docs/(a+)\\1', method: 'GET', rate: 1, per: 1 }] },
+    }),
+    'spec.extended_paths.rate_limit.0.path',
+    'spec.extended_paths.rate_limit[0].path: Invalid value: "/docs/(a+)\\\\1": must not use backreferences (\\1…\\9, \\k<name>) or lookaround assertions',
+  ],
+  [
+    'an endpoint path with a lookahead',
+    api({
+      proxy: { listen_path: '/a/' },
+      extended_paths: { rate_limit: [{ path: '/users/(?!admin).*', method: 'GET', rate: 1, per: 1 }] },
+    }),
+    'spec.extended_paths.rate_limit.0.path',
+    'spec.extended_paths.rate_limit[0].path: Invalid value: "/users/(?!admin).*": must not use backreferences (\\1…\\9, \\k<name>) or lookaround assertions',
+  ],
+  [
+    'a key allowed_urls entry with a lookbehind',
+    key({ key_hash: HASH, access_rights: { a: { allowed_urls: [{ url: '(?<=x)/y', methods: ['GET'] }] } } }),
+    'spec.access_rights.a.allowed_urls.0.url',
+    'spec.access_rights[a].allowed_urls[0].url: Invalid value: "(?<=x)/y": must not use backreferences (\\1…\\9, \\k<name>) or lookaround assertions',
+  ],
+  [
+    'a policy endpoint with a negative lookbehind',
+    pol({
+      access_rights: {
+        a: { endpoints: [{ path: '(?<!a)/b', methods: [{ name: 'GET', limit: { rate: 1, per: 1 } }] }] },
+      },
+    }),
+    'spec.access_rights.a.endpoints.0.path',
+    'spec.access_rights[a].endpoints[0].path: Invalid value: "(?<!a)/b": must not use backreferences (\\1…\\9, \\k<name>) or lookaround assertions',
+  ],
+  [
+    'a policy allowed_urls entry with a named backreference',
+    pol({ access_rights: { a: { allowed_urls: [{ url: '/(?<n>a)\\k<n>', methods: ['GET'] }] } } }),
+    'spec.access_rights.a.allowed_urls.0.url',
+    'spec.access_rights[a].allowed_urls[0].url: Invalid value: "/(?<n>a)\\\\k<n>": must not use backreferences (\\1…\\9, \\k<name>) or lookaround assertions',
+  ],
+  [
+    'a key with more than 100 APIs in access_rights',
+    key({ key_hash: HASH, access_rights: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`a${i}`, {}])) }),
+    'spec.access_rights: at most 100 APIs',
+    'spec.access_rights: Too many',
+  ],
+  [
+    'more than 64 allowed_urls for one API',
+    pol({
+      access_rights: {
+        a: { allowed_urls: Array.from({ length: 65 }, (_, i) => ({ url: `/u${i}`, methods: ['GET'] })) },
+      },
+    }),
+    'spec.access_rights.a.allowed_urls',
+    'spec.access_rights.a.allowed_urls: Too many: 65: must have at most 64 items',
+  ],
+  [
+    'a pattern longer than 256 characters',
+    api({
+      proxy: { listen_path: '/a/' },
+      extended_paths: { rate_limit: [{ path: `/${'x'.repeat(256)}`, method: 'GET', rate: 1, per: 1 }] },
+    }),
+    'spec.extended_paths.rate_limit.0.path',
+    'spec.extended_paths.rate_limit[0].path: Too long',
+  ],
+  [
     'unknown enum: streaming verb FETCH',
     api({ proxy: { listen_path: '/a/' }, streaming: stream({ verb: 'FETCH' }) }),
     'spec.streaming.streams.s.output.http_client.verb',
@@ -362,6 +427,20 @@ const good: [string, Record<string, unknown>][] = [
       throttle_retry_limit: -1,
       smoothing: { enabled: false },
       access_rights: { a: { limit: { rate: 0, per: 60, throttle_retry_limit: -1 } } },
+    }),
+  ],
+  [
+    'patterns that only look like backreferences or lookarounds (escaped, or inside a character class)',
+    key({
+      key_hash: HASH,
+      access_rights: {
+        a: {
+          allowed_urls: ['/a\\\\1', '/c\\(?=', '/d[(?=]', '/e[(?<!]x', '/users/{id}'].map((url) => ({
+            url,
+            methods: ['GET'],
+          })),
+        },
+      },
     }),
   ],
   ['policy with rate 0 and per 0 (no limit)', pol({ rate: 0, per: 0 })],
