@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell bash scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: all deps build crds crds-check lint test test-servers run bench clean
+.PHONY: all deps build crds crds-check lint test test-servers run bench bench-drl clean
 
 all: build
 
@@ -55,6 +55,14 @@ bench: build
 	bash test/servers/install-debian.sh wrk:wrk nginx:nginx-light taskset:util-linux redis-server:redis-server
 	bash test/servers/build-bench-tools.sh   # vegeta (Go module proxy): the fixed-rate latency client
 	node dist/test/bench/run.js
+
+# The DRL's promise measured with real processes (docs/limiter-engine.md "Figures"): issue 19's traffic shapes
+# through gw standalone gateways on one redis-server, then store commands and memory per bucket (~4 min).
+bench-drl: build
+	bash test/servers/install-debian.sh wrk:wrk redis-server:redis-server
+	bash test/servers/build-bench-tools.sh   # vegeta: 10,000 tenants at a fixed rate
+	node dist/test/bench/drl-shapes.js
+	node dist/test/bench/drl-store.js
 
 clean:
 	rm -rf dist
