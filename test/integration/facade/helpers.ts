@@ -196,8 +196,8 @@ const TYPE_OF: Record<string, (v: unknown) => boolean> = {
 
 /**
  * A JSON Schema (2020-12) check of the keywords the facade's document uses: $ref, type, const, enum,
- * anyOf, properties, required, additionalProperties, propertyNames, items, minItems, minLength,
- * maxLength, pattern, minimum, maximum. Annotations (format, default, description) are not checked.
+ * anyOf, properties, required, additionalProperties, propertyNames, items, minItems, maxItems,
+ * maxProperties, minLength, maxLength, pattern, minimum, maximum (CEL rules are the API server's). Annotations (format, default, description) are not checked.
  * Returns the problems (empty = valid); an unknown keyword is a problem too, so the check cannot
  * silently pass a schema it does not understand.
  */
@@ -216,6 +216,8 @@ export function validateSchema(schema: Json, value: unknown, where = '$'): strin
     'propertyNames',
     'items',
     'minItems',
+    'maxItems',
+    'maxProperties',
     'minLength',
     'maxLength',
     'pattern',
@@ -225,6 +227,7 @@ export function validateSchema(schema: Json, value: unknown, where = '$'): strin
     'default',
     'description',
     'x-kubernetes-preserve-unknown-fields',
+    'x-kubernetes-validations',
   ]);
   for (const k of Object.keys(s))
     if (!known.has(k)) problems.push(`${where}: schema keyword ${k} not understood by the check`);
@@ -255,11 +258,15 @@ export function validateSchema(schema: Json, value: unknown, where = '$'): strin
   if (Array.isArray(value)) {
     if (typeof s.minItems === 'number' && value.length < s.minItems)
       problems.push(`${where}: fewer than ${s.minItems} items`);
+    if (typeof s.maxItems === 'number' && value.length > s.maxItems)
+      problems.push(`${where}: more than ${s.maxItems} items`);
     if (s.items) value.forEach((item, i) => problems.push(...validateSchema(s.items as Json, item, `${where}[${i}]`)));
   }
   if (TYPE_OF.object!(value)) {
     const obj = value as Record<string, unknown>;
     const props = (s.properties ?? {}) as Record<string, Json>;
+    if (typeof s.maxProperties === 'number' && Object.keys(obj).length > s.maxProperties)
+      problems.push(`${where}: more than ${s.maxProperties} fields`);
     for (const k of (s.required ?? []) as string[])
       if (!(k in obj)) problems.push(`${where}: missing required field ${k}`);
     for (const [k, v] of Object.entries(obj)) {
