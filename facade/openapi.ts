@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { KeySession } from '../crds/schemas/access-key.js';
 import { OAuthClientBody } from './routes-oauth.js';
+import { AuthorizeClientBody, IntrospectBody } from './routes-oauth-flow.js';
 
 type Json = { [k: string]: unknown };
 
@@ -54,7 +55,40 @@ const E = {
       '(for a DELETE: it is being deleted, but the controller has not finished its cleanup); ' +
       'it takes effect once reconciled and repeating the request is safe',
   ),
+  noStore: err('OAuth needs the shared store: gw facade was started without --redis'),
 } as const;
+
+/** The error answers an operation lists, by status (notReady: 504 of a cluster write; noStore: 503). */
+type ErrorCase = keyof typeof E;
+const STATUS_OF: Partial<Record<ErrorCase, number>> = { notReady: 504, noStore: 503 };
+const READ: ErrorCase[] = [400, 401, 403, 404, 429];
+const WRITE: ErrorCase[] = [400, 401, 403, 409, 413, 415, 429, 'notReady'];
+const DELETE: ErrorCase[] = [400, 401, 403, 404, 409, 429, 'notReady'];
+
+/** One operation: its 200 answer and its error answers (shared shapes); `form`: the body may be form-encoded too. */
+function op(o: {
+  id: string;
+  summary?: string;
+  security: Json[];
+  parameters?: Json[];
+  body?: Json;
+  form?: boolean;
+  ok: Json;
+  errors: ErrorCase[];
+}): Json {
+  const responses: Json = { 200: o.ok };
+  for (const e of o.errors) responses[STATUS_OF[e] ?? e] = E[e];
+  const content: Json = { 'application/json': { schema: o.body } };
+  if (o.form) content['application/x-www-form-urlencoded'] = { schema: o.body };
+  return {
+    operationId: o.id,
+    ...(o.summary !== undefined ? { summary: o.summary } : {}),
+    security: o.security,
+    ...(o.parameters ? { parameters: o.parameters } : {}),
+    ...(o.body ? { requestBody: { required: true, content } } : {}),
+    responses,
+  };
+}
 
 const bearer = [{ bearer: [] }];
 const gwSecret = [{ gwSecret: [] }];
@@ -83,7 +117,6 @@ const suppressResetParam = {
   schema: { type: 'string', enum: ['1'] },
   description: 'Keep the live quota instead of resetting it',
 };
-const jsonBody = (schema: Json): Json => ({ required: true, content: { 'application/json': { schema } } });
 
 const clientProps = {
   client_id: str,
@@ -193,164 +226,132 @@ export const facadeOpenApi: Json = {
         required: ['keys'],
         additionalProperties: false,
       },
+      AuthorizeClientRequest: fromZod(AuthorizeClientBody),
+      AuthorizationCode: {
+        type: 'object',
+        properties: { code: str, redirect_to: { type: 'string', description: 'redirect_uri with code and state' } },
+        required: ['code', 'redirect_to'],
+        additionalProperties: false,
+      },
+      IntrospectRequest: fromZod(IntrospectBody),
+      Introspection: {
+        type: 'object',
+        properties: {
+          active: { type: 'boolean' },
+          client_id: str,
+          api_id: str,
+          token_type: { enum: ['bearer', 'refresh_token'] },
+          exp: { type: 'integer', description: 'unix seconds' },
+          iat: { type: 'integer', description: 'unix seconds' },
+        },
+        required: ['active'],
+        additionalProperties: false,
+      },
       Health: { type: 'object', properties: { status: str }, required: ['status'], additionalProperties: false },
     },
   },
   paths: {
     '/api/apis/oauth/{apiId}': {
       parameters: [apiIdParam],
-      post: {
-        operationId: 'createOAuthClient',
+      post: op({
+        id: 'createOAuthClient',
         summary: 'Create an OAuth client for an existing API (client_id and secret generated when absent or empty)',
         security: bearer,
-        requestBody: jsonBody(ref('OAuthClientRequest')),
-        responses: {
-          200: json(ref('OAuthClient'), 'Client created'),
-          400: E[400],
-          401: E[401],
-          403: E[403],
-          404: E[404],
-          409: E[409],
-          413: E[413],
-          415: E[415],
-          429: E[429],
-          504: E.notReady,
-        },
-      },
-      get: {
-        operationId: 'listOAuthClients',
+        body: ref('OAuthClientRequest'),
+        ok: json(ref('OAuthClient'), 'Client created'),
+        errors: [...WRITE, 404],
+      }),
+      get: op({
+        id: 'listOAuthClients',
         summary: 'OAuth clients of an API (secrets omitted)',
         security: bearer,
-        responses: {
-          200: json({ type: 'array', items: ref('OAuthClientSummary') }, 'The clients'),
-          400: E[400],
-          401: E[401],
-          403: E[403],
-          404: E[404],
-          429: E[429],
-        },
-      },
+        ok: json({ type: 'array', items: ref('OAuthClientSummary') }, 'The clients'),
+        errors: READ,
+      }),
     },
     '/api/apis/oauth/{apiId}/{clientId}': {
       parameters: [apiIdParam, clientIdParam],
-      get: {
-        operationId: 'getOAuthClient',
+      get: op({
+        id: 'getOAuthClient',
         security: bearer,
-        responses: {
-          200: json(ref('OAuthClient'), 'The client, secret included'),
-          400: E[400],
-          401: E[401],
-          403: E[403],
-          404: E[404],
-          429: E[429],
-        },
-      },
-      delete: {
-        operationId: 'deleteOAuthClient',
+        ok: json(ref('OAuthClient'), 'The client, secret included'),
+        errors: READ,
+      }),
+      delete: op({
+        id: 'deleteOAuthClient',
         security: bearer,
-        responses: {
-          200: json(ref('Deleted'), 'Client deleted'),
-          400: E[400],
-          401: E[401],
-          403: E[403],
-          404: E[404],
-          409: E[409],
-          429: E[429],
-          504: E.notReady,
-        },
-      },
+        ok: json(ref('Deleted'), 'Client deleted'),
+        errors: DELETE,
+      }),
     },
     '/api/proxy': {
-      post: {
-        operationId: 'proxyRequest',
+      post: op({
+        id: 'proxyRequest',
         summary: 'Send one request to a gateway URL (gateway_urls only; redirects are not followed)',
         security: bearer,
-        requestBody: jsonBody(ref('ProxyRequest')),
-        responses: {
-          200: json(ref('ProxyResponse'), 'The gateway answered (any status)'),
-          400: E[400],
-          401: E[401],
-          403: E[403],
-          413: E[413],
-          415: E[415],
-          429: E[429],
-          502: E[502],
-          504: E[504],
-        },
-      },
+        body: ref('ProxyRequest'),
+        ok: json(ref('ProxyResponse'), 'The gateway answered (any status)'),
+        errors: [400, 401, 403, 413, 415, 429, 502, 504],
+      }),
     },
     '/gw/keys': {
-      get: {
-        operationId: 'listKeys',
+      get: op({
+        id: 'listKeys',
         security: gwSecret,
-        responses: { 200: json(ref('KeyList'), 'SHA-256 hashes of every key'), 401: E[401], 403: E[403], 429: E[429] },
-      },
+        ok: json(ref('KeyList'), 'SHA-256 hashes of every key'),
+        errors: [401, 403, 429],
+      }),
     },
     '/gw/keys/{keyID}': {
       parameters: [keyIdParam, hashedParam],
-      post: {
-        operationId: 'addKey',
+      post: op({
+        id: 'addKey',
         summary: 'Create or import a key with this session (replaces it when it exists)',
         security: gwSecret,
         parameters: [suppressResetParam],
-        requestBody: jsonBody(ref('KeySession')),
-        responses: {
-          200: json(ref('KeyResult'), 'action added or modified'),
-          400: E[400],
-          401: E[401],
-          403: E[403],
-          409: E[409],
-          413: E[413],
-          415: E[415],
-          429: E[429],
-          504: E.notReady,
-        },
-      },
-      put: {
-        operationId: 'replaceKey',
+        body: ref('KeySession'),
+        ok: json(ref('KeyResult'), 'action added or modified'),
+        errors: WRITE,
+      }),
+      put: op({
+        id: 'replaceKey',
         security: gwSecret,
         parameters: [suppressResetParam],
-        requestBody: jsonBody(ref('KeySession')),
-        responses: {
-          200: json(ref('KeyResult'), 'action modified'),
-          400: E[400],
-          401: E[401],
-          403: E[403],
-          404: E[404],
-          409: E[409],
-          413: E[413],
-          415: E[415],
-          429: E[429],
-          504: E.notReady,
-        },
-      },
-      get: {
-        operationId: 'getKey',
+        body: ref('KeySession'),
+        ok: json(ref('KeyResult'), 'action modified'),
+        errors: [...WRITE, 404],
+      }),
+      get: op({
+        id: 'getKey',
         summary: 'The session, with live quota_remaining and quota_renews',
         security: gwSecret,
-        responses: {
-          200: json(ref('KeySession'), 'The session'),
-          400: E[400],
-          401: E[401],
-          403: E[403],
-          404: E[404],
-          429: E[429],
-        },
-      },
-      delete: {
-        operationId: 'deleteKey',
+        ok: json(ref('KeySession'), 'The session'),
+        errors: READ,
+      }),
+      delete: op({ id: 'deleteKey', security: gwSecret, ok: json(ref('KeyResult'), 'action deleted'), errors: DELETE }),
+    },
+    '/gw/oauth/authorize-client': {
+      post: op({
+        id: 'authorizeOAuthClient',
+        summary:
+          "A code for an authorization the user consented to (the API owner's login page, after the gateway's " +
+          'oauth/authorize): the client, redirect URI and PKCE parameters are checked as at the gateway',
         security: gwSecret,
-        responses: {
-          200: json(ref('KeyResult'), 'action deleted'),
-          400: E[400],
-          401: E[401],
-          403: E[403],
-          404: E[404],
-          409: E[409],
-          429: E[429],
-          504: E.notReady,
-        },
-      },
+        body: ref('AuthorizeClientRequest'),
+        ok: json(ref('AuthorizationCode'), 'The code (single use, 60 s) and the redirect URI carrying it'),
+        errors: [400, 401, 403, 404, 413, 415, 429, 'noStore'],
+      }),
+    },
+    '/gw/oauth/introspect': {
+      post: op({
+        id: 'introspectOAuthToken',
+        summary: 'RFC 7662: whether a token is active, and whose it is (JSON or form-encoded body)',
+        security: gwSecret,
+        body: ref('IntrospectRequest'),
+        form: true,
+        ok: json(ref('Introspection'), 'The token: {"active": false}, or active with its client, API and lifetime'),
+        errors: [400, 401, 403, 413, 415, 429, 'noStore'],
+      }),
     },
     '/openapi.json': {
       get: { operationId: 'openapi', responses: { 200: json({ type: 'object' }, 'This document'), 429: E[429] } },

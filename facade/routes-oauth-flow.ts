@@ -25,7 +25,7 @@ export const AuthorizeClientBody = z.strictObject({
   scope: z.string().optional(),
 });
 
-const IntrospectBody = z.looseObject({ token: z.string().min(1), token_type_hint: z.string().optional() });
+export const IntrospectBody = z.looseObject({ token: z.string().min(1), token_type_hint: z.string().optional() });
 
 function oauthOf(args: RouteArgs): FacadeOAuth {
   requireGwSecret(args.req, args.ctx.options.secret);

@@ -13,7 +13,7 @@ export interface BodyFlags {
 /** The facade's bodies are JSON objects; anything else is refused here, before a request is sent. */
 const JsonObject = z.record(z.string(), z.unknown());
 
-function readStdin(): string {
+export function readStdin(): string {
   try {
     return readFileSync(0, 'utf8');
   } catch (e) {

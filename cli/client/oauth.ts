@@ -1,8 +1,12 @@
-/** `gw oauth create|list|get|delete`: OAuth clients of an API through the facade (bearer token). */
+/**
+ * `gw oauth create|list|get|delete`: OAuth clients of an API through the facade (bearer token);
+ * `gw oauth authorize|introspect` (the secret) in oauth-flow.ts.
+ */
 import { Command } from 'commander';
 import type { BodyFlags } from './body.js';
 import type { ConnectionFlags } from './connection.js';
 import { seg } from './http.js';
+import { addOAuthFlowCommands } from './oauth-flow.js';
 import { callAndPrint, clientAction, clientOptions, type OutputFlags } from './run.js';
 
 type OAuthFlags = ConnectionFlags & BodyFlags & OutputFlags;
@@ -17,7 +21,9 @@ function common(cmd: Command, body = false): Command {
 }
 
 export function oauthCommand(): Command {
-  const oauth = new Command('oauth').description('OAuth clients of an API through the facade (/api/apis/oauth)');
+  const oauth = new Command('oauth').description(
+    'OAuth clients of an API (/api/apis/oauth), codes and introspection (/gw/oauth) through the facade',
+  );
 
   common(
     oauth
@@ -67,5 +73,6 @@ export function oauthCommand(): Command {
       }),
     ),
   );
+  addOAuthFlowCommands(oauth);
   return oauth;
 }

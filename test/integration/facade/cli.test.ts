@@ -3,7 +3,6 @@
  * process: keys created, used at the gateway, read back with live quota, deleted; OAuth clients; the
  * proxy with the gateway's rate-limit headers; a restart that loses nothing; every exit code reached.
  */
-import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
@@ -13,54 +12,22 @@ import { Exit } from '../../../cli/client/exit-codes.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { startEcho } from '../../../scripts/echo-upstream.js';
 import { freePort } from '../../harness/ports.js';
-import { CLI, cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
+import { cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
+import { expectFailure, runGw, type Run } from '../../helpers/gw-cli.js';
 
 const SECRET = 'test-secret';
 const TOKEN = 'test-token';
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** stdout parsed as JSON (undefined when empty or not JSON). */
-  json: unknown;
-}
-
-/** Runs the real binary; the environment carries only the facade URL and credentials given here. */
+/** Runs the real binary with this suite's facade URL and credentials (`env` overrides them). */
 function gw(
   args: string[],
   opts: { env?: Record<string, string | undefined>; stdin?: string; url?: string } = {},
 ): Promise<Run> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('GW_')) env[k] = v;
-  const extra = { GW_FACADE_URL: opts.url ?? sa.admin, GW_SECRET: SECRET, GW_ACCESS_TOKEN: TOKEN, ...opts.env };
-  for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.on('error', reject);
-    p.on('close', (code) => {
-      let json: unknown;
-      try {
-        json = stdout.trim() ? (JSON.parse(stdout) as unknown) : undefined;
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    });
-    p.stdin.end(opts.stdin ?? '');
+  return runGw(args, {
+    url: opts.url ?? sa.admin,
+    env: { GW_SECRET: SECRET, GW_ACCESS_TOKEN: TOKEN, ...opts.env },
+    ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
   });
-}
-
-/** A failure: nothing on stdout, exactly one line on stderr naming the command. */
-function expectFailure(r: Run, code: number, pattern: RegExp): void {
-  expect({ code: r.code, stdout: r.stdout }).toEqual({ code, stdout: '' });
-  expect(r.stderr).toMatch(/^gw [a-z]+( [a-z]+)?: .+\n$/);
-  expect(r.stderr.trim().split('\n')).toHaveLength(1);
-  expect(r.stderr).toMatch(pattern);
 }
 
 async function atGateway(path: string, key?: string) {

@@ -9,6 +9,12 @@ import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NotReadyError, type ResourceBackend } from '../../../facade/backend.js';
+import { ApiDefinitionResource } from '../../../crds/kinds.js';
+import { compileConfig } from '../../../compiler/compile-config.js';
+import { MemoryClientDirectory } from '../../../contract/oauth/clients.js';
+import { OAuthServer } from '../../../contract/oauth/grants.js';
+import { MemoryTokenStore } from '../../../contract/oauth/tokens.js';
+import { sha256hex } from '../../../lib/hash.js';
 import { facadeOpenApi } from '../../../facade/openapi.js';
 import { freePort } from '../../harness/ports.js';
 import {
@@ -29,6 +35,34 @@ let hangingUrl: string;
 let closedUrl: string;
 let f: Facade;
 const recorded: Recorded[] = [];
+
+/** An OAuth API with one client, for the facade's OAuth flow routes (codes and introspection in memory). */
+const OAUTH_CONFIG = compileConfig(
+  [
+    ApiDefinitionResource.parse({
+      apiVersion: 'gw.io/v1alpha1',
+      kind: 'ApiDefinition',
+      metadata: { name: 'oapets', namespace: 'default' },
+      spec: {
+        use_oauth2: true,
+        oauth_meta: { auth_login_redirect: 'https://login.example/consent' },
+        proxy: { listen_path: '/oapets/' },
+      },
+    }),
+  ],
+  [],
+).config;
+const OAUTH_CLIENT = {
+  namespace: 'default',
+  name: 'app',
+  api_id: 'oapets',
+  client_id: 'app',
+  redirect_uri: 'https://app.example/cb',
+  secret_hash: sha256hex('app-secret'),
+};
+const oauthClients = new MemoryClientDirectory();
+oauthClients.replace([OAUTH_CLIENT]);
+const oauthServer = new OAuthServer(new MemoryTokenStore(), oauthClients);
 
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -76,7 +110,10 @@ beforeAll(async () => {
   });
   hangingUrl = await listen(hanging);
   closedUrl = `http://127.0.0.1:${await freePort()}`;
-  f = await startFacade({ options: { gateway_urls: [gatewayUrl, hangingUrl, closedUrl], proxy_timeout: 0.3 } });
+  f = await startFacade({
+    options: { gateway_urls: [gatewayUrl, hangingUrl, closedUrl], proxy_timeout: 0.3 },
+    oauth: { server: oauthServer, config: () => OAUTH_CONFIG },
+  });
   writeFileSync(join(f.dir, 'hand.yaml'), HAND);
   await f.source.refresh();
 });
@@ -137,6 +174,64 @@ test('OAuth client operations: every documented status', async () => {
   expect((await c('DELETE', '/api/apis/oauth/pets/hand-client')).status).toBe(409);
   expect((await c('DELETE', '/api/apis/oauth/pets/doc-client')).status).toBe(200);
   expect((await c('DELETE', '/api/apis/oauth/pets/doc-client')).status).toBe(404);
+});
+
+test('OAuth flow operations (authorize-client, introspect): every documented status', async () => {
+  const c = (m: string, p: string, init?: Parameters<Facade['call']>[2]) => f.call(m, p, init);
+  const consent = {
+    api_id: 'oapets',
+    client_id: 'app',
+    redirect_uri: 'https://app.example/cb',
+    response_type: 'code',
+    state: 'st',
+  };
+  const code = await c('POST', '/gw/oauth/authorize-client', { body: consent });
+  expect(code.status).toBe(200);
+  expect(new URL((code.body as { redirect_to: string }).redirect_to).searchParams.get('state')).toBe('st');
+  const wrongUri = { ...consent, redirect_uri: 'https://evil.example/cb' };
+  expect((await c('POST', '/gw/oauth/authorize-client', { body: wrongUri })).status).toBe(400);
+  expect((await c('POST', '/gw/oauth/authorize-client', { body: consent, noAuth: true })).status).toBe(401);
+  expect((await c('POST', '/gw/oauth/authorize-client', { body: consent, ...WRONG_SECRET })).status).toBe(403);
+  expect((await c('POST', '/gw/oauth/authorize-client', { body: { ...consent, api_id: 'nope' } })).status).toBe(404);
+  expect((await c('POST', '/gw/oauth/authorize-client', { body: BIG })).status).toBe(413);
+  expect((await c('POST', '/gw/oauth/authorize-client', { body: '{}', ...TEXT })).status).toBe(415);
+
+  const api = OAUTH_CONFIG.apis[0]!;
+  const issued = await oauthServer.token(
+    api,
+    api.oauth!,
+    OAUTH_CLIENT,
+    new URLSearchParams({ grant_type: 'client_credentials' }),
+  );
+  const active = await c('POST', '/gw/oauth/introspect', { body: { token: issued.answer.access_token } });
+  expect(active.status).toBe(200);
+  expect(active.body).toMatchObject({ active: true, client_id: 'app', api_id: 'oapets', token_type: 'bearer' });
+  const form = await c('POST', '/gw/oauth/introspect', {
+    body: 'token=unknown',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  expect(form.body).toEqual({ active: false });
+  expect((await c('POST', '/gw/oauth/introspect', { body: {} })).status).toBe(400);
+  expect((await c('POST', '/gw/oauth/introspect', { body: { token: 't' }, noAuth: true })).status).toBe(401);
+  expect((await c('POST', '/gw/oauth/introspect', { body: { token: 't' }, ...WRONG_SECRET })).status).toBe(403);
+  expect((await c('POST', '/gw/oauth/introspect', { body: BIG })).status).toBe(413);
+  expect((await c('POST', '/gw/oauth/introspect', { body: 'token=t', ...TEXT })).status).toBe(415);
+
+  // a facade without the shared store (gw facade without --redis): 503 naming it
+  const bare = await startFacade();
+  try {
+    for (const [p, body] of [
+      ['/gw/oauth/authorize-client', consent],
+      ['/gw/oauth/introspect', { token: 't' }],
+    ] as const) {
+      const r = await bare.call('POST', p, { body });
+      expect([p, r.status]).toEqual([p, 503]);
+      expect((r.body as { message: string }).message).toMatch(/--redis/);
+    }
+  } finally {
+    recorded.push(...bare.recorded);
+    await bare.close();
+  }
 });
 
 test('proxy: every documented status', async () => {
@@ -286,6 +381,8 @@ test('429 with Retry-After on every rate-limited operation', async () => {
       ['GET', '/gw/keys/k'],
       ['DELETE', '/gw/keys/k'],
       ['GET', '/openapi.json'],
+      ['POST', '/gw/oauth/authorize-client', {}],
+      ['POST', '/gw/oauth/introspect', {}],
     ];
     for (const [m, p, body] of ops) {
       const r = await g.call(m, p, body === undefined ? {} : { body });
