@@ -2,7 +2,7 @@
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { firstLine, formatZodError } from './errors.js';
-import type { ListenerLimits } from './serve.js';
+import { DEFAULT_LISTENER_LIMITS, type ListenerLimits } from './serve.js';
 import { parseCidr } from './ip/address.js';
 const { readFileSync } = process.getBuiltinModule('node:fs');
 
@@ -150,9 +150,20 @@ export function gatewayListenerLimits(o: GatewayOptionsT): ListenerLimits {
 
 /**
  * A management or metrics listener (facade, standalone's admin, --metrics-listen): heads within 20 s (or
- * headers_timeout when shorter), a whole request within 60 s, the default connection caps.
+ * headers_timeout when shorter), a whole request within 60 s, the listener's default connection caps or
+ * the gateway's (max_connections, max_connections_per_client) where those are lower: an operator who
+ * tightens the caps tightens them on every listener of the process.
  */
 export function adminListenerLimits(o?: GatewayOptionsT): ListenerLimits {
   const headersTimeoutMs = Math.min(20_000, (o?.headers_timeout ?? DEFAULT_HEADERS_TIMEOUT_S) * 1000);
-  return { headersTimeoutMs, requestTimeoutMs: Math.max(60_000, headersTimeoutMs) };
+  const d = DEFAULT_LISTENER_LIMITS;
+  return {
+    headersTimeoutMs,
+    requestTimeoutMs: Math.max(60_000, headersTimeoutMs),
+    maxConnections: Math.min(d.maxConnections, o?.max_connections ?? d.maxConnections),
+    maxConnectionsPerClient: Math.min(
+      d.maxConnectionsPerClient,
+      o?.max_connections_per_client ?? d.maxConnectionsPerClient,
+    ),
+  };
 }

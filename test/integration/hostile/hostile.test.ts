@@ -12,6 +12,7 @@ import { connect, type Socket } from 'node:net';
 import { request as httpRequest } from 'node:http';
 import { startEcho } from '../../../scripts/echo-upstream.js';
 import { eventually } from '../../helpers/sidecar.js';
+import { keptClient, slowHead, type SlowHead } from '../../helpers/slow-client.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
 
 const PER_CLIENT = 10;
@@ -109,25 +110,6 @@ function send(
   });
 }
 
-/** A connection that sends a request head slowly: one header line every `everyMs`, never the end. */
-function slowHead(base: string, localAddress: string, everyMs = 300): { socket: Socket; closed: Promise<string> } {
-  const u = new URL(base);
-  const socket = connect({ host: u.hostname, port: Number(u.port), localAddress });
-  let got = '';
-  socket.setEncoding('utf8');
-  socket.on('data', (d: string) => (got += d));
-  socket.on('error', () => undefined);
-  socket.on('connect', () => socket.write('GET /redos/x HTTP/1.1\r\nHost: x\r\n'));
-  const timer = setInterval(() => socket.writable && socket.write(`X-Slow-${Date.now()}: 1\r\n`), everyMs);
-  const closed = new Promise<string>((r) =>
-    socket.once('close', () => {
-      clearInterval(timer);
-      r(got);
-    }),
-  );
-  return { socket, closed };
-}
-
 let echo: { server: Server; url: string };
 let dir: string;
 let strictDir: string;
@@ -167,7 +149,7 @@ test('a pattern that backtracks in V8 (nested quantifiers) answers at once, on a
 });
 
 test('slow request heads are cut on the gateway and the admin listener (headers_timeout: 1 s → 408 and close)', async () => {
-  const heads = [slowHead(gw.gateway, '127.0.0.1'), slowHead(gw.admin, '127.0.0.1')];
+  const heads = [slowHead(gw.gateway, '127.0.0.1', 300, '/redos/x'), slowHead(gw.admin, '127.0.0.1', 300, '/redos/x')];
   const t0 = Date.now();
   const got = await Promise.race([
     Promise.all(heads.map((h) => h.closed)),
@@ -178,7 +160,7 @@ test('slow request heads are cut on the gateway and the admin listener (headers_
 });
 
 test('2× the per-client cap of slow connections from one address: the rest are closed at once; another client is served, /healthz answers', async () => {
-  const held = Array.from({ length: 2 * PER_CLIENT }, () => slowHead(gw.gateway, '127.0.0.2', 200));
+  const held = Array.from({ length: 2 * PER_CLIENT }, () => slowHead(gw.gateway, '127.0.0.2', 200, '/redos/x'));
   // the connections past the cap are closed as soon as accepted, with nothing written back
   const early: string[] = [];
   await eventually(
@@ -198,34 +180,19 @@ test('2× the per-client cap of slow connections from one address: the rest are 
 });
 
 test('2× max_connections of slow connections from many addresses: an open keep-alive client is still served; new ones again once the slow ones are cut', async () => {
-  const u = new URL(gw.gateway);
   // a client connected before the flood, keeping its connection
-  const keep = connect({ host: u.hostname, port: Number(u.port), localAddress: '127.0.0.4' });
-  await new Promise((r) => keep.once('connect', r));
-  keep.setEncoding('utf8');
-  const ask = (): Promise<string> =>
-    new Promise((resolve) => {
-      let got = '';
-      const on = (d: string): void => {
-        got += d;
-        if (/\r\n\r\n[\s\S]*\}/.test(got)) {
-          keep.off('data', on);
-          resolve(got);
-        }
-      };
-      keep.on('data', on);
-      keep.write('GET /redos/keep HTTP/1.1\r\nHost: x\r\n\r\n');
-    });
+  const keep = await keptClient(gw.gateway, '127.0.0.4');
+  const ask = (): Promise<string> => keep.ask('/redos/keep');
   expect(await ask()).toMatch(/^HTTP\/1\.1 200/);
-  const held: ReturnType<typeof slowHead>[] = [];
+  const held: SlowHead[] = [];
   for (let a = 10; a < 10 + (2 * MAX_CONNECTIONS) / PER_CLIENT; a++)
-    for (let i = 0; i < PER_CLIENT; i++) held.push(slowHead(gw.gateway, `127.0.0.${a}`, 200));
+    for (let i = 0; i < PER_CLIENT; i++) held.push(slowHead(gw.gateway, `127.0.0.${a}`, 200, '/redos/x'));
   await eventually(async () => held.filter((h) => h.socket.destroyed).length >= MAX_CONNECTIONS - 1, 5000, 'cap');
   const keptAnswer = await ask();
   expect(keptAnswer).toMatch(/^HTTP\/1\.1 200/);
   await Promise.all(held.map((h) => h.closed)); // cut by the head timeout
   expect((await send(gw.gateway, '/redos/after', { localAddress: '127.0.0.5' })).status).toBe(200);
-  keep.destroy();
+  keep.close();
 });
 
 test('an unauthenticated upload to the facade is refused before its body is read: 401, and the connection closes instead of draining 100 MB', async () => {
@@ -275,16 +242,20 @@ test('an abandoned authenticated upload to the facade: no error line, no 500 pat
 });
 
 test('credential guessing from 30 addresses: the global guess budget holds them to about rate + one guess per address', async () => {
-  const tries: Promise<Answer>[] = [];
-  for (let a = 0; a < 30; a++)
+  // the 30 addresses at once, each guessing one after the other (within the admin listener's connection
+  // caps, which follow max_connections: 40 here)
+  const perAddress = async (a: number): Promise<Answer[]> => {
+    const out: Answer[] = [];
     for (let i = 0; i < 8; i++)
-      tries.push(
-        send(gw.admin, '/gw/keys/x', {
+      out.push(
+        await send(gw.admin, '/gw/keys/x', {
           headers: { 'x-gw-authorization': `wrong-${a}-${i}` },
           localAddress: `127.0.1.${a + 1}`,
         }),
       );
-  const got = await Promise.all(tries);
+    return out;
+  };
+  const got = (await Promise.all(Array.from({ length: 30 }, (_, a) => perAddress(a)))).flat();
   const compared = got.filter((r) => r.status === 403).length;
   const refused = got.filter((r) => r.status === 429).length;
   expect(compared + refused).toBe(240);
