@@ -8,7 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { request as httpRequest } from 'node:http';
 import { startEcho } from '../../../scripts/echo-upstream.js';
 import { eventually } from '../../helpers/sidecar.js';
