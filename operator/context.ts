@@ -9,6 +9,7 @@ import type { EventRecorder } from './events.js';
 import { KubeObjectSchema, type Informer, type KubeObject, type ResourceRef } from '../lib/kube/informer.js';
 import { codeOf, resourcePath, type KubeApi } from '../lib/kube/api.js';
 import type { OperatorMetrics } from './metrics.js';
+import type { ApiIdIndex } from './api-index.js';
 import type { Outcome, StatusWriter } from './status.js';
 import { readyCondition } from './status.js';
 
@@ -47,6 +48,8 @@ export interface OperatorContext {
   configs: Map<string, CompiledConfig>;
   /** Key hash → `namespace/name` of the AccessKey that owns its session. */
   keyOwners: Map<string, string>;
+  /** api_ids of the valid ApiDefinitions per namespace (kept from the informer's events). */
+  apiIds: ApiIdIndex;
   /** Per namespace, `Kind/name` of the resources refused for size (a log line when one is newly refused). */
   refused: Map<string, Set<string>>;
   /** Bytes of items and owner references per config ConfigMap (default SHARD_BUDGET_BYTES). */

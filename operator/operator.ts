@@ -30,6 +30,7 @@ import { SmoothingEvents } from './smoothing-events.js';
 import { StatusWriter } from './status.js';
 import { WorkQueue } from './work-queue.js';
 import { SecretIndex } from './secret-index.js';
+import { ApiIdIndex } from './api-index.js';
 import { markerComplete, markerReady, markerRestoring, storeMarkerKey } from '../contract/store-keys.js';
 import { restoreSessions } from './restore.js';
 const { randomUUID } = process.getBuiltinModule('node:crypto');
@@ -114,6 +115,7 @@ export class Operator {
       refused: new Map(),
       shardBudget: o.shardBudget,
       keyOwners: new Map(),
+      apiIds: new ApiIdIndex(),
       scope: o.namespace,
     };
     this.queue = new WorkQueue({
@@ -228,10 +230,12 @@ export class Operator {
     for (const inf of [this.informers.apis, this.informers.policies, this.informers.configMaps]) {
       for (const o of inf.list()) namespaces.add(o.metadata.namespace ?? 'default');
     }
-    for (const ns of namespaces) this.queue.add(`Config|${ns}`);
-    for (const o of this.informers.keys.list()) this.queue.add(`AccessKey|${o.metadata.namespace}|${o.metadata.name}`);
+    // behind every live change: a resync of tens of thousands of keys never delays an edit
+    for (const ns of namespaces) this.queue.add(`Config|${ns}`, 'bulk');
+    for (const o of this.informers.keys.list())
+      this.queue.add(`AccessKey|${o.metadata.namespace}|${o.metadata.name}`, 'bulk');
     for (const o of this.informers.clients.list())
-      this.queue.add(`OAuthClient|${o.metadata.namespace}|${o.metadata.name}`);
+      this.queue.add(`OAuthClient|${o.metadata.namespace}|${o.metadata.name}`, 'bulk');
   }
 
   /**
@@ -302,6 +306,7 @@ export class Operator {
     switch (kind) {
       case 'ApiDefinition':
       case 'Policy':
+        if (kind === 'ApiDefinition') this.ctx.apiIds.update(obj, type === 'delete');
         if (!specChanged) return;
         this.queue.add(`Config|${ns}`);
         for (const k of this.informers.keys.list(ns)) {

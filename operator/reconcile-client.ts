@@ -32,7 +32,6 @@ import {
   type OperatorContext,
 } from './context.js';
 import type { KubeObject } from '../lib/kube/informer.js';
-import { apiIdsIn } from './reconcile-key.js';
 import { notReady, notReadyAll, ok, type Reason } from './status.js';
 
 export const CLIENT_FINALIZER = 'gw.io/client-cleanup';
@@ -78,7 +77,7 @@ export async function reconcileClient(ctx: OperatorContext, ns: string, name: st
   const secret = secretObj && secretValue(secretObj, c.spec.secretRef.key);
   // every missing reference is named (the reason is the first one's)
   const missing: [Reason, string][] = [];
-  if (!apiIdsIn(ctx, ns).has(c.spec.api_id))
+  if (!ctx.apiIds.has(ns, c.spec.api_id))
     missing.push(['ApiNotFound', `API ${c.spec.api_id} not found in namespace ${ns}`]);
   if (c.spec.policy_id && !ctx.informers.policies.get(ns, c.spec.policy_id))
     missing.push(['PolicyNotFound', `policy ${c.spec.policy_id} not found in namespace ${ns}`]);

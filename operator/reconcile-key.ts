@@ -18,7 +18,7 @@
  * change or a deleted Secret); hashes are what Redis holds, never raw keys.
  */
 import { z } from 'zod';
-import { AccessKeyResource, ApiDefinitionResource, PolicyResource, type AccessKey } from '../crds/kinds.js';
+import { AccessKeyResource, PolicyResource, type AccessKey } from '../crds/kinds.js';
 import { sha256hex } from '../lib/hash.js';
 import { SESSION_PREFIX } from '../contract/sessions-redis.js';
 import type { StoredSession } from '../contract/sessions.js';
@@ -26,7 +26,6 @@ import { storeKeys } from '../contract/store-keys.js';
 import { deleteKeys, scanKeys } from '../lib/store/multi-key.js';
 import { keyQuotaBuckets } from '../contract/limits/key-limits.js';
 import { QUOTA_RESET_ANNOTATION, SUPPRESS_RESET_ANNOTATION } from '../contract/annotations.js';
-import { apiIdOf } from '../crds/schemas/api-definition.js';
 import { keyMaterial, sessionOf } from '../compiler/key-sessions.js';
 import { compileNamespace } from './reconcile-config.js';
 import {
@@ -235,7 +234,6 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
 
   // References: reported, the session stays (the sidecar resolves policies and fails closed).
   const extra = { keyHash: hash, ...(resetWanted !== undefined ? { quotaReset: resetWanted } : {}) };
-  const apiIds = apiIdsIn(ctx, ns);
   // a policy that exists but does not validate is named as such (its own Ready condition says why)
   const states = new Map((stored.session.apply_policies ?? []).map((p) => [p, policyState(ctx, ns, p)]));
   const named = (state: string): string[] => [...states].filter(([, st]) => st === state).map(([p]) => p);
@@ -244,7 +242,7 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
     stored.session,
     ns,
     (p) => states.get(p) !== 'missing',
-    (a) => apiIds.has(a),
+    (a) => ctx.apiIds.has(ns, a),
   );
   // the gateway refuses a key that applies an inactive policy (fail closed): its Ready says so
   if (inactive.length)
@@ -321,14 +319,4 @@ async function storeDown(
     notReady('StoreUnavailable', `Redis: ${e.message}`, Object.keys(kept).length ? kept : undefined),
   );
   throw e;
-}
-
-/** api_ids of the valid ApiDefinitions of a namespace, read from the cache (not the last compile, which may lag). */
-export function apiIdsIn(ctx: OperatorContext, ns: string): Set<string> {
-  const ids = new Set<string>();
-  for (const raw of ctx.informers.apis.list(ns)) {
-    const r = ApiDefinitionResource.safeParse(raw);
-    if (r.success) ids.add(apiIdOf(r.data));
-  }
-  return ids;
 }

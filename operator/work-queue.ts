@@ -3,6 +3,10 @@
  * a key added while it is being processed runs again after the current run (never two runs of one key
  * at a time); at most `concurrency` keys run at once; a failed run is retried after an exponential
  * backoff (base·2^(n−1), capped), and a success forgets the failures. Timers are injected for tests.
+ * Two priorities: `live` (a watch event, a retry) runs before any `bulk` key (a full resync), so a change
+ * made while a resync of tens of thousands of keys is under way waits for a free slot, not for the resync;
+ * a bulk key added live is promoted. Every operation is O(1) (the arrays keep stale entries of promoted
+ * keys, skipped when taken).
  */
 import { backoffDelay } from '../lib/backoff.js';
 
@@ -32,10 +36,36 @@ export interface WorkQueueOptions {
   onError?: (key: string, err: unknown, attempt: number, retryInMs: number) => void;
 }
 
-export class WorkQueue {
-  private readonly queue: string[] = [];
+export type Priority = 'live' | 'bulk';
+
+/** A FIFO of keys over an array with a moving head (compacted as it goes). */
+class Fifo {
+  private items: string[] = [];
   private head = 0;
-  private readonly dirty = new Set<string>();
+  push(k: string): void {
+    this.items.push(k);
+  }
+  shift(): string | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const k = this.items[this.head++];
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return k;
+  }
+  clear(): void {
+    this.items = [];
+    this.head = 0;
+  }
+}
+
+export class WorkQueue {
+  private readonly queues: Record<Priority, Fifo> = { live: new Fifo(), bulk: new Fifo() };
+  /** Keys waiting, and the priority they wait at (a key running and added again waits here too). */
+  private readonly dirty = new Map<string, Priority>();
+  /** Keys in a queue (dirty and not running): the depth. */
+  private waiting = 0;
   private readonly processing = new Set<string>();
   private readonly failures = new Map<string, number>();
   private readonly delayed = new Map<string, { at: number; handle: unknown }>();
@@ -67,18 +97,23 @@ export class WorkQueue {
 
   /** Forget everything queued or scheduled (e.g. when leadership is lost). */
   clear(): void {
-    this.queue.length = 0;
-    this.head = 0;
+    this.queues.live.clear();
+    this.queues.bulk.clear();
+    this.waiting = 0;
     this.dirty.clear();
     this.failures.clear();
     for (const d of this.delayed.values()) this.timers.clearTimeout(d.handle);
     this.delayed.clear();
   }
 
-  add(key: string): void {
-    if (this.dirty.has(key)) return;
-    this.dirty.add(key);
-    if (!this.processing.has(key)) this.queue.push(key);
+  /** Queues the key (once); `bulk` keys wait behind every `live` one. */
+  add(key: string, priority: Priority = 'live'): void {
+    const was = this.dirty.get(key);
+    if (was === 'live' || was === priority) return;
+    this.dirty.set(key, priority);
+    const running = this.processing.has(key);
+    if (!running) this.queues[priority].push(key); // promoted: its bulk entry is skipped when taken
+    if (was === undefined && !running) this.waiting++;
     this.pump();
   }
 
@@ -98,7 +133,7 @@ export class WorkQueue {
 
   /** Keys waiting to run (not counting running or delayed ones). */
   depth(): number {
-    return this.queue.length - this.head;
+    return this.waiting;
   }
 
   /** Failures in a row of a key (0 after a success). */
@@ -116,18 +151,21 @@ export class WorkQueue {
     return this.active === 0 && (this.depth() === 0 || !this.running);
   }
 
+  /** The next waiting key, live first; entries of keys promoted or already taken are skipped. */
   private take(): string | undefined {
-    const key = this.queue[this.head++];
-    if (this.head > 1024 && this.head * 2 > this.queue.length) {
-      this.queue.splice(0, this.head);
-      this.head = 0;
+    for (const p of ['live', 'bulk'] as const) {
+      for (let k = this.queues[p].shift(); k !== undefined; k = this.queues[p].shift()) {
+        if (this.dirty.get(k) === p && !this.processing.has(k)) return k;
+      }
     }
-    return key;
+    return undefined;
   }
 
   private pump(): void {
-    while (this.running && this.active < this.concurrency && this.depth() > 0) {
-      const key = this.take()!;
+    while (this.running && this.active < this.concurrency && this.waiting > 0) {
+      const key = this.take();
+      if (key === undefined) break;
+      this.waiting--;
       this.dirty.delete(key);
       this.processing.add(key);
       this.active++;
@@ -153,7 +191,11 @@ export class WorkQueue {
     } finally {
       this.processing.delete(key);
       this.active--;
-      if (this.dirty.has(key)) this.queue.push(key);
+      const again = this.dirty.get(key);
+      if (again !== undefined) {
+        this.queues[again].push(key);
+        this.waiting++;
+      }
       this.pump();
     }
   }

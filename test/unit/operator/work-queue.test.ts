@@ -143,3 +143,59 @@ describe('operator work queue: shutdown', () => {
     expect(q.depth()).toBe(1);
   });
 });
+
+describe('operator work queue: live before bulk', () => {
+  test('a live key runs before every waiting bulk key; a waiting bulk key added live is promoted, and runs once', async () => {
+    const timers = new FakeTimers();
+    const seen: string[] = [];
+    const q = new WorkQueue({ handler: async (k) => void seen.push(k), concurrency: 1, timers });
+    for (let i = 0; i < 1000; i++) q.add(`bulk-${i}`, 'bulk');
+    q.add('live-a');
+    q.add('bulk-500'); // promoted
+    q.add('bulk-7', 'bulk'); // already waiting: nothing changes
+    expect(q.depth()).toBe(1001);
+    q.start();
+    await q.idle();
+    expect(seen.slice(0, 2)).toEqual(['live-a', 'bulk-500']);
+    expect(seen).toHaveLength(1001);
+    expect(seen.filter((k) => k === 'bulk-500')).toHaveLength(1);
+    expect(q.depth()).toBe(0);
+  });
+
+  test('while a bulk backlog drains, a live key waits for one free slot only', async () => {
+    const timers = new FakeTimers();
+    const g = gatedHandler();
+    const q = new WorkQueue({ handler: g.handler, concurrency: 2, timers });
+    q.start();
+    for (let i = 0; i < 20_000; i++) q.add(`k${i}`, 'bulk');
+    await flush();
+    expect(g.runs.map((r) => r.key)).toEqual(['k0', 'k1']);
+    q.add('edit');
+    g.runs[0]!.done();
+    await flush();
+    expect(g.runs.map((r) => r.key)).toEqual(['k0', 'k1', 'edit']);
+    expect(q.depth()).toBe(19_998);
+  });
+
+  test('a key running and added again keeps the higher priority for its next run', async () => {
+    const timers = new FakeTimers();
+    const g = gatedHandler();
+    const q = new WorkQueue({ handler: g.handler, concurrency: 1, timers });
+    q.start();
+    q.add('x', 'bulk');
+    await flush();
+    q.add('b1', 'bulk');
+    q.add('x', 'bulk');
+    q.add('x'); // live now
+    expect(q.depth()).toBe(1); // b1; x waits for its own run to end
+    g.runs[0]!.done();
+    await flush();
+    expect(g.runs.map((r) => r.key)).toEqual(['x', 'x']);
+    g.runs[1]!.done();
+    await flush();
+    expect(g.runs.map((r) => r.key)).toEqual(['x', 'x', 'b1']);
+    g.runs[2]!.done();
+    await q.idle();
+    expect(q.depth()).toBe(0);
+  });
+});
