@@ -24,6 +24,8 @@ export interface CompileProblem {
 
 const nsName = (r: { metadata: { namespace: string; name: string } }): string =>
   `${r.metadata.namespace}/${r.metadata.name}`;
+/** Code-unit order: names and RFC 3339 timestamps are ASCII, and it costs a fraction of localeCompare (ICU). */
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const createdAt = (r: { metadata: Record<string, unknown> }): string =>
   typeof r.metadata.creationTimestamp === 'string' ? r.metadata.creationTimestamp : '';
 
@@ -34,10 +36,7 @@ const createdAt = (r: { metadata: Record<string, unknown> }): string =>
 function precedence(apis: ApiDefinition[], serving: ReadonlySet<string>): ApiDefinition[] {
   return apis
     .map((r, i) => ({ r, i, t: createdAt(r), s: serving.has(nsName(r)) ? 0 : 1 }))
-    .sort(
-      (a, b) =>
-        a.s - b.s || a.t.localeCompare(b.t) || (a.t && b.t ? nsName(a.r).localeCompare(nsName(b.r)) : 0) || a.i - b.i,
-    )
+    .sort((a, b) => a.s - b.s || cmp(a.t, b.t) || (a.t && b.t ? cmp(nsName(a.r), nsName(b.r)) : 0) || a.i - b.i)
     .map((x) => x.r);
 }
 
@@ -110,10 +109,10 @@ export function compileConfig(
     compiled.push(api);
   }
   const pols: Record<string, CompiledPolicy> = {};
-  for (const p of [...policies].sort((a, b) => nsName(a).localeCompare(nsName(b)))) {
+  for (const p of [...policies].sort((a, b) => cmp(nsName(a), nsName(b)))) {
     pols[nsName(p)] = { namespace: p.metadata.namespace, name: p.metadata.name, spec: p.spec };
   }
-  compiled.sort((a, b) => b.listenPath.length - a.listenPath.length || a.listenPath.localeCompare(b.listenPath));
+  compiled.sort((a, b) => b.listenPath.length - a.listenPath.length || cmp(a.listenPath, b.listenPath));
   // the hash of the content: each API's own hash (computed once per resource) in order, then the policies
   const h = createHash('sha256');
   for (const api of compiled) h.update(hashOf(api));

@@ -43,14 +43,34 @@ const POLL_MS = 1_000;
 
 type Listener = (s: ResourceSnapshot) => void | Promise<void>;
 
-/** Walk order of two relative paths: sorted names, depth first (as lib/manifest-walk.ts lists them). */
+const SEP = sep.charCodeAt(0);
+/** Where a path's character at `i` sorts: its end first, then a separator (a shorter name), then the code unit. */
+const rank = (s: string, i: number): number => (i >= s.length ? 0 : s.charCodeAt(i) === SEP ? 1 : 2 + s.charCodeAt(i));
+
+/**
+ * Walk order of two relative paths: sorted names, depth first (as lib/manifest-walk.ts lists them),
+ * compared in place (no split per comparison: a sort of thousands of paths runs on the event loop).
+ */
 function walkOrder(a: string, b: string): number {
-  const pa = a.split(sep);
-  const pb = b.split(sep);
-  for (let i = 0; i < Math.min(pa.length, pb.length); i++) {
-    if (pa[i] !== pb[i]) return pa[i]! < pb[i]! ? -1 : 1;
+  let i = 0;
+  while (i < a.length && i < b.length && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return rank(a, i) - rank(b, i);
+}
+
+/**
+ * Entries in walk order with `added` (in any order) merged in: the added ones are sorted, then the two
+ * sorted lists merged in one pass (a burst adds a few hundred files to thousands already listed).
+ */
+function mergeInWalkOrder(sorted: ListedEntry[], added: ListedEntry[]): ListedEntry[] {
+  const extra = [...added].sort((a, b) => walkOrder(a.rel, b.rel));
+  const out: ListedEntry[] = [];
+  let i = 0;
+  for (const e of extra) {
+    while (i < sorted.length && walkOrder(sorted[i]!.rel, e.rel) < 0) out.push(sorted[i++]!);
+    out.push(e);
   }
-  return pa.length - pb.length;
+  while (i < sorted.length) out.push(sorted[i++]!);
+  return out;
 }
 
 export class DirSource {
@@ -284,14 +304,20 @@ export class DirSource {
     if (!updates.size) return;
     let next: ListedEntry[] = entries.filter((e) => !updates.has(e.rel));
     const added = [...updates.values()].filter((f): f is ListedFile => f !== undefined);
-    if (added.length) next = [...next, ...added].sort((a, b) => walkOrder(a.rel, b.rel));
+    if (added.length) next = mergeInWalkOrder(next, added);
     await this.read({ entries: next });
   }
 
   /** Reads the files of a listing whose signature changed, then applies it if anything did. */
   private async read(listing: Listing): Promise<void> {
-    const files = listing.entries.filter((e): e is ListedFile => !isProblem(e));
-    const stale = files.filter((f) => this.parsed.get(f.rel)?.sig !== fileSignature(f));
+    // the loops below run over every file of the directory: they let requests through between slices
+    const y = new Yielder();
+    const stale: ListedFile[] = [];
+    let n = 0;
+    for (const e of listing.entries) {
+      if ((++n & 255) === 0) await y.maybe();
+      if (!isProblem(e) && this.parsed.get(e.rel)?.sig !== fileSignature(e)) stale.push(e);
+    }
     const loads = await this.parser.parse(
       stale.map((f) => ({ rel: f.rel, path: f.path, size: Number(f.size) })),
       !this.loadedOnce && !this.started,
@@ -322,6 +348,7 @@ export class DirSource {
 
     const result: LoadResult = { resources: [], errors: [], files: [] };
     for (const e of entries) {
+      if ((++n & 255) === 0) await y.maybe();
       if (isProblem(e)) {
         result.errors.push({ file: e.rel, message: e.problem, ...(e.dir ? { dir: true } : {}) });
         if (!e.dir) result.files.push(e.rel);
