@@ -22,11 +22,48 @@ export const GW_BENCH_ENV: NodeJS.ProcessEnv = {
 /** node's own flags for the measured gw, as the image's ENTRYPOINT gives them */
 export const GW_NODE_FLAGS: readonly string[] = ENTRYPOINT_NODE_FLAGS;
 
-/** Writes the bench manifests into `dir` and returns the `gw standalone` arguments (free loopback ports). */
-export async function gwStandaloneBench(dir: string, upstream: string): Promise<string[]> {
+export const BENCH_CLIENT = { id: 'bench-client', secret: 'bench-client-secret-0123456789abcdef' };
+
+/**
+ * The OAuth variant of the bench API: the same limits as the key (a DRL limit that never refuses, no
+ * quota), carried by the policy of one OAuthClient; requests use a bearer token of that client.
+ */
+function oauthManifests(upstream: string): string {
+  return `apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: bench}
+spec:
+  use_oauth2: true
+  oauth_meta: {allowed_access_types: [client_credentials]}
+  proxy: {listen_path: /api/, target_url: '${upstream}'}
+---
+apiVersion: gw.io/v1alpha1
+kind: Policy
+metadata: {name: bench}
+spec: {rate: 1000000000, per: 1, quota_max: -1}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: bench-client}
+stringData: {secret: ${BENCH_CLIENT.secret}}
+---
+apiVersion: gw.io/v1alpha1
+kind: OAuthClient
+metadata: {name: bench}
+spec: {api_id: bench, client_id: ${BENCH_CLIENT.id}, policy_id: bench, secretRef: {name: bench-client, key: secret}}
+`;
+}
+
+/**
+ * Writes the bench manifests into `dir` (key auth; `oauth`: the OAuth variant) and returns the
+ * `gw standalone` arguments (free loopback ports).
+ */
+export async function gwStandaloneBench(dir: string, upstream: string, oauth = false): Promise<string[]> {
   writeFileSync(
     join(dir, 'bench.yaml'),
-    `apiVersion: gw.io/v1alpha1
+    oauth
+      ? oauthManifests(upstream)
+      : `apiVersion: gw.io/v1alpha1
 kind: ApiDefinition
 metadata: {name: bench}
 spec:

@@ -9,7 +9,8 @@
  *   Proxies (issue 4): each pinned with taskset to core GW_BENCH_PROXY_CPU (0), wrk and the upstream
  *   (nginx, a small JSON body) and Redis on GW_BENCH_LOAD_CPU (1); same connections and duration:
  *     direct upstream | nginx reverse proxy with limit_req far above the load | bare node:http + undici
- *     proxy | gw (key auth + DRL) | gw (key auth + Redis sliding log, sessions in Redis)
+ *     proxy | gw (key auth + DRL) | gw (key auth + Redis sliding log, sessions in Redis) | gw (OAuth bearer
+ *     token of a client whose policy has the key's limits + DRL; reported as a ratio of the key-auth case)
  *   then added latency at a fixed rate (GW_BENCH_RATE, 2,000 req/s) over direct, and gw's RSS idle, under
  *   load and 10 s after load. `gw standalone` is the process measured: it runs the same gateway runtime as
  *   `gw sidecar` (sidecar/runtime.ts); only the config source differs, and it is off the request path.
@@ -24,7 +25,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../harness/ports.js';
-import { BENCH_KEY, GW_BENCH_ENV, GW_NODE_FLAGS, gwStandaloneBench } from './gw-bench-setup.js';
+import { BENCH_CLIENT, BENCH_KEY, GW_BENCH_ENV, GW_NODE_FLAGS, gwStandaloneBench } from './gw-bench-setup.js';
 import { cpuSeconds, rssMb, stopChild } from './proc.js';
 
 const run = promisify(execFile);
@@ -291,13 +292,28 @@ async function measureRound(t: Target, row: Row | undefined): Promise<Row> {
   };
 }
 
+/** A bearer token of the bench's OAuth client (client_credentials), obtained before the measurement. */
+async function benchToken(origin: string): Promise<string> {
+  const r = await fetch(`${origin}/api/oauth/token`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from(`${BENCH_CLIENT.id}:${BENCH_CLIENT.secret}`).toString('base64')}`,
+    },
+    body: 'grant_type=client_credentials',
+  });
+  const body = (await r.json()) as { access_token?: string };
+  if (r.status !== 200 || !body.access_token) throw new Error(`bench OAuth token: HTTP ${r.status}`);
+  return `Bearer ${body.access_token}`;
+}
+
 async function startGw(
   name: string,
   upstream: string,
-  opts: { redis?: string; config?: string; cli?: string },
+  opts: { redis?: string; config?: string; cli?: string; oauth?: boolean },
 ): Promise<Target> {
   const dir = tmp('gw-bench-res-');
-  const args = await gwStandaloneBench(dir, upstream);
+  const args = await gwStandaloneBench(dir, upstream, opts.oauth);
   if (opts.cli) args[0] = opts.cli;
   if (opts.redis) args.push('--redis', opts.redis);
   if (opts.config) {
@@ -308,14 +324,15 @@ async function startGw(
   const c = pinned(PROXY_CPU, process.execPath, [...GW_NODE_FLAGS, ...args], GW_BENCH_ENV);
   await waitFor(name, () => c.out().includes('gw standalone ready:'), 20_000, c.out);
   const origin = /gateway (http:\/\/[^\s]+)/.exec(c.out())![1]!;
+  const auth = opts.oauth ? await benchToken(origin) : BENCH_KEY;
   await waitFor(
     `${name} answering 200`,
-    async () => (await fetch(`${origin}/api/x`, { headers: { authorization: BENCH_KEY } })).status === 200,
+    async () => (await fetch(`${origin}/api/x`, { headers: { authorization: auth } })).status === 200,
     5_000,
     c.out,
   );
   await new Promise((r) => setTimeout(r, 1000)); // idle
-  return { name, origin, path: '/api/x', auth: BENCH_KEY, pid: c.pid, rssIdle: rssMb(c.pid) };
+  return { name, origin, path: '/api/x', auth, pid: c.pid, rssIdle: rssMb(c.pid) };
 }
 
 /** An OTLP/HTTP sink in this process: answers every POST /v1/traces and counts the spans. */
@@ -410,7 +427,7 @@ async function main(): Promise<void> {
   const skipMicro = process.env.GW_BENCH_SKIP_MICRO === '1';
   if (!skipMicro) console.log('engine micro-benchmarks (pinned to the proxy CPU)…');
   const engOut = skipMicro
-    ? JSON.stringify({ redis: { commands: {} } })
+    ? JSON.stringify({ redis: { commands: {} }, drl_redis: {} })
     : (
         await run(
           'taskset',
@@ -505,6 +522,8 @@ async function main(): Promise<void> {
         config: 'enable_kv_rolling_limiter: true\n',
       })
     : undefined;
+  // OAuth (SPEC §5): the same API and limits with a bearer token of an OAuthClient instead of a key
+  const gwOAuth = wanted('oauth') ? await startGw('gw OAuth bearer + DRL', upstream, { oauth: true }) : undefined;
   // observability (SPEC §7), each a ratio of the gw DRL case: trace context only (propagation is always
   // on), spans exported at sampling_ratio 0.01 to a collector in this process, access logs on stdout
   const collector = await startCollector();
@@ -528,6 +547,7 @@ async function main(): Promise<void> {
     drl: gwDrl,
     ...(gwCompare ? { compare: gwCompare } : {}),
     ...(gwLog ? { log: gwLog } : {}),
+    ...(gwOAuth ? { oauth: gwOAuth } : {}),
     ...observability,
   };
   // the DRL case and the baselines are always measured: every other figure is a ratio of them
@@ -631,6 +651,11 @@ async function main(): Promise<void> {
   p(
     `targets: gw DRL ≥ 0.9× bare: ${fmt(drl.w.rps / b.w.rps, 2)} ${mark(drl.w.rps >= 0.9 * b.w.rps)}; gw DRL ≥ 0.4× nginx: ${fmt(drl.w.rps / n.w.rps, 2)} ${mark(drl.w.rps >= 0.4 * n.w.rps)}${log ? `; gw Redis log ≥ 0.6× bare: ${fmt(log.w.rps / b.w.rps, 2)} ${mark(log.w.rps >= 0.6 * b.w.rps)}` : ''}`,
   );
+  const oauth = rows.oauth;
+  if (oauth)
+    p(
+      `OAuth bearer (× gw key auth + DRL, same run): req/s ${fmt(oauth.w.rps / drl.w.rps, 3)} (≥ 0.95 ${mark(oauth.w.rps >= 0.95 * drl.w.rps)}); CPU µs/req at ${RATE}/s ${fmt(oauth.cpuFixedUs / drl.cpuFixedUs, 3)}× key auth's`,
+    );
   const obsTargets: [string, number][] = [
     ['trace_off', 0.98],
     ['trace_001', 0.95],

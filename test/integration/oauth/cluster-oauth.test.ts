@@ -4,7 +4,7 @@
  * and from the facade; every grant crosses the two sidecars (a token issued by one is used at the other);
  * the client's policy is one allowance and one quota whichever token and sidecar a request uses; revoking,
  * deleting a client and changing its policy reach both sidecars; no raw credential reaches Redis, a
- * resource, a log line or /metrics.
+ * resource, a log line or /metrics; an emptied store loses the tokens, not the clients (docs/oauth.md).
  */
 import { jest } from '@jest/globals';
 import { writeFileSync } from 'node:fs';
@@ -417,5 +417,27 @@ describe('OAuth 2.0 in a cluster (kube-apiserver + Redis + controller + two side
     expect(secrets.code).toBe(0);
     for (const r of raw)
       expect({ r, found: secrets.stdout.includes(Buffer.from(r).toString('base64')) }).toEqual({ r, found: false });
+  });
+
+  test('the store emptied (FLUSHDB): tokens are lost with it (401), the controller restores the client, new tokens work', async () => {
+    const t = await cc(s1, 'qa', 'cr-quota', QUOTA_SECRET);
+    expect((await call(s2, 'qa', t)).status).not.toBe(401);
+    await redis.flushdb();
+    // the controller notices the emptied store, restores it and resyncs every OAuthClient's record
+    await eventually(
+      async () => (await redis.exists(clientRecordKey(ns, 'qa', 'cr-quota'))) === 1,
+      15_000,
+      'client record restored',
+    );
+    for (const i of [s1, s2])
+      await eventually(async () => (await call(i, 'qa', t)).status === 401, 5000, 'the old token is gone');
+    const fresh = await cc(s2, 'qa', 'cr-quota', QUOTA_SECRET);
+    // authenticated at both (the client's quota, used up above, may still refuse it: 403 Quota exceeded)
+    for (const i of [s1, s2]) {
+      const r = await call(i, 'qa', fresh);
+      expect({ status: r.status, body: r.body }).not.toEqual({ status: 401, body: { error: 'invalid_token' } });
+      expect([200, 403]).toContain(r.status);
+      if (r.status === 403) expect(r.body).toEqual({ error: 'Quota exceeded' });
+    }
   });
 });
