@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell bash scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: all deps build crds crds-check lint test test-servers run bench bench-drl clean
+.PHONY: all deps build crds crds-check lint test test-servers run bench bench-drl bench-scale clean
 
 all: build
 
@@ -63,6 +63,11 @@ bench-drl: build
 	bash test/servers/build-bench-tools.sh   # vegeta: 10,000 tenants at a fixed rate
 	node dist/test/bench/drl-shapes.js
 	node dist/test/bench/drl-store.js
+
+# What grows with a deployment (docs/benchmarks.md "Scale"): routing 10,000 vs 10 APIs, a /metrics scrape with
+# 10,000 APIs, gw standalone with 10,000 APIs + 100,000 keys (start-up, RSS, one edit under 500 req/s). Not in make test.
+bench-scale: build
+	node dist/test/bench/scale.js
 
 clean:
 	rm -rf dist

@@ -2,6 +2,10 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { HotCounter, HotHistogram } from './hot-metrics.js';
 
+/** APIs that get their own `api` label value on the per-API series; later ones share API_OTHER. */
+export const MAX_API_SERIES = 1_000;
+export const API_OTHER = '_other';
+
 export class GatewayMetrics {
   readonly registry = new Registry();
   // written on every request: plain numbers read at scrape time (hot-metrics.ts)
@@ -135,6 +139,32 @@ export class GatewayMetrics {
     labelNames: ['api', 'error'],
     registers: [this.registry],
   });
+
+  /** APIs with their own `api` label value so far; the others share API_OTHER (docs/observability.md). */
+  private readonly labelledApis = new Set<string>();
+  readonly apisAggregated = new Counter({
+    name: 'gw_metrics_apis_aggregated_total',
+    help: `APIs whose per-API series are counted under api="${API_OTHER}" (more than ${MAX_API_SERIES} APIs saw traffic)`,
+    registers: [this.registry],
+  });
+  private readonly aggregated = new Set<string>();
+
+  /**
+   * The `api` label value of an API: its api_id for the first MAX_API_SERIES APIs that see traffic, then
+   * API_OTHER, so a scrape stays bounded (size and time) however many APIs a gateway serves.
+   */
+  apiLabel(apiId: string): string {
+    if (this.labelledApis.has(apiId)) return apiId;
+    if (this.labelledApis.size < MAX_API_SERIES) {
+      this.labelledApis.add(apiId);
+      return apiId;
+    }
+    if (this.aggregated.size < 1_000_000 && !this.aggregated.has(apiId)) {
+      this.aggregated.add(apiId);
+      this.apisAggregated.inc();
+    }
+    return API_OTHER;
+  }
 
   constructor(defaults = true) {
     if (defaults) collectDefaultMetrics({ register: this.registry });

@@ -163,7 +163,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
     let c = byClass[cls];
     if (!c) {
       const code = STATUS_CLASS[cls] ?? `${cls}xx`;
-      c = metrics.requests.labels({ api: apiId, code });
+      c = metrics.requests.labels({ api: metrics.apiLabel(apiId), code });
       if (cls >= 0 && cls < STATUS_CLASS.length) byClass[cls] = c;
     }
     c.inc();
@@ -172,7 +172,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
     let h = upstreamHistograms.get(apiId);
     if (!h) {
       if (upstreamHistograms.size > 10_000) upstreamHistograms.clear();
-      upstreamHistograms.set(apiId, (h = metrics.upstream.labels({ api: apiId })));
+      upstreamHistograms.set(apiId, (h = metrics.upstream.labels({ api: metrics.apiLabel(apiId) })));
     }
     h.observe(seconds);
   };
@@ -418,9 +418,10 @@ export function createGatewayHandler(deps: GatewayDeps): {
       x.decision = verdict.kind;
       if (verdict.kind !== 'allow') {
         const { status, error, scope } = refusal(verdict);
-        if (scope === 'quota') metrics.quotaExceeded.inc({ api: api.api_id });
-        else if (scope === 'unavailable') metrics.rateLimiterUnavailable.inc({ api: api.api_id });
-        else if (scope !== 'auth') metrics.rateLimited.inc({ api: api.api_id, scope });
+        const label = metrics.apiLabel(api.api_id);
+        if (scope === 'quota') metrics.quotaExceeded.inc({ api: label });
+        else if (scope === 'unavailable') metrics.rateLimiterUnavailable.inc({ api: label });
+        else if (scope !== 'auth') metrics.rateLimited.inc({ api: label, scope });
         countRequest(api.api_id, status);
         return sendJson(res, status, { error }, rateLimitHeaders(verdict.headers, verdict.retryAfter));
       }
