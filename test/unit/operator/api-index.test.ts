@@ -35,6 +35,6 @@ describe('api_id index', () => {
     let n = 0;
     for (let i = 0; i < 100_000; i++) if (ix.has('ns', `id-${i % 10_000}`)) n++;
     expect(n).toBe(100_000);
-    expect(performance.now() - t0).toBeLessThan(500); // a scan per lookup would be ~10^9 steps
+    expect(performance.now() - t0).toBeLessThan(2000); // a scan per lookup would be ~10^9 steps (minutes)
   });
 });
