@@ -1,0 +1,131 @@
+/**
+ * `make bench-scale`, controller part: `gw controller` idle with GW_BENCH_CONTROLLER_KEYS AccessKeys (20,000)
+ * and GW_BENCH_CONTROLLER_APIS ApiDefinitions (2,000) in one namespace, on the test harness's own
+ * kube-apiserver + etcd and redis-server. Everything is created through the API server first, then the
+ * controller starts, reconciles it all (time reported), and is measured idle over
+ * GW_BENCH_CONTROLLER_WINDOW seconds (65: one periodic resync included): CPU as a share of one core
+ * (/proc/<pid>/stat), RSS now and peak. Prints each figure, then one JSON line.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Redis } from 'ioredis';
+import { request } from 'undici';
+import { startKube, applyCrds } from '../harness/kube.js';
+import { startRedis } from '../harness/redis.js';
+import { freePort } from '../harness/ports.js';
+import { loadKubeConnection } from '../../lib/kube/connection.js';
+import { createKubeApi, resourcePath } from '../../lib/kube/api.js';
+import { REFS } from '../../operator/context.js';
+import { sha256hex } from '../../lib/hash.js';
+
+const KEYS = Number(process.env.GW_BENCH_CONTROLLER_KEYS ?? 20_000);
+const APIS = Number(process.env.GW_BENCH_CONTROLLER_APIS ?? 2_000);
+const WINDOW_S = Number(process.env.GW_BENCH_CONTROLLER_WINDOW ?? 65);
+const NS = 'bench-scale';
+
+async function parallel(n: number, body: (i: number) => Promise<unknown>, width = 32): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      for (let i = next++; i < n; i = next++) await body(i);
+    }),
+  );
+}
+
+const cpuTicks = (pid: number): number => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (100 per second)
+};
+const memMb = (pid: number, field: 'VmRSS' | 'VmHWM'): number => {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+};
+
+const redisServer = await startRedis();
+const kube = await startKube();
+try {
+  await applyCrds(kube, resolve('crds'));
+  const api = createKubeApi(await loadKubeConnection(kube.kubeconfigPath));
+  await api.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+  const t0 = performance.now();
+  await parallel(APIS, (i) =>
+    api.post(resourcePath(REFS.ApiDefinition, NS), {
+      apiVersion: 'gw.io/v1alpha1',
+      kind: 'ApiDefinition',
+      metadata: { name: `api-${i}` },
+      spec: { api_id: `api-${i}`, proxy: { listen_path: `/api-${i}/` } },
+    }),
+  );
+  await parallel(KEYS, (i) =>
+    api.post(resourcePath(REFS.AccessKey, NS), {
+      apiVersion: 'gw.io/v1alpha1',
+      kind: 'AccessKey',
+      metadata: { name: `k-${i}` },
+      spec: { key_hash: sha256hex(`bench-${i}`), rate: 10, per: 1, access_rights: { [`api-${i % APIS}`]: {} } },
+    }),
+  );
+  console.log(
+    `controller: ${APIS} ApiDefinitions + ${KEYS} AccessKeys created in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+  );
+
+  const port = await freePort();
+  const proc = spawn(
+    process.execPath,
+    [
+      resolve('dist/cli/gw.js'),
+      'controller',
+      '--kubeconfig',
+      kube.kubeconfigPath,
+      '--namespace',
+      NS,
+      '--redis',
+      redisServer.url,
+      '--metrics-listen',
+      `127.0.0.1:${port}`,
+    ],
+    { stdio: 'ignore', env: { ...process.env, GW_LOG_LEVEL: 'warn' } },
+  );
+  const metric = async (name: string): Promise<number> => {
+    const r = await request(`http://127.0.0.1:${port}/metrics`);
+    const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(await r.body.text());
+    return m ? Number(m[1]) : NaN;
+  };
+  const redis = new Redis(redisServer.url);
+  const t1 = performance.now();
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const sessions = await redis.dbsize().catch(() => 0);
+    const depth = await metric('gw_controller_queue_depth').catch(() => NaN);
+    if (sessions >= KEYS && depth === 0) break;
+    if (performance.now() - t1 > 1_800_000) throw new Error(`not reconciled after 30 min (${sessions} sessions)`);
+  }
+  const reconciledS = (performance.now() - t1) / 1000;
+  console.log(`controller: every session in Redis and the queue empty ${reconciledS.toFixed(0)} s after start`);
+  await new Promise((r) => setTimeout(r, 10_000)); // statuses and Events settle
+  const c0 = cpuTicks(proc.pid!);
+  const w0 = performance.now();
+  await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
+  const cpu = (cpuTicks(proc.pid!) - c0) / 100 / ((performance.now() - w0) / 1000);
+  const rss = memMb(proc.pid!, 'VmRSS');
+  const peak = memMb(proc.pid!, 'VmHWM');
+  console.log(
+    `controller idle with ${KEYS} keys and ${APIS} APIs over ${WINDOW_S} s: ${(cpu * 100).toFixed(1)} % of a core (target < 5 %); RSS ${rss.toFixed(0)} MB, peak ${peak.toFixed(0)} MB`,
+  );
+  console.log(
+    JSON.stringify({
+      controller_keys: KEYS,
+      controller_apis: APIS,
+      controller_reconciled_s: Math.round(reconciledS),
+      controller_idle_cpu_pct: Number((cpu * 100).toFixed(1)),
+      controller_rss_mb: Math.round(rss),
+      controller_peak_rss_mb: Math.round(peak),
+    }),
+  );
+  proc.kill('SIGKILL');
+  redis.disconnect();
+} finally {
+  await kube.stop();
+  await redisServer.stop();
+}
