@@ -156,7 +156,7 @@ function print(title: string, rows: Row[]): void {
   console.log(
     '| traffic | limit | admitted per window of per | first window | min window / rate after convergence | mean after | windows left out (demand < rate) | max in any 3 × per / (3 × rate) | offered × rate | 429 / other |',
   );
-  console.log('|---|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const s = r.shape;
     const cap = Math.floor(1.1 * 3 * s.rate) + (s.rate < s.gateways ? s.gateways : 0);
