@@ -290,15 +290,19 @@ export class DrlLimiter implements Limiter {
     const cap = Math.max(1, Math.ceil(rate / LEASE_CAP_DIVISOR));
     let life = LEASE_SLOTS;
     let asked = Math.max(1, b.waiters, Math.min(cap, Math.ceil(b.demand * Math.min(LEASE_HORIZON_MS, shortMs))));
+    b.refill = asked / 2;
     if (b.demand > 0 && b.demand * shortMs < LONG_BELOW && b.waiters <= 1) {
       // a short lease would expire before the next request: a long one lasts for the next few (the counter
       // grants it within its long share, else a short one)
       const maxMs = Math.min(LONG_LEASE_MAX_MS, 2 * b.perMs);
       const lifeMs = Math.min(maxMs, Math.max(LONG_LIFE_REQUESTS / b.demand, shortMs + 2 * b.slotMs));
+      const expected = b.demand * lifeMs;
       life = Math.ceil(lifeMs / b.slotMs);
-      asked = Math.min(cap, LONG_REQUESTS);
+      // renewed when spent; a bucket seen less often than the longest lease lives gets one token and no
+      // renewal (they would only expire and go back)
+      asked = Math.min(cap, expected >= LONG_REQUESTS ? LONG_REQUESTS : 1);
+      b.refill = expected >= 1 ? 0 : -1;
     }
-    b.refill = life === LEASE_SLOTS ? asked / 2 : 0;
     return this.exchange(b, bucket, { asked, rate, slotMs: b.slotMs, now, life, backSlot: b.backSlot, back: b.back });
   }
 

@@ -311,6 +311,23 @@ describe('DRL leases: low demand', () => {
     const busy = simulate({ ...s, demand: s.demand.map((_, g) => (g === 0 ? 400 : 1)) });
     expect(maxInAnySpan(busy.admits, 3000)).toBeLessThanOrEqual(3 * 200 + 200 / 20);
   });
+
+  test('a bucket seen less often than the longest lease lives: one token per lease, nothing to give back', async () => {
+    const clock = new ManualClock(T0);
+    const counter = new FlakyCounter(new MemoryLeaseCounter(clock));
+    const drl = new DrlLimiter({ clock, counter, peers: () => 1 });
+    const N = 20;
+    for (let i = 0; i < N; i++) {
+      expect((await drl.check('b', { rate: 100, per: 60 })).allowed).toBe(true);
+      await turn();
+      clock.advance(15_000); // longer than a long lease lives (10 s at most), shorter than the window
+      drl.sweep();
+      await turn();
+    }
+    // one lease per request (waited for), no prefetch that would expire, no give-back: a store algorithm's
+    // cost (the first request's short lease, its prefetch and give-back aside, while the demand is unknown)
+    expect(drl.calls_made).toBeLessThanOrEqual(N + 4);
+  });
 });
 
 describe('DRL leases: store unreachable', () => {
