@@ -154,7 +154,7 @@ describe('sharded compiled config', () => {
       const cur = (await api.get(resourcePath(REFS.ApiDefinition, ns, 'api-7'))) as { metadata: object };
       await api.put(resourcePath(REFS.ApiDefinition, ns, 'api-7'), { ...apiBody(7, 20, 1000), metadata: cur.metadata });
       // spent under 2 per 60 s; admitted again once 1000 per 60 s is served
-      await eventually(async () => (await codes(sidecar, '/api-7/r19/items', 1))[0] === 200, 10_000, 'edit served');
+      await eventually(async () => (await codes(sidecar, '/api-7/r19/items', 1))[0] === 200, 30_000, 'edit served');
       const after = await configMaps(api, ns);
       const changed = shardsOf(after).filter(
         (n) => before.get(n)?.metadata.resourceVersion !== after.get(n)!.metadata.resourceVersion,
