@@ -236,7 +236,7 @@ describe('sharded compiled config', () => {
         });
         await eventually(
           async () => (await codes(sidecar, `/api-${N - 1}/r19/items`, 1))[0] === 200,
-          20_000,
+          30_000,
           'edit served',
         ).catch((e: Error) => {
           const tail = (t: string): string => t.split('\n').slice(-12).join('\n');
