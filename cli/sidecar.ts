@@ -23,6 +23,7 @@ import type { CompiledConfig } from '../contract/config.js';
 import { MemoryClientDirectory, RedisClientDirectory, type ClientDirectory } from '../contract/oauth/clients.js';
 import { MemoryTokenStore, type TokenStore } from '../contract/oauth/tokens.js';
 import { RedisTokenStore } from '../contract/oauth/tokens-redis.js';
+import { DEFAULT_STORE_DEADLINE_MS } from '../lib/store/store-calls.js';
 
 export interface SidecarFlags {
   upstream: string;
@@ -66,7 +67,8 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   const closeOAuth: (() => Promise<void>)[] = [];
   if (redis) {
     // OAuth tokens and clients (SPEC.md §5): revocations and client changes reach this cache at once
-    const tokens = new RedisTokenStore(redis, logger);
+    // keeps the records it issues or reads, written back if the store loses its data (SPEC.md §6)
+    const tokens = new RedisTokenStore(redis, logger, 1000, DEFAULT_STORE_DEADLINE_MS, {});
     const clients = new RedisClientDirectory(redis, logger);
     await Promise.all([tokens.subscribe(), clients.subscribe()]).catch((e: unknown) =>
       logger.warn({ err: (e as Error).message }, 'OAuth notifications unavailable; caches expire after 1 s'),

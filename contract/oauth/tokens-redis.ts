@@ -4,16 +4,27 @@
  * Lookups are cached in process for `cacheMs` (1 s, like sessions), positive and negative; a revocation is
  * published on `gw:oauth:tokens` and every gateway drops the hash at once. A store that cannot answer a
  * lookup: the last record seen is used, else the token is unknown (the caller answers 401/503).
+ *
+ * With `keep` (gateways), the records issued or read are kept in process and written back when the store
+ * lost its data (contract/oauth/token-keeper.ts): a missing token is not final until the store is known
+ * complete again. A revocation leaves a mark until the token's exp, so no gateway writes it back.
  */
 import type { Redis, Cluster } from 'ioredis';
 import type { Logger } from '../../lib/logger.js';
 import { bounded, DEFAULT_STORE_DEADLINE_MS, StoreUnavailableError } from '../../lib/store/store-calls.js';
 import { CachedLookup } from '../../lib/store/cached-lookup.js';
+import { TokenKeeper, type TokenKeeperOptions } from './token-keeper.js';
 import { OAUTH_TOKEN_CHANNEL, storeKeys } from '../store-keys.js';
 import { CodeRecordSchema, TokenRecordSchema, type CodeRecord, type TokenRecord, type TokenStore } from './tokens.js';
 
 /** The unix second a key expires at (EXAT): its record's `exp`, so the key lives exactly as long as the record. */
 const at = (exp: number): number => Math.max(1, Math.ceil(exp));
+
+/** A revocation mark of a token whose exp is unknown lives this long (s). */
+const REVOKED_UNKNOWN_EXP_S = 86_400;
+
+/** Published on the token channel when a family is revoked, so that gateways drop the kept records of it. */
+const FAMILY_PREFIX = 'fam:';
 
 function parse<T>(
   schema: { safeParse(v: unknown): { success: boolean; data?: T } },
@@ -30,12 +41,15 @@ function parse<T>(
 
 export class RedisTokenStore implements TokenStore {
   private readonly lookups: CachedLookup<TokenRecord>;
+  /** The records this gateway holds for a store that lost its data; undefined: none kept. */
+  readonly keeper?: TokenKeeper;
 
   constructor(
     private readonly redis: Redis | Cluster,
     logger: Logger,
     cacheMs = 1000,
     deadlineMs = DEFAULT_STORE_DEADLINE_MS,
+    keep?: TokenKeeperOptions,
   ) {
     this.lookups = new CachedLookup(redis, logger, {
       channel: OAUTH_TOKEN_CHANNEL,
@@ -43,6 +57,14 @@ export class RedisTokenStore implements TokenStore {
       cacheMs,
       deadlineMs,
     });
+    if (keep) {
+      const keeper = new TokenKeeper(redis, logger, keep);
+      this.keeper = keeper;
+      this.lookups.onChange((key) =>
+        key.startsWith(FAMILY_PREFIX) ? keeper.dropFamily(key.slice(FAMILY_PREFIX.length)) : keeper.drop(key),
+      );
+      keeper.start();
+    }
   }
 
   /** Subscribe to revocations (gateways). */
@@ -55,14 +77,39 @@ export class RedisTokenStore implements TokenStore {
   }
 
   async get(hash: string): Promise<TokenRecord | undefined> {
-    return this.lookups.get(
+    const keeper = this.keeper;
+    const found = await this.lookups.get(
       hash,
-      async () => parse<TokenRecord>(TokenRecordSchema, await this.redis.get(storeKeys.oauthToken(hash))),
+      () => this.fetch(hash),
       (last) => {
+        const kept = keeper?.record(hash);
+        if (kept) return kept;
         if (last) return last.value;
         throw new StoreUnavailableError();
       },
     );
+    if (found !== undefined || !keeper?.holding()) return found;
+    // a token this gateway does not keep, missing from a store that lost its data: the other gateways
+    // write theirs back meanwhile; looked up again once the window has passed
+    await keeper.holdOver();
+    const again = await bounded(this.fetch(hash));
+    this.lookups.remember(hash, again, Date.now());
+    return again;
+  }
+
+  /** The store's record (kept); a missing one answered from what this gateway keeps while the store is lost. */
+  private async fetch(hash: string): Promise<TokenRecord | undefined> {
+    const rec = parse<TokenRecord>(TokenRecordSchema, await this.redis.get(storeKeys.oauthToken(hash)));
+    const keeper = this.keeper;
+    if (!keeper) return rec;
+    if (rec !== undefined) {
+      keeper.keep(hash, rec);
+      return rec;
+    }
+    await keeper.check();
+    if (keeper.holding()) return keeper.record(hash);
+    keeper.drop(hash); // a complete store says no such token: revoked or expired
+    return undefined;
   }
 
   async put(hash: string, rec: TokenRecord): Promise<void> {
@@ -78,24 +125,46 @@ export class RedisTokenStore implements TokenStore {
     }
     await bounded(Promise.all(writes));
     this.lookups.forget(hash);
+    this.keeper?.keep(hash, rec);
   }
 
   async revoke(hash: string): Promise<TokenRecord | undefined> {
-    const key = storeKeys.oauthToken(hash);
-    const res = await bounded(this.redis.multi().get(key).del(key).exec());
-    const rec = parse<TokenRecord>(TokenRecordSchema, (res?.[0]?.[1] as string | null | undefined) ?? null);
+    const rec = await this.remove(hash);
     await this.published(hash);
     return rec;
   }
 
   async revokeFamily(fam: string): Promise<number> {
     const fk = storeKeys.oauthFamily(fam);
-    const hashes = await bounded(this.redis.smembers(fk));
+    const hashes = new Set(await bounded(this.redis.smembers(fk)));
+    // a store that lost the family set: the members this gateway keeps
+    if (this.keeper) for (const h of this.keeper.family(fam)) hashes.add(h);
     let n = 0;
-    for (const h of hashes) n += await bounded(this.redis.del(storeKeys.oauthToken(h)));
+    for (const h of hashes) if (await this.remove(h)) n++;
     await bounded(this.redis.del(fk));
+    this.keeper?.dropFamily(fam);
+    await bounded(this.redis.publish(OAUTH_TOKEN_CHANNEL, FAMILY_PREFIX + fam)).catch(() => undefined);
     for (const h of hashes) await this.published(h);
     return n;
+  }
+
+  /** Deletes a token and marks it revoked until its exp (known from the store or this gateway). */
+  private async remove(hash: string): Promise<TokenRecord | undefined> {
+    const key = storeKeys.oauthToken(hash);
+    const kept = this.keeper?.record(hash);
+    this.keeper?.drop(hash);
+    const res = await bounded(this.redis.multi().get(key).del(key).exec());
+    const rec = parse<TokenRecord>(TokenRecordSchema, (res?.[0]?.[1] as string | null | undefined) ?? null);
+    const exp = rec?.exp ?? kept?.exp;
+    await bounded(
+      this.redis.set(
+        storeKeys.oauthRevoked(hash),
+        '1',
+        'EXAT',
+        exp !== undefined ? at(exp) : Math.ceil(Date.now() / 1000) + REVOKED_UNKNOWN_EXP_S,
+      ),
+    );
+    return rec;
   }
 
   /** Nothing to enumerate: a deleted client's tokens fail the client lookup (the record is gone or has another uid). */
@@ -136,11 +205,13 @@ export class RedisTokenStore implements TokenStore {
   }
 
   close(): Promise<void> {
+    this.keeper?.stop();
     return this.lookups.close();
   }
 
   private async published(hash: string): Promise<void> {
     this.lookups.forget(hash);
+    this.keeper?.drop(hash);
     await bounded(this.redis.publish(OAUTH_TOKEN_CHANNEL, hash)).catch(() => undefined);
   }
 }

@@ -2,7 +2,8 @@
  * The cluster's OAuth token store (contract/oauth/tokens-redis.ts) against real Redis, driven through the
  * grant rules (contract/oauth/grants.ts): every key expires exactly at its record's `exp`; only hashes are
  * stored; a replayed refresh token revokes its descendants, at once for a reader that cached them; a
- * deleted client's tokens are refused, and a client created again with the same id gets none of them.
+ * deleted client's tokens are refused, and a client created again with the same id gets none of them;
+ * a store emptied by FLUSHDB gets back the tokens the gateways keep (never a revoked one).
  */
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
@@ -18,6 +19,7 @@ import {
 import { hashOpaque, OAuthError, OAuthServer } from '../../../contract/oauth/grants.js';
 import { RedisTokenStore } from '../../../contract/oauth/tokens-redis.js';
 import { storeKeys } from '../../../contract/store-keys.js';
+import { DEFAULT_STORE_DEADLINE_MS } from '../../../lib/store/store-calls.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { eventually } from '../../helpers/sidecar.js';
 import { freshRedis } from '../../helpers/redis.js';
@@ -232,5 +234,60 @@ describe('OAuth tokens in real Redis', () => {
     for (const r of raws) expect({ r, found: text.includes(r) }).toEqual({ r, found: false });
     for (const k of keys.filter((k) => k.startsWith('gw:oauth:tok:')))
       expect(k).toMatch(/^gw:oauth:tok:\{[0-9a-f]{64}\}$/);
+  });
+
+  // last: it empties the store
+  test('the store emptied: kept tokens answer at once and are written back at their exp; revoked ones never', async () => {
+    const wConn = conn.duplicate();
+    const kConn = conn.duplicate();
+    // W issues and revokes (a gateway); K read some tokens and missed every revocation (not subscribed)
+    const wTokens = new RedisTokenStore(wConn, logger, 0, DEFAULT_STORE_DEADLINE_MS, { pollMs: 60_000, holdMs: 1500 });
+    const kTokens = new RedisTokenStore(kConn, logger, 0, DEFAULT_STORE_DEADLINE_MS, { pollMs: 60_000, holdMs: 1500 });
+    try {
+      const w = new OAuthServer(wTokens, new RedisClientDirectory(wConn, logger, 0));
+      const cc = { grant_type: 'client_credentials' };
+      const [t1, t2, t3] = [await grant(cc, w), await grant(cc, w), await grant(cc, w)];
+      const [h1, h2, h3] = [t1, t2, t3].map((t) => hashOpaque(t.access_token));
+      const rec1 = JSON.parse((await conn.get(storeKeys.oauthToken(h1!)))!) as { exp: number };
+      await w.revoke(client('u1'), t2.access_token); // before the loss
+      expect(await kTokens.get(h1!)).toEqual(rec1);
+      expect(await kTokens.get(h3!)).toBeDefined();
+      await Promise.all([wTokens.keeper!.check(), kTokens.keeper!.check()]); // both know the store's epoch
+
+      await conn.flushdb();
+      await writeClient(client('u1')); // the controller restores the client
+      // right after the loss, before any write-back: the kept record answers (not "no such token")
+      expect(await wTokens.get(h1!)).toEqual(rec1);
+      expect(await w.introspect(t1.access_token)).toMatchObject({ active: true });
+      await w.revoke(client('u1'), t3.access_token); // after the loss: marked until its exp
+      expect(await conn.exists(storeKeys.oauthRevoked(h3!))).toBe(1);
+
+      // K notices the loss and writes back what it keeps, except the token revoked meanwhile
+      expect(await kTokens.keeper!.check()).toBe(true);
+      await eventually(async () => (await conn.exists(storeKeys.oauthToken(h1!))) === 1, 5000, 'written back');
+      await kTokens.keeper!.writeBack();
+      await wTokens.keeper!.writeBack();
+      expect(JSON.parse((await conn.get(storeKeys.oauthToken(h1!)))!)).toEqual(rec1);
+      expect(await conn.expiretime(storeKeys.oauthToken(h1!))).toBe(Math.ceil(rec1.exp));
+      expect(await conn.exists(storeKeys.oauthToken(h2!))).toBe(0);
+      expect(await conn.exists(storeKeys.oauthToken(h3!))).toBe(0);
+      expect((await w.introspect(t2.access_token)).active).toBe(false);
+      expect((await w.introspect(t3.access_token)).active).toBe(false);
+      // a gateway that never saw a token: after the restore window, found in the store
+      const freshConn = conn.duplicate();
+      const fresh = new RedisTokenStore(freshConn, logger, 0, DEFAULT_STORE_DEADLINE_MS, {});
+      try {
+        expect(await fresh.get(h1!)).toEqual(rec1);
+        expect(await fresh.get(h3!)).toBeUndefined();
+      } finally {
+        await fresh.close();
+        freshConn.disconnect();
+      }
+    } finally {
+      await wTokens.close();
+      await kTokens.close();
+      wConn.disconnect();
+      kConn.disconnect();
+    }
   });
 });
