@@ -9,7 +9,6 @@ import type { SidecarFlags } from './sidecar.js';
 import type { WebhookFlags } from './webhook.js';
 // The injection defaults have one home (inject.ts, no runtime imports, cheap to load).
 import { defaultInjectOptions as D } from '../webhook/inject.js';
-import { registerClientCommands } from './client/index.js';
 import { parseHostPort } from '../lib/serve.js';
 
 function fail(message: string): never {
@@ -165,7 +164,9 @@ program
   );
 
 // Clients of the facade for CI pipelines: gw keys|oauth|proxy (docs/facade.md, exit-code table).
-registerClientCommands(program);
+// A server command does not load the client commands: less code held by every sidecar.
+const SERVER_COMMANDS = new Set(['standalone', 'controller', 'facade', 'sidecar', 'webhook']);
+if (!SERVER_COMMANDS.has(process.argv[2] ?? '')) (await import('./client/index.js')).registerClientCommands(program);
 
 program
   .command('webhook')

@@ -54,9 +54,12 @@ export type ShardIndex = z.infer<typeof ShardIndexSchema>;
 
 export const sha256Of = (text: string): string => createHash('sha256').update(text).digest('hex');
 
-/** The routing order of the compiled config: longest listen path first (SPEC §3.1), then by path. */
+/**
+ * The routing order of the compiled config: longest listen path first (SPEC §3.1), then by path in
+ * code-unit order (the same on every machine; localeCompare would load ICU's collation data).
+ */
 export const byListenPath = (a: CompiledApi, b: CompiledApi): number =>
-  b.listenPath.length - a.listenPath.length || a.listenPath.localeCompare(b.listenPath);
+  b.listenPath.length - a.listenPath.length || (a.listenPath < b.listenPath ? -1 : a.listenPath > b.listenPath ? 1 : 0);
 
 /**
  * The parts of a sharded config, put back together in routing order with the index's hash. A listen

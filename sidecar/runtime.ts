@@ -16,7 +16,8 @@ import { effectiveSession } from '../contract/limits/effective-session.js';
 import { DrlPeers } from '../limiters/drl-peers.js';
 import type { SmoothingEvent } from '../limiters/types.js';
 import type { GatewayMetrics } from './metrics.js';
-import { createStreamManager, type StreamManager } from '../streams/manager.js';
+import type { StreamManager } from '../streams/manager.js';
+import { createStreamsOnDemand } from '../streams/on-demand.js';
 import { createGatewayServer } from './proxy/gateway-server.js';
 import { createObserver } from './proxy/observe.js';
 import { createAccessLog } from './proxy/access-log.js';
@@ -150,7 +151,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
   const accessLog = d.options.access_logs.enabled ? createAccessLog() : undefined;
   metrics.clientBucketCount = () => engine.clientBuckets();
   const clientAddresses = new ClientAddresses(d.options.trusted_proxies, d.options.ipv6_prefix);
-  const streams = createStreamManager({ logger, redisUrl: d.redisUrl, clock });
+  const streams = createStreamsOnDemand({ logger, redisUrl: d.redisUrl, clock });
   streams.metrics(metrics.registry);
   const oauthServer = new OAuthServer(d.oauth.tokens, d.oauth.clients, () => Math.floor(clock.now() / 1000));
   const oauth = {

@@ -1,9 +1,10 @@
 /**
  * Memory of a real `gw sidecar` (cluster mode against the run's kube-apiserver, Redis, one keyless API),
  * run with the env the webhook injects: its NODE_OPTIONS carry the V8 flags (webhook/node-options.ts).
- * - Idle: the GC after start-up that `--expose-gc` allows keeps a ready sidecar at ~79–82 MB
- *   (docs/benchmarks.md, "Memory under load"; undici's public index is ~3 MB of it, docs/dependencies.md);
- *   without that GC (or with @kubernetes/client-node loaded, +45 MB) it is ~95 MB, which the 84 MB bound fails.
+ * - Idle: the GC after start-up that `--expose-gc` allows keeps a ready sidecar at ~83–85 MB
+ *   (docs/benchmarks.md, "Memory under load"): ~49 MB of it are the node binary's own pages, ~30 MB the
+ *   V8 heap and malloc. Without that GC (or with @kubernetes/client-node loaded, +45 MB) it is ~95 MB or
+ *   more, which the 88 MB bound fails; the bound leaves the ±1 MB that runs of one build vary by.
  * - Under 50 concurrent connections: V8's young generation stays within the injected cap (proof that the
  *   flags reach the process) and RSS under the chart's stated bound.
  */
@@ -16,7 +17,7 @@ import { freshNamespace } from '../helpers/kube.js';
 import { configOf, startSidecar, writeConfigMap } from '../helpers/sidecar.js';
 import { redisUrl } from '../helpers/redis.js';
 
-const READY_BOUND_MB = 84;
+const READY_BOUND_MB = 88;
 const AFTER_TRAFFIC_BOUND_MB = 110;
 /** docs/helm.md, "Memory": the stated bound under load, inside the default 256Mi limit */
 const UNDER_LOAD_BOUND_MB = 150;
