@@ -18,6 +18,7 @@
 import type { Redis, Cluster } from 'ioredis';
 import type { Logger } from '../../lib/logger.js';
 import { bounded, BACKGROUND_DEADLINE_MS } from '../../lib/store/store-calls.js';
+import { defineScript, luaScript, type ScriptRunner } from '../../lib/store/scripts.js';
 import { storeKeys } from '../store-keys.js';
 import type { TokenRecord } from './tokens.js';
 
@@ -33,10 +34,7 @@ export interface TokenKeeperOptions {
 }
 
 /** SET the token back unless it was revoked or its (refresh) use was marked; never over an existing record. */
-const WRITE_BACK = `
-if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-if redis.call('SET', KEYS[1], ARGV[1], 'EXAT', ARGV[2], 'NX') then return 1 end
-return 0`;
+const WRITE_BACK = luaScript(import.meta.url, 'token-write-back.lua');
 
 const nowSeconds = (): number => Date.now() / 1000;
 const at = (exp: number): number => Math.max(1, Math.ceil(exp));
@@ -53,6 +51,7 @@ export class TokenKeeper {
   private checking?: Promise<boolean>;
   private timer?: NodeJS.Timeout;
   private readonly onReady = (): void => void this.check().catch(() => undefined);
+  private readonly writeBackOne: ScriptRunner<number>;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -62,6 +61,7 @@ export class TokenKeeper {
     this.pollMs = o.pollMs ?? 1000;
     this.holdMs = o.holdMs ?? 3000;
     this.max = o.max ?? 100_000;
+    this.writeBackOne = defineScript(redis, 'gwOAuthWriteBack', 3, WRITE_BACK);
   }
 
   /** Starts the background epoch reads (every pollMs and on every reconnect). */
@@ -165,14 +165,9 @@ export class TokenKeeper {
       const done = await bounded(
         Promise.all(
           batch.map(async ([h, r]) => {
-            const n = await this.redis.eval(
-              WRITE_BACK,
-              3,
-              storeKeys.oauthToken(h),
-              storeKeys.oauthRevoked(h),
-              storeKeys.oauthRefreshUsed(h),
-              JSON.stringify(r),
-              at(r.exp),
+            const n = await this.writeBackOne(
+              [storeKeys.oauthToken(h), storeKeys.oauthRevoked(h), storeKeys.oauthRefreshUsed(h)],
+              [JSON.stringify(r), at(r.exp)],
             );
             if (n !== 1) return 0;
             if (r.fam !== undefined) {
