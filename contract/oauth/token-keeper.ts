@@ -3,7 +3,7 @@
  * (FLUSHALL, an empty restart or failover) refuses no valid token (SPEC.md §6).
  *
  * Kept: the token hash and its record (no raw token), until the record's `exp`, at most `max` entries
- * (the oldest seen goes first). A revocation (this process's, or published by another) drops the entry.
+ * (an LRU: the token least recently issued, read or answered from here goes first). A revocation (this process's, or published by another) drops the entry.
  *
  * Loss is told by `gw:oauth:epoch` (contract/store-keys.ts): a random id set (NX) when missing. A gateway
  * remembers the id it saw; the key missing or holding another id means the store lost its data since. The
@@ -16,6 +16,7 @@
  * and write theirs back).
  */
 import type { Redis, Cluster } from 'ioredis';
+import { LRUCache } from 'lru-cache';
 import type { Logger } from '../../lib/logger.js';
 import { bounded, BACKGROUND_DEADLINE_MS } from '../../lib/store/store-calls.js';
 import { defineScript, luaScript, type ScriptRunner } from '../../lib/store/scripts.js';
@@ -40,7 +41,8 @@ const nowSeconds = (): number => Date.now() / 1000;
 const at = (exp: number): number => Math.max(1, Math.ceil(exp));
 
 export class TokenKeeper {
-  private readonly kept = new Map<string, TokenRecord>();
+  /** Made on the first record: lru-cache allocates its index arrays for `max` entries up front. */
+  private keptLru?: LRUCache<string, TokenRecord>;
   private readonly pollMs: number;
   readonly holdMs: number;
   private readonly max: number;
@@ -79,40 +81,37 @@ export class TokenKeeper {
 
   keep(hash: string, rec: TokenRecord): void {
     if (rec.exp <= nowSeconds()) return;
-    this.kept.delete(hash);
-    if (this.kept.size >= this.max) {
-      const oldest = this.kept.keys().next();
-      if (!oldest.done) this.kept.delete(oldest.value);
-    }
-    this.kept.set(hash, rec);
+    (this.keptLru ??= new LRUCache<string, TokenRecord>({ max: this.max })).set(hash, rec);
   }
 
   /** The kept record of `hash` while it has not expired. */
   record(hash: string): TokenRecord | undefined {
-    const rec = this.kept.get(hash);
+    const rec = this.keptLru?.get(hash);
     if (rec === undefined) return undefined;
     if (rec.exp > nowSeconds()) return rec;
-    this.kept.delete(hash);
+    this.keptLru?.delete(hash);
     return undefined;
   }
 
   drop(hash: string): void {
-    this.kept.delete(hash);
+    this.keptLru?.delete(hash);
   }
 
   dropFamily(fam: string): void {
-    for (const [h, r] of this.kept) if (r.fam === fam) this.kept.delete(h);
+    for (const h of this.family(fam)) this.keptLru?.delete(h);
   }
 
   /** The kept tokens of one family. */
   family(fam: string): string[] {
     const out: string[] = [];
-    for (const [h, r] of this.kept) if (r.fam === fam) out.push(h);
+    this.keptLru?.forEach((r, h) => {
+      if (r.fam === fam) out.push(h);
+    });
     return out;
   }
 
   get size(): number {
-    return this.kept.size;
+    return this.keptLru?.size ?? 0;
   }
 
   /** Within holdMs of a noticed loss: a missing token is not final. */
@@ -147,7 +146,7 @@ export class TokenKeeper {
     const first = this.epoch === undefined;
     this.epoch = id ?? undefined;
     // a first read only learns the id; a missing one may be a fresh store or an emptied one: held alike
-    if (first && this.kept.size === 0 && id !== null) return false;
+    if (first && this.size === 0 && id !== null) return false;
     this.lostAt = Date.now();
     void this.writeBack().catch((e: unknown) =>
       this.logger.warn({ err: (e as Error).message }, 'OAuth tokens not written back to the store'),
@@ -158,10 +157,10 @@ export class TokenKeeper {
   /** Writes every kept record back (skipping revoked and used tokens and records already there). */
   async writeBack(): Promise<number> {
     const started = Date.now();
-    const entries = [...this.kept];
+    const entries = [...(this.keptLru?.entries() ?? [])];
     let written = 0;
     for (let i = 0; i < entries.length; i += 500) {
-      const batch = entries.slice(i, i + 500).filter(([h, r]) => this.kept.has(h) && r.exp > nowSeconds());
+      const batch = entries.slice(i, i + 500).filter(([h, r]) => this.keptLru?.has(h) && r.exp > nowSeconds());
       const done = await bounded(
         Promise.all(
           batch.map(async ([h, r]) => {

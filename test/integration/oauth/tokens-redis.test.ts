@@ -18,6 +18,8 @@ import {
 } from '../../../contract/oauth/clients.js';
 import { hashOpaque, OAuthError, OAuthServer } from '../../../contract/oauth/grants.js';
 import { RedisTokenStore } from '../../../contract/oauth/tokens-redis.js';
+import { TokenKeeper } from '../../../contract/oauth/token-keeper.js';
+import type { TokenRecord } from '../../../contract/oauth/tokens.js';
 import { storeKeys } from '../../../contract/store-keys.js';
 import { DEFAULT_STORE_DEADLINE_MS } from '../../../lib/store/store-calls.js';
 import { sha256hex } from '../../../lib/hash.js';
@@ -237,6 +239,28 @@ describe('OAuth tokens in real Redis', () => {
     for (const r of raws) expect({ r, found: text.includes(r) }).toEqual({ r, found: false });
     for (const k of keys.filter((k) => k.startsWith('gw:oauth:tok:')))
       expect(k).toMatch(/^gw:oauth:tok:\{[0-9a-f]{64}\}$/);
+  });
+
+  test('a gateway keeps at most `max` token records: the least recently used goes first', () => {
+    const keeper = new TokenKeeper(conn, logger, { max: 3 });
+    const exp = Date.now() / 1000 + 600;
+    const rec = (n: number, e = exp): TokenRecord => ({
+      kind: 'access',
+      ns: NS,
+      api_id: 'orders',
+      client_id: 'app',
+      cuid: 'u1',
+      iat: n,
+      exp: e,
+    });
+    for (const n of [1, 2, 3]) keeper.keep(`h${n}`, rec(n));
+    expect(keeper.record('h1')).toBeDefined(); // used: h2 is now the least recently used
+    keeper.keep('h4', rec(4));
+    expect(keeper.size).toBe(3);
+    expect(keeper.record('h2')).toBeUndefined();
+    for (const h of ['h1', 'h3', 'h4']) expect(keeper.record(h)).toBeDefined();
+    keeper.keep('h5', rec(5, Date.now() / 1000 - 1)); // expired: not kept
+    expect(keeper.size).toBe(3);
   });
 
   // last: it empties the store
