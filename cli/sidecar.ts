@@ -9,7 +9,8 @@ import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createKubeApi } from '../lib/kube/api.js';
 import { MemorySessionStore, type SessionStore } from '../contract/sessions.js';
 import { RedisSessionStore } from '../contract/sessions-redis.js';
-import { storeMarkerKey } from '../contract/store-keys.js';
+import { markerComplete, storeKeys, storeMarkerKey } from '../contract/store-keys.js';
+import { StoreLossDetector } from '../lib/store/store-loss.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { KubeConfigSource } from '../sidecar/config/kube-source.js';
@@ -65,10 +66,19 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     clients: new MemoryClientDirectory(),
   };
   const closeOAuth: (() => Promise<void>)[] = [];
+  let loss: StoreLossDetector | undefined;
   if (redis) {
+    // one detector of an emptied store (SPEC.md §6) for the token keeper and the sessions; it reads the
+    // markers of the controllers that write this namespace's sessions: while one says the store is being
+    // restored, a missing session is not taken for a deleted key
+    loss = new StoreLossDetector(redis, logger, {
+      epochKey: storeKeys.storeEpoch,
+      markers: { keys: [storeMarkerKey(flags.namespace), storeMarkerKey(undefined)], complete: markerComplete },
+    });
+    loss.start();
     // OAuth tokens and clients (SPEC.md §5): revocations and client changes reach this cache at once
     // keeps the records it issues or reads, written back if the store loses its data (SPEC.md §6)
-    const tokens = new RedisTokenStore(redis, logger, 1000, DEFAULT_STORE_DEADLINE_MS, {});
+    const tokens = new RedisTokenStore(redis, logger, 1000, DEFAULT_STORE_DEADLINE_MS, { loss });
     const clients = new RedisClientDirectory(redis, logger);
     await Promise.all([tokens.subscribe(), clients.subscribe()]).catch((e: unknown) =>
       logger.warn({ err: (e as Error).message }, 'OAuth notifications unavailable; caches expire after 1 s'),
@@ -78,11 +88,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
       () => tokens.close(),
       () => clients.close(),
     );
-    // the markers of the controllers that write this namespace's sessions: while one says the store is
-    // being restored, a missing session is not taken for a deleted key
-    const rs = new RedisSessionStore(redis, logger, {
-      markers: [storeMarkerKey(flags.namespace), storeMarkerKey(undefined)],
-    });
+    const rs = new RedisSessionStore(redis, logger, { loss });
     await rs
       .subscribe()
       .catch((e: unknown) =>
@@ -162,6 +168,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     source.stop();
     await Promise.all([drain(runtime.server), drain(ops)]);
     await runtime.close();
+    loss?.stop();
     await sessions.close();
     for (const c of closeOAuth) await c();
     redis?.disconnect();

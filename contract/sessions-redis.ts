@@ -11,15 +11,17 @@
  * type is bad store content: logged, and the key is unknown (403), like a session that fails the schema.
  *
  * A store that lost its data (FLUSHALL, an empty restart or failover) answers "no such session" for
- * every key until the controller has restored it. With `markers` (the store marker keys of the
- * controllers whose sessions this gateway serves, contract/store-keys.ts), "no such session" is trusted
- * only while a marker says `ready:` (read after the session, so a flush between the two cannot pass
- * for a complete store) — or when this process never saw a marker at all (a store no controller
- * manages). Otherwise a key seen before keeps its last session, and a key not seen before waits for the
- * restore (up to `holdMs`, shared by every waiting request), then is looked up again; a restore that
- * takes longer answers StoreUnavailableError (503). With markers, a lookup of a key not seen before while
- * the store is unreachable waits the same way (a store restarted empty is unreachable first). Standalone passes `known` instead: its directory is
- * the source of truth, so a key of the directory is never refused for a missing session.
+ * every key until the controller has restored it. With `loss` (the process's StoreLossDetector,
+ * lib/store/store-loss.ts, reading the store markers of the controllers whose sessions this gateway serves,
+ * contract/store-keys.ts), "no such session" is trusted only while a marker says `ready:` (read after the
+ * session, so a flush between the two cannot pass for a complete store) — or when the detector never saw a
+ * marker at all (a store no controller manages). Otherwise a key seen before keeps its last session, and a
+ * key not seen before waits for the restore (up to `holdMs`, one wait shared by every waiting request), then
+ * is looked up again; a restore that takes longer answers StoreUnavailableError (503). With a restorer, a
+ * lookup of a key not seen before while the store is unreachable waits the same way (a store restarted empty
+ * is unreachable first). As the detector's subscriber, a noticed loss drops the cached "no such session"
+ * answers, so each such key is asked again. Standalone passes `known` instead: its directory is the source of
+ * truth, so a key of the directory is never refused for a missing session.
  */
 import type { Redis, Cluster } from 'ioredis';
 import { z } from 'zod';
@@ -28,7 +30,7 @@ import type { Logger } from '../lib/logger.js';
 import { bounded, isWrongType, StoreUnavailableError } from '../lib/store/store-calls.js';
 import { CachedLookup } from '../lib/store/cached-lookup.js';
 import type { SessionStore, StoredSession } from './sessions.js';
-import { markerComplete } from './store-keys.js';
+import type { StoreLossDetector } from '../lib/store/store-loss.js';
 import { allKeys } from '../lib/store/multi-key.js';
 
 export const SESSION_PREFIX = 'gw:session:';
@@ -46,24 +48,19 @@ export interface RedisSessionStoreOptions {
   deadlineMs?: number;
   /** What this process knows of a key without the store (standalone: the sessions of its directory). */
   known?: (keyHash: string) => StoredSession | undefined;
-  /** Store marker keys (any one `ready:` = the store holds every session); none: a miss is always trusted. */
-  markers?: string[];
+  /** The store's loss detector with the controllers' markers; none: a miss is always trusted. */
+  loss?: StoreLossDetector;
   /** How long a lookup of a key not seen before waits for a store being restored (ms). */
   holdMs?: number;
-  /** How often the markers are read in the background (ms), so an emptied store is known before a miss. */
-  markerPollMs?: number;
 }
 
 export class RedisSessionStore implements SessionStore {
   private readonly lookups: CachedLookup<StoredSession>;
   private readonly known: (keyHash: string) => StoredSession | undefined;
-  private readonly markers: string[];
+  /** The detector, when it reads the markers of a controller that restores the store. */
+  private readonly restorer?: StoreLossDetector;
   private readonly holdMs: number;
-  /** A marker was read at least once: the store is managed by a controller that restores it. */
-  private markerSeen = false;
-  /** The shared wait of the lookups held for a restore (resolves true once the store is complete). */
-  private restored?: Promise<boolean>;
-  private markerTimer?: NodeJS.Timeout;
+  private readonly unsubscribe?: () => void;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -72,7 +69,7 @@ export class RedisSessionStore implements SessionStore {
   ) {
     const opts = typeof o === 'number' ? { cacheMs: o } : o;
     this.known = opts.known ?? (() => undefined);
-    this.markers = opts.markers ?? [];
+    if (opts.loss?.hasRestorer) this.restorer = opts.loss;
     this.holdMs = opts.holdMs ?? 5000;
     this.lookups = new CachedLookup(redis, logger, {
       channel: SESSION_CHANNEL,
@@ -80,48 +77,7 @@ export class RedisSessionStore implements SessionStore {
       ...(opts.cacheMs !== undefined ? { cacheMs: opts.cacheMs } : {}),
       ...(opts.deadlineMs !== undefined ? { deadlineMs: opts.deadlineMs } : {}),
     });
-    if (this.markers.length) {
-      const poll = (): void => void this.storeComplete().catch(() => undefined);
-      this.markerTimer = setInterval(poll, opts.markerPollMs ?? 1000);
-      this.markerTimer.unref();
-      poll();
-    }
-  }
-
-  /**
-   * Whether the store holds every session: a marker says `ready:`; or no marker, and none was ever seen
-   * (no controller restores this store: a miss is an answer).
-   */
-  private async storeComplete(): Promise<boolean> {
-    const values = await Promise.all(this.markers.map((m) => this.redis.get(m)));
-    let any = false;
-    for (const v of values) {
-      const complete = markerComplete(v);
-      if (complete) {
-        this.markerSeen = true;
-        return true;
-      }
-      if (complete === false) any = true;
-    }
-    if (any) this.markerSeen = true;
-    return !this.markerSeen;
-  }
-
-  /** Resolves true once the store is complete, false after holdMs; one poll for every waiting lookup. */
-  private waitForRestore(): Promise<boolean> {
-    this.restored ??= (async () => {
-      const end = Date.now() + this.holdMs;
-      try {
-        while (Date.now() < end) {
-          await new Promise((r) => setTimeout(r, 100));
-          if (await this.storeComplete().catch(() => false)) return true;
-        }
-        return false;
-      } finally {
-        this.restored = undefined;
-      }
-    })();
-    return this.restored;
+    this.unsubscribe = opts.loss?.subscribe(() => this.lookups.forgetMissing());
   }
 
   /** Subscribe to change notifications (readers only). */
@@ -140,7 +96,7 @@ export class RedisSessionStore implements SessionStore {
     const found = await this.lookup(keyHash, now, this.lookups.last(keyHash));
     if (found !== RESTORING) return found;
     // a key not seen before while the store is restored: held until it is complete, then looked up again
-    if (await this.waitForRestore()) {
+    if (await this.restorer?.waitRestored(this.holdMs)) {
       const again = await this.lookup(keyHash, Date.now(), undefined);
       if (again !== RESTORING) return again;
     }
@@ -160,7 +116,7 @@ export class RedisSessionStore implements SessionStore {
           const local = this.known(keyHash);
           if (local) return local;
           // a gateway of a restored store holds the lookup for the store's return (an empty restart)
-          if (this.markers.length) return RESTORING;
+          if (this.restorer) return RESTORING;
           throw new StoreUnavailableError();
         },
       ),
@@ -197,7 +153,7 @@ export class RedisSessionStore implements SessionStore {
     if (raw === null) {
       // no session: the directory's (standalone), else trusted only from a complete store
       value = this.known(keyHash);
-      if (value === undefined && this.markers.length && !(await this.storeComplete())) {
+      if (value === undefined && this.restorer && !(await this.restorer.restored())) {
         if (seen === undefined) return RESTORING;
         value = seen; // the last session seen, until the controller has restored the store
       }
@@ -239,7 +195,7 @@ export class RedisSessionStore implements SessionStore {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.markerTimer);
+    this.unsubscribe?.();
     await this.lookups.close();
   }
 }

@@ -17,9 +17,10 @@
  *   gw:oauth:rt-used:{<sha256>}    string: the family of a used (rotated) refresh token (SET NX: a replay finds it)
  *   gw:oauth:fam:{<family>}        set: the token hashes of one authorization grant
  *   gw:oauth:revoked:{<sha256>}    string: a revoked token (until its exp): a gateway never writes it back
- *   gw:oauth:epoch                 string: a random id the gateways set when missing; a missing or changed id
- *                                  tells a gateway the store lost its data (contract/oauth/token-keeper.ts)
  *   gw:oauth:client:<ns>/<api>/<client_id>  string: the client record the controller writes (contract/oauth/clients.ts)
+ * Store loss:
+ *   gw:store:epoch                 string: a random id the gateways set when missing; a missing or changed id
+ *                                  tells a gateway the store lost its data (lib/store/store-loss.ts)
  * Each is touched by single-key commands only (the tag just keeps them apart), so Redis Cluster needs nothing more.
  * Buckets are built by the engine: `a:<ns>/<api>[:e:<rule>]` (API scope), `k:<identity>[:a:<api>[:e:<METHOD path>]]`
  * (key scope), `q:<identity>[:a:<api>]` (quota); identity is `h:<key hash>` or `p:<expanded pattern>` (its `%`
@@ -48,7 +49,7 @@ export const storeKeys = {
   oauthRefreshUsed: (hash: string) => `gw:oauth:rt-used:{${hash}}`,
   oauthFamily: (fam: string) => `gw:oauth:fam:{${fam}}`,
   oauthRevoked: (hash: string) => `gw:oauth:revoked:{${hash}}`,
-  oauthEpoch: 'gw:oauth:epoch',
+  storeEpoch: 'gw:store:epoch',
 };
 
 /** Channel on which a revoked token's hash is published (gateways drop it from their caches). */

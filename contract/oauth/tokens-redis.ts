@@ -6,8 +6,8 @@
  * lookup: the last record seen is used, else the token is unknown (the caller answers 401/503).
  *
  * With `keep` (gateways), the records issued or read are kept in process and written back when the store
- * lost its data (contract/oauth/token-keeper.ts): a missing token is not final until the store is known
- * complete again. A revocation leaves a mark until the token's exp, so no gateway writes it back.
+ * lost its data (contract/oauth/token-keeper.ts, told by the process's StoreLossDetector): a missing token is
+ * not final within the detector's hold window after a loss. A revocation leaves a mark until the token's exp, so no gateway writes it back.
  */
 import type { Redis, Cluster } from 'ioredis';
 import type { Logger } from '../../lib/logger.js';
@@ -63,7 +63,6 @@ export class RedisTokenStore implements TokenStore {
       this.lookups.onChange((key) =>
         key.startsWith(FAMILY_PREFIX) ? keeper.dropFamily(key.slice(FAMILY_PREFIX.length)) : keeper.drop(key),
       );
-      keeper.start();
     }
   }
 
@@ -88,10 +87,10 @@ export class RedisTokenStore implements TokenStore {
         throw new StoreUnavailableError();
       },
     );
-    if (found !== undefined || !keeper?.holding()) return found;
+    if (found !== undefined || !keeper?.loss.holding()) return found;
     // a token this gateway does not keep, missing from a store that lost its data: the other gateways
     // write theirs back meanwhile; looked up again once the window has passed
-    await keeper.holdOver();
+    await keeper.loss.holdOver();
     const again = await bounded(this.fetch(hash));
     this.lookups.remember(hash, again, Date.now());
     return again;
@@ -106,8 +105,8 @@ export class RedisTokenStore implements TokenStore {
       keeper.keep(hash, rec);
       return rec;
     }
-    await keeper.check();
-    if (keeper.holding()) return keeper.record(hash);
+    await keeper.loss.check();
+    if (keeper.loss.holding()) return keeper.record(hash);
     keeper.drop(hash); // a complete store says no such token: revoked or expired
     return undefined;
   }

@@ -80,6 +80,11 @@ export class CachedLookup<T> {
     this.cache.delete(key);
   }
 
+  /** Drops every cached "none" answer (the store lost its data: each such key is asked again). */
+  forgetMissing(): void {
+    for (const [key, hit] of this.cache) if (hit.value === undefined) this.cache.delete(key);
+  }
+
   /**
    * The record of `key`: from the cache while fresh, else `fetch()` (remembered); on store trouble
    * `fallback(last entry)` answers (it may throw).

@@ -22,6 +22,7 @@ import { TokenKeeper } from '../../../contract/oauth/token-keeper.js';
 import type { TokenRecord } from '../../../contract/oauth/tokens.js';
 import { storeKeys } from '../../../contract/store-keys.js';
 import { DEFAULT_STORE_DEADLINE_MS } from '../../../lib/store/store-calls.js';
+import { StoreLossDetector } from '../../../lib/store/store-loss.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { eventually } from '../../helpers/sidecar.js';
 import { freshRedis } from '../../helpers/redis.js';
@@ -242,7 +243,10 @@ describe('OAuth tokens in real Redis', () => {
   });
 
   test('a gateway keeps at most `max` token records: the least recently used goes first', () => {
-    const keeper = new TokenKeeper(conn, logger, { max: 3 });
+    const keeper = new TokenKeeper(conn, logger, {
+      loss: new StoreLossDetector(conn, logger, { epochKey: storeKeys.storeEpoch }),
+      max: 3,
+    });
     const exp = Date.now() / 1000 + 600;
     const rec = (n: number, e = exp): TokenRecord => ({
       kind: 'access',
@@ -268,8 +272,12 @@ describe('OAuth tokens in real Redis', () => {
     const wConn = conn.duplicate();
     const kConn = conn.duplicate();
     // W issues and revokes (a gateway); K read some tokens and missed every revocation (not subscribed)
-    const wTokens = new RedisTokenStore(wConn, logger, 0, DEFAULT_STORE_DEADLINE_MS, { pollMs: 60_000, holdMs: 1500 });
-    const kTokens = new RedisTokenStore(kConn, logger, 0, DEFAULT_STORE_DEADLINE_MS, { pollMs: 60_000, holdMs: 1500 });
+    // each gateway's loss detector, read only when asked (no background poll) to set the order of events
+    const [wLoss, kLoss] = [wConn, kConn].map(
+      (c) => new StoreLossDetector(c, logger, { epochKey: storeKeys.storeEpoch, holdMs: 1500 }),
+    ) as [StoreLossDetector, StoreLossDetector];
+    const wTokens = new RedisTokenStore(wConn, logger, 0, DEFAULT_STORE_DEADLINE_MS, { loss: wLoss });
+    const kTokens = new RedisTokenStore(kConn, logger, 0, DEFAULT_STORE_DEADLINE_MS, { loss: kLoss });
     try {
       const w = new OAuthServer(wTokens, new RedisClientDirectory(wConn, logger, 0));
       const cc = { grant_type: 'client_credentials' };
@@ -279,7 +287,7 @@ describe('OAuth tokens in real Redis', () => {
       await w.revoke(client('u1'), t2.access_token); // before the loss
       expect(await kTokens.get(h1!)).toEqual(rec1);
       expect(await kTokens.get(h3!)).toBeDefined();
-      await Promise.all([wTokens.keeper!.check(), kTokens.keeper!.check()]); // both know the store's epoch
+      await Promise.all([wLoss.check(), kLoss.check()]); // both know the store's epoch
 
       await conn.flushdb();
       await writeClient(client('u1')); // the controller restores the client
@@ -290,7 +298,7 @@ describe('OAuth tokens in real Redis', () => {
       expect(await conn.exists(storeKeys.oauthRevoked(h3!))).toBe(1);
 
       // K notices the loss and writes back what it keeps, except the token revoked meanwhile
-      expect(await kTokens.keeper!.check()).toBe(true);
+      expect(await kLoss.check()).toBe(true);
       await eventually(async () => (await conn.exists(storeKeys.oauthToken(h1!))) === 1, 5000, 'written back');
       await kTokens.keeper!.writeBack();
       await wTokens.keeper!.writeBack();
@@ -302,11 +310,14 @@ describe('OAuth tokens in real Redis', () => {
       expect((await w.introspect(t3.access_token)).active).toBe(false);
       // a gateway that never saw a token: after the restore window, found in the store
       const freshConn = conn.duplicate();
-      const fresh = new RedisTokenStore(freshConn, logger, 0, DEFAULT_STORE_DEADLINE_MS, {});
+      const freshLoss = new StoreLossDetector(freshConn, logger, { epochKey: storeKeys.storeEpoch });
+      freshLoss.start();
+      const fresh = new RedisTokenStore(freshConn, logger, 0, DEFAULT_STORE_DEADLINE_MS, { loss: freshLoss });
       try {
         expect(await fresh.get(h1!)).toEqual(rec1);
         expect(await fresh.get(h3!)).toBeUndefined();
       } finally {
+        freshLoss.stop();
         await fresh.close();
         freshConn.disconnect();
       }
