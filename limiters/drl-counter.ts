@@ -78,25 +78,43 @@ export interface LeaseCounter {
   forget(bucket: string): void;
 }
 
+/**
+ * One bucket's slot counts in process: [slot, tokens, slot, tokens, …], a handful of pairs at most (a
+ * plain array: a Map per bucket costs ~300 B of heap, and a limit_by gateway holds 100,000 buckets).
+ */
+type SlotCounts = number[];
+
+/** Adds `n` (may be negative) to a slot's count; a count that falls to 0 or below is removed. */
+function addTo(slots: SlotCounts, slot: number, n: number): void {
+  for (let i = 0; i < slots.length; i += 2) {
+    if (slots[i] !== slot) continue;
+    const v = slots[i + 1]! + n;
+    if (v > 0) slots[i + 1] = v;
+    else slots.splice(i, 2);
+    return;
+  }
+  if (n > 0) slots.push(slot, n);
+}
+
 /** The rule of one call on one bucket's slot counts (shared by the memory counter; the script mirrors it). */
-function leaseOn(slots: Map<number, number>, c: LeaseCall): LeaseAnswer {
+function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
   const cur = Math.floor(c.now / c.slotMs);
   const low = cur - WINDOW_SLOTS; // slots ≤ low have left the window
-  if (c.back > 0 && c.backSlot > low) {
-    const n = (slots.get(c.backSlot) ?? 0) - c.back;
-    if (n > 0) slots.set(c.backSlot, n);
-    else slots.delete(c.backSlot);
-  }
+  if (c.back > 0 && c.backSlot > low) addTo(slots, c.backSlot, -c.back);
   let used = 0;
   let future = 0;
   let oldest = Infinity;
-  for (const [s, n] of slots) {
-    if (s <= low) slots.delete(s);
-    else {
-      used += n;
-      if (s > cur) future += n;
-      if (n > 0 && s < oldest) oldest = s;
+  for (let i = 0; i < slots.length;) {
+    const s = slots[i]!;
+    const n = slots[i + 1]!;
+    if (s <= low) {
+      slots.splice(i, 2);
+      continue;
     }
+    used += n;
+    if (s > cur) future += n;
+    if (n > 0 && s < oldest) oldest = s;
+    i += 2;
   }
   const rate = Math.max(0, Math.floor(c.rate));
   let room = rate - used;
@@ -108,7 +126,7 @@ function leaseOn(slots: Map<number, number>, c: LeaseCall): LeaseAnswer {
   }
   const granted = Math.max(0, Math.min(c.asked, room));
   if (granted > 0) {
-    slots.set(slot, (slots.get(slot) ?? 0) + granted);
+    addTo(slots, slot, granted);
     if (slot < oldest) oldest = slot;
   }
   const left = Math.max(0, rate - used - granted);
@@ -117,23 +135,25 @@ function leaseOn(slots: Map<number, number>, c: LeaseCall): LeaseAnswer {
 }
 
 /** When the last counted slot of a bucket leaves the window (ms): its state may be dropped then. */
-function lastCountedMs(slots: Map<number, number>, slotMs: number): number {
+function lastCountedMs(slots: SlotCounts, slotMs: number): number {
   let last = -Infinity;
-  for (const s of slots.keys()) if (s > last) last = s;
+  for (let i = 0; i < slots.length; i += 2) if (slots[i]! > last) last = slots[i]!;
   return (last + WINDOW_SLOTS + 1) * slotMs;
 }
 
 export class MemoryLeaseCounter implements LeaseCounter {
-  private readonly buckets: ExpiringMap<Map<number, number>>;
+  private readonly buckets: ExpiringMap<SlotCounts>;
 
   constructor(private readonly clock: Clock) {
     this.buckets = new ExpiringMap(clock);
   }
 
   lease(bucket: string, c: LeaseCall): LeaseAnswer {
-    const slots = this.buckets.get(bucket, c.now) ?? new Map<number, number>();
+    const held = this.buckets.get(bucket, c.now);
+    const slots = held ?? [];
     const a = leaseOn(slots, c);
-    if (slots.size > 0) this.buckets.set(bucket, slots, lastCountedMs(slots, c.slotMs));
+    // a new bucket's array is kept as an exact-size copy (a pushed-to empty array reserves 17 elements)
+    if (slots.length > 0) this.buckets.set(bucket, held ?? slots.slice(), lastCountedMs(slots, c.slotMs));
     else this.buckets.delete(bucket);
     return a;
   }

@@ -21,5 +21,7 @@ const escape = (s: string): string => (/[%:]/.test(s) ? s.replace(/[%:]/g, (c) =
  */
 export function clientBucket(apiBucket: string, by: ClientKey, client: string, ruleId?: string): string {
   const who = by.kind === 'ip' ? `:ip:${escape(client)}` : `:hd:${hash('sha256', client, 'base64url')}`;
-  return ruleId === undefined ? apiBucket + who : `${apiBucket}${who}:e:${ruleId}`;
+  // trim() returns the name as one flat string: a concatenation is a rope V8 keeps in its parts (three
+  // more objects for as long as the bucket is held, and slower to hash and compare as a map key)
+  return (ruleId === undefined ? apiBucket + who : `${apiBucket}${who}:e:${ruleId}`).trim();
 }
