@@ -10,6 +10,7 @@ import { KubeObjectSchema, type Informer, type KubeObject, type ResourceRef } fr
 import { codeOf, resourcePath, type KubeApi } from '../lib/kube/api.js';
 import type { OperatorMetrics } from './metrics.js';
 import type { ApiIdIndex } from './api-index.js';
+import type { ConfigStatusPlans } from './config-status.js';
 import type { Outcome, StatusWriter } from './status.js';
 import { readyCondition } from './status.js';
 
@@ -50,6 +51,8 @@ export interface OperatorContext {
   keyOwners: Map<string, string>;
   /** api_ids of the valid ApiDefinitions per namespace (kept from the informer's events). */
   apiIds: ApiIdIndex;
+  /** Per namespace, the statuses the last Config reconcile computed, written by the ConfigStatus key. */
+  statusPlans: ConfigStatusPlans;
   /** Per namespace, `Kind/name` of the resources refused for size (a log line when one is newly refused). */
   refused: Map<string, Set<string>>;
   /** Bytes of items and owner references per config ConfigMap (default SHARD_BUDGET_BYTES). */

@@ -63,6 +63,12 @@ export class OperatorMetrics {
     labelNames: ['namespace'] as const,
     registers: [this.registry],
   });
+  readonly configParsed = new Counter({
+    name: 'gw_controller_config_parsed_total',
+    help: 'ApiDefinitions and Policies validated and compiled anew by config reconciles, by kind (the others come from the cache: an edit costs what changed)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
   readonly smoothingEvents = new Counter({
     name: 'gw_controller_smoothing_events_total',
     help: 'Smoothing events received from sidecars, by event',

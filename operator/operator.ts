@@ -1,6 +1,7 @@
 /**
  * The operator: informers → work queue → reconcilers. Queue keys are `Config|<ns>` (the namespace's
- * compiled config + ApiDefinition/Policy statuses), `AccessKey|<ns>|<name>` and `OAuthClient|<ns>|<name>`.
+ * compiled config), `ConfigStatus|<ns>` (its ApiDefinition/Policy statuses, queued by each Config run),
+ * `AccessKey|<ns>|<name>` and `OAuthClient|<ns>|<name>`.
  * Informers run on every replica (a follower's cache is warm); the queue runs only on the leader, and a
  * new leader starts with a full resync. Full resyncs also run every resync period, when Redis comes
  * back after a disconnect, and when the store marker key vanished (FLUSHALL / failover to an empty
@@ -25,6 +26,7 @@ import { kubeLeaseClient, LeaderElector } from './leader-election.js';
 import { OperatorMetrics } from './metrics.js';
 import { reconcileClient } from './reconcile-client.js';
 import { policiesOf, reconcileConfig } from './reconcile-config.js';
+import { ConfigStatusPlans } from './config-status.js';
 import { reconcileKey } from './reconcile-key.js';
 import { SmoothingEvents } from './smoothing-events.js';
 import { StatusWriter } from './status.js';
@@ -113,6 +115,7 @@ export class Operator {
       events: new EventRecorder(this.api, this.identity, o.logger, () => this.metrics.writes.inc({ target: 'event' })),
       configs: new Map(),
       refused: new Map(),
+      statusPlans: new ConfigStatusPlans(),
       shardBudget: o.shardBudget,
       keyOwners: new Map(),
       apiIds: new ApiIdIndex(),
@@ -281,7 +284,10 @@ export class Operator {
       ...(name !== undefined ? { 'gw.resource.name': name } : {}),
     });
     try {
-      if (kind === 'Config') await reconcileConfig(this.ctx, ns);
+      if (kind === 'Config') {
+        await reconcileConfig(this.ctx, ns);
+        this.queue.add(`ConfigStatus|${ns}`);
+      } else if (kind === 'ConfigStatus') await this.ctx.statusPlans.write(this.ctx, ns);
       else if (kind === 'AccessKey') await reconcileKey(this.ctx, ns, name!);
       else if (kind === 'OAuthClient') await reconcileClient(this.ctx, ns, name!);
       this.metrics.reconciles.inc({ kind, result: 'success' });

@@ -11,7 +11,7 @@ import { compileConfig, servingApis } from '../compiler/compile-config.js';
 import { CONFIG_MAP_NAME } from '../contract/config-schema.js';
 import { shardName } from '../contract/config-shards.js';
 import type { CompiledConfig } from '../contract/config.js';
-import { firstIssue, REFS, report, type OperatorContext } from './context.js';
+import { firstIssue, type OperatorContext } from './context.js';
 import type { KubeObject } from '../lib/kube/informer.js';
 import { notReady, ok, type Outcome } from './status.js';
 import { layoutConfig, type Layout, type OwnerRef } from './config-layout.js';
@@ -62,49 +62,96 @@ function reportRefusals(ctx: OperatorContext, ns: string, layout: Layout): void 
 }
 
 /**
- * Each cached object parsed once: the informer replaces an object on every change, so a reconcile of a
- * large namespace parses (and, through compileConfig's own cache, compiles) only what changed.
+ * Each resource parsed once per spec: the informer replaces an object on every change, including our own
+ * status writes (which leave metadata.generation as it was), so the parse — and, through compileConfig's
+ * cache keyed by the parsed object, the compiled API and its text — is kept per namespace/name for as long
+ * as its uid and generation stay the same. What is compiled reads only the spec, the name, the namespace
+ * and creationTimestamp (fixed for a uid), never the status, labels or annotations. An object without a
+ * uid or generation (a test double) is parsed once per object instead.
  */
+interface ParsedEntry {
+  uid: string;
+  generation: number;
+  result: z.ZodSafeParseResult<unknown>;
+}
+const parsedBySpec = new Map<string, Map<string, ParsedEntry>>();
 const parsedOnce = new WeakMap<KubeObject, z.ZodSafeParseResult<unknown>>();
-
-/** Status writes of one reconcile in flight at once. */
-const STATUS_WRITES = 16;
 
 /**
  * The cached resources of one kind that parse: the parsed ones in cache order, the raw object of each
- * by name, and an InvalidSpec outcome for each that does not (into `invalid`, when given).
+ * by name, and an InvalidSpec outcome for each that does not (into `invalid`, when given). `fresh` is
+ * called once per object parsed anew (a cache miss).
  */
 function parseCached<T extends { metadata: { name: string } }>(
+  kind: 'ApiDefinition' | 'Policy',
+  ns: string,
   raws: KubeObject[],
   schema: z.ZodType<T>,
   invalid?: Map<KubeObject, Outcome>,
+  fresh: () => void = () => {},
 ): { parsed: T[]; byName: Map<string, KubeObject> } {
   const parsed: T[] = [];
   const byName = new Map<string, KubeObject>();
+  const cacheKey = `${kind}|${ns}`;
+  const before = parsedBySpec.get(cacheKey);
+  const now = new Map<string, ParsedEntry>();
   for (const raw of raws) {
-    let r = parsedOnce.get(raw) as z.ZodSafeParseResult<T> | undefined;
-    if (!r) parsedOnce.set(raw, (r = schema.safeParse(raw)));
+    const { uid, generation, name } = raw.metadata as { uid?: unknown; generation?: unknown; name: string };
+    let r: z.ZodSafeParseResult<T> | undefined;
+    if (typeof uid === 'string' && typeof generation === 'number') {
+      const e = before?.get(name);
+      if (e && e.uid === uid && e.generation === generation) r = e.result as z.ZodSafeParseResult<T>;
+      else {
+        r = schema.safeParse(raw);
+        fresh();
+      }
+      now.set(name, { uid, generation, result: r });
+    } else {
+      r = parsedOnce.get(raw) as z.ZodSafeParseResult<T> | undefined;
+      if (!r) {
+        parsedOnce.set(raw, (r = schema.safeParse(raw)));
+        fresh();
+      }
+    }
     if (!r.success) invalid?.set(raw, notReady('InvalidSpec', firstIssue(r.error)));
     else {
       parsed.push(r.data);
       byName.set(r.data.metadata.name, raw);
     }
   }
+  // only the namespace's current resources are kept: deleted ones age out with the next reconcile
+  if (now.size) parsedBySpec.set(cacheKey, now);
+  else parsedBySpec.delete(cacheKey);
   return { parsed, byName };
 }
 
 /** The compiled config of a namespace from the cache, without writing anything. */
 export function compileNamespace(ctx: OperatorContext, ns: string): CompiledConfig {
-  const apis = parseCached(ctx.informers.apis.list(ns), ApiDefinitionResource).parsed;
-  const policies = parseCached(ctx.informers.policies.list(ns), PolicyResource).parsed;
+  const apis = parseCached('ApiDefinition', ns, ctx.informers.apis.list(ns), ApiDefinitionResource).parsed;
+  const policies = parseCached('Policy', ns, ctx.informers.policies.list(ns), PolicyResource).parsed;
   return compileConfig(apis, policies, servingApis(ctx.configs.get(ns))).config;
 }
 
 export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise<void> {
   const { informers: inf } = ctx;
   const outcomes = new Map<KubeObject, Outcome>();
-  const { parsed: apis, byName: apiRaw } = parseCached(inf.apis.list(ns), ApiDefinitionResource, outcomes);
-  const { parsed: policies, byName: policyRaw } = parseCached(inf.policies.list(ns), PolicyResource, outcomes);
+  const fresh = (kind: 'ApiDefinition' | 'Policy') => () => ctx.metrics.configParsed.inc({ kind });
+  const { parsed: apis, byName: apiRaw } = parseCached(
+    'ApiDefinition',
+    ns,
+    inf.apis.list(ns),
+    ApiDefinitionResource,
+    outcomes,
+    fresh('ApiDefinition'),
+  );
+  const { parsed: policies, byName: policyRaw } = parseCached(
+    'Policy',
+    ns,
+    inf.policies.list(ns),
+    PolicyResource,
+    outcomes,
+    fresh('Policy'),
+  );
   // the APIs this controller last compiled keep their place against a newcomer (a fresh leader has none
   // yet: the older creationTimestamp wins, which is the one serving unless it was invalid until now)
   const { config, problems } = compileConfig(apis, policies, servingApis(ctx.configs.get(ns)));
@@ -173,14 +220,6 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
       );
     else outcomes.set(raw, ok(`applied to ${keys.length} key(s)`, extra));
   }
-  const pending = [...outcomes];
-  let next = 0;
-  const writer = async (): Promise<void> => {
-    for (let i = next++; i < pending.length; i = next++) {
-      const [raw, outcome] = pending[i]!;
-      const isApi = (raw as { kind?: string }).kind === 'ApiDefinition';
-      await report(ctx, isApi ? REFS.ApiDefinition : REFS.Policy, isApi ? inf.apis : inf.policies, raw, outcome);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(STATUS_WRITES, pending.length) }, writer));
+  // written by the ConfigStatus|ns key (config-status.ts): the next edit's ConfigMaps do not wait for them
+  ctx.statusPlans.set(ns, outcomes);
 }

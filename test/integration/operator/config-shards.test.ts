@@ -105,6 +105,15 @@ const appliedWith = (sidecar: Sidecar, apis: number): boolean =>
     .split('\n')
     .some((l) => l.includes('config applied') && l.includes(`"apis":${apis},`));
 
+/** The time of the first log line after `since` that `match` accepts. */
+function logTimeAfter(out: string, since: number, match: (line: string) => boolean): number | undefined {
+  for (const l of out.split('\n')) {
+    const t = /"time":(\d+)/.exec(l)?.[1];
+    if (t && Number(t) >= since && match(l)) return Number(t);
+  }
+  return undefined;
+}
+
 describe('sharded compiled config', () => {
   let echo: { server: Server; url: string };
   let api: KubeApi;
@@ -151,10 +160,19 @@ describe('sharded compiled config', () => {
       // one edit: api-7's last rule to 1000 per 60 s (refused calls count in the window too) → one shard rewritten (and the index), the sidecar follows
       await eventually(async () => (await ctl.metric('gw_controller_queue_depth')) === 0, 10_000, 'queue drained');
       const before = await configMaps(api, ns);
+      const parsedBefore = await ctl.metric('gw_controller_config_parsed_total', { kind: 'ApiDefinition' });
       const cur = (await api.get(resourcePath(REFS.ApiDefinition, ns, 'api-7'))) as { metadata: object };
       await api.put(resourcePath(REFS.ApiDefinition, ns, 'api-7'), { ...apiBody(7, 20, 1000), metadata: cur.metadata });
       // spent under 2 per 60 s; admitted again once 1000 per 60 s is served
       await eventually(async () => (await codes(sidecar, '/api-7/r19/items', 1))[0] === 200, 30_000, 'edit served');
+      await waitReady(ns, 'apidefinition', 'api-7', 'True', 'Reconciled');
+      await eventually(async () => (await ctl.metric('gw_controller_queue_depth')) === 0, 10_000, 'queue drained');
+      // the edit cost what changed: api-7 validated and compiled again, not the 59 others (whose objects
+      // the status writes had replaced in the cache since they were last compiled)
+      const parsedByEdit =
+        (await ctl.metric('gw_controller_config_parsed_total', { kind: 'ApiDefinition' })) - parsedBefore;
+      expect(parsedByEdit).toBeGreaterThanOrEqual(1);
+      expect(parsedByEdit).toBeLessThanOrEqual(2);
       const after = await configMaps(api, ns);
       const changed = shardsOf(after).filter(
         (n) => before.get(n)?.metadata.resourceVersion !== after.get(n)!.metadata.resourceVersion,
@@ -228,6 +246,7 @@ describe('sharded compiled config', () => {
 
         await eventually(async () => (await ctl.metric('gw_controller_queue_depth')) === 0, 120_000, 'queue drained');
         const before = await configMaps(api, ns);
+        const parsedBefore = await ctl.metric('gw_controller_config_parsed_total', { kind: 'ApiDefinition' });
         const t2 = Date.now();
         const cur = (await api.get(resourcePath(REFS.ApiDefinition, ns, `api-${N - 1}`))) as { metadata: object };
         await api.put(resourcePath(REFS.ApiDefinition, ns, `api-${N - 1}`), {
@@ -243,6 +262,26 @@ describe('sharded compiled config', () => {
           throw new Error(`${e.message}\ncontroller:\n${tail(ctl.output())}\nsidecar:\n${tail(sidecar.out())}`);
         });
         const editMs = Date.now() - t2;
+        const timeline = [
+          [
+            'controller wrote the shard',
+            logTimeAfter(
+              ctl.output(),
+              t2,
+              (l) => l.includes('config map updated') && !l.includes('"configMap":"gw-config"'),
+            ),
+          ],
+          [
+            'controller wrote the index',
+            logTimeAfter(
+              ctl.output(),
+              t2,
+              (l) => l.includes('config map updated') && l.includes('"configMap":"gw-config"'),
+            ),
+          ],
+          ['sidecar applied', logTimeAfter(sidecar.out(), t2, (l) => l.includes('config applied'))],
+        ].map(([w, t]) => `${w as string} +${t === undefined ? '?' : (t as number) - t2} ms`);
+        console.log(`[operator] shards: edit timeline: ${timeline.join(', ')}`);
         const after = await configMaps(api, ns);
         const changed = shardsOf(after).filter(
           (n) => before.get(n)?.metadata.resourceVersion !== after.get(n)!.metadata.resourceVersion,
@@ -252,6 +291,10 @@ describe('sharded compiled config', () => {
         );
         expect(changed).toHaveLength(1);
         expect(shardsOf(after)).toEqual(shards);
+        const parsedByEdit =
+          (await ctl.metric('gw_controller_config_parsed_total', { kind: 'ApiDefinition' })) - parsedBefore;
+        expect(parsedByEdit).toBeLessThanOrEqual(2); // the edited API, not the namespace
+        expect(editMs).toBeLessThan(15_000); // sanity bound on a loaded machine; the figure is in docs/benchmarks.md
       },
       Math.max(180_000, N * 80),
     );

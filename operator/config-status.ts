@@ -1,0 +1,64 @@
+/**
+ * The statuses of a namespace's ApiDefinitions and Policies, written apart from its ConfigMaps: a Config
+ * reconcile writes the ConfigMaps, leaves its outcomes here and returns, and the queue key
+ * `ConfigStatus|<ns>` writes them (16 at a time, each only when it differs). So the ConfigMaps of the next
+ * edit are not held behind hundreds of status writes of the previous reconcile. A newer plan supersedes
+ * one being written: the writer stops, and the queue runs the key again with the newest plan. An outcome
+ * is written only while the cached resource is the one it was computed for (same uid and generation).
+ */
+import type { KubeObject } from '../lib/kube/informer.js';
+import { REFS, report, type OperatorContext } from './context.js';
+import type { Outcome } from './status.js';
+
+/** Status writes in flight at once. */
+const STATUS_WRITES = 16;
+
+interface PlannedStatus {
+  api: boolean;
+  name: string;
+  uid: unknown;
+  generation: unknown;
+  outcome: Outcome;
+}
+
+export class ConfigStatusPlans {
+  private readonly plans = new Map<string, PlannedStatus[]>();
+
+  /** The outcomes of a Config reconcile of `ns` (by the cached object they were computed from). */
+  set(ns: string, outcomes: Map<KubeObject, Outcome>): void {
+    const items: PlannedStatus[] = [];
+    for (const [raw, outcome] of outcomes)
+      items.push({
+        api: (raw as { kind?: string }).kind === 'ApiDefinition',
+        name: raw.metadata.name,
+        uid: raw.metadata.uid,
+        generation: (raw.metadata as { generation?: unknown }).generation,
+        outcome,
+      });
+    this.plans.set(ns, items);
+  }
+
+  /** Writes the newest plan of `ns`; stops early when a newer one arrives (then run again). */
+  async write(ctx: OperatorContext, ns: string): Promise<void> {
+    const plan = this.plans.get(ns);
+    if (!plan) return;
+    const superseded = (): boolean => this.plans.get(ns) !== plan;
+    let next = 0;
+    const writer = async (): Promise<void> => {
+      for (let i = next++; i < plan.length && !superseded(); i = next++) {
+        const it = plan[i]!;
+        const inf = it.api ? ctx.informers.apis : ctx.informers.policies;
+        const cur = inf.get(ns, it.name);
+        if (
+          !cur ||
+          cur.metadata.uid !== it.uid ||
+          (cur.metadata as { generation?: unknown }).generation !== it.generation
+        )
+          continue; // replaced since: the Config reconcile its change queued plans it anew
+        await report(ctx, it.api ? REFS.ApiDefinition : REFS.Policy, inf, cur, it.outcome);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(STATUS_WRITES, plan.length) }, writer));
+    if (!superseded()) this.plans.delete(ns);
+  }
+}
