@@ -7,7 +7,7 @@
  * is written only while the cached resource is the one it was computed for (same uid and generation).
  */
 import type { KubeObject } from '../lib/kube/informer.js';
-import { REFS, report, type OperatorContext } from './context.js';
+import { REFS, report, type OperatorContext, type StatusPlans } from './context.js';
 import type { Outcome } from './status.js';
 
 /** Status writes in flight at once. */
@@ -21,7 +21,7 @@ interface PlannedStatus {
   outcome: Outcome;
 }
 
-export class ConfigStatusPlans {
+export class ConfigStatusPlans implements StatusPlans {
   private readonly plans = new Map<string, PlannedStatus[]>();
 
   /** The outcomes of a Config reconcile of `ns` (by the cached object they were computed from). */

@@ -10,7 +10,6 @@ import { KubeObjectSchema, type Informer, type KubeObject, type ResourceRef } fr
 import { codeOf, resourcePath, type KubeApi } from '../lib/kube/api.js';
 import type { OperatorMetrics } from './metrics.js';
 import type { ApiIdIndex } from './api-index.js';
-import type { ConfigStatusPlans } from './config-status.js';
 import type { Outcome, StatusWriter } from './status.js';
 import { readyCondition } from './status.js';
 
@@ -36,6 +35,12 @@ export interface Informers {
   configMaps: Informer;
 }
 
+/** The statuses a Config reconcile computed, written by the ConfigStatus key (config-status.ts). */
+export interface StatusPlans {
+  set(ns: string, outcomes: Map<KubeObject, Outcome>): void;
+  write(ctx: OperatorContext, ns: string): Promise<void>;
+}
+
 export interface OperatorContext {
   api: KubeApi;
   logger: Logger;
@@ -52,7 +57,7 @@ export interface OperatorContext {
   /** api_ids of the valid ApiDefinitions per namespace (kept from the informer's events). */
   apiIds: ApiIdIndex;
   /** Per namespace, the statuses the last Config reconcile computed, written by the ConfigStatus key. */
-  statusPlans: ConfigStatusPlans;
+  statusPlans: StatusPlans;
   /** Per namespace, `Kind/name` of the resources refused for size (a log line when one is newly refused). */
   refused: Map<string, Set<string>>;
   /** Bytes of items and owner references per config ConfigMap (default SHARD_BUDGET_BYTES). */
