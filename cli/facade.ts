@@ -3,7 +3,6 @@ import { errorBody } from '../lib/http/http-util.js';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { createFacadeServer } from '../facade/server.js';
 import { KubeBackend } from '../facade/backend-kube.js';
-import { loadKubeConfig } from '../lib/kube/client.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createKubeApi, type KubeApi } from '../lib/kube/api.js';
 import { GROUP, VERSION } from '../crds/kinds.js';
@@ -84,10 +83,10 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
       `--ready-timeout: expected a positive number of seconds, got ${JSON.stringify(flags.readyTimeout)}`,
     );
   // the same checks as the controller's and the sidecar's (no kubeconfig outside a cluster, a missing
-  // CA file, a bad server URL → exit 1 with one line); the facade used to start and answer 500
+  // CA file, a bad server URL → exit 1 with one line), and the same client
   const conn = await loadKubeConnection(flags.kubeconfig);
-  const kube = createKubeApi(conn, 5000);
-  const kc = loadKubeConfig(flags.kubeconfig);
+  const probeApi = createKubeApi(conn, 5000);
+  const api = createKubeApi(conn);
   // Live quota values (GET /gw/keys/{keyID}) need the shared store, where the controller writes the
   // sessions and the gateways count, and the namespace's compiled config (policies): read-only.
   const redis = flags.redis
@@ -95,14 +94,14 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
     : undefined;
   redis?.on('error', (e: Error) => logger.warn({ err: e.message }, 'redis error (live quota values unavailable)'));
   const sessions = redis ? new RedisSessionStore(redis, logger) : undefined;
-  const config = redis ? new KubeConfigSource(createKubeApi(conn), flags.namespace, logger) : undefined;
+  const config = redis ? new KubeConfigSource(api, flags.namespace, logger) : undefined;
   if (config) await config.start();
   if (!redis) logger.warn('no --redis: GET /gw/keys/{keyID} answers the stored quota fields, not the live ones');
   const engine =
     redis && config ? createEngine({ options, clock: systemClock, config: () => config.current(), redis }) : undefined;
   const quota = sessions && engine ? liveQuota(sessions, engine) : undefined;
   const backend = new KubeBackend({
-    kc,
+    api,
     namespace: flags.namespace,
     logger,
     readyTimeoutMs,
@@ -131,19 +130,19 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   // answers; probed every 5 s. Redis only feeds live quota values: GET /gw/keys falls back to the stored
   // ones without it, so it does not make the facade unready.
   let started = false;
-  const api = new ApiProbe(kube, logger);
+  const probe = new ApiProbe(probeApi, logger);
   const server = createOpsServer(
     registry,
-    () => started && api.reachable,
+    () => started && probe.reachable,
     (req, res) => facade.emit('request', req, res),
     errorBody,
   );
   const addr = await listen(server, flags.listen, '--listen', adminListenerLimits(options));
-  await api.start();
+  await probe.start();
   started = true;
   onShutdown(logger, async () => {
     started = false;
-    api.stop();
+    probe.stop();
     await drain(server);
     facade.close();
     config?.stop();

@@ -1,11 +1,11 @@
 /**
  * Cluster backend: facade writes become custom resources (AccessKey, OAuthClient) plus a Secret for a
  * client secret, and the facade answers once the controller has reconciled them (status.observedGeneration
- * caught up with metadata.generation), or after readyTimeoutMs. Keys are found by spec.key_hash (one GET
- * for facade-made keys, see findKey): a key kept in a Secret (secretRef) is not visible to the facade in
- * a cluster.
+ * caught up with metadata.generation, seen on a watch of the written object), or after readyTimeoutMs.
+ * Keys are found by spec.key_hash (one GET for facade-made keys, see findKey). All API calls go through
+ * lib/kube (the operator's and sidecar's client).
  */
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { pino } from 'pino';
 import { z } from 'zod';
 import { Status } from '../crds/schemas/common.js';
 import {
@@ -19,7 +19,9 @@ import {
   type OAuthClient,
   guarded,
 } from '../crds/kinds.js';
-import { backoffDelay } from '../lib/backoff.js';
+import { codeOf, resourcePath, type KubeApi } from '../lib/kube/api.js';
+import type { ResourceRef } from '../lib/kube/informer.js';
+import { waitForObject } from '../lib/kube/wait.js';
 import type { Logger } from '../lib/logger.js';
 import { apiIdOf } from '../crds/schemas/api-definition.js';
 import {
@@ -40,7 +42,7 @@ import {
 const { randomUUID } = process.getBuiltinModule('node:crypto');
 
 export interface KubeBackendOptions {
-  kc: KubeConfig;
+  api: KubeApi;
   /** Only this namespace is read (APIs, keys, clients); undefined = all namespaces. */
   namespace?: string;
   quota?: (keyHash: string) => Promise<QuotaState | undefined>;
@@ -57,6 +59,24 @@ const KIND_OF: Record<Plural, string> = {
   accesskeys: 'AccessKey',
   oauthclients: 'OAuthClient',
 };
+const ref = (plural: Plural): ResourceRef => ({ group: GROUP, version: VERSION, plural, kind: KIND_OF[plural] });
+const SECRETS: ResourceRef = { group: '', version: 'v1', plural: 'secrets', kind: 'Secret' };
+
+/** The parts of a Secret the facade reads. */
+const SecretState = z.looseObject({
+  metadata: z
+    .looseObject({
+      resourceVersion: z.string().optional(),
+      labels: z.record(z.string(), z.string()).optional(),
+    })
+    .optional(),
+  data: z.record(z.string(), z.string()).optional(),
+  stringData: z.record(z.string(), z.string()).optional(),
+});
+type SecretState = z.infer<typeof SecretState>;
+/** The API server's answer to a create or replace: the generation the controller must observe. */
+const Written = z.looseObject({ metadata: z.looseObject({ generation: z.number().int().optional() }).optional() });
+const ItemList = z.looseObject({ items: z.array(z.unknown()).nullish() });
 
 /** The part of a written resource the wait reads. */
 const ReconcileState = z.object({ status: Status.optional() });
@@ -90,8 +110,6 @@ interface WaitAlso {
   why: string;
 }
 
-const code = (e: unknown): number | undefined => (e as { code?: number }).code;
-
 /** The metadata of a stored resource that a replace must carry over. */
 interface CurrentMeta {
   resourceVersion?: string;
@@ -99,38 +117,27 @@ interface CurrentMeta {
   ownerReferences?: unknown[];
 }
 
+/** The answer, or undefined for a 404 (no such object). */
 async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
   try {
     return await p;
   } catch (e) {
-    if (code(e) === 404) return undefined;
+    if (codeOf(e) === 404) return undefined;
     throw e;
   }
 }
 
 export class KubeBackend implements ResourceBackend {
-  private readonly custom: CustomObjectsApi;
-  private readonly core: CoreV1Api;
+  private readonly api: KubeApi;
+  private readonly logger: Logger;
 
   constructor(private readonly opts: KubeBackendOptions) {
-    this.custom = opts.kc.makeApiClient(CustomObjectsApi);
-    this.core = opts.kc.makeApiClient(CoreV1Api);
+    this.api = opts.api;
+    this.logger = opts.logger ?? pino({ level: 'silent' });
   }
 
   private async list<S extends z.ZodType>(plural: Plural, schema: S, labelSelector?: string): Promise<z.infer<S>[]> {
-    const ns = this.opts.namespace;
-    const sel = labelSelector === undefined ? {} : { labelSelector };
-    const res = (
-      ns
-        ? await this.custom.listNamespacedCustomObject({
-            group: GROUP,
-            version: VERSION,
-            namespace: ns,
-            plural,
-            ...sel,
-          })
-        : await this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural, ...sel })
-    ) as { items?: unknown[] };
+    const res = ItemList.parse(await this.api.get(resourcePath(ref(plural), this.opts.namespace), { labelSelector }));
     const out: z.infer<S>[] = [];
     for (const item of res.items ?? []) {
       const r = schema.safeParse(item);
@@ -140,21 +147,18 @@ export class KubeBackend implements ResourceBackend {
   }
 
   private get(plural: Plural, namespace: string, name: string): Promise<unknown> {
-    return orUndefined(
-      this.custom.getNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace,
-        plural,
-        name,
-      }) as Promise<unknown>,
-    );
+    return orUndefined(this.api.get(resourcePath(ref(plural), namespace, name)));
+  }
+
+  private async readSecret(namespace: string, name: string): Promise<SecretState | undefined> {
+    const raw = await orUndefined(this.api.get(resourcePath(SECRETS, namespace, name)));
+    return raw === undefined ? undefined : SecretState.parse(raw);
   }
 
   /** Create, or replace keeping resourceVersion; then wait for the controller. */
   private async upsert(plural: Plural, resource: AccessKey | OAuthClient, also?: WaitAlso): Promise<void> {
     const { namespace, name } = resource.metadata;
-    let written: { metadata?: { generation?: number } } | undefined;
+    let written: z.infer<typeof Written> | undefined;
     // Several facade replicas may write one resource at once (the per-process lock does not span them):
     // a 409 (created meanwhile / resourceVersion moved) re-reads and writes again, a few times.
     for (let attempt = 1; written === undefined; attempt++) {
@@ -177,43 +181,33 @@ export class KubeBackend implements ResourceBackend {
             ...resource,
             metadata: { ...kept, ...resource.metadata, resourceVersion: current.metadata?.resourceVersion },
           };
-          written = (await this.custom.replaceNamespacedCustomObject({
-            group: GROUP,
-            version: VERSION,
-            namespace,
-            plural,
-            name,
-            body,
-          })) as typeof written;
+          written = Written.parse(await this.api.put(resourcePath(ref(plural), namespace, name), body));
         } else {
-          written = (await this.custom.createNamespacedCustomObject({
-            group: GROUP,
-            version: VERSION,
-            namespace,
-            plural,
-            body: resource,
-          })) as typeof written;
+          written = Written.parse(await this.api.post(resourcePath(ref(plural), namespace), resource));
         }
       } catch (e) {
-        if (code(e) !== 409 || attempt >= 5) throw e;
+        if (codeOf(e) !== 409 || attempt >= 5) throw e;
       }
     }
     await this.waitReconciled(plural, namespace, name, written?.metadata?.generation ?? 1, also);
   }
 
-  /**
-   * Polls `check` until it returns true (→ true) or readyTimeoutMs passes (→ false). The controller usually
-   * takes tens of ms: the first poll comes after 25 ms, then the pause doubles up to 200 ms.
-   */
-  private async pollUntil(check: () => Promise<boolean>): Promise<boolean> {
-    const deadline = Date.now() + (this.opts.readyTimeoutMs ?? 10_000);
-    for (let attempt = 1; ; attempt++) {
-      if (await check()) return true;
-      if (Date.now() >= deadline) return false;
-      await new Promise((res) =>
-        setTimeout(res, Math.min(backoffDelay(attempt, 25, 200), Math.max(0, deadline - Date.now()))),
-      );
-    }
+  /** Watches the object until `done` holds for it (undefined: gone) (→ true) or readyTimeoutMs passes (→ false). */
+  private waitUntil(
+    plural: Plural,
+    namespace: string,
+    name: string,
+    done: (obj: unknown) => boolean,
+  ): Promise<boolean> {
+    return waitForObject({
+      api: this.api,
+      resource: ref(plural),
+      namespace,
+      name,
+      done,
+      timeoutMs: this.opts.readyTimeoutMs ?? 10_000,
+      logger: this.logger,
+    });
   }
 
   private get readyTimeoutS(): number {
@@ -232,8 +226,7 @@ export class KubeBackend implements ResourceBackend {
     also?: WaitAlso,
   ): Promise<void> {
     let why = 'the controller has not reconciled it yet';
-    const done = await this.pollUntil(async () => {
-      const obj = await this.get(plural, namespace, name);
+    const done = await this.waitUntil(plural, namespace, name, (obj) => {
       if (obj === undefined) return true; // deleted meanwhile: nothing left to wait for
       const r = ReconcileState.safeParse(obj);
       const st = r.success ? r.data.status : undefined; // a status the schema does not know counts as not reconciled
@@ -248,7 +241,7 @@ export class KubeBackend implements ResourceBackend {
       return false;
     });
     if (done) return;
-    this.opts.logger?.warn(
+    this.logger.warn(
       { resource: `${plural}/${namespace}/${name}`, why },
       'controller did not report the resource Ready in time',
     );
@@ -262,11 +255,8 @@ export class KubeBackend implements ResourceBackend {
    * session and counters, a client's record are out of Redis). Past readyTimeoutMs: NotReadyError (→ 504).
    */
   private async waitGone(plural: Plural, namespace: string, name: string): Promise<void> {
-    if (await this.pollUntil(async () => (await this.get(plural, namespace, name)) === undefined)) return;
-    this.opts.logger?.warn(
-      { resource: `${plural}/${namespace}/${name}` },
-      'controller did not finish a deletion in time',
-    );
+    if (await this.waitUntil(plural, namespace, name, (obj) => obj === undefined)) return;
+    this.logger.warn({ resource: `${plural}/${namespace}/${name}` }, 'controller did not finish a deletion in time');
     throw new NotReadyError(
       `${KIND_OF[plural]} ${namespace}/${name} is being deleted, but still exists after ${this.readyTimeoutS} s: the controller has not finished its cleanup yet; it is removed once reconciled (repeating the request is safe)`,
     );
@@ -370,15 +360,7 @@ export class KubeBackend implements ResourceBackend {
     const k = await this.findKey(keyHash, { terminating: true }); // a timed-out earlier DELETE is waited for again
     if (!k) return false;
     const { namespace, name } = k.metadata;
-    await orUndefined(
-      this.custom.deleteNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace,
-        plural: 'accesskeys',
-        name,
-      }) as Promise<unknown>,
-    );
+    await orUndefined(this.api.delete(resourcePath(ref('accesskeys'), namespace, name)));
     await this.waitGone('accesskeys', namespace, name);
     return true;
   }
@@ -396,9 +378,7 @@ export class KubeBackend implements ResourceBackend {
   }
 
   private async secretOf(c: OAuthClient): Promise<string | undefined> {
-    const s: V1Secret | undefined = await orUndefined(
-      this.core.readNamespacedSecret({ namespace: c.metadata.namespace, name: c.spec.secretRef.name }),
-    );
+    const s = await this.readSecret(c.metadata.namespace, c.spec.secretRef.name);
     const d = s?.data?.[c.spec.secretRef.key];
     return (
       s?.stringData?.[c.spec.secretRef.key] ?? (d === undefined ? undefined : Buffer.from(d, 'base64').toString('utf8'))
@@ -439,17 +419,19 @@ export class KubeBackend implements ResourceBackend {
   }
 
   async putClient(record: ClientRecord & { secret: string }): Promise<void> {
-    const ref = record.spec.secretRef;
-    const secret: V1Secret = clientSecretManifest(record);
-    const current = await orUndefined(this.core.readNamespacedSecret({ namespace: record.namespace, name: ref.name }));
+    const secretName = record.spec.secretRef.name;
+    const secret = clientSecretManifest(record);
+    const current = await this.readSecret(record.namespace, secretName);
     if (current && !isManaged(current.metadata?.labels)) {
-      throw new ConflictError(`Secret ${record.namespace}/${ref.name} exists and is not managed by the facade`);
+      throw new ConflictError(`Secret ${record.namespace}/${secretName} exists and is not managed by the facade`);
     }
     if (current) {
-      secret.metadata!.resourceVersion = current.metadata?.resourceVersion;
-      await this.core.replaceNamespacedSecret({ namespace: record.namespace, name: ref.name, body: secret });
+      await this.api.put(resourcePath(SECRETS, record.namespace, secretName), {
+        ...secret,
+        metadata: { ...secret.metadata, resourceVersion: current.metadata?.resourceVersion },
+      });
     } else {
-      await this.core.createNamespacedSecret({ namespace: record.namespace, body: secret });
+      await this.api.post(resourcePath(SECRETS, record.namespace), secret);
     }
     await this.upsert('oauthclients', {
       apiVersion: API_VERSION,
@@ -463,19 +445,11 @@ export class KubeBackend implements ResourceBackend {
     const c = await this.findClient(apiId, clientId, { terminating: true }); // a timed-out earlier DELETE is finished
     if (!c) return false;
     const { namespace, name } = c.metadata;
-    await orUndefined(
-      this.custom.deleteNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace,
-        plural: 'oauthclients',
-        name,
-      }) as Promise<unknown>,
-    );
+    await orUndefined(this.api.delete(resourcePath(ref('oauthclients'), namespace, name)));
     await this.waitGone('oauthclients', namespace, name); // the controller removed the client's Redis record
-    const s = await orUndefined(this.core.readNamespacedSecret({ namespace, name: c.spec.secretRef.name }));
+    const s = await this.readSecret(namespace, c.spec.secretRef.name);
     if (isManaged(s?.metadata?.labels)) {
-      await orUndefined(this.core.deleteNamespacedSecret({ namespace, name: c.spec.secretRef.name }));
+      await orUndefined(this.api.delete(resourcePath(SECRETS, namespace, c.spec.secretRef.name)));
     }
     return true;
   }

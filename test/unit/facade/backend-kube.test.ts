@@ -1,11 +1,12 @@
 /**
  * KubeBackend against a minimal in-memory API server over real HTTP (CRUD of the gw.io custom objects
- * and Secrets, and a "controller" that sets status.observedGeneration after a delay).
+ * and Secrets, list + watch with resourceVersion and field/label selectors, and a "controller" that sets
+ * status.observedGeneration after a delay).
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
 import { KubeBackend } from '../../../facade/backend-kube.js';
+import { createKubeApi, KubeApiError, type KubeApi } from '../../../lib/kube/api.js';
 import {
   clientResourceName,
   ConflictError,
@@ -31,8 +32,36 @@ type Obj = {
   [k: string]: unknown;
 };
 
-const store = new Map<string, Obj>(); // key: kind-plural/ns/name
 let rv = 1;
+/** Every change, for watches that start from an older resourceVersion. */
+const changes: { rv: number; key: string; obj: Obj; line: string }[] = [];
+const watchers = new Set<{ matches: (key: string, obj: Obj) => boolean; res: ServerResponse }>();
+
+function emit(type: 'ADDED' | 'MODIFIED' | 'DELETED', key: string, obj: Obj): void {
+  const snapshot = JSON.parse(JSON.stringify(obj)) as Obj;
+  const change = { rv: Number(obj.metadata.resourceVersion), key, obj: snapshot, line: '' };
+  change.line = `${JSON.stringify({ type, object: snapshot })}\n`;
+  changes.push(change);
+  for (const w of watchers) if (w.matches(key, snapshot)) w.res.write(change.line);
+}
+
+/** The objects (key: plural/ns/name); every set or delete gets a new resourceVersion and a watch event. */
+class Store extends Map<string, Obj> {
+  override set(key: string, obj: Obj): this {
+    const type = this.has(key) ? 'MODIFIED' : 'ADDED';
+    obj.metadata.resourceVersion = String(rv++);
+    super.set(key, obj);
+    emit(type, key, obj);
+    return this;
+  }
+  override delete(key: string): boolean {
+    const cur = this.get(key);
+    if (!cur || !super.delete(key)) return false;
+    emit('DELETED', key, { ...cur, metadata: { ...cur.metadata, resourceVersion: String(rv++) } });
+    return true;
+  }
+}
+const store = new Store();
 let reconcileMs = 50;
 /** The Ready condition the fake controller writes with observedGeneration (none when undefined). */
 let readyCondition: { type: string; status: string; reason?: string; message?: string } | undefined;
@@ -42,6 +71,8 @@ let resetsQuota = true;
 let finalizerMs: number | undefined = 50;
 /** Delay before a POST (create) is handled: lets concurrent writers both see "missing". */
 let createDelayMs = 0;
+/** Status code a watch is refused with (undefined: watches are served). */
+let refuseWatch: number | undefined;
 const requests: string[] = [];
 
 function startFakeApiServer(): Promise<Server> {
@@ -63,13 +94,27 @@ function startFakeApiServer(): Promise<Server> {
       const [, ns, plural, name] = m;
       const prefix = `${plural}/`;
       if (req.method === 'GET' && !name) {
-        // labelSelector: only the `key!=value` form KubeBackend uses
-        const sel = /^([^!=]+)!=(.*)$/.exec(new URL(req.url!, 'http://x').searchParams.get('labelSelector') ?? '');
-        const items = [...store.entries()]
-          .filter(([k]) => k.startsWith(prefix) && (!ns || k.startsWith(`${prefix}${ns}/`)))
-          .map(([, v]) => v)
-          .filter((v) => !sel || v.metadata.labels?.[sel[1]!] !== sel[2]);
-        return send(200, { items });
+        const q = new URL(req.url!, 'http://x').searchParams;
+        // labelSelector: only the `key!=value` form KubeBackend uses; fieldSelector: only metadata.name=…
+        const sel = /^([^!=]+)!=(.*)$/.exec(q.get('labelSelector') ?? '');
+        const byName = /^metadata\.name=(.+)$/.exec(q.get('fieldSelector') ?? '')?.[1];
+        const matches = (k: string, v: Obj): boolean =>
+          k.startsWith(prefix) &&
+          (!ns || k.startsWith(`${prefix}${ns}/`)) &&
+          (byName === undefined || v.metadata.name === byName) &&
+          (!sel || v.metadata.labels?.[sel[1]!] !== sel[2]);
+        if (q.get('watch') === 'true') {
+          if (refuseWatch !== undefined) return send(refuseWatch, { kind: 'Status', code: refuseWatch });
+          res.writeHead(200, { 'content-type': 'application/json' });
+          const since = Number(q.get('resourceVersion') || '0');
+          for (const c of changes) if (c.rv > since && matches(c.key, c.obj)) res.write(c.line);
+          const w = { matches, res };
+          watchers.add(w);
+          res.on('close', () => watchers.delete(w));
+          return;
+        }
+        const items = [...store.entries()].filter(([k, v]) => matches(k, v)).map(([, v]) => v);
+        return send(200, { metadata: { resourceVersion: String(rv - 1) }, items });
       }
       const key = `${prefix}${ns}/${name ?? (JSON.parse(body) as Obj).metadata.name}`;
       const cur = store.get(key);
@@ -78,6 +123,7 @@ function startFakeApiServer(): Promise<Server> {
         if (cur?.metadata.finalizers?.length) {
           // like the API server: marked for deletion until the finalizers are gone
           cur.metadata.deletionTimestamp ??= new Date().toISOString();
+          store.set(key, cur);
           if (finalizerMs !== undefined)
             setTimeout(() => store.get(key) === cur && store.delete(key), finalizerMs).unref();
           return send(200, cur);
@@ -90,7 +136,6 @@ function startFakeApiServer(): Promise<Server> {
       if (req.method === 'PUT' && (!cur || cur.metadata.resourceVersion !== obj.metadata.resourceVersion))
         return send(409, { kind: 'Status', code: 409 });
       obj.metadata.generation = (cur?.metadata.generation ?? 0) + 1;
-      obj.metadata.resourceVersion = String(rv++);
       obj.metadata.namespace = ns;
       store.set(key, obj);
       if (plural !== 'secrets') {
@@ -104,6 +149,7 @@ function startFakeApiServer(): Promise<Server> {
               ...(readyCondition ? { conditions: [readyCondition] } : {}),
               ...(resetsQuota && token ? { quotaReset: token } : {}),
             };
+            store.set(key, now);
           }
         }, reconcileMs).unref();
       }
@@ -116,20 +162,13 @@ function startFakeApiServer(): Promise<Server> {
 let server: Server;
 let backend: KubeBackend;
 
-function kubeConfigOf(s: Server): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: `http://127.0.0.1:${(s.address() as AddressInfo).port}`, skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  return kc;
+function apiOf(s: Server): KubeApi {
+  return createKubeApi({ server: `http://127.0.0.1:${(s.address() as AddressInfo).port}`, headers: async () => ({}) });
 }
 
 beforeAll(async () => {
   server = await startFakeApiServer();
-  backend = new KubeBackend({ kc: kubeConfigOf(server), readyTimeoutMs: 1000 });
+  backend = new KubeBackend({ api: apiOf(server), readyTimeoutMs: 1000 });
   store.set('apidefinitions/team/pets', {
     apiVersion: 'gw.io/v1alpha1',
     kind: 'ApiDefinition',
@@ -144,6 +183,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
+  for (const w of watchers) w.res.end();
   server.closeAllConnections();
   await new Promise((r) => server.close(r));
 });
@@ -205,6 +245,45 @@ test('a write the controller never reconciles fails after readyTimeoutMs with No
   await backend.deleteKey(h);
 });
 
+test('the wait for the controller watches the written object (one list, one watch), no polling; answered on the status event', async () => {
+  reconcileMs = 400;
+  const h = sha256hex('watched');
+  const name = keyResourceName(h);
+  requests.length = 0;
+  const t0 = Date.now();
+  try {
+    await backend.putKey(h, { namespace: 'team', name, spec: { rate: 1, per: 1 }, suppressReset: true });
+  } finally {
+    reconcileMs = 50;
+  }
+  expect(Date.now() - t0).toBeGreaterThanOrEqual(350);
+  const collection = '/apis/gw.io/v1alpha1/namespaces/team/accesskeys?';
+  const byName = `fieldSelector=metadata.name%3D${name}`;
+  // the write's own read of the object, then the wait: no GET of it every 25–200 ms
+  expect(requests.filter((r) => r === `GET /apis/gw.io/v1alpha1/namespaces/team/accesskeys/${name}`)).toHaveLength(1);
+  const narrowed = requests.filter((r) => r.startsWith(`GET ${collection}`) && r.includes(byName));
+  expect(narrowed.filter((r) => !r.includes('watch=true'))).toHaveLength(1);
+  expect(narrowed.filter((r) => r.includes('watch=true'))).toHaveLength(1);
+  expect(await backend.deleteKey(h)).toBe(true);
+});
+
+test('a watch the API server refuses fails the write with its error (the facade answers 500), not a 504 at the timeout', async () => {
+  reconcileMs = 60_000;
+  refuseWatch = 403;
+  const h = sha256hex('refused-watch');
+  try {
+    const err = await backend
+      .putKey(h, { namespace: 'team', name: keyResourceName(h), spec: {}, suppressReset: true })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(KubeApiError);
+    expect((err as KubeApiError).code).toBe(403);
+  } finally {
+    refuseWatch = undefined;
+    reconcileMs = 50;
+  }
+  expect(await backend.deleteKey(h)).toBe(true);
+});
+
 test('Ready=False for the written generation is not ready: NotReadyError carries the controller reason', async () => {
   readyCondition = { type: 'Ready', status: 'False', reason: 'PolicyMissing', message: 'policy gold not found' };
   const h = sha256hex('refused');
@@ -259,7 +338,7 @@ test('a write without suppressReset asks the controller for a quota reset (fresh
 });
 
 test('findKey: a facade-made key is one GET by its derived name; a hand-written AccessKey with key_hash is still found by the scan of non-facade keys', async () => {
-  const nsBackend = new KubeBackend({ kc: kubeConfigOf(server), namespace: 'team', readyTimeoutMs: 1000 });
+  const nsBackend = new KubeBackend({ api: apiOf(server), namespace: 'team', readyTimeoutMs: 1000 });
   const h = sha256hex('direct');
   await nsBackend.putKey(h, {
     namespace: 'team',
@@ -337,7 +416,7 @@ test('terminating keys: DELETE waits for the finalizer (504-style NotReadyError 
 });
 
 test('two facade replicas writing one new key at once: both succeed (409 → re-read and replace), one resource', async () => {
-  const other = new KubeBackend({ kc: kubeConfigOf(server), readyTimeoutMs: 1000 });
+  const other = new KubeBackend({ api: apiOf(server), readyTimeoutMs: 1000 });
   const h = sha256hex('raced');
   const rec = (rate: number) => ({
     namespace: 'team',
