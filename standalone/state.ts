@@ -8,9 +8,9 @@ import type { SessionStore, StoredSession } from '../contract/sessions.js';
 import type { CompiledConfig } from '../contract/config.js';
 import { compileConfig, servingApis } from '../compiler/compile-config.js';
 import { keyMaterial, sessionOf, snapshotSecrets } from '../compiler/key-sessions.js';
-import type { AccessKey } from '../crds/kinds.js';
+import type { AccessKey, OAuthClient, Secret } from '../crds/kinds.js';
 import { resourceLabel, type ResourceSnapshot } from '../compiler/snapshot.js';
-import { missingReferences, referenceIndex } from './references.js';
+import { missingReferences, referenceIndex, type ReferenceIndex } from './references.js';
 import { secretValue } from '../crds/kinds.js';
 import { clientRecordOf } from '../compiler/client-records.js';
 import { clientRecordKey, MemoryClientDirectory, type ClientRecord } from '../contract/oauth/clients.js';
@@ -35,6 +35,42 @@ function storedOf(key: AccessKey): { stored: StoredSession; json: string } {
   return s;
 }
 
+/** What the keys' sessions, their notes and the clients are computed from. */
+interface KeyInputs {
+  keys: readonly AccessKey[];
+  secrets: readonly Secret[];
+  clients: readonly OAuthClient[];
+  refs: ReferenceIndex;
+}
+
+const keyInputsOf = (s: ResourceSnapshot): KeyInputs => ({
+  keys: s.keys,
+  secrets: s.secrets,
+  clients: s.clients,
+  refs: referenceIndex(s),
+});
+
+/** The same objects in the same order (a directory read reuses the objects of the files it did not re-read). */
+function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+const sameSet = (a: ReadonlySet<string>, b: ReadonlySet<string>): boolean =>
+  a.size === b.size && [...a].every((x) => b.has(x));
+
+function sameKeyInputs(a: KeyInputs, b: KeyInputs): boolean {
+  return (
+    sameItems(a.keys, b.keys) &&
+    sameItems(a.secrets, b.secrets) &&
+    sameItems(a.clients, b.clients) &&
+    sameSet(a.refs.apis, b.refs.apis) &&
+    sameSet(a.refs.policies, b.refs.policies)
+  );
+}
+
 export class StandaloneState {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };
   /** The sessions written, by key hash: the JSON the store was given (to compare). */
@@ -45,6 +81,11 @@ export class StandaloneState {
   private readonly notesLog: ChangedNotesLog;
   /** Write every session on the next apply (resync), not only the changed ones. */
   private rewrite = false;
+  /** What the keys' sessions and notes were last computed from, and those notes. */
+  private keyInputs?: KeyInputs;
+  private keyNotes: Notes = new Map();
+  /** How many applies went through the keys (tests: an edit of an API leaves them alone). */
+  keyApplies = 0;
   /** The OAuth clients of the directory whose API, policy and Secret exist (what the operator would store). */
   readonly clients = new MemoryClientDirectory();
 
@@ -101,9 +142,26 @@ export class StandaloneState {
       );
     }
 
+    // the keys' sessions and notes depend on the keys, Secrets and OAuthClients and on which api_ids and
+    // policies exist: an edit that changes none of them (an API's path, rate, rules…) skips that work
+    const inputs = keyInputsOf(snapshot);
+    if (this.rewrite || !this.keyInputs || !sameKeyInputs(this.keyInputs, inputs)) {
+      const keyNotes: Notes = new Map();
+      await this.applyKeys(snapshot, inputs.refs, keyNotes);
+      this.keyNotes = keyNotes;
+      this.keyInputs = inputs; // only once the store took every write: a failed apply is done again
+      this.keyApplies++;
+    }
+    for (const [k, v] of this.keyNotes) notes.set(k, v);
+    this.notesLog.log(notes);
+    this.rewrite = false;
+  }
+
+  /** The sessions of the directory's keys written to the store (those that changed), their notes, the clients. */
+  private async applyKeys(snapshot: ResourceSnapshot, refs: ReferenceIndex, notes: Notes): Promise<void> {
     const y = new Yielder();
-    await this.noteMissingReferences(snapshot, notes, y);
-    await this.applyClients(snapshot);
+    await this.noteMissingReferences(snapshot, refs, notes, y);
+    await this.applyClients(snapshot, refs);
     const next = new Map<string, { key: AccessKey; stored: StoredSession; json: string }>();
     const known = new Map<string, StoredSession>();
     const secrets = snapshotSecrets(snapshot);
@@ -144,7 +202,6 @@ export class StandaloneState {
       next.set(m.keyHash, { key, ...s });
       known.set(m.keyHash, s.stored);
     }
-    this.notesLog.log(notes);
     this.known = known;
     const writes: [string, StoredSession, Record<string, string>, string][] = [];
     for (const [hash, { key, stored, json }] of next) {
@@ -169,7 +226,6 @@ export class StandaloneState {
         this.written.delete(hash);
       }
     }
-    this.rewrite = false;
   }
 
   /**
@@ -187,8 +243,7 @@ export class StandaloneState {
    * writes them to Redis. A client that went away, or whose resource changed identity (deleted and
    * written again: another uid, or another file), has its tokens revoked.
    */
-  private async applyClients(snapshot: ResourceSnapshot): Promise<void> {
-    const index = referenceIndex(snapshot);
+  private async applyClients(snapshot: ResourceSnapshot, index: ReferenceIndex): Promise<void> {
     const secrets = snapshotSecrets(snapshot);
     const next: ClientRecord[] = [];
     for (const c of snapshot.clients) {
@@ -207,8 +262,12 @@ export class StandaloneState {
   }
 
   /** AccessKeys and OAuthClients that refer to a policy or an API the directory lacks. */
-  private async noteMissingReferences(snapshot: ResourceSnapshot, notes: Notes, y: Yielder): Promise<void> {
-    const index = referenceIndex(snapshot);
+  private async noteMissingReferences(
+    snapshot: ResourceSnapshot,
+    index: ReferenceIndex,
+    notes: Notes,
+    y: Yielder,
+  ): Promise<void> {
     let i = 0;
     for (const r of [...snapshot.keys, ...snapshot.clients]) {
       if ((++i & 255) === 0) await y.maybe();

@@ -55,3 +55,58 @@ test('a Secret that cannot be generated leaves only its AccessKey unserved, with
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('an edit that changes no key, Secret, client, api_id or policy name leaves the keys alone; one that does goes through them', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-state-'));
+  try {
+    const logs: string[] = [];
+    const logger = pino(
+      { level: 'info' },
+      { write: (line: string) => void logs.push((JSON.parse(line) as { msg: string }).msg) },
+    );
+    let puts = 0;
+    const sessions = new MemorySessionStore();
+    const put = sessions.put.bind(sessions);
+    sessions.put = (h, s) => {
+      puts++;
+      return put(h, s);
+    };
+    const state = new StandaloneState(dir, sessions, logger);
+    const api = (path: string, id = 'orders') =>
+      resources(
+        `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: orders}\nspec: {api_id: ${id}, use_keyless: true, proxy: {listen_path: ${path}}}\n`,
+      )[0]!;
+    const keys = Array.from(
+      { length: 300 },
+      (_, i) =>
+        resources(
+          `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: k${i}}\nspec: {key_hash: a${i.toString(16).padStart(63, '0')}, access_rights: {orders: {}}}\n`,
+        )[0]!,
+    );
+    await state.apply(toSnapshot([api('/a/'), ...keys]));
+    expect(puts).toBe(300);
+    expect(state.keyApplies).toBe(1);
+
+    // the API's listen path changed, the same key objects: served at once, the keys not gone through
+    await state.apply(toSnapshot([api('/b/'), ...keys]));
+    expect(state.current().apis[0]!.listenPath).toBe('/b/');
+    expect(state.keyApplies).toBe(1);
+    expect(puts).toBe(300);
+
+    // one key changed (a new object): the keys gone through, one session written
+    const edited = resources(
+      `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: k7}\nspec: {key_hash: a${(7).toString(16).padStart(63, '0')}, rate: 5, per: 1, access_rights: {orders: {}}}\n`,
+    )[0]!;
+    await state.apply(toSnapshot([api('/b/'), ...keys.map((k, i) => (i === 7 ? edited : k))]));
+    expect(state.keyApplies).toBe(2);
+    expect(puts).toBe(301);
+
+    // the api_id the keys name went away: their notes say so, though no key object changed
+    logs.length = 0;
+    await state.apply(toSnapshot([api('/b/', 'billing'), ...keys.map((k, i) => (i === 7 ? edited : k))]));
+    expect(state.keyApplies).toBe(3);
+    expect(logs.some((l) => /AccessKey default\/k0 .*refers to something missing: .*orders/.test(l))).toBe(true);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
