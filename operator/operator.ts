@@ -36,6 +36,7 @@ import { ApiIdIndex } from './api-index.js';
 import { markerComplete, markerReady, markerRestoring, storeMarkerKey } from '../contract/store-keys.js';
 import { restoreSessions } from './restore.js';
 const { randomUUID } = process.getBuiltinModule('node:crypto');
+const { setTimeout: delay } = process.getBuiltinModule('node:timers/promises');
 
 const MANAGED_BY_SELECTOR = Object.entries(MANAGED_BY)
   .map(([k, v]) => `${k}=${v}`)
@@ -194,7 +195,9 @@ export class Operator {
   async stop(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.queue.stop();
-    await Promise.race([this.queue.idle(), new Promise((r) => setTimeout(r, 5000))]);
+    const drained = new AbortController();
+    await Promise.race([this.queue.idle(), delay(5000, undefined, { signal: drained.signal }).catch(() => undefined)]);
+    drained.abort(); // the 5 s timer must not keep a stopped controller's process alive
     await this.elector?.stop(true);
     for (const inf of Object.values(this.informers)) inf.stop();
     await this.smoothing?.stop();

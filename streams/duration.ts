@@ -1,23 +1,18 @@
 /** Timing helpers of the stream components; duration strings are parsed by lib/duration.ts. */
 export { durationMs } from '../lib/duration.js';
 
-/** Resolves after `ms`, rejects with the signal's reason when it aborts first. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(abortReason(signal));
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(abortReason(signal!));
-    };
-    const t = setTimeout(
-      () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      },
-      Math.max(0, ms),
-    );
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+const { setTimeout: delay } = process.getBuiltinModule('node:timers/promises');
+
+/**
+ * Resolves after `ms`, rejects with the signal's reason when it aborts first (node:timers/promises
+ * rejects with an AbortError instead; the stream components report the reason they aborted with).
+ */
+export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  try {
+    await delay(Math.max(0, ms), undefined, signal ? { signal } : undefined);
+  } catch (e) {
+    throw signal?.aborted ? abortReason(signal) : e;
+  }
 }
 
 export function abortReason(signal: AbortSignal): Error {

@@ -13,6 +13,8 @@ import type { Logger } from '../logger.js';
 import { backoffDelay } from '../backoff.js';
 import { codeOf, resourcePath, type KubeApi } from './api.js';
 
+const { setTimeout: delay } = process.getBuiltinModule('node:timers/promises');
+
 export const ObjectMetaEnvelope = z.looseObject({
   name: z.string(),
   namespace: z.string().optional(),
@@ -89,8 +91,9 @@ export class Informer {
   private stopped = false;
   private synced = false;
   private abort?: AbortController;
+  /** Aborted by stop(): ends a pause between watches or after a failure at once. */
+  private readonly stopping = new AbortController();
   private failures = 0;
-  private wake?: () => void;
   private readonly syncedWaiters: (() => void)[] = [];
 
   constructor(private readonly o: InformerOptions) {}
@@ -156,7 +159,7 @@ export class Informer {
   stop(): void {
     this.stopped = true;
     this.abort?.abort();
-    this.wake?.();
+    this.stopping.abort();
   }
 
   private async run(): Promise<void> {
@@ -179,13 +182,7 @@ export class Informer {
             { kind: this.kind, err: (e as Error).message, retryInMs: ms },
             'list/watch failed; retrying',
           );
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, ms);
-          this.wake = () => {
-            clearTimeout(t);
-            r();
-          };
-        });
+        await this.pause(ms);
       }
     }
   }
@@ -238,8 +235,13 @@ export class Informer {
       const started = Date.now();
       await this.watchOnce();
       // a watch the server ends at once, over and over, must not spin
-      if (Date.now() - started < 1000 && !this.stopped) await new Promise((r) => setTimeout(r, 1000));
+      if (Date.now() - started < 1000 && !this.stopped) await this.pause(1000);
     }
+  }
+
+  /** Resolves after `ms`, or at once when stop() is called. */
+  private pause(ms: number): Promise<void> {
+    return delay(ms, undefined, { signal: this.stopping.signal }).catch(() => undefined);
   }
 
   private async watchOnce(): Promise<void> {

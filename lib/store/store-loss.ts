@@ -20,6 +20,7 @@ import type { Logger } from '../logger.js';
 import { bounded, BACKGROUND_DEADLINE_MS } from './store-calls.js';
 
 const { randomBytes } = process.getBuiltinModule('node:crypto');
+const { setTimeout: delay } = process.getBuiltinModule('node:timers/promises');
 
 /** How often a held wait reads the markers again (ms). */
 const RESTORE_POLL_MS = 100;
@@ -106,7 +107,7 @@ export class StoreLossDetector {
   /** Resolves once the hold window has passed. */
   async holdOver(): Promise<void> {
     const left = this.lostAt + this.holdMs - Date.now();
-    if (left > 0) await new Promise((r) => setTimeout(r, left));
+    if (left > 0) await delay(left);
   }
 
   /** Reads the epoch; true when the store lost its data since the last read (the subscribers are called). */
@@ -165,7 +166,7 @@ export class StoreLossDetector {
       const end = Date.now() + maxMs;
       try {
         while (Date.now() < end) {
-          await new Promise((r) => setTimeout(r, RESTORE_POLL_MS));
+          await delay(RESTORE_POLL_MS);
           if (await this.restored().catch(() => false)) return true;
         }
         return false;

@@ -7,8 +7,10 @@
  */
 import type { MaybePromise } from '../../limiters/types.js';
 
+const { setTimeout: delay } = process.getBuiltinModule('node:timers/promises');
+
 export type Sleep = (ms: number) => Promise<void>;
-export const realSleep: Sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export const realSleep: Sleep = (ms) => delay(ms);
 
 /** What the proxy tells throttling about a waiting request (engine/types.ts CheckRequest). */
 export interface ThrottleWait {

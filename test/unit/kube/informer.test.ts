@@ -82,4 +82,19 @@ describe('operator informer', () => {
     expect(changes).toEqual(['add:a@1', 'update:a@6', 'delete:a@7', 'add:a@7']);
     expect(inf.size()).toBe(1);
   });
+
+  test('stop() ends the pause before the next watch at once: no timer is left behind', async () => {
+    const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const api = new FakeKubeApi();
+    api.lists = [{ items: [], rv: '1' }];
+    api.watches = [{ events: [] }]; // ended by the server at once: the informer waits 1 s before watching again
+    const { inf } = start(api);
+    await until(() => api.watchCalls.length >= 1);
+    await new Promise((r) => setImmediate(r));
+    const pausing = timers();
+    inf.stop();
+    await new Promise((r) => setImmediate(r));
+    expect(timers()).toBe(pausing - 1);
+    expect(api.watchCalls).toHaveLength(1);
+  });
 });
