@@ -40,9 +40,16 @@ function precedence(apis: ApiDefinition[], serving: ReadonlySet<string>): ApiDef
     .map((x) => x.r);
 }
 
+/** Each config's serving set, built once (a config is immutable once compiled). */
+const servingSets = new WeakMap<CompiledConfig, ReadonlySet<string>>();
+
 /** The namespace/names of the APIs a config serves (compileConfig's `serving`). */
-export const servingApis = (config: CompiledConfig | undefined): Set<string> =>
-  new Set((config?.apis ?? []).map((a) => `${a.namespace}/${a.name}`));
+export function servingApis(config: CompiledConfig | undefined): ReadonlySet<string> {
+  if (!config) return new Set();
+  let s = servingSets.get(config);
+  if (!s) servingSets.set(config, (s = new Set(config.apis.map((a) => `${a.namespace}/${a.name}`))));
+  return s;
+}
 
 /**
  * Each ApiDefinition compiled once: resources are immutable once read (a change is a new object), so a
@@ -80,16 +87,16 @@ export function compileConfig(
   const byListen = new Map<string, CompiledApi>();
   const byId = new Map<string, CompiledApi>();
   const sourceOf = new Map<CompiledApi, ApiDefinition>();
+  const where = (res: ApiDefinition) => ({
+    kind: 'ApiDefinition' as const,
+    namespace: res.metadata.namespace,
+    name: res.metadata.name,
+    resource: res,
+  });
   for (const res of precedence(apis, serving)) {
-    const where = {
-      kind: 'ApiDefinition' as const,
-      namespace: res.metadata.namespace,
-      name: res.metadata.name,
-      resource: res,
-    };
     const c = compiledOf(res);
     if ('error' in c) {
-      problems.push({ ...where, message: c.error });
+      problems.push({ ...where(res), message: c.error });
       continue;
     }
     const api = c.api;
@@ -97,7 +104,7 @@ export function compileConfig(
     const clash = byListen.get(api.listenPath) ?? byId.get(idKey);
     if (clash) {
       problems.push({
-        ...where,
+        ...where(res),
         message: `conflicts with ApiDefinition ${clash.namespace}/${clash.name} (same listen path or api_id)`,
         conflictsWith: sourceOf.get(clash)!,
       });
@@ -114,8 +121,9 @@ export function compileConfig(
   }
   compiled.sort((a, b) => b.listenPath.length - a.listenPath.length || cmp(a.listenPath, b.listenPath));
   // the hash of the content: each API's own hash (computed once per resource) in order, then the policies
+  // (one update of the joined hashes: the same digest as one update per API, without 10,000 native calls)
   const h = createHash('sha256');
-  for (const api of compiled) h.update(hashOf(api));
+  h.update(compiled.map(hashOf).join(''));
   h.update(JSON.stringify(pols));
   return { config: { hash: h.digest('hex').slice(0, 16), apis: compiled, policies: pols }, problems };
 }

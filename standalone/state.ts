@@ -8,7 +8,7 @@ import type { SessionStore, StoredSession } from '../contract/sessions.js';
 import type { CompiledConfig } from '../contract/config.js';
 import { compileConfig, servingApis } from '../compiler/compile-config.js';
 import { keyMaterial, sessionOf, snapshotSecrets } from '../compiler/key-sessions.js';
-import type { AccessKey, OAuthClient, Secret } from '../crds/kinds.js';
+import type { AccessKey, ApiDefinition, OAuthClient, Policy, Secret } from '../crds/kinds.js';
 import { resourceLabel, type ResourceSnapshot } from '../compiler/snapshot.js';
 import { missingReferences, referenceIndex, type ReferenceIndex } from './references.js';
 import { secretValue } from '../crds/kinds.js';
@@ -58,8 +58,11 @@ function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
   return true;
 }
 
-const sameSet = (a: ReadonlySet<string>, b: ReadonlySet<string>): boolean =>
-  a.size === b.size && [...a].every((x) => b.has(x));
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const x of a) if (!b.has(x)) return false;
+  return true;
+}
 
 function sameKeyInputs(a: KeyInputs, b: KeyInputs): boolean {
   return (
@@ -86,6 +89,13 @@ export class StandaloneState {
   private keyNotes: Notes = new Map();
   /** How many applies went through the keys (tests: an edit of an API leaves them alone). */
   keyApplies = 0;
+  /** The last compile, with the ApiDefinitions and Policies it was made from; how many compiles (tests). */
+  private compiled?: {
+    apis: readonly ApiDefinition[];
+    policies: readonly Policy[];
+    result: ReturnType<typeof compileConfig>;
+  };
+  compiles = 0;
   /** The OAuth clients of the directory whose API, policy and Secret exist (what the operator would store). */
   readonly clients = new MemoryClientDirectory();
 
@@ -131,7 +141,17 @@ export class StandaloneState {
 
   private async applyNow(snapshot: ResourceSnapshot): Promise<void> {
     // an API that claims the listen path or api_id of one being served is refused: the served one stays
-    const { config, problems } = compileConfig(snapshot.apis, snapshot.policies, servingApis(this.config));
+    // the same ApiDefinition and Policy objects as the last apply (an edit of keys, Secrets, clients):
+    // the same compiled config, not compiled again
+    const last = this.compiled;
+    const { config, problems } =
+      last && sameItems(last.apis, snapshot.apis) && sameItems(last.policies, snapshot.policies)
+        ? last.result
+        : compileConfig(snapshot.apis, snapshot.policies, servingApis(this.config));
+    if (!last || last.result.config !== config) {
+      this.compiled = { apis: snapshot.apis, policies: snapshot.policies, result: { config, problems } };
+      this.compiles++;
+    }
     const notes: Notes = new Map();
     problems.forEach((p) => notes.set(`refused ${resourceLabel(snapshot, p.resource)}`, refusalNote(snapshot, p)));
     if (config.hash !== this.config.hash) {

@@ -56,7 +56,7 @@ test('a Secret that cannot be generated leaves only its AccessKey unserved, with
   }
 });
 
-test('an edit that changes no key, Secret, client, api_id or policy name leaves the keys alone; one that does goes through them', async () => {
+test('an edit that changes no key, Secret, client, api_id or policy name leaves the keys alone, one that changes no API or Policy leaves the compiled config alone', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-state-'));
   try {
     const logs: string[] = [];
@@ -86,20 +86,24 @@ test('an edit that changes no key, Secret, client, api_id or policy name leaves 
     await state.apply(toSnapshot([api('/a/'), ...keys]));
     expect(puts).toBe(300);
     expect(state.keyApplies).toBe(1);
+    expect(state.compiles).toBe(1);
 
     // the API's listen path changed, the same key objects: served at once, the keys not gone through
-    await state.apply(toSnapshot([api('/b/'), ...keys]));
+    const apiB = api('/b/');
+    await state.apply(toSnapshot([apiB, ...keys]));
     expect(state.current().apis[0]!.listenPath).toBe('/b/');
     expect(state.keyApplies).toBe(1);
     expect(puts).toBe(300);
+    expect(state.compiles).toBe(2);
 
     // one key changed (a new object): the keys gone through, one session written
     const edited = resources(
       `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: k7}\nspec: {key_hash: a${(7).toString(16).padStart(63, '0')}, rate: 5, per: 1, access_rights: {orders: {}}}\n`,
     )[0]!;
-    await state.apply(toSnapshot([api('/b/'), ...keys.map((k, i) => (i === 7 ? edited : k))]));
+    await state.apply(toSnapshot([apiB, ...keys.map((k, i) => (i === 7 ? edited : k))]));
     expect(state.keyApplies).toBe(2);
     expect(puts).toBe(301);
+    expect(state.compiles).toBe(2); // the same ApiDefinition objects: the config is not compiled again
 
     // the api_id the keys name went away: their notes say so, though no key object changed
     logs.length = 0;
