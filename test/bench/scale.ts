@@ -194,6 +194,9 @@ async function standalone(): Promise<void> {
     // 500 req/s to the last API (open loop), one file edited after 2 s
     const pool = new Pool(gw.gateway, { connections: 32 });
     const latencies: number[] = [];
+    /** Latencies of the requests sent before the edit (the gateway settling after its start-up). */
+    const beforeEdit: number[] = [];
+    let editAt = Infinity;
     let failed = 0;
     const inflight = new Set<Promise<void>>();
     const started = performance.now();
@@ -210,7 +213,7 @@ async function standalone(): Promise<void> {
           })
           .catch(() => void failed++)
           .finally(() => {
-            latencies.push(performance.now() - t);
+            (t < editAt ? beforeEdit : latencies).push(performance.now() - t);
             inflight.delete(p);
           });
         inflight.add(p);
@@ -218,6 +221,7 @@ async function standalone(): Promise<void> {
     }, 5);
     await new Promise((r) => setTimeout(r, 2000));
     const t1 = performance.now();
+    editAt = t1;
     writeFileSync(join(dir, 'api-1234.yaml'), apiYaml(1234, '/moved/'));
     for (;;) {
       const r = await request(`${gw.gateway}/moved/x`);
@@ -232,8 +236,9 @@ async function standalone(): Promise<void> {
     await Promise.all([...inflight]);
     await pool.close();
     console.log(
-      `standalone: one file edited under 500 req/s applied after ${editMs.toFixed(0)} ms (target ≤ 1 s); p99 ${p99(latencies).toFixed(1)} ms over ${latencies.length} requests (target < 50 ms), ${failed} failed`,
+      `standalone: one file edited under 500 req/s applied after ${editMs.toFixed(0)} ms (target ≤ 1 s); p99 ${p99(latencies).toFixed(1)} ms over ${latencies.length} requests from the edit on (target < 50 ms), ${failed} failed; p99 of the ${beforeEdit.length} requests of the 2 s before the edit ${p99(beforeEdit).toFixed(1)} ms`,
     );
+    results.standalone_p99_before_edit_ms = Number(p99(beforeEdit).toFixed(1));
     results.standalone_edit_ms = Math.round(editMs);
     results.standalone_p99_ms = Number(p99(latencies).toFixed(1));
     await gw.stop();
