@@ -1,6 +1,14 @@
-/** HTTP helpers of the OAuth tests: form posts to the token endpoints, bearer calls, PKCE pairs. */
+/**
+ * HTTP helpers of the OAuth tests: form posts to the token endpoints, bearer calls, PKCE pairs; the
+ * manifests of an OAuth API; a `gw standalone` serving OAuth APIs from a directory of its own.
+ */
 import { createHash, randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { join } from 'node:path';
 import { request } from 'undici';
+import { startEcho } from '../../scripts/echo-upstream.js';
+import { cleanup, startStandalone, tempDir, type Standalone } from './standalone.js';
 
 export interface Answer {
   status: number;
@@ -63,6 +71,26 @@ export function pkce(): { verifier: string; challenge: string } {
   return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
 }
 
+type ClientManifest = { name: string; id: string; secret: string; redirect?: string; policy?: string };
+
+/**
+ * POST {base}/api/apis/oauth/{api}: client `clientId` (policy `policy`, `redirectUri`) created through the
+ * management API — the facade's, or standalone's admin listener.
+ */
+export const createClient = (
+  base: string,
+  api: string,
+  clientId: string,
+  redirectUri: string,
+  headers: Record<string, string>,
+  policy = 'tight',
+): Promise<Answer> =>
+  postJson(
+    `${base}/api/apis/oauth/${api}`,
+    { client_id: clientId, policy_id: policy, redirect_uri: redirectUri },
+    headers,
+  );
+
 /** ApiDefinition + Policy + Secret + OAuthClient manifests of one OAuth API (classic form). */
 export function oauthManifests(o: {
   api: string;
@@ -72,7 +100,7 @@ export function oauthManifests(o: {
   rate: number;
   per: number;
   quota?: number;
-  clients: { name: string; id: string; secret: string; redirect?: string; policy?: string }[];
+  clients: ClientManifest[];
   meta?: string;
   ns?: string;
 }): string {
@@ -106,4 +134,49 @@ spec:
   secretRef: {name: ${c.name}-secret, key: secret}`);
   }
   return docs.join('\n---\n') + '\n';
+}
+
+/** The API every OAuth suite serves: `oa` on /oa/, every grant, policy `roomy` (1,000 per 60 s). */
+export const oaManifests = (target: string, clients: ClientManifest[]): string =>
+  oauthManifests({ api: 'oa', listen: '/oa/', target, policy: 'roomy', rate: 1000, per: 60, clients });
+
+export interface OAuthStandalone {
+  echo: { server: Server; url: string };
+  dir: string;
+  sa: Standalone;
+  /** Stops `sa` and starts it again on the same directory (its tokens persisted there); it becomes `sa`. */
+  restart(): Promise<Standalone>;
+  stop(): Promise<void>;
+}
+
+/** An echo upstream and `gw standalone` (`args`, `env`) on a new directory of `files(echo URL)` (file name → YAML). */
+export async function startOAuthStandalone(
+  files: (target: string) => Record<string, string>,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<OAuthStandalone> {
+  const echo = await startEcho();
+  const dir = tempDir('gw-oauth-');
+  for (const [name, text] of Object.entries(files(echo.url))) writeFileSync(join(dir, name), text);
+  const st: OAuthStandalone = {
+    echo,
+    dir,
+    sa: undefined as unknown as Standalone,
+    async restart() {
+      await st.sa.stop();
+      return (st.sa = await startStandalone(dir, args, env));
+    },
+    async stop() {
+      await st.sa?.stop();
+      echo.server.close();
+      cleanup(dir);
+    },
+  };
+  try {
+    st.sa = await startStandalone(dir, args, env);
+  } catch (e) {
+    await st.stop();
+    throw e;
+  }
+  return st;
 }

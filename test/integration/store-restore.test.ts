@@ -22,22 +22,19 @@ import { startNode, stopNode, type Node } from '../harness/redis-cluster.js';
 import { freshNamespace, kubeconfig } from '../helpers/kube.js';
 import { startSidecar, type Sidecar } from '../helpers/sidecar.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
-import { apiDef, apply, eventually, startController, type Controller } from './operator/helpers.js';
+import {
+  apiDef,
+  apply,
+  countSessions,
+  createAccessKeys,
+  eventually,
+  startController,
+  type Controller,
+} from './operator/helpers.js';
 
 jest.setTimeout(240_000);
 
 const rawKey = (prefix: string, i: number): string => `${prefix}-${i}-restore-key`;
-
-async function countSessions(redis: Redis): Promise<number> {
-  let n = 0;
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', 'gw:session:*', 'COUNT', 5000);
-    cursor = next;
-    n += keys.length;
-  } while (cursor !== '0');
-  return n;
-}
 
 /** Requests at a steady pace with keys drawn from `pick`, every answer counted, until stopped. */
 function load(url: string, pick: () => string, workers = 4, pauseMs = 40) {
@@ -121,21 +118,9 @@ describe('cluster mode: the controller restores an emptied store; the sidecar re
     echo = await startEcho();
     ctl = await startController(ns, [], { redis: `redis://127.0.0.1:${node.port}` });
     await apply(ns, apiDef('r', { api_id: 'r', proxy: { listen_path: '/r/', target_url: 'http://unused.invalid' } }));
+    await createAccessKeys(ns, N, (i) => sha256hex(rawKey('c', i)), { rate: 1000, per: 1 });
     const api = createKubeApi(await loadKubeConnection(kubeconfig()));
     const path = resourcePath(REFS.AccessKey, ns);
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 32 }, async () => {
-        for (let i = next++; i < N; i = next++) {
-          await api.post(path, {
-            apiVersion: 'gw.io/v1alpha1',
-            kind: 'AccessKey',
-            metadata: { name: `k-${i}` },
-            spec: { key_hash: sha256hex(rawKey('c', i)), rate: 1000, per: 1 },
-          });
-        }
-      }),
-    );
     // every key's status records its session (what the bulk restore writes from)
     await eventually(
       async () => {

@@ -6,23 +6,18 @@
  */
 import { jest } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { request } from 'undici';
-import { stringify } from 'yaml';
 import { clientResourceName, clientSecretName, keyResourceName } from '../../../facade/backend.js';
 import { clientRecordKey } from '../../../operator/reconcile-client.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { SESSION_PREFIX } from '../../../contract/sessions-redis.js';
 import { startEcho } from '../../../scripts/echo-upstream.js';
-import { freePort } from '../../harness/ports.js';
 import { CLI } from '../../helpers/standalone.js';
-import { spawnServer, type ServerProcess as Proc } from '../../helpers/server-process.js';
+import { startClusterStack, type ClusterStack, type ServerProcess as Proc } from '../../helpers/server-process.js';
 import { freshNamespace, kubeconfig, kubectl } from '../../helpers/kube.js';
-import { freshRedis, redisUrl } from '../../helpers/redis.js';
+import { freshRedis } from '../../helpers/redis.js';
 import {
   accessKey,
   apiDef,
@@ -90,15 +85,10 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
   let redis: Redis;
   let ctl: Controller;
   let echo: { server: Server; url: string };
+  let stack: ClusterStack;
   let sidecar: Proc;
   let facade: Proc;
-  let facadePort: number;
-  let facadeArgs: string[];
-  let dir: string;
   const latencies: number[] = [];
-
-  const startFacade = (): Promise<Proc> =>
-    spawnServer('facade', facadeArgs, `http://127.0.0.1:${facadePort}`, `http://127.0.0.1:${facadePort}`);
 
   async function call(method: string, path: string, body?: unknown): Promise<Reply> {
     const headers: Record<string, string> = {};
@@ -155,75 +145,36 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
       }),
       policy('tight', { rate: 3, per: 10 }),
     );
-    ctl = await startController(ns, ['--resync-period', '5']);
-    await eventually(
-      async () => (await ready(ns, 'apidefinition', 'orders'))?.status === 'True',
-      15_000,
-      'ApiDefinition Ready',
-    );
-    await eventually(async () => (await ready(ns, 'policy', 'tight'))?.status === 'True', 15_000, 'Policy Ready');
-
-    const [sp, smp] = [await freePort(), await freePort()];
-    sidecar = await spawnServer(
-      'sidecar',
-      [
-        'sidecar',
-        '--upstream',
-        echo.url,
-        '--kubeconfig',
-        kubeconfig(),
-        '--namespace',
-        ns,
-        '--redis',
-        redisUrl(),
-        '--listen',
-        `127.0.0.1:${sp}`,
-        '--metrics-listen',
-        `127.0.0.1:${smp}`,
-      ],
-      `http://127.0.0.1:${sp}`,
-      `http://127.0.0.1:${smp}`,
-    );
-    // The sidecar has loaded the compiled config when the API answers (401: no key) instead of 404.
-    await eventually(async () => (await atSidecar(undefined)).status === 401, 15_000, 'sidecar serves /orders/');
-
-    dir = mkdtempSync(join(tmpdir(), 'gw-facade-cluster-'));
-    const config = join(dir, 'facade.yaml');
-    writeFileSync(
-      config,
-      stringify({
+    stack = await startClusterStack({
+      ns,
+      upstream: echo.url,
+      controllerArgs: ['--resync-period', '5'],
+      reconciled: async () => {
+        await eventually(
+          async () => (await ready(ns, 'apidefinition', 'orders'))?.status === 'True',
+          15_000,
+          'ApiDefinition Ready',
+        );
+        await eventually(async () => (await ready(ns, 'policy', 'tight'))?.status === 'True', 15_000, 'Policy Ready');
+      },
+      // the sidecar has loaded the compiled config when the API answers (401: no key) instead of 404
+      serves: '/orders/1',
+      facadeConfig: (gatewayUrls) => ({
         secret: SECRET,
         access_tokens: [TOKEN],
-        gateway_urls: [sidecar.url],
+        gateway_urls: gatewayUrls,
         facade_rate_limit: { rate: 1000, per: 1 },
       }),
-    );
-    facadePort = await freePort();
-    facadeArgs = [
-      'facade',
-      '--kubeconfig',
-      kubeconfig(),
-      '--namespace',
-      ns,
-      '--redis',
-      redisUrl(),
-      '--config',
-      config,
-      '--listen',
-      `127.0.0.1:${facadePort}`,
-      '--ready-timeout',
-      String(READY_TIMEOUT_S),
-    ];
-    facade = await startFacade();
+      facadeArgs: ['--ready-timeout', String(READY_TIMEOUT_S)],
+    });
+    ({ ctl, facade } = stack);
+    sidecar = stack.sidecars[0]!;
   });
 
   afterAll(async () => {
-    await facade?.stop();
-    await sidecar?.stop();
-    await ctl?.stop();
+    await stack?.stop();
     echo?.server.close();
     redis?.disconnect();
-    if (dir) rmSync(dir, { recursive: true, force: true });
     if (latencies.length) {
       const s = [...latencies].sort((a, b) => a - b);
       console.log(
@@ -585,7 +536,7 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     expect((await call('GET', `/gw/keys/${doomed}`)).status).toBe(404);
     expect(asRecord((await call('GET', '/gw/keys')).body).keys).not.toContain(sha256hex(doomed));
 
-    ctl = await startController(ns, ['--resync-period', '5']);
+    ctl = stack.ctl = await startController(ns, ['--resync-period', '5']);
     const back = Date.now();
     await eventually(
       async () => (await atSidecar(doomed)).status === 403,
@@ -614,7 +565,7 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     const clientsBefore = (await call('GET', '/api/apis/oauth/orders')).body;
     expect(keysBefore.length).toBeGreaterThanOrEqual(4);
     await facade.stop();
-    facade = await startFacade();
+    facade = await stack.restartFacade();
     expect(asRecord((await call('GET', '/gw/keys')).body).keys).toEqual(keysBefore);
     expect((await call('GET', '/api/apis/oauth/orders')).body).toEqual(clientsBefore);
     const k = await call('GET', '/gw/keys/cluster-key-one-0123456789abcdef');

@@ -3,15 +3,20 @@
  * `gw standalone`: a code obtained through the CLI is redeemed at the gateway, a token introspected (as an
  * argument and from stdin), and every exit code of the table these commands can reach.
  */
-import { writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
-import { join } from 'node:path';
 import { Exit } from '../../../cli/client/exit-codes.js';
-import { startEcho } from '../../../scripts/echo-upstream.js';
 import { freePort } from '../../harness/ports.js';
 import { expectFailure, runGw, type Run } from '../../helpers/gw-cli.js';
-import { basic, bearer, get, oauthManifests, pkce, postForm } from '../../helpers/oauth.js';
-import { cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
+import {
+  basic,
+  bearer,
+  get,
+  oaManifests,
+  pkce,
+  postForm,
+  startOAuthStandalone,
+  type OAuthStandalone,
+} from '../../helpers/oauth.js';
+import type { Standalone } from '../../helpers/standalone.js';
 
 const SECRET = 'cli-app-secret-0123456789abcdef';
 const CB = 'https://app.example/cb';
@@ -20,8 +25,7 @@ const CB = 'https://app.example/cb';
 const slow = (name: string, fn: () => Promise<void>): void => test(name, fn, 60_000);
 
 describe('gw oauth authorize | introspect (CLI against a facade)', () => {
-  let echo: { server: Server; url: string };
-  let dir: string;
+  let st: OAuthStandalone;
   let sa: Standalone;
   const gw = (args: string[], o: { env?: Record<string, string | undefined>; stdin?: string; url?: string } = {}) =>
     runGw(args, {
@@ -29,6 +33,9 @@ describe('gw oauth authorize | introspect (CLI against a facade)', () => {
       env: { GW_SECRET: 'test-secret', ...o.env },
       ...(o.stdin !== undefined ? { stdin: o.stdin } : {}),
     });
+  /** `gw oauth authorize oa app1 --redirect-uri CB …extra` */
+  const authorize = (extra: string[] = [], o: Parameters<typeof gw>[1] = {}) =>
+    gw(['oauth', 'authorize', 'oa', 'app1', '--redirect-uri', CB, ...extra], o);
   const ok = (r: Run): Record<string, unknown> => {
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: Exit.OK, stderr: '' });
     return r.json as Record<string, unknown>;
@@ -50,54 +57,26 @@ describe('gw oauth authorize | introspect (CLI against a facade)', () => {
   };
 
   beforeAll(async () => {
-    echo = await startEcho();
-    dir = tempDir('gw-oauth-cli-');
-    writeFileSync(
-      join(dir, 'oa.yaml'),
-      oauthManifests({
-        api: 'oa',
-        listen: '/oa/',
-        target: echo.url,
-        policy: 'roomy',
-        rate: 1000,
-        per: 60,
-        clients: [{ name: 'app1', id: 'app1', secret: SECRET, redirect: CB }],
-      }),
-    );
-    sa = await startStandalone(dir);
+    st = await startOAuthStandalone((target) => ({
+      'oa.yaml': oaManifests(target, [{ name: 'app1', id: 'app1', secret: SECRET, redirect: CB }]),
+    }));
+    sa = st.sa;
   });
   afterAll(async () => {
-    await sa?.stop();
-    echo?.server.close();
-    cleanup(dir);
+    await st?.stop();
   });
 
   slow(
     'authorize with flags: exit 0, {code, redirect_to}; the code (PKCE S256) is redeemed at the gateway',
     async () => {
       const p = pkce();
-      const out = ok(
-        await gw([
-          'oauth',
-          'authorize',
-          'oa',
-          'app1',
-          '--redirect-uri',
-          CB,
-          '--state',
-          'st-1',
-          '--code-challenge',
-          p.challenge,
-        ]),
-      );
+      const out = ok(await authorize(['--state', 'st-1', '--code-challenge', p.challenge]));
       const to = new URL(out.redirect_to as string);
       expect(to.origin + to.pathname).toBe(CB);
       expect(to.searchParams.get('state')).toBe('st-1');
       expect(to.searchParams.get('code')).toBe(out.code);
       // the challenge went with it (S256 by default): another code of the same challenge, a wrong verifier: refused
-      const other = ok(
-        await gw(['oauth', 'authorize', 'oa', 'app1', '--redirect-uri', CB, '--code-challenge', p.challenge]),
-      );
+      const other = ok(await authorize(['--code-challenge', p.challenge]));
       const refused = await redeem(other.code as string, pkce().verifier);
       expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 400, error: 'invalid_grant' });
       const t = await redeem(out.code as string, p.verifier);
@@ -119,29 +98,10 @@ describe('gw oauth authorize | introspect (CLI against a facade)', () => {
   slow('authorize failures: usage 1, unknown API 2, credential 3, refused 4, facade down 5', async () => {
     expectFailure(await gw(['oauth', 'authorize', 'oa', 'app1']), Exit.USAGE, /--redirect-uri/);
     expectFailure(await gw(['oauth', 'authorize', 'nope', 'app1', '--redirect-uri', CB]), Exit.NOT_FOUND, /HTTP 404/);
+    expectFailure(await authorize([], { env: { GW_SECRET: undefined } }), Exit.AUTH, /GW_SECRET/);
+    expectFailure(await authorize(['--secret', 'wrong']), Exit.AUTH, /HTTP 403/);
     expectFailure(
-      await gw(['oauth', 'authorize', 'oa', 'app1', '--redirect-uri', CB], { env: { GW_SECRET: undefined } }),
-      Exit.AUTH,
-      /GW_SECRET/,
-    );
-    expectFailure(
-      await gw(['oauth', 'authorize', 'oa', 'app1', '--redirect-uri', CB, '--secret', 'wrong']),
-      Exit.AUTH,
-      /HTTP 403/,
-    );
-    expectFailure(
-      await gw([
-        'oauth',
-        'authorize',
-        'oa',
-        'app1',
-        '--redirect-uri',
-        CB,
-        '--code-challenge',
-        'abc',
-        '--code-challenge-method',
-        'plain',
-      ]),
+      await authorize(['--code-challenge', 'abc', '--code-challenge-method', 'plain']),
       Exit.REFUSED,
       /HTTP 400: invalid_request: code_challenge_method/,
     );
@@ -151,11 +111,7 @@ describe('gw oauth authorize | introspect (CLI against a facade)', () => {
       /HTTP 400: invalid_request: client_id/,
     );
     const closed = `http://127.0.0.1:${await freePort()}`;
-    expectFailure(
-      await gw(['oauth', 'authorize', 'oa', 'app1', '--redirect-uri', CB], { url: closed }),
-      Exit.UNAVAILABLE,
-      /./,
-    );
+    expectFailure(await authorize([], { url: closed }), Exit.UNAVAILABLE, /./);
   });
 
   slow(

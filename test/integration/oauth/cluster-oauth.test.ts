@@ -7,21 +7,33 @@
  * resource, a log line or /metrics; an emptied store loses the tokens, not the clients (docs/oauth.md).
  */
 import { jest } from '@jest/globals';
-import { writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { stringify } from 'yaml';
 import { clientResourceName } from '../../../facade/backend.js';
 import { clientRecordKey } from '../../../contract/oauth/clients.js';
 import { startEcho } from '../../../scripts/echo-upstream.js';
-import { freePort } from '../../harness/ports.js';
-import { freshNamespace, kubeconfig, kubectl } from '../../helpers/kube.js';
-import { freshRedis, redisUrl } from '../../helpers/redis.js';
-import { tempDir } from '../../helpers/standalone.js';
-import { spawnServer, type ServerProcess } from '../../helpers/server-process.js';
-import { basic, bearer, del, get, oauthManifests, pkce, postForm, postJson, type Answer } from '../../helpers/oauth.js';
-import { eventually, getJson, startController, waitReady, type Controller } from '../operator/helpers.js';
+import { freshNamespace, kubectl } from '../../helpers/kube.js';
+import { freshRedis } from '../../helpers/redis.js';
+import {
+  startClusterStack,
+  type ClusterStack,
+  type ServerProcess,
+  type SidecarProcess,
+} from '../../helpers/server-process.js';
+import {
+  basic,
+  bearer,
+  createClient,
+  del,
+  get,
+  oaManifests,
+  oauthManifests,
+  pkce,
+  postForm,
+  postJson,
+  type Answer,
+} from '../../helpers/oauth.js';
+import { eventually, getJson, waitReady, type Controller } from '../operator/helpers.js';
 
 jest.setTimeout(120_000);
 
@@ -38,8 +50,9 @@ describe('OAuth 2.0 in a cluster (kube-apiserver + Redis + controller + two side
   let ns: string;
   let redis: Redis;
   let echo: { server: Server; url: string };
+  let stack: ClusterStack;
   let ctl: Controller;
-  const sidecars: (ServerProcess & { ops: string })[] = [];
+  let sidecars: SidecarProcess[];
   let facade: ServerProcess;
   /** Every raw credential the test saw: none may appear in Redis, a resource, a log line or /metrics. */
   const raw: string[] = [];
@@ -61,31 +74,12 @@ describe('OAuth 2.0 in a cluster (kube-apiserver + Redis + controller + two side
     return t.body.access_token as string;
   };
   const call = (i: number, api: string, t: string) => get(`${gwUrl(i)}/${api}/x`, bearer(t));
-
-  async function startSidecar(): Promise<ServerProcess & { ops: string }> {
-    const [gp, mp] = [await freePort(), await freePort()];
-    const p = await spawnServer(
-      'sidecar',
-      [
-        'sidecar',
-        '--upstream',
-        echo.url,
-        '--kubeconfig',
-        kubeconfig(),
-        '--namespace',
-        ns,
-        '--redis',
-        redisUrl(),
-        '--listen',
-        `127.0.0.1:${gp}`,
-        '--metrics-listen',
-        `127.0.0.1:${mp}`,
-      ],
-      `http://127.0.0.1:${gp}`,
-      `http://127.0.0.1:${mp}`,
-    );
-    return Object.assign(p, { ops: `http://127.0.0.1:${mp}` });
-  }
+  /** The answers of `api` to each [sidecar, token] in turn. */
+  const across = async (api: string, calls: readonly (readonly [number, string])[]): Promise<Answer[]> => {
+    const answers: Answer[] = [];
+    for (const [i, t] of calls) answers.push(await call(i, api, t));
+    return answers;
+  };
 
   beforeAll(async () => {
     ns = await freshNamespace('oauth-cl');
@@ -94,18 +88,10 @@ describe('OAuth 2.0 in a cluster (kube-apiserver + Redis + controller + two side
     // `oa`: every grant; cr-app on policy `roomy`, cr-tight on `tight` (3 per 60 s);
     // `qa`: client_credentials, cr-quota on policy `quota` (4 per hour)
     const manifests =
-      oauthManifests({
-        api: 'oa',
-        listen: '/oa/',
-        target: echo.url,
-        policy: 'roomy',
-        rate: 1000,
-        per: 60,
-        clients: [
-          { name: 'cr-app', id: 'cr-app', secret: APP_SECRET, redirect: CB },
-          { name: 'cr-tight', id: 'cr-tight', secret: TIGHT_SECRET, policy: 'tight' },
-        ],
-      }) +
+      oaManifests(echo.url, [
+        { name: 'cr-app', id: 'cr-app', secret: APP_SECRET, redirect: CB },
+        { name: 'cr-tight', id: 'cr-tight', secret: TIGHT_SECRET, policy: 'tight' },
+      ]) +
       '---\napiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: tight}\nspec: {rate: 3, per: 60}\n---\n' +
       oauthManifests({
         api: 'qa',
@@ -120,47 +106,29 @@ describe('OAuth 2.0 in a cluster (kube-apiserver + Redis + controller + two side
       });
     const applied = await kubectl(['apply', '-n', ns, '-f', '-'], manifests);
     if (applied.code !== 0) throw new Error(applied.stderr);
-    ctl = await startController(ns, ['--resync-period', '30']);
-    await Promise.all([
-      waitReady(ns, 'oauthclient', 'cr-app', 'True', 'Reconciled', 20_000),
-      waitReady(ns, 'oauthclient', 'cr-tight', 'True', 'Reconciled', 20_000),
-      waitReady(ns, 'oauthclient', 'cr-quota', 'True', 'Reconciled', 20_000),
-    ]);
-    sidecars.push(...(await Promise.all([startSidecar(), startSidecar()])));
-    // a sidecar serves the APIs once it has the compiled config: 401 (no token) instead of 404
-    for (const i of [s1, s2])
-      await eventually(async () => (await get(`${gwUrl(i)}/oa/x`)).status === 401, 20_000, 'sidecar serves /oa/');
-
-    const fp = await freePort();
-    const config = join(tempDir('gw-oauth-cluster-'), 'facade.yaml');
-    writeFileSync(
-      config,
-      stringify({ secret: GW_SECRET, access_tokens: [MGMT_TOKEN], facade_rate_limit: { rate: 1000, per: 1 } }),
-    );
-    facade = await spawnServer(
-      'facade',
-      [
-        'facade',
-        '--kubeconfig',
-        kubeconfig(),
-        '--namespace',
-        ns,
-        '--redis',
-        redisUrl(),
-        '--config',
-        config,
-        '--listen',
-        `127.0.0.1:${fp}`,
-      ],
-      `http://127.0.0.1:${fp}`,
-      `http://127.0.0.1:${fp}`,
-    );
+    stack = await startClusterStack({
+      ns,
+      upstream: echo.url,
+      controllerArgs: ['--resync-period', '30'],
+      reconciled: async () => {
+        await Promise.all(
+          ['cr-app', 'cr-tight', 'cr-quota'].map((c) => waitReady(ns, 'oauthclient', c, 'True', 'Reconciled', 20_000)),
+        );
+      },
+      sidecars: 2,
+      // a sidecar serves the APIs once it has the compiled config: 401 (no token) instead of 404
+      serves: '/oa/x',
+      facadeConfig: () => ({
+        secret: GW_SECRET,
+        access_tokens: [MGMT_TOKEN],
+        facade_rate_limit: { rate: 1000, per: 1 },
+      }),
+    });
+    ({ ctl, sidecars, facade } = stack);
   });
 
   afterAll(async () => {
-    await facade?.stop();
-    for (const s of sidecars) await s.stop();
-    await ctl?.stop();
+    await stack?.stop();
     echo?.server.close();
     redis?.disconnect();
   });
@@ -281,15 +249,13 @@ describe('OAuth 2.0 in a cluster (kube-apiserver + Redis + controller + two side
   test("one allowance per client: the policy's 3 per 60 s across two tokens and two sidecars", async () => {
     const a = await cc(s1, 'oa', 'cr-tight', TIGHT_SECRET);
     const b = await cc(s2, 'oa', 'cr-tight', TIGHT_SECRET);
-    const answers: Answer[] = [];
-    for (const [i, t] of [
+    const answers = await across('oa', [
       [s1, a],
       [s2, b],
       [s2, a],
       [s1, b],
       [s2, a],
-    ] as const)
-      answers.push(await call(i, 'oa', t));
+    ]);
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 429, 429]);
     expect(answers[3]!.body).toEqual({ error: 'Rate Limit Exceeded' });
     // another client of the same policy has an allowance of its own
@@ -299,28 +265,20 @@ describe('OAuth 2.0 in a cluster (kube-apiserver + Redis + controller + two side
   test('one quota per client: 4 across two tokens and two sidecars, then 403 Quota exceeded', async () => {
     const a = await cc(s1, 'qa', 'cr-quota', QUOTA_SECRET);
     const b = await cc(s2, 'qa', 'cr-quota', QUOTA_SECRET);
-    const answers: Answer[] = [];
-    for (const [i, t] of [
+    const answers = await across('qa', [
       [s1, a],
       [s2, b],
       [s1, b],
       [s2, a],
       [s1, a],
       [s2, b],
-    ] as const)
-      answers.push(await call(i, 'qa', t));
+    ]);
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 403, 403]);
     expect(answers[5]!.body).toEqual({ error: 'Quota exceeded' });
   });
 
   test('a client created through the facade: tokens at both sidecars; deleted → refused on both within 1 s', async () => {
-    const created = seen(
-      await postJson(
-        `${facade.url}/api/apis/oauth/oa`,
-        { client_id: 'fac-app', policy_id: 'tight', redirect_uri: 'https://fac.example/cb' },
-        MGMT,
-      ),
-    );
+    const created = seen(await createClient(facade.url, 'oa', 'fac-app', 'https://fac.example/cb', MGMT));
     expect(created.status).toBe(200);
     const secret = created.body.secret as string;
     const name = clientResourceName(ns, 'oa', 'fac-app');
@@ -328,13 +286,11 @@ describe('OAuth 2.0 in a cluster (kube-apiserver + Redis + controller + two side
     const t1 = await cc(s1, 'oa', 'fac-app', secret);
     const t2 = await cc(s2, 'oa', 'fac-app', secret);
     // the facade client's allowance is its own (3 per 60 s of `tight`), shared by its two tokens
-    const statuses: number[] = [];
-    for (const [i, t] of [
+    const answers = await across('oa', [
       [s1, t1],
       [s2, t2],
-    ] as const)
-      statuses.push((await call(i, 'oa', t)).status);
-    expect(statuses).toEqual([200, 200]);
+    ]);
+    expect(answers.map((r) => r.status)).toEqual([200, 200]);
 
     expect((await del(`${facade.url}/api/apis/oauth/oa/fac-app`, MGMT)).status).toBe(200);
     expect(await redis.exists(clientRecordKey(ns, 'oa', 'fac-app'))).toBe(0);

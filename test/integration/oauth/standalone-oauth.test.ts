@@ -6,11 +6,23 @@
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Server } from 'node:http';
-import { startEcho } from '../../../scripts/echo-upstream.js';
 import { eventually } from '../../helpers/sidecar.js';
-import { cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
-import { basic, bearer, del, get, oauthManifests, pkce, postForm, postJson, type Answer } from '../../helpers/oauth.js';
+import type { Standalone } from '../../helpers/standalone.js';
+import {
+  basic,
+  bearer,
+  createClient,
+  del,
+  get,
+  oaManifests,
+  oauthManifests,
+  pkce,
+  postForm,
+  postJson,
+  startOAuthStandalone,
+  type Answer,
+  type OAuthStandalone,
+} from '../../helpers/oauth.js';
 
 const SECRET1 = 'app1-secret-0123456789abcdef';
 const SECRET2 = 'app2-secret-0123456789abcdef';
@@ -19,7 +31,7 @@ const GW = { 'x-gw-authorization': 'test-secret' };
 const MGMT = { authorization: 'Bearer test-token' };
 
 describe('OAuth 2.0 in gw standalone', () => {
-  let echo: { server: Server; url: string };
+  let st: OAuthStandalone;
   let gw: Standalone;
   let dir: string;
   /** Every raw credential the test saw: none may appear in logs, metrics or files. */
@@ -36,55 +48,40 @@ describe('OAuth 2.0 in gw standalone', () => {
   const callOa = (t: string) => get(`${gw.gateway}/oa/hello`, bearer(t));
 
   beforeAll(async () => {
-    echo = await startEcho();
-    dir = tempDir('gw-oauth-');
-    writeFileSync(
-      join(dir, 'oa.yaml'),
-      oauthManifests({
-        api: 'oa',
-        listen: '/oa/',
-        target: echo.url,
-        policy: 'roomy',
-        rate: 1000,
-        per: 60,
-        clients: [{ name: 'app1', id: 'app1', secret: SECRET1 }],
+    st = await startOAuthStandalone(
+      (target) => ({
+        'oa.yaml': oaManifests(target, [{ name: 'app1', id: 'app1', secret: SECRET1 }]),
+        'lim.yaml': oauthManifests({
+          api: 'lim',
+          listen: '/lim/',
+          target,
+          policy: 'tight',
+          rate: 3,
+          per: 60,
+          meta: '{allowed_access_types: [client_credentials]}',
+          clients: [
+            { name: 'app2', id: 'app2', secret: SECRET2 },
+            { name: 'app3', id: 'app3', secret: SECRET1 },
+          ],
+        }),
+        'cc.yaml': oauthManifests({
+          api: 'cc',
+          listen: '/cc/',
+          target,
+          policy: 'free',
+          rate: 1000,
+          per: 1,
+          meta: '{allowed_access_types: [client_credentials], access_token_expires: 1}',
+          clients: [{ name: 'cc1', id: 'cc1', secret: CC_SECRET }],
+        }),
       }),
+      [],
+      { GW_LOG_LEVEL: 'debug' },
     );
-    writeFileSync(
-      join(dir, 'lim.yaml'),
-      oauthManifests({
-        api: 'lim',
-        listen: '/lim/',
-        target: echo.url,
-        policy: 'tight',
-        rate: 3,
-        per: 60,
-        meta: '{allowed_access_types: [client_credentials]}',
-        clients: [
-          { name: 'app2', id: 'app2', secret: SECRET2 },
-          { name: 'app3', id: 'app3', secret: SECRET1 },
-        ],
-      }),
-    );
-    writeFileSync(
-      join(dir, 'cc.yaml'),
-      oauthManifests({
-        api: 'cc',
-        listen: '/cc/',
-        target: echo.url,
-        policy: 'free',
-        rate: 1000,
-        per: 1,
-        meta: '{allowed_access_types: [client_credentials], access_token_expires: 1}',
-        clients: [{ name: 'cc1', id: 'cc1', secret: CC_SECRET }],
-      }),
-    );
-    gw = await startStandalone(dir, [], { GW_LOG_LEVEL: 'debug' });
+    ({ dir, sa: gw } = st);
   });
   afterAll(async () => {
-    await gw?.stop();
-    echo?.server.close();
-    cleanup(dir);
+    await st?.stop();
   });
 
   test('client_credentials (HTTP Basic): a bearer token that calls the API; no-store', async () => {
@@ -398,13 +395,7 @@ describe('OAuth 2.0 in gw standalone', () => {
   });
 
   test('a client created and deleted through the facade: its tokens die with it', async () => {
-    const created = seen(
-      await postJson(
-        `${gw.admin}/api/apis/oauth/oa`,
-        { client_id: 'made', policy_id: 'tight', redirect_uri: 'https://made.example/cb' },
-        MGMT,
-      ),
-    );
+    const created = seen(await createClient(gw.admin, 'oa', 'made', 'https://made.example/cb', MGMT));
     expect(created.status).toBe(200);
     const secret = created.body.secret as string;
     let at = '';
@@ -463,8 +454,7 @@ describe('OAuth 2.0 in gw standalone', () => {
     const t = (await cc('app1', SECRET1)).body.access_token as string;
     expect((await callOa(t)).status).not.toBe(401);
     const out = gw.output();
-    await gw.stop();
-    gw = await startStandalone(dir, [], { GW_LOG_LEVEL: 'debug' });
+    gw = await st.restart();
     (gw as { output: () => string }).output = (
       (o2) => () =>
         out + o2()

@@ -6,37 +6,38 @@
  */
 import { jest } from '@jest/globals';
 import type { Server } from 'node:http';
-import type { Redis } from 'ioredis';
 import { request } from 'undici';
-import { startEcho } from '../../../scripts/echo-upstream.js';
-import { freshNamespace } from '../../helpers/kube.js';
-import { freshRedis, redisUrl } from '../../helpers/redis.js';
+import { redisUrl } from '../../helpers/redis.js';
 import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';
-import { accessKey, apiDef, apply, eventually, policy, secret, startController, type Controller } from './helpers.js';
+import {
+  accessKey,
+  apiDef,
+  apply,
+  eventually,
+  policy,
+  secret,
+  startControllerStack,
+  type ControllerStack,
+} from './helpers.js';
 
 jest.setTimeout(60_000);
 
 const RAW_KEY = 'e2e-raw-key-0123456789abcdef';
 
 describe('controller + sidecar end to end', () => {
+  let st: ControllerStack;
   let ns: string;
-  let redis: Redis;
-  let ctl: Controller;
   let echo: { server: Server; url: string };
   let sidecar: Sidecar;
 
   beforeAll(async () => {
-    ns = await freshNamespace('e2e');
-    redis = await freshRedis();
-    echo = await startEcho();
-    ctl = await startController(ns);
+    st = await startControllerStack('e2e');
+    ({ ns, echo } = st);
     sidecar = await startSidecar({ ns, upstream: echo.url, redis: redisUrl(), waitFor: '/healthz' });
   });
   afterAll(async () => {
     await sidecar?.stop();
-    await ctl?.stop();
-    echo?.server.close();
-    redis?.disconnect();
+    await st?.stop();
   });
 
   const call = async (): Promise<number> => {

@@ -1,12 +1,18 @@
 /** Shared by the operator tests: a spawned `gw controller`, kubectl JSON helpers, polling with deadlines. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { Redis } from 'ioredis';
 import { request } from 'undici';
 import { stringify } from 'yaml';
+import { createKubeApi, resourcePath } from '../../../lib/kube/api.js';
+import { loadKubeConnection } from '../../../lib/kube/connection.js';
+import { REFS } from '../../../operator/context.js';
+import { startEcho } from '../../../scripts/echo-upstream.js';
 import { freePort } from '../../harness/ports.js';
 import { CLI } from '../../helpers/standalone.js';
-import { kubeconfig, kubectl } from '../../helpers/kube.js';
-import { redisUrl } from '../../helpers/redis.js';
+import { freshNamespace, kubeconfig, kubectl } from '../../helpers/kube.js';
+import { freshRedis, redisUrl } from '../../helpers/redis.js';
 
 export interface Controller {
   proc: ChildProcess;
@@ -114,6 +120,81 @@ export async function startController(
     });
   }
   return c;
+}
+
+/** A suite's own kube namespace, Redis database, echo upstream and `gw controller` of that namespace. */
+export interface ControllerStack {
+  ns: string;
+  redis: Redis;
+  echo: { server: Server; url: string };
+  ctl: Controller;
+  /** Stops the controller (with `signal`), the echo upstream and the Redis connection. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** Namespace `<prefix>-…`, a fresh Redis database, an echo upstream, then the controller (`args`, `opts`). */
+export async function startControllerStack(
+  prefix: string,
+  args: string[] = [],
+  opts: Parameters<typeof startController>[2] = {},
+): Promise<ControllerStack> {
+  const ns = await freshNamespace(prefix);
+  const redis = await freshRedis();
+  const echo = await startEcho();
+  const st: ControllerStack = {
+    ns,
+    redis,
+    echo,
+    ctl: undefined as unknown as Controller,
+    async stop(signal) {
+      await st.ctl?.stop(signal);
+      echo.server.close();
+      redis.disconnect();
+    },
+  };
+  try {
+    st.ctl = await startController(ns, args, opts);
+  } catch (e) {
+    await st.stop();
+    throw e;
+  }
+  return st;
+}
+
+/** `n` AccessKeys `k-<i>` of `ns` posted to the API server (32 at a time), spec `{key_hash: keyHash(i), ...spec}`. */
+export async function createAccessKeys(
+  ns: string,
+  n: number,
+  keyHash: (i: number) => string,
+  spec: Record<string, unknown>,
+): Promise<void> {
+  const api = createKubeApi(await loadKubeConnection(kubeconfig()));
+  const path = resourcePath(REFS.AccessKey, ns);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      for (let i = next++; i < n; i = next++) {
+        await api.post(path, {
+          apiVersion: 'gw.io/v1alpha1',
+          kind: 'AccessKey',
+          metadata: { name: `k-${i}` },
+          spec: { key_hash: keyHash(i), ...spec },
+        });
+      }
+    }),
+  );
+}
+
+/** How many sessions the Redis database holds (SCAN). */
+export async function countSessions(redis: Redis): Promise<number> {
+  let n = 0;
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', 'gw:session:*', 'COUNT', 5000);
+    cursor = next;
+    n += keys.length;
+  } while (cursor !== '0');
+  return n;
 }
 
 export async function apply(ns: string, ...docs: object[]): Promise<void> {

@@ -8,20 +8,28 @@ import { jest } from '@jest/globals';
 import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
 import { request } from 'undici';
-import { startEcho } from '../../../scripts/echo-upstream.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { loadKubeConnection } from '../../../lib/kube/connection.js';
 import { createKubeApi, resourcePath } from '../../../lib/kube/api.js';
 import { REFS } from '../../../operator/context.js';
-import { freshNamespace, kubeconfig } from '../../helpers/kube.js';
-import { freshRedis, redisUrl } from '../../helpers/redis.js';
+import { kubeconfig } from '../../helpers/kube.js';
+import { redisUrl } from '../../helpers/redis.js';
 import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';
-import { apiDef, apply, eventually, startController, type Controller } from './helpers.js';
+import {
+  apiDef,
+  apply,
+  createAccessKeys,
+  eventually,
+  startControllerStack,
+  type Controller,
+  type ControllerStack,
+} from './helpers.js';
 
 const N = Number(process.env.GW_PRIORITY_KEYS ?? 1_000);
 jest.setTimeout(Math.max(120_000, N * 40));
 
 describe(`live changes ahead of a resync of ${N} AccessKeys`, () => {
+  let st: ControllerStack;
   let ns: string;
   let redis: Redis;
   let ctl: Controller;
@@ -29,18 +37,14 @@ describe(`live changes ahead of a resync of ${N} AccessKeys`, () => {
   let sidecar: Sidecar;
 
   beforeAll(async () => {
-    ns = await freshNamespace('prio');
-    redis = await freshRedis();
-    echo = await startEcho();
     // one reconcile at a time: the backlog of a resync lasts seconds even at this size, so an edit queued
     // behind it (first in, first out) would take longer than the 2 s bound
-    ctl = await startController(ns, ['--resync-period', '3', '--concurrency', '1']);
+    st = await startControllerStack('prio', ['--resync-period', '3', '--concurrency', '1']);
+    ({ ns, redis, ctl, echo } = st);
   });
   afterAll(async () => {
     await sidecar?.stop();
-    await ctl?.stop('SIGKILL');
-    echo?.server.close();
-    redis?.disconnect();
+    await st?.stop('SIGKILL');
   });
 
   test('a new key is served within 2 s while the resync backlog drains', async () => {
@@ -51,19 +55,7 @@ describe(`live changes ahead of a resync of ${N} AccessKeys`, () => {
     );
     const path = resourcePath(REFS.AccessKey, ns);
     const t0 = Date.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 32 }, async () => {
-        for (let i = next++; i < N; i = next++) {
-          await api.post(path, {
-            apiVersion: 'gw.io/v1alpha1',
-            kind: 'AccessKey',
-            metadata: { name: `k-${i}` },
-            spec: { key_hash: sha256hex(`prio-${i}`), rate: 10, per: 1 },
-          });
-        }
-      }),
-    );
+    await createAccessKeys(ns, N, (i) => sha256hex(`prio-${i}`), { rate: 10, per: 1 });
     const createdMs = Date.now() - t0;
     sidecar = await startSidecar({ ns, upstream: echo.url, redis: redisUrl() });
     // every key reconciled once (sessions there), then the periodic resyncs queue all N again and again

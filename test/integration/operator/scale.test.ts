@@ -9,9 +9,15 @@ import { loadKubeConnection } from '../../../lib/kube/connection.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { createKubeApi, resourcePath } from '../../../lib/kube/api.js';
 import { REFS } from '../../../operator/context.js';
-import { freshNamespace, kubeconfig } from '../../helpers/kube.js';
-import { freshRedis } from '../../helpers/redis.js';
-import { eventually, startController, type Controller } from './helpers.js';
+import { kubeconfig } from '../../helpers/kube.js';
+import {
+  countSessions,
+  createAccessKeys,
+  eventually,
+  startControllerStack,
+  type Controller,
+  type ControllerStack,
+} from './helpers.js';
 
 const N = Number(process.env.GW_OPERATOR_SCALE_KEYS ?? 1000);
 /** 60 s per 10,000 keys (the issue's target), never under 30 s: the API server shares 2 cores here. */
@@ -21,60 +27,36 @@ const RSS_LIMIT = 300 * 1024 * 1024;
 jest.setTimeout(BOUND_MS + 120_000);
 
 describe(`gw controller at scale (${N} AccessKeys)`, () => {
+  let st: ControllerStack;
   let ns: string;
   let redis: Redis;
   let ctl: Controller;
 
   beforeAll(async () => {
-    ns = await freshNamespace('scale');
-    redis = await freshRedis();
-    ctl = await startController(ns, [], {
+    st = await startControllerStack('scale', [], {
       env: process.env.GW_TEST_CONTROLLER_NODE_OPTIONS
         ? { NODE_OPTIONS: process.env.GW_TEST_CONTROLLER_NODE_OPTIONS }
         : {},
     });
+    ({ ns, redis, ctl } = st);
   });
   afterAll(async () => {
-    await ctl?.stop('SIGKILL');
-    redis?.disconnect();
+    await st?.stop('SIGKILL');
   });
-
-  const countSessions = async (): Promise<number> => {
-    let n = 0;
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', 'gw:session:*', 'COUNT', 5000);
-      cursor = next;
-      n += keys.length;
-    } while (cursor !== '0');
-    return n;
-  };
 
   test('every key reaches Redis within the bound; peak RSS under 300 MB', async () => {
     const api = createKubeApi(await loadKubeConnection(kubeconfig()));
-    const path = resourcePath(REFS.AccessKey, ns);
     const idleRss = ctl.peakRss();
     const t0 = Date.now();
-    let next = 0;
-    const createAll = Promise.all(
-      Array.from({ length: 32 }, async () => {
-        for (let i = next++; i < N; i = next++) {
-          await api.post(path, {
-            apiVersion: 'gw.io/v1alpha1',
-            kind: 'AccessKey',
-            metadata: { name: `k-${i}` },
-            spec: { key_hash: sha256hex(`scale-${i}`), rate: 10, per: 1 },
-          });
-        }
-      }),
-    );
-    await createAll;
+    await createAccessKeys(ns, N, (i) => sha256hex(`scale-${i}`), { rate: 10, per: 1 });
     const createdMs = Date.now() - t0;
-    await eventually(async () => (await countSessions()) >= N, BOUND_MS, `${N} sessions`).catch(async (e: Error) => {
-      throw new Error(
-        `${e.message} (${await countSessions()} there)\n${ctl.output().split('\n').slice(-15).join('\n')}`,
-      );
-    });
+    await eventually(async () => (await countSessions(redis)) >= N, BOUND_MS, `${N} sessions`).catch(
+      async (e: Error) => {
+        throw new Error(
+          `${e.message} (${await countSessions(redis)} there)\n${ctl.output().split('\n').slice(-15).join('\n')}`,
+        );
+      },
+    );
     const allInRedisMs = Date.now() - t0;
     const rss = ctl.peakRss();
     const heap = await ctl.metric('gw_controller_nodejs_heap_size_used_bytes');
@@ -87,7 +69,7 @@ describe(`gw controller at scale (${N} AccessKeys)`, () => {
     console.log(
       `[operator] scale: ${N} AccessKeys created in ${createdMs} ms; all ${N} sessions in Redis after ${allInRedisMs} ms; controller peak RSS ${(rss / 1024 / 1024).toFixed(0)} MB`,
     );
-    expect(await countSessions()).toBe(N);
+    expect(await countSessions(redis)).toBe(N);
     expect(allInRedisMs).toBeLessThan(BOUND_MS);
     expect(rss).toBeGreaterThan(0);
     expect(rss).toBeLessThan(RSS_LIMIT);
