@@ -208,9 +208,9 @@ export class RedisTokenStore implements TokenStore {
     return this.lookups.close();
   }
 
+  /** After remove(), which already dropped the kept record: the cache entry here, then every other gateway's. */
   private async published(hash: string): Promise<void> {
     this.lookups.forget(hash);
-    this.keeper?.drop(hash);
     await bounded(this.redis.publish(OAUTH_TOKEN_CHANNEL, hash)).catch(() => undefined);
   }
 }
