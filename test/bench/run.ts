@@ -1,7 +1,9 @@
 /**
  * `make bench`: issue 3 and issue 4 speed figures, every one a ratio against a baseline measured in
- * the same run, so the machine's noise cancels in part. Bounded (a watchdog ends the run after
- * GW_BENCH_DEADLINE_S, default 420 s) and every process it starts is stopped on exit.
+ * the same run, so the machine's noise cancels in part. Proxy ratios are paired: each round measures every
+ * target once (the order reversed every other round, so a drift of the machine hits both sides alike), the
+ * ratio is taken within the round, and the median over the rounds is reported with its range. Bounded (a
+ * watchdog ends the run after GW_BENCH_DEADLINE_S) and every process it starts is stopped on exit.
  *
  *   Engine (issue 3), in a child pinned to the proxy core: ns per in-process decision (DRL, in-memory
  *   sliding log, a whole engine decision) against an empty async call; Redis sliding-log decisions/s
@@ -31,20 +33,20 @@ import { cpuSeconds, rssMb, stopChild } from './proc.js';
 const run = promisify(execFile);
 const SECONDS = Number(process.env.GW_BENCH_SECONDS ?? 5);
 /** wrk warm-up before every measurement, in every round: each proxy sits idle ~60 s while the others run */
-const WARM_S = Number(process.env.GW_BENCH_WARM_S ?? 5);
+const WARM_S = Number(process.env.GW_BENCH_WARM_S ?? 3);
 const CONNS = Number(process.env.GW_BENCH_CONNECTIONS ?? 50);
 const RATE = Number(process.env.GW_BENCH_RATE ?? 2000);
 const PROXY_CPU = process.env.GW_BENCH_PROXY_CPU ?? '0';
 const LOAD_CPU = process.env.GW_BENCH_LOAD_CPU ?? '1';
 const ROTATION = process.env.GW_BENCH_ROTATION !== '0';
-// 480 s for the proxy cases, plus ~3 × 45 s for the three observability cases, plus the rotation case
-// (~2.5 min on a quiet machine: 1,000,000 requests at ~10k/s)
-const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? (ROTATION ? 940 : 640));
+// ~13 s per target and round (warm-up, wrk, fixed rate) × ~10 targets × 5 rounds, the RSS samples after
+// load, plus the rotation case (~2.5 min on a quiet machine: 1,000,000 requests at ~10k/s)
+const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? (ROTATION ? 1300 : 1000));
 /** RSS of each gw target is sampled this long after its last load of the last round */
 const AFTER_LOAD_S = 10;
 /** GW_BENCH_CASES=drl,trace_off,…: only these proxy cases (a focused comparison); default all. */
 const CASES = process.env.GW_BENCH_CASES?.split(',').map((c) => c.trim());
-const ROUNDS = Number(process.env.GW_BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.GW_BENCH_ROUNDS ?? 5);
 const started = Date.now();
 
 const children: ChildProcess[] = [];
@@ -559,7 +561,9 @@ async function main(): Promise<void> {
   const rows: Record<string, Row> = {};
   for (let r = 0; r < ROUNDS; r++) {
     console.log(`round ${r + 1}/${ROUNDS}`);
-    for (const [k, t] of Object.entries(targets)) {
+    const order = Object.entries(targets);
+    if (r % 2 === 1) order.reverse();
+    for (const [k, t] of order) {
       rows[k] = await measureRound(t, rows[k]);
       if (r === ROUNDS - 1 && t.origin !== targets.direct!.origin && t.rssIdle !== undefined) {
         await new Promise((res) => setTimeout(res, AFTER_LOAD_S * 1000));
@@ -581,6 +585,17 @@ async function main(): Promise<void> {
   }
 
   // ---- report
+  /** Round-by-round ratio a / b (both measured in the same round): its median, lowest and highest. */
+  const paired = (a: Row, b: Row): { median: number; min: number; max: number } => {
+    const r = a.rounds.map((x, i) => x / b.rounds[i]!).sort((x, y) => x - y);
+    const mid = r.length >> 1;
+    const median = r.length % 2 ? r[mid]! : (r[mid - 1]! + r[mid]!) / 2;
+    return { median, min: r[0]!, max: r[r.length - 1]! };
+  };
+  const pairedText = (a: Row, b: Row): string => {
+    const x = paired(a, b);
+    return `${fmt(x.median, 2)} (${fmt(x.min, 2)}–${fmt(x.max, 2)})`;
+  };
   const d = rows.direct!;
   const b = rows.bare!;
   const n = rows.nginx!;
@@ -634,12 +649,12 @@ async function main(): Promise<void> {
   p('');
   p(`## issue 4 — proxies (proxy on CPU ${PROXY_CPU}; wrk -t1 -c${CONNS} ${SECONDS} s on CPU ${LOAD_CPU})`);
   p(
-    `| proxy | req/s (best of ${ROUNDS}; all rounds) | × bare node | × nginx | × direct | CPU µs/req under wrk (× bare) | CPU µs/req at ${RATE}/s (× bare) | wrk p50 / p99 ms | at ${RATE}/s: p50 / p99 ms | added over direct p50 / p99 ms | RSS idle / load / ${AFTER_LOAD_S} s after MB | errors |`,
+    `| proxy | req/s (best of ${ROUNDS}; all rounds) | × bare node (median of the rounds' ratios; range) | × nginx | × direct | CPU µs/req under wrk (× bare) | CPU µs/req at ${RATE}/s (× bare) | wrk p50 / p99 ms | at ${RATE}/s: p50 / p99 ms | added over direct p50 / p99 ms | RSS idle / load / ${AFTER_LOAD_S} s after MB | errors |`,
   );
   p(`|---|---|---|---|---|---|---|---|---|---|---|---|`);
   for (const r of Object.values(rows)) {
     p(
-      `| ${r.t.name} | ${fmt(r.w.rps)} (${r.rounds.map((x) => fmt(x)).join(', ')}) | ${fmt(r.w.rps / b.w.rps, 2)} | ${fmt(r.w.rps / n.w.rps, 2)} | ${fmt(r.w.rps / d.w.rps, 2)} | ${Number.isFinite(r.cpuUs) ? `${fmt(r.cpuUs, 1)} (${fmt(r.cpuUs / b.cpuUs, 2)})` : '–'} | ${Number.isFinite(r.cpuFixedUs) ? `${fmt(r.cpuFixedUs, 1)} (${fmt(r.cpuFixedUs / b.cpuFixedUs, 2)})` : '–'} | ${fmt(r.w.p50, 2)} / ${fmt(r.w.p99, 2)} | ${fmt(r.f.p50, 3)} / ${fmt(r.f.p99, 3)} | ${r === d ? '–' : `${fmt(r.f.p50 - d.f.p50, 3)} / ${fmt(r.f.p99 - d.f.p99, 3)}`} | ${r.rssIdle !== undefined ? `${fmt(r.rssIdle)} / ${fmt(r.rssLoad ?? NaN)} / ${fmt(r.rssAfter ?? NaN)}` : '–'} | ${r.w.non2xx + r.w.errors + r.f.errors} |`,
+      `| ${r.t.name} | ${fmt(r.w.rps)} (${r.rounds.map((x) => fmt(x)).join(', ')}) | ${pairedText(r, b)} | ${fmt(paired(r, n).median, 2)} | ${fmt(paired(r, d).median, 2)} | ${Number.isFinite(r.cpuUs) ? `${fmt(r.cpuUs, 1)} (${fmt(r.cpuUs / b.cpuUs, 2)})` : '–'} | ${Number.isFinite(r.cpuFixedUs) ? `${fmt(r.cpuFixedUs, 1)} (${fmt(r.cpuFixedUs / b.cpuFixedUs, 2)})` : '–'} | ${fmt(r.w.p50, 2)} / ${fmt(r.w.p99, 2)} | ${fmt(r.f.p50, 3)} / ${fmt(r.f.p99, 3)} | ${r === d ? '–' : `${fmt(r.f.p50 - d.f.p50, 3)} / ${fmt(r.f.p99 - d.f.p99, 3)}`} | ${r.rssIdle !== undefined ? `${fmt(r.rssIdle)} / ${fmt(r.rssLoad ?? NaN)} / ${fmt(r.rssAfter ?? NaN)}` : '–'} | ${r.w.non2xx + r.w.errors + r.f.errors} |`,
     );
   }
   const drl = rows.drl!;
@@ -649,12 +664,12 @@ async function main(): Promise<void> {
     `CPU cost per request (less sensitive to other load on the machine): under wrk gw DRL ${fmt(drl.cpuUs, 1)} µs = ${fmt(b.cpuUs / drl.cpuUs, 2)}× bare's capacity, ${fmt(n.cpuUs / drl.cpuUs, 2)}× nginx's; at the same offered ${RATE}/s gw DRL = ${fmt(b.cpuFixedUs / drl.cpuFixedUs, 2)}× bare's capacity${log ? `; gw Redis log ${fmt(log.cpuUs, 1)} µs = ${fmt(b.cpuUs / log.cpuUs, 2)}× bare's, at ${RATE}/s ${fmt(b.cpuFixedUs / log.cpuFixedUs, 2)}×` : ''}`,
   );
   p(
-    `targets: gw DRL ≥ 0.9× bare: ${fmt(drl.w.rps / b.w.rps, 2)} ${mark(drl.w.rps >= 0.9 * b.w.rps)}; gw DRL ≥ 0.4× nginx: ${fmt(drl.w.rps / n.w.rps, 2)} ${mark(drl.w.rps >= 0.4 * n.w.rps)}${log ? `; gw Redis log ≥ 0.6× bare: ${fmt(log.w.rps / b.w.rps, 2)} ${mark(log.w.rps >= 0.6 * b.w.rps)}` : ''}`,
+    `targets (req/s, median of the rounds' paired ratios): gw DRL ≥ 0.95× bare: ${pairedText(drl, b)} ${mark(paired(drl, b).median >= 0.95)}; gw DRL ≥ 0.4× nginx: ${pairedText(drl, n)} ${mark(paired(drl, n).median >= 0.4)}${log ? `; gw Redis log ≥ 0.6× bare: ${pairedText(log, b)} ${mark(paired(log, b).median >= 0.6)}` : ''}${rows.compare ? `; this build × the compared build (${compareRedis ? 'Redis log' : 'DRL'}): ${pairedText(compareRedis && log ? log : drl, rows.compare)}` : ''}`,
   );
   const oauth = rows.oauth;
   if (oauth)
     p(
-      `OAuth bearer (× gw key auth + DRL, same run): req/s ${fmt(oauth.w.rps / drl.w.rps, 3)} (≥ 0.95 ${mark(oauth.w.rps >= 0.95 * drl.w.rps)}); CPU µs/req at ${RATE}/s ${fmt(oauth.cpuFixedUs / drl.cpuFixedUs, 3)}× key auth's`,
+      `OAuth bearer (× gw key auth + DRL, paired rounds): req/s ${pairedText(oauth, drl)} (≥ 0.95 ${mark(paired(oauth, drl).median >= 0.95)}); CPU µs/req at ${RATE}/s ${fmt(oauth.cpuFixedUs / drl.cpuFixedUs, 3)}× key auth's`,
     );
   const obsTargets: [string, number][] = [
     ['trace_off', 0.98],
@@ -664,11 +679,11 @@ async function main(): Promise<void> {
   const obs = obsTargets.filter(([k]) => rows[k]);
   if (obs.length)
     p(
-      `observability (× gw DRL, req/s under wrk; CPU µs/req at ${RATE}/s × gw DRL's): ${obs
+      `observability (× gw DRL, req/s under wrk, median of paired rounds (range); CPU µs/req at ${RATE}/s × gw DRL's): ${obs
         .map(([k, min]) => {
           const r = rows[k]!;
-          const x = r.w.rps / drl.w.rps;
-          return `${r.t.name} ${fmt(x, 3)} (≥ ${min} ${mark(x >= min)}; CPU ${fmt(r.cpuFixedUs / drl.cpuFixedUs, 3)}×)`;
+          const x = paired(r, drl).median;
+          return `${r.t.name} ${pairedText(r, drl)} (≥ ${min} ${mark(x >= min)}; CPU ${fmt(r.cpuFixedUs / drl.cpuFixedUs, 3)}×)`;
         })
         .join('; ')}; spans received by the collector: ${collector.spans()}`,
     );
