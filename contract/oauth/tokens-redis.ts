@@ -138,13 +138,13 @@ export class RedisTokenStore implements TokenStore {
     const hashes = new Set(await bounded(this.redis.smembers(fk)));
     // a store that lost the family set: the members this gateway keeps
     if (this.keeper) for (const h of this.keeper.family(fam)) hashes.add(h);
-    let n = 0;
-    for (const h of hashes) if (await this.remove(h)) n++;
+    // the members' deletes, and then their messages, are sent together: one round trip's wait, not one per token
+    const removed = await Promise.all([...hashes].map((h) => this.remove(h)));
     await bounded(this.redis.del(fk));
     this.keeper?.dropFamily(fam);
     await bounded(this.redis.publish(OAUTH_TOKEN_CHANNEL, FAMILY_PREFIX + fam)).catch(() => undefined);
-    for (const h of hashes) await this.published(h);
-    return n;
+    await Promise.all([...hashes].map((h) => this.published(h)));
+    return removed.filter((r) => r !== undefined).length;
   }
 
   /** Deletes a token and marks it revoked until its exp (known from the store or this gateway). */
