@@ -69,6 +69,8 @@ bench-drl: build
 bench-scale: build
 	node dist/test/bench/scale.js
 	node dist/test/bench/scale-controller.js   # its own kube-apiserver + etcd + redis-server (test/harness)
+	node dist/test/bench/scale-redis.js        # gw standalone --redis, 100,000 keys: start, refill, per request (own redis-server)
+	node dist/test/bench/scale-cluster.js      # 10,000 APIs × 20 rules: controller + sidecar (own kube-apiserver, etcd, redis-server)
 
 clean:
 	rm -rf dist

@@ -61,9 +61,10 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   redis?.on('error', () => metrics.storeErrors.inc());
   if (redis) metrics.trackStore(redis);
   const holder: { runtime?: GatewayRuntime; state?: StandaloneState } = {};
-  // with Redis down, a key of the directory is still known: its session as standalone last wrote it
+  // the directory is the source of truth: a key of the directory is answered from its session in memory (as
+  // standalone writes it to the store), with Redis down too; the store is read only for keys it lacks
   const sessions = redis
-    ? new RedisSessionStore(redis, logger, { known: (h) => holder.state?.session(h) })
+    ? new RedisSessionStore(redis, logger, { known: (h) => holder.state?.session(h), knownFirst: true })
     : new MemorySessionStore();
   const source = new DirSource(flags.resources, logger, (errs) => metrics.configErrors.inc(errs.length));
   // OAuth tokens in memory, persisted under DIR/.gw (SPEC.md §5), with or without --redis

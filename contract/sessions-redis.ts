@@ -1,6 +1,7 @@
 /**
  * Sessions in Redis (cluster mode): `gw:session:<hash>` holds the JSON session, validated with zod
- * when read; every change is published on `gw:sessions` so sidecar caches drop it at once. Readers
+ * when read; every change is published on `gw:sessions` (one hash, or several space-separated for puts
+ * written together) so sidecar caches drop it at once. Readers
  * keep a small in-process cache whose entries also expire after `cacheMs` (1 s), so a missed
  * notification still takes effect within a second.
  *
@@ -21,7 +22,9 @@
  * lookup of a key not seen before while the store is unreachable waits the same way (a store restarted empty
  * is unreachable first). As the detector's subscriber, a noticed loss drops the cached "no such session"
  * answers, so each such key is asked again. Standalone passes `known` instead: its directory is the source of
- * truth, so a key of the directory is never refused for a missing session.
+ * truth, so a key of the directory is never refused for a missing session; with `knownFirst` a key of the
+ * directory is answered from memory without a store read (the per-request cost does not grow with the number
+ * of keys, which a 1 s cache in front of the store would: a key seen less often than once a second is a read).
  */
 import type { Redis, Cluster } from 'ioredis';
 import { z } from 'zod';
@@ -35,6 +38,15 @@ import { allKeys } from '../lib/store/multi-key.js';
 
 export const SESSION_PREFIX = 'gw:session:';
 export const SESSION_CHANNEL = 'gw:sessions';
+/** A message on SESSION_CHANNEL names one hash, or several separated by this. */
+const HASH_SEPARATOR = ' ';
+/** Sessions written together at the most (one MSET on a single server). */
+const PUT_BATCH = 1000;
+
+interface PutBatch {
+  entries: [hash: string, json: string][];
+  done: Promise<void>;
+}
 
 const StoredSessionSchema = z.object({ namespace: z.string(), name: z.string().optional(), session: KeySession });
 
@@ -48,6 +60,12 @@ export interface RedisSessionStoreOptions {
   deadlineMs?: number;
   /** What this process knows of a key without the store (standalone: the sessions of its directory). */
   known?: (keyHash: string) => StoredSession | undefined;
+  /**
+   * `known` is the source of truth (standalone: the directory, which this process itself writes to the
+   * store): a key it knows is answered from it without the store or the cache; the store is asked only
+   * for keys it does not know.
+   */
+  knownFirst?: boolean;
   /** The store's loss detector with the controllers' markers; none: a miss is always trusted. */
   loss?: StoreLossDetector;
   /** How long a lookup of a key not seen before waits for a store being restored (ms). */
@@ -57,10 +75,13 @@ export interface RedisSessionStoreOptions {
 export class RedisSessionStore implements SessionStore {
   private readonly lookups: CachedLookup<StoredSession>;
   private readonly known: (keyHash: string) => StoredSession | undefined;
+  private readonly knownFirst: boolean;
   /** The detector, when it reads the markers of a controller that restores the store. */
   private readonly restorer?: StoreLossDetector;
   private readonly holdMs: number;
   private readonly unsubscribe?: () => void;
+  /** The puts of this turn of the event loop, written together. */
+  private batch?: PutBatch;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -69,10 +90,12 @@ export class RedisSessionStore implements SessionStore {
   ) {
     const opts = typeof o === 'number' ? { cacheMs: o } : o;
     this.known = opts.known ?? (() => undefined);
+    this.knownFirst = opts.knownFirst === true && opts.known !== undefined;
     if (opts.loss?.hasRestorer) this.restorer = opts.loss;
     this.holdMs = opts.holdMs ?? 5000;
     this.lookups = new CachedLookup(redis, logger, {
       channel: SESSION_CHANNEL,
+      separator: HASH_SEPARATOR,
       what: 'session',
       ...(opts.cacheMs !== undefined ? { cacheMs: opts.cacheMs } : {}),
       ...(opts.deadlineMs !== undefined ? { deadlineMs: opts.deadlineMs } : {}),
@@ -86,10 +109,18 @@ export class RedisSessionStore implements SessionStore {
   }
 
   peek(keyHash: string): StoredSession | null | undefined {
+    if (this.knownFirst) {
+      const own = this.known(keyHash);
+      if (own) return own;
+    }
     return this.lookups.peek(keyHash);
   }
 
   async get(keyHash: string): Promise<StoredSession | undefined> {
+    if (this.knownFirst) {
+      const own = this.known(keyHash);
+      if (own) return own;
+    }
     const now = Date.now();
     const fresh = this.lookups.fresh(keyHash, now);
     if (fresh) return fresh.value;
@@ -162,15 +193,53 @@ export class RedisSessionStore implements SessionStore {
     return value;
   }
 
-  async put(keyHash: string, value: StoredSession): Promise<void> {
+  /**
+   * Writes a session and publishes its hash. Puts made in the same turn of the event loop (a bulk apply or
+   * restore issues hundreds at once) go out together, up to PUT_BATCH: on a single server one transaction
+   * of one MSET and one PUBLISH naming every hash (space-separated); on a cluster, whose keys lie in
+   * different hash slots, one transaction per session, pipelined by the client. Every put of a batch
+   * settles with it.
+   */
+  put(keyHash: string, value: StoredSession): Promise<void> {
+    let batch = this.batch;
+    if (!batch) {
+      const b: PutBatch = { entries: [], done: Promise.resolve() };
+      b.done = new Promise<void>((r) => queueMicrotask(r)).then(() => {
+        if (this.batch === b) this.batch = undefined;
+        return this.write(b.entries);
+      });
+      this.batch = batch = b;
+    }
+    batch.entries.push([keyHash, JSON.stringify(value)]);
+    if (batch.entries.length >= PUT_BATCH) this.batch = undefined;
+    return batch.done.then(() => this.lookups.forget(keyHash));
+  }
+
+  private async write(entries: [string, string][]): Promise<void> {
+    if ('nodes' in this.redis) {
+      const cluster = this.redis;
+      await bounded(
+        Promise.all(
+          entries.map(([hash, json]) =>
+            cluster
+              .multi()
+              .set(SESSION_PREFIX + hash, json)
+              .publish(SESSION_CHANNEL, hash)
+              .exec(),
+          ),
+        ),
+      );
+      return;
+    }
+    const kv: string[] = [];
+    for (const [hash, json] of entries) kv.push(SESSION_PREFIX + hash, json);
     await bounded(
       this.redis
         .multi()
-        .set(SESSION_PREFIX + keyHash, JSON.stringify(value))
-        .publish(SESSION_CHANNEL, keyHash)
+        .mset(kv)
+        .publish(SESSION_CHANNEL, entries.map(([hash]) => hash).join(HASH_SEPARATOR))
         .exec(),
     );
-    this.lookups.forget(keyHash);
   }
 
   async delete(keyHash: string): Promise<boolean> {

@@ -1,7 +1,7 @@
 /**
  * A read-through cache of one kind of record in the shared store, in front of lookups on the request path:
  * every answer (found or not) is kept `cacheMs` in process, and dropped at once when a writer publishes the
- * record's key on the kind's channel (a missed notification still takes effect within `cacheMs`). Lookups run
+ * record's key (or several, with `separator`) on the kind's channel (a missed notification still takes effect within `cacheMs`). Lookups run
  * under StoreCalls (no call while the connection is lost, a deadline); on store trouble the caller's fallback
  * answers, given the last entry seen however old (the store cannot tell of a change either).
  */
@@ -25,6 +25,8 @@ export interface CachedLookupOptions {
   cacheMs?: number;
   /** Deadline of a lookup (ms). */
   deadlineMs?: number;
+  /** A message may name several keys, separated by this (keys that never contain it: hashes, say). */
+  separator?: string;
 }
 
 export interface CacheEntry<T> {
@@ -38,6 +40,7 @@ export class CachedLookup<T> {
   private readonly cache = new Map<string, CacheEntry<T>>();
   private readonly listeners: ((key: string) => void)[] = [];
   private readonly channel: string;
+  private readonly separator?: string;
   private sub?: Redis | Cluster;
 
   constructor(
@@ -46,6 +49,7 @@ export class CachedLookup<T> {
     o: CachedLookupOptions,
   ) {
     this.channel = o.channel;
+    if (o.separator) this.separator = o.separator;
     this.cacheMs = o.cacheMs ?? 1000;
     this.calls = new StoreCalls(
       o.deadlineMs ?? DEFAULT_STORE_DEADLINE_MS,
@@ -120,9 +124,11 @@ export class CachedLookup<T> {
         ? this.redis.duplicate()
         : this.redis.duplicate({ enableOfflineQueue: true, commandTimeout: BACKGROUND_DEADLINE_MS });
     this.sub = sub;
-    sub.on('message', (_ch: string, key: string) => {
-      this.cache.delete(key);
-      for (const l of this.listeners) l(key);
+    sub.on('message', (_ch: string, message: string) => {
+      for (const key of this.separator ? message.split(this.separator) : [message]) {
+        this.cache.delete(key);
+        for (const l of this.listeners) l(key);
+      }
     });
     sub.on('error', () => undefined);
     await sub.subscribe(this.channel);

@@ -1,9 +1,17 @@
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { RedisSessionStore, SESSION_PREFIX } from '../../contract/sessions-redis.js';
-import { freshRedis } from '../helpers/redis.js';
+import { freshRedis, suiteRedisCluster } from '../helpers/redis.js';
 
 const logger = pino({ level: 'silent' });
+
+async function eventually(ok: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 describe('sessions in real Redis', () => {
   let writerConn: Redis;
@@ -38,6 +46,29 @@ describe('sessions in real Redis', () => {
     expect(await reader.get(hash)).toBeUndefined();
   });
 
+  test('puts of one turn go out as one MSET and one PUBLISH naming every hash; each cached reader entry drops', async () => {
+    const hashes = Array.from({ length: 1500 }, (_, i) => 'e' + i.toString(16).padStart(63, '0'));
+    await Promise.all(hashes.map((h) => writer.put(h, { namespace: 'default', session: { rate: 1, per: 1 } })));
+    for (const h of hashes.slice(0, 3)) expect((await reader.get(h))?.session.rate).toBe(1);
+    const stats = async (): Promise<Record<string, number>> => {
+      const out: Record<string, number> = {};
+      for (const m of (await writerConn.info('commandstats')).matchAll(/^cmdstat_(\w+):calls=(\d+)/gm))
+        out[m[1]!] = Number(m[2]);
+      return out;
+    };
+    await writerConn.config('RESETSTAT');
+    const seen = new Set<string>();
+    reader.onChange((h) => seen.add(h));
+    await Promise.all(hashes.map((h) => writer.put(h, { namespace: 'default', session: { rate: 9, per: 1 } })));
+    const s = await stats();
+    expect(s.mset).toBe(2); // 1,500 sessions: batches of at most 1,000
+    expect(s.publish).toBe(2);
+    expect(s.set ?? 0).toBe(0);
+    await eventually(() => seen.size === hashes.length);
+    for (const h of hashes.slice(0, 3)) expect((await reader.get(h))?.session.rate).toBe(9);
+    expect(JSON.parse((await writerConn.get(SESSION_PREFIX + hashes[1499]!))!).session.rate).toBe(9);
+  });
+
   test('corrupt Redis contents are refused, not crashed on', async () => {
     await writerConn.set(SESSION_PREFIX + 'b'.repeat(64), '{"namespace":"default","session":{"rate":"lots"}}');
     await writerConn.set(SESSION_PREFIX + 'c'.repeat(64), 'not json');
@@ -46,5 +77,28 @@ describe('sessions in real Redis', () => {
     // a key of the wrong Redis type: an unknown key too (no WRONGTYPE error up to the request)
     await writerConn.hset(SESSION_PREFIX + 'd'.repeat(64), 'a', 'b');
     expect(await writer.get('d'.repeat(64))).toBeUndefined();
+  });
+});
+
+describe('sessions on a Redis Cluster', () => {
+  const cluster = suiteRedisCluster();
+
+  test('puts of one turn land in their own hash slots (no CROSSSLOT) and reach a subscribed reader', async () => {
+    const writer = new RedisSessionStore(cluster(), logger);
+    const reader = new RedisSessionStore(cluster(), logger, 60_000);
+    await reader.subscribe();
+    try {
+      const hashes = Array.from({ length: 200 }, (_, i) => 'f' + i.toString(16).padStart(63, '0'));
+      await Promise.all(hashes.map((h) => writer.put(h, { namespace: 'default', session: { rate: 1, per: 1 } })));
+      expect((await reader.get(hashes[0]!))?.session.rate).toBe(1);
+      const seen = new Set<string>();
+      reader.onChange((h) => seen.add(h));
+      await Promise.all(hashes.map((h) => writer.put(h, { namespace: 'default', session: { rate: 4, per: 1 } })));
+      await eventually(() => seen.size === hashes.length);
+      expect((await reader.get(hashes[0]!))?.session.rate).toBe(4);
+      expect((await writer.list()).sort()).toEqual(hashes);
+    } finally {
+      await reader.close();
+    }
   });
 });

@@ -1,0 +1,249 @@
+/**
+ * `make bench-scale`, sharded config part: GW_BENCH_CLUSTER_APIS ApiDefinitions (10,000) with 20 endpoint rules
+ * each in one namespace, on the test harness's own kube-apiserver + etcd and redis-server, with a real
+ * `gw controller` and `gw sidecar`. The ApiDefinitions are created through the API server first (reported),
+ * then the controller starts: time until every shard is written and until every ApiDefinition is Ready
+ * (none refused), shards and bytes, the controller's CPU and RSS meanwhile; a new sidecar serving them all
+ * (the last API limited by its last rule); one edit of the last API: the time until the sidecar serves it
+ * and the shards rewritten (target: one). Prints each figure, then one JSON line.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { request } from 'undici';
+import { startKube, applyCrds } from '../harness/kube.js';
+import { startRedis } from '../harness/redis.js';
+import { freePort } from '../harness/ports.js';
+import { loadKubeConnection } from '../../lib/kube/connection.js';
+import { createKubeApi, resourcePath, type KubeApi } from '../../lib/kube/api.js';
+import { REFS } from '../../operator/context.js';
+import { startEcho } from '../../scripts/echo-upstream.js';
+import { startSidecar } from '../helpers/sidecar.js';
+
+const APIS = Number(process.env.GW_BENCH_CLUSTER_APIS ?? 10_000);
+const NS = 'bench-shards';
+const results: Record<string, unknown> = { cluster_apis: APIS };
+
+/** A keyless ApiDefinition with 20 endpoint rules GET /r<r>/items at 2 per 60 s (the last at `lastRate`). */
+const apiBody = (i: number, lastRate = 2): object => ({
+  apiVersion: 'gw.io/v1alpha1',
+  kind: 'ApiDefinition',
+  metadata: { name: `api-${i}` },
+  spec: {
+    api_id: `api-${i}`,
+    use_keyless: true,
+    proxy: { listen_path: `/api-${i}/` },
+    use_extended_paths: true,
+    extended_paths: {
+      rate_limit: Array.from({ length: 20 }, (_, r) => ({
+        path: `/r${r}/items`,
+        method: 'GET',
+        rate: r === 19 ? lastRate : 2,
+        per: 60,
+      })),
+    },
+  },
+});
+
+async function parallel(n: number, body: (i: number) => Promise<unknown>, width = 32): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      for (let i = next++; i < n; i = next++) await body(i);
+    }),
+  );
+}
+
+const cpuTicks = (pid: number): number => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (100 per second)
+};
+const memMb = (pid: number, field: 'VmRSS' | 'VmHWM'): number => {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : NaN;
+};
+
+interface ConfigMapView {
+  metadata: { name: string; resourceVersion: string };
+  data?: Record<string, string>;
+}
+
+async function configMaps(api: KubeApi): Promise<Map<string, ConfigMapView>> {
+  const l = (await api.get(resourcePath(REFS.ConfigMap, NS), {
+    labelSelector: 'app.kubernetes.io/managed-by=gw-controller',
+  })) as { items: ConfigMapView[] };
+  return new Map(l.items.map((c) => [c.metadata.name, c]));
+}
+
+/** APIs in the shards the index lists (undefined while a listed shard is missing). */
+function apisInShards(cms: Map<string, ConfigMapView>): number | undefined {
+  const index = cms.get('gw-config')?.data?.['shards.json'];
+  if (!index) return 0;
+  let n = 0;
+  for (const { name } of (JSON.parse(index) as { shards: { name: string }[] }).shards) {
+    const text = cms.get(name)?.data?.['config.json'];
+    if (text === undefined) return undefined;
+    n += text.match(/"listenPath"/g)?.length ?? 0;
+  }
+  return n;
+}
+
+/** Ready=True and refused counts of the namespace's ApiDefinitions (one page of 500 at a time). */
+async function readiness(api: KubeApi): Promise<{ ready: number; refused: number }> {
+  let ready = 0;
+  let refused = 0;
+  let cont: string | undefined;
+  do {
+    const l = (await api.get(resourcePath(REFS.ApiDefinition, NS), {
+      limit: '500',
+      ...(cont ? { continue: cont } : {}),
+    })) as {
+      items: { status?: { conditions?: { type: string; status: string; reason?: string }[] } }[];
+      metadata: { continue?: string };
+    };
+    for (const it of l.items) {
+      const c = it.status?.conditions?.find((x) => x.type === 'Ready');
+      if (c?.status === 'True') ready++;
+      else if (c?.status === 'False') refused++;
+    }
+    cont = l.metadata.continue || undefined;
+  } while (cont);
+  return { ready, refused };
+}
+
+async function codes(origin: string, path: string, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = await request(`${origin}${path}`);
+    await r.body.dump();
+    out.push(r.statusCode);
+  }
+  return out;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+const redisServer = await startRedis();
+const kube = await startKube();
+const echo = await startEcho();
+try {
+  await applyCrds(kube, resolve('crds'));
+  const api = createKubeApi(await loadKubeConnection(kube.kubeconfigPath));
+  await api.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+  const t0 = performance.now();
+  await parallel(APIS, (i) => api.post(resourcePath(REFS.ApiDefinition, NS), apiBody(i)));
+  const createS = (performance.now() - t0) / 1000;
+  console.log(`cluster: ${APIS} ApiDefinitions × 20 rules created through the API server in ${createS.toFixed(0)} s`);
+  results.cluster_create_s = Math.round(createS);
+
+  const port = await freePort();
+  const proc = spawn(
+    process.execPath,
+    [
+      resolve('dist/cli/gw.js'),
+      'controller',
+      '--kubeconfig',
+      kube.kubeconfigPath,
+      '--namespace',
+      NS,
+      '--redis',
+      redisServer.url,
+      '--metrics-listen',
+      `127.0.0.1:${port}`,
+    ],
+    { stdio: 'ignore', env: { ...process.env, GW_LOG_LEVEL: 'warn' } },
+  );
+  const c0 = cpuTicks(proc.pid!);
+  const t1 = performance.now();
+  let shardsS = NaN;
+  let readyS = NaN;
+  let last = { ready: 0, refused: 0 };
+  while (Number.isNaN(readyS)) {
+    await sleep(2000);
+    if (Number.isNaN(shardsS) && apisInShards(await configMaps(api).catch(() => new Map())) === APIS)
+      shardsS = (performance.now() - t1) / 1000;
+    if (!Number.isNaN(shardsS)) {
+      last = await readiness(api);
+      if (last.ready + last.refused === APIS) readyS = (performance.now() - t1) / 1000;
+    }
+    if (performance.now() - t1 > 3_600_000) throw new Error(`not compiled after 60 min (${JSON.stringify(last)})`);
+  }
+  const cpuS = (cpuTicks(proc.pid!) - c0) / 100;
+  const cms = await configMaps(api);
+  const shards = [...cms.keys()].filter((n) => n !== 'gw-config');
+  const bytes = shards.reduce((n, s) => n + Buffer.byteLength(cms.get(s)!.data!['config.json']!), 0);
+  console.log(
+    `cluster: every API in ${shards.length} shards (${(bytes / 1e6).toFixed(1)} MB) ${shardsS.toFixed(0)} s after the controller started; all ${last.ready} Ready, ${last.refused} refused, after ${readyS.toFixed(0)} s; controller CPU ${cpuS.toFixed(0)} s, RSS ${memMb(proc.pid!, 'VmRSS')} MB (peak ${memMb(proc.pid!, 'VmHWM')} MB)`,
+  );
+  Object.assign(results, {
+    cluster_shards_s: Math.round(shardsS),
+    cluster_ready_s: Math.round(readyS),
+    cluster_refused: last.refused,
+    cluster_shards: shards.length,
+    cluster_shard_bytes: bytes,
+    cluster_controller_cpu_s: Math.round(cpuS),
+    cluster_controller_rss_mb: memMb(proc.pid!, 'VmRSS'),
+    cluster_controller_peak_rss_mb: memMb(proc.pid!, 'VmHWM'),
+  });
+
+  const t2 = performance.now();
+  const sidecar = await startSidecar({
+    ns: NS,
+    upstream: echo.url,
+    redis: redisServer.url,
+    kubeconfig: kube.kubeconfigPath,
+    env: { GW_LOG_LEVEL: 'info' },
+  });
+  try {
+    const lastApi = `/api-${APIS - 1}`;
+    while ((await codes(sidecar.gw, `${lastApi}/r0/items`, 1))[0] !== 200) {
+      if (performance.now() - t2 > 300_000) throw new Error('the sidecar did not serve the last API within 300 s');
+      await sleep(100);
+    }
+    const sidecarS = (performance.now() - t2) / 1000;
+    const limited = await codes(sidecar.gw, `${lastApi}/r19/items`, 3);
+    console.log(
+      `cluster: a new sidecar served the last API ${sidecarS.toFixed(1)} s after its start, RSS ${memMb(sidecar.proc.pid!, 'VmRSS')} MB; its last rule (2 per 60 s) answered ${limited.join(', ')}`,
+    );
+    if (limited.join() !== '200,200,429') throw new Error(`the last API's rule answered ${limited.join()}`);
+    Object.assign(results, {
+      cluster_sidecar_s: Number(sidecarS.toFixed(1)),
+      cluster_sidecar_rss_mb: memMb(sidecar.proc.pid!, 'VmRSS'),
+    });
+
+    // one edit of the last API: its last rule raised to 1,000 per 60 s
+    const before = await configMaps(api);
+    const cur = (await api.get(resourcePath(REFS.ApiDefinition, NS, `api-${APIS - 1}`))) as { metadata: object };
+    const t3 = performance.now();
+    await api.put(resourcePath(REFS.ApiDefinition, NS, `api-${APIS - 1}`), {
+      ...apiBody(APIS - 1, 1000),
+      metadata: cur.metadata,
+    });
+    while ((await codes(sidecar.gw, `${lastApi}/r19/items`, 1))[0] !== 200) {
+      if (performance.now() - t3 > 120_000) throw new Error('the edit was not served within 120 s');
+      await sleep(20);
+    }
+    const editS = (performance.now() - t3) / 1000;
+    await sleep(3000); // anything else the edit rewrites
+    const after = await configMaps(api);
+    const rewritten = [...after.keys()].filter(
+      (n) => n !== 'gw-config' && before.get(n)?.metadata.resourceVersion !== after.get(n)!.metadata.resourceVersion,
+    );
+    console.log(
+      `cluster: one edit served by the sidecar ${editS.toFixed(2)} s after the write; shards rewritten: ${rewritten.length} (${rewritten.join(', ')})`,
+    );
+    Object.assign(results, {
+      cluster_edit_s: Number(editS.toFixed(2)),
+      cluster_edit_shards_rewritten: rewritten.length,
+    });
+  } finally {
+    await sidecar.stop();
+    proc.kill('SIGKILL');
+  }
+} finally {
+  echo.server.close();
+  await kube.stop();
+  await redisServer.stop();
+}
+console.log(JSON.stringify(results));

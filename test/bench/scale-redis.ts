@@ -1,0 +1,147 @@
+/**
+ * `make bench-scale`, Redis part: `gw standalone --redis` with GW_BENCH_REDIS_KEYS AccessKeys (100,000) on the
+ * harness's own redis-server (test/harness/redis.ts):
+ *   start     time to the ready line and the sessions in Redis at that moment (every key written before it);
+ *   refill    FLUSHALL, then the time until every session is back (SPEC.md §6: 10,000 keys within 5 s);
+ *   requests  requests per second of a 16-connection closed loop against a second gateway with 1,000 keys on
+ *             the same redis-server (its own database), interleaved, best of 3 rounds: one key used by every
+ *             request ("hot") and a random key of the gateway's own set per request ("spread").
+ * GW_BENCH_REDIS_SKIP=requests (comma list) skips sections. Prints each figure, then one JSON line.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { Pool } from 'undici';
+import { startEcho } from '../../scripts/echo-upstream.js';
+import { sha256hex } from '../../lib/hash.js';
+import { startStandalone, type Standalone } from '../helpers/standalone.js';
+import { startRedis } from '../harness/redis.js';
+
+const KEYS = Number(process.env.GW_BENCH_REDIS_KEYS ?? 100_000);
+const SMALL = 1000;
+const skip = new Set((process.env.GW_BENCH_REDIS_SKIP ?? '').split(',').filter(Boolean));
+const results: Record<string, unknown> = {};
+
+/** A directory with one keyed API and `n` AccessKeys (key_hash of `bench-<i>`), 1,000 per file. */
+function keysDir(n: number, upstream: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-bench-redis-'));
+  writeFileSync(
+    join(dir, 'api.yaml'),
+    `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: keyed}\nspec:\n  api_id: keyed\n  proxy: {listen_path: /keyed/, target_url: '${upstream}'}\n`,
+  );
+  for (let f = 0; f < Math.ceil(n / 1000); f++) {
+    const docs: string[] = [];
+    for (let k = f * 1000; k < (f + 1) * 1000 && k < n; k++)
+      docs.push(
+        `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: k-${k}}\nspec: {key_hash: ${sha256hex(`bench-${k}`)}, rate: 1000000, per: 1}\n`,
+      );
+    writeFileSync(join(dir, `keys-${f}.yaml`), docs.join('---\n'));
+  }
+  return dir;
+}
+
+const sessionCount = async (r: Redis): Promise<number> => {
+  let n = 0;
+  let cursor = '0';
+  do {
+    const [next, keys] = await r.scan(cursor, 'MATCH', 'gw:session:*', 'COUNT', 5000);
+    n += keys.length;
+    cursor = next;
+  } while (cursor !== '0');
+  return n;
+};
+
+/** Requests per second of a closed loop (16 connections) for `ms`, each request with `keyOf(i)`. */
+async function closedLoop(origin: string, keyOf: (i: number) => string, ms: number): Promise<number> {
+  const pool = new Pool(origin, { connections: 16 });
+  const end = performance.now() + ms;
+  let done = 0;
+  let failed = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async (_, w) => {
+      for (let i = w; performance.now() < end; i += 16) {
+        const r = await pool.request({ method: 'GET', path: '/keyed/x', headers: { authorization: keyOf(i) } });
+        await r.body.dump();
+        if (r.statusCode === 200) done++;
+        else failed++;
+      }
+    }),
+  );
+  await pool.close();
+  if (failed) throw new Error(`closed loop: ${failed} requests failed`);
+  return done / (ms / 1000);
+}
+
+const rssMb = (gw: Standalone, field: 'VmRSS' | 'VmHWM'): number => {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${gw.proc.pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : NaN;
+};
+
+const redisServer = await startRedis();
+const echo = await startEcho();
+const dirs: string[] = [];
+const gws: Standalone[] = [];
+const big = new Redis(`${redisServer.url}/1`);
+try {
+  const bigDir = keysDir(KEYS, echo.url);
+  dirs.push(bigDir);
+  const t0 = performance.now();
+  const large = await startStandalone(bigDir, ['--redis', `${redisServer.url}/1`], {}, { readyTimeoutMs: 600_000 });
+  gws.push(large);
+  const startMs = performance.now() - t0;
+  const stored = await sessionCount(big);
+  console.log(
+    `redis: gw standalone --redis with ${KEYS} keys ready after ${(startMs / 1000).toFixed(1)} s, ${stored} sessions in Redis at the ready line; peak RSS ${rssMb(large, 'VmHWM')} MB`,
+  );
+  results.redis_start_s = Number((startMs / 1000).toFixed(2));
+  results.redis_sessions_at_ready = stored;
+  results.redis_peak_rss_mb = rssMb(large, 'VmHWM');
+
+  // FLUSHALL: the marker check (every second) notices it and writes every session again
+  await new Promise((r) => setTimeout(r, 1500));
+  const t1 = performance.now();
+  await big.flushall();
+  let back = 0;
+  while ((back = await sessionCount(big)) < KEYS) {
+    if (performance.now() - t1 > 120_000) throw new Error(`refill: ${back} of ${KEYS} sessions after 120 s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const refillMs = performance.now() - t1;
+  console.log(
+    `redis: FLUSHALL → all ${KEYS} sessions written again after ${(refillMs / 1000).toFixed(2)} s (detection by the 1 s marker check included; SPEC.md §6: 10,000 keys within 5 s)`,
+  );
+  results.redis_refill_s = Number((refillMs / 1000).toFixed(2));
+
+  if (!skip.has('requests')) {
+    const smallDir = keysDir(SMALL, echo.url);
+    dirs.push(smallDir);
+    const small = await startStandalone(smallDir, ['--redis', `${redisServer.url}/2`], {}, { readyTimeoutMs: 120_000 });
+    gws.push(small);
+    const cases = {
+      hot: [() => 'bench-0', () => 'bench-0'],
+      spread: [() => `bench-${Math.floor(Math.random() * SMALL)}`, () => `bench-${Math.floor(Math.random() * KEYS)}`],
+    } as const;
+    for (const [name, [k1, kN]] of Object.entries(cases)) {
+      await closedLoop(small.gateway, k1, 1000); // warm-up
+      await closedLoop(large.gateway, kN, 1000);
+      const best = { small: 0, large: 0 };
+      for (let round = 0; round < 3; round++) {
+        best.small = Math.max(best.small, await closedLoop(small.gateway, k1, 3000));
+        best.large = Math.max(best.large, await closedLoop(large.gateway, kN, 3000));
+      }
+      const ratio = best.large / best.small;
+      console.log(
+        `redis: requests, ${name} key: ${SMALL} keys ${best.small.toFixed(0)} req/s, ${KEYS} keys ${best.large.toFixed(0)} req/s: ratio ${ratio.toFixed(2)}×; RSS ${rssMb(small, 'VmRSS')} vs ${rssMb(large, 'VmRSS')} MB`,
+      );
+      results[`redis_requests_${name}_ratio`] = Number(ratio.toFixed(3));
+    }
+  }
+} finally {
+  for (const g of gws) await g.stop();
+  big.disconnect();
+  echo.server.close();
+  await redisServer.stop();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+}
+console.log(JSON.stringify(results));
