@@ -10,6 +10,7 @@
 import type { ApiDefinition, Policy } from '../crds/kinds.js';
 import type { CompiledApi, CompiledConfig, CompiledPolicy } from '../contract/config.js';
 import { compileApi } from './compile-api.js';
+import type { Yielder } from '../lib/yielder.js';
 const { createHash } = process.getBuiltinModule('node:crypto');
 
 export interface CompileProblem {
@@ -58,9 +59,13 @@ export function servingApis(config: CompiledConfig | undefined): ReadonlySet<str
 const compiledApis = new WeakMap<ApiDefinition, { api: CompiledApi } | { error: string }>();
 const apiHashes = new WeakMap<CompiledApi, string>();
 
-function compiledOf(res: ApiDefinition): { api: CompiledApi } | { error: string } {
+/** How many times an ApiDefinition was compiled (tests: an edit compiles only the edited API). */
+export const compileCounter = { apis: 0 };
+
+export function compiledOf(res: ApiDefinition): { api: CompiledApi } | { error: string } {
   let c = compiledApis.get(res);
   if (!c) {
+    compileCounter.apis++;
     try {
       c = { api: compileApi(res) };
     } catch (e) {
@@ -115,15 +120,48 @@ export function compileConfig(
     byId.set(idKey, api);
     compiled.push(api);
   }
+  const pols = policiesOf(policies);
+  compiled.sort((a, b) => b.listenPath.length - a.listenPath.length || cmp(a.listenPath, b.listenPath));
+  return { config: { hash: hashSync(compiled, pols), apis: compiled, policies: pols }, problems };
+}
+
+/** The compiled policies, keyed by namespace/name in sorted order. */
+export function policiesOf(policies: readonly Policy[]): Record<string, CompiledPolicy> {
   const pols: Record<string, CompiledPolicy> = {};
   for (const p of [...policies].sort((a, b) => cmp(nsName(a), nsName(b)))) {
     pols[nsName(p)] = { namespace: p.metadata.namespace, name: p.metadata.name, spec: p.spec };
   }
-  compiled.sort((a, b) => b.listenPath.length - a.listenPath.length || cmp(a.listenPath, b.listenPath));
-  // the hash of the content: each API's own hash (computed once per resource) in order, then the policies
-  // (one update of the joined hashes: the same digest as one update per API, without 10,000 native calls)
+  return pols;
+}
+
+/**
+ * The hash of the content: each API's own hash (computed once per resource) in order, then the policies
+ * (one update of the joined hashes: the same digest as one update per API, without 10,000 native calls).
+ */
+function hashSync(apis: readonly CompiledApi[], pols: Record<string, CompiledPolicy>): string {
   const h = createHash('sha256');
-  h.update(compiled.map(hashOf).join(''));
+  h.update(apis.map(hashOf).join(''));
   h.update(JSON.stringify(pols));
-  return { config: { hash: h.digest('hex').slice(0, 16), apis: compiled, policies: pols }, problems };
+  return h.digest('hex').slice(0, 16);
+}
+
+/** The same hash as compileConfig's, computed in slices of HASH_SLICE APIs that let requests through. */
+const HASH_SLICE = 2048;
+export async function configHash(
+  apis: readonly CompiledApi[],
+  pols: Record<string, CompiledPolicy>,
+  y: Yielder,
+): Promise<string> {
+  const h = createHash('sha256');
+  for (let i = 0; i < apis.length; i += HASH_SLICE) {
+    await y.maybe();
+    h.update(
+      apis
+        .slice(i, i + HASH_SLICE)
+        .map(hashOf)
+        .join(''),
+    );
+  }
+  h.update(JSON.stringify(pols));
+  return h.digest('hex').slice(0, 16);
 }

@@ -8,7 +8,12 @@ export interface ResourceSnapshot {
   clients: OAuthClient[];
   secrets: Secret[];
   /** The manifest file each resource was read from (a manifests directory; absent elsewhere). */
-  files?: ReadonlyMap<AnyResource, string>;
+  files?: FileOf;
+}
+
+/** The manifest file of a resource (a Map, or a lookup kept by the directory source). */
+export interface FileOf {
+  get(r: AnyResource): string | undefined;
 }
 
 export function emptySnapshot(): ResourceSnapshot {

@@ -2,6 +2,7 @@
  * The gateway as one unit, shared by `gw sidecar` and `gw standalone`: DRL peers, the limiter engine
  * and the HTTP server, wired to metrics and logs.
  */
+import { prepareRoutes } from './proxy/router.js';
 import type { Server } from 'node:http';
 import type { Redis, Cluster } from 'ioredis';
 import { systemClock, type Clock } from '../lib/clock.js';
@@ -206,6 +207,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     streams,
     applyConfig: (config) => {
       metrics.configLoaded.set(config.apis.length); // gw_config_apis, for gw sidecar and gw standalone alike
+      prepareRoutes(config.apis); // the routing trie made now, not by the first request
       return streams.apply(config.apis);
     },
     ready: d.ready,

@@ -16,7 +16,7 @@
 import type { FSWatcher } from 'node:fs';
 import type { AnyResource } from '../crds/kinds.js';
 import type { Logger } from '../lib/logger.js';
-import { formatLoadError, type FileLoad, type LoadError, type LoadResult } from './manifests.js';
+import { formatLoadError, type FileLoad, type LoadError } from './manifests.js';
 import {
   fileSignature,
   isProblem,
@@ -26,7 +26,7 @@ import {
   type ListedFile,
   type Listing,
 } from '../lib/manifest-walk.js';
-import { emptySnapshot, toSnapshot, type ResourceSnapshot } from '../compiler/snapshot.js';
+import { emptySnapshot, type ResourceSnapshot } from '../compiler/snapshot.js';
 import { ManifestParser } from './parse-files.js';
 import { Yielder } from '../lib/yielder.js';
 const { watch } = process.getBuiltinModule('node:fs');
@@ -42,6 +42,32 @@ const RESCAN_MS = 30_000;
 const POLL_MS = 1_000;
 
 type Listener = (s: ResourceSnapshot) => void | Promise<void>;
+
+/** The manifest file of each resource read (a resource object comes from one file for its whole life). */
+const fileOf = new WeakMap<AnyResource, string>();
+const FILES = { get: (r: AnyResource): string | undefined => fileOf.get(r) };
+const NONE: readonly AnyResource[] = [];
+
+/** One bit per kind: which of a snapshot's lists a file's resources belong to. */
+const KIND_BIT: Record<AnyResource['kind'], number> = {
+  ApiDefinition: 1,
+  Policy: 2,
+  AccessKey: 4,
+  OAuthClient: 8,
+  Secret: 16,
+};
+const ALL_KINDS = 31;
+const kindMasks = new WeakMap<readonly AnyResource[], number>();
+
+function kindsOf(list: readonly AnyResource[]): number {
+  let m = kindMasks.get(list);
+  if (m === undefined) {
+    m = 0;
+    for (const r of list) m |= KIND_BIT[r.kind];
+    kindMasks.set(list, m);
+  }
+  return m;
+}
 
 const SEP = sep.charCodeAt(0);
 /** Where a path's character at `i` sorts: its end first, then a separator (a shorter name), then the code unit. */
@@ -85,9 +111,16 @@ export class DirSource {
   private unreadable?: string;
   private problemsSeen = '';
   /** Each file's last parse, with the signature it was read at. */
-  private readonly parsed = new Map<string, { sig: string; load: Exclude<FileLoad, { gone: true }> }>();
+  private readonly parsed = new Map<
+    string,
+    { sig: string; load: Exclude<FileLoad, { gone: true }>; list: readonly AnyResource[] }
+  >();
+  /** What each file of the last read serves (its resources, or its last good ones). */
+  private effective = new Map<string, readonly AnyResource[]>();
+  /** The last read appended the files of a directory it could not list (out of walk order). */
+  private reorderedLast = false;
   /** Resources of each file's last error-free version: a file that turns bad keeps serving these. */
-  private readonly lastGood = new Map<string, AnyResource[]>();
+  private readonly lastGood = new Map<string, readonly AnyResource[]>();
   private readonly listeners: Listener[] = [];
   private readonly parser = new ManifestParser();
   /** One watch per directory read (Linux), or one recursive watch of the directory (elsewhere). */
@@ -326,7 +359,11 @@ export class DirSource {
     for (const f of stale) {
       const load = loads.get(f.rel);
       if (!load || load.gone) gone.add(f.rel);
-      else this.parsed.set(f.rel, { sig: fileSignature(f), load });
+      else {
+        const list = load.resources.map((x) => x.resource);
+        for (const r of list) fileOf.set(r, f.rel);
+        this.parsed.set(f.rel, { sig: fileSignature(f), load, list });
+      }
     }
     const entries = gone.size ? listing.entries.filter((e) => !gone.has(e.rel)) : listing.entries;
     const present = new Set(entries.map((e) => e.rel));
@@ -346,20 +383,20 @@ export class DirSource {
     this.problemsSeen = problems;
     if (unchanged) return;
 
-    const result: LoadResult = { resources: [], errors: [], files: [] };
+    const errors: LoadError[] = [];
+    const order: string[] = [];
     for (const e of entries) {
       if ((++n & 255) === 0) await y.maybe();
       if (isProblem(e)) {
-        result.errors.push({ file: e.rel, message: e.problem, ...(e.dir ? { dir: true } : {}) });
-        if (!e.dir) result.files.push(e.rel);
+        errors.push({ file: e.rel, message: e.problem, ...(e.dir ? { dir: true } : {}) });
+        if (!e.dir) order.push(e.rel);
         continue;
       }
-      const p = this.parsed.get(e.rel)!;
-      for (const r of p.load.resources) result.resources.push(r);
-      for (const err of p.load.errors) result.errors.push(err);
-      result.files.push(e.rel);
+      for (const err of this.parsed.get(e.rel)!.load.errors) errors.push(err);
+      order.push(e.rel);
     }
-    this.errors = result.errors;
+    const result = { errors, order };
+    this.errors = errors;
     // each refusal is logged (and counted) once, not again on every later change of the directory
     const reported = new Set(result.errors.map(formatLoadError));
     const fresh = result.errors.filter((e) => !this.reported.has(formatLoadError(e)));
@@ -372,7 +409,9 @@ export class DirSource {
     this.snapshot = await this.merge(result, reported);
     this.reported = reported;
     this.loadedOnce = true;
-    this.logger.info({ resources: this.snapshot.files?.size ?? 0, errors: result.errors.length }, 'resources loaded');
+    const s = this.snapshot;
+    const count = s.apis.length + s.policies.length + s.keys.length + s.clients.length + s.secrets.length;
+    this.logger.info({ resources: count, errors: result.errors.length }, 'resources loaded');
     for (const l of this.listeners) {
       try {
         await l(this.snapshot);
@@ -385,17 +424,16 @@ export class DirSource {
   /**
    * This read's resources, where a file with errors (or under a directory that could not be listed)
    * serves its last error-free version instead. Files keep the read order (earlier wins a conflict).
+   * Only the kinds of resources of the files whose resources changed are gathered again: an edited API
+   * file leaves the snapshot's list of keys the same array (which the reconciler then skips).
    */
-  private async merge(result: LoadResult, reported: Set<string>): Promise<ResourceSnapshot> {
+  private async merge(
+    result: { errors: LoadError[]; order: string[] },
+    reported: Set<string>,
+  ): Promise<ResourceSnapshot> {
     const y = new Yielder();
-    const byFile = new Map<string, AnyResource[]>();
-    for (const r of result.resources) {
-      const list = byFile.get(r.file);
-      if (list) list.push(r.resource);
-      else byFile.set(r.file, [r.resource]);
-    }
     const badFiles = new Set(result.errors.filter((e) => !e.dir).map((e) => e.file));
-    const order = [...result.files];
+    const order = [...result.order];
     const present = new Set(order);
     const unlisted = result.errors.filter((e) => e.dir).map((e) => e.file + sep);
     if (unlisted.length) {
@@ -406,22 +444,52 @@ export class DirSource {
         }
       }
     }
-    const files = new Map<AnyResource, string>();
+    // files kept from a directory that could not be listed go to the end: their order changes
+    let dirty = unlisted.length || this.reorderedLast ? ALL_KINDS : 0;
+    this.reorderedLast = unlisted.length > 0;
+    const effective = new Map<string, readonly AnyResource[]>();
     let i = 0;
     for (const file of order) {
       if ((++i & 255) === 0) await y.maybe();
       const previous = this.lastGood.get(file);
-      let resources = byFile.get(file) ?? [];
+      let resources: readonly AnyResource[] = this.parsed.get(file)?.list ?? NONE;
       if (badFiles.has(file) && previous) {
         if (!this.reported.has(`keep ${file}`))
           this.logger.warn({ file }, 'file has errors: keeping its previous version');
         reported.add(`keep ${file}`);
         resources = previous;
       } else if (!badFiles.has(file)) this.lastGood.set(file, resources);
-      for (const r of resources) files.set(r, file);
+      effective.set(file, resources);
+      const before = this.effective.get(file);
+      if (before !== resources) dirty |= kindsOf(resources) | (before ? kindsOf(before) : 0);
     }
-    const kept = new Set(order);
-    for (const file of [...this.lastGood.keys()]) if (!kept.has(file)) this.lastGood.delete(file);
-    return toSnapshot([...files.keys()], files);
+    for (const [file, before] of this.effective) if (!effective.has(file)) dirty |= kindsOf(before);
+    this.effective = effective;
+    for (const file of [...this.lastGood.keys()]) if (!effective.has(file)) this.lastGood.delete(file);
+
+    const prev = this.snapshot;
+    const next: ResourceSnapshot = {
+      apis: dirty & KIND_BIT.ApiDefinition ? [] : prev.apis,
+      policies: dirty & KIND_BIT.Policy ? [] : prev.policies,
+      keys: dirty & KIND_BIT.AccessKey ? [] : prev.keys,
+      clients: dirty & KIND_BIT.OAuthClient ? [] : prev.clients,
+      secrets: dirty & KIND_BIT.Secret ? [] : prev.secrets,
+      files: FILES,
+    };
+    if (!dirty) return next;
+    const into: Record<AnyResource['kind'], AnyResource[]> = {
+      ApiDefinition: next.apis,
+      Policy: next.policies,
+      AccessKey: next.keys,
+      OAuthClient: next.clients,
+      Secret: next.secrets,
+    };
+    for (const file of order) {
+      if ((++i & 15) === 0) await y.maybe();
+      const list = effective.get(file)!;
+      if (!(kindsOf(list) & dirty)) continue;
+      for (const r of list) if (KIND_BIT[r.kind] & dirty) into[r.kind].push(r);
+    }
+    return next;
   }
 }

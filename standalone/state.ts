@@ -6,9 +6,9 @@ import { stringify } from 'yaml';
 import type { Logger } from '../lib/logger.js';
 import type { SessionStore, StoredSession } from '../contract/sessions.js';
 import type { CompiledConfig } from '../contract/config.js';
-import { compileConfig, servingApis } from '../compiler/compile-config.js';
+import { IncrementalCompiler } from '../compiler/incremental-config.js';
 import { keyMaterial, sessionOf, snapshotSecrets } from '../compiler/key-sessions.js';
-import type { AccessKey, ApiDefinition, OAuthClient, Policy, Secret } from '../crds/kinds.js';
+import type { AccessKey, OAuthClient, Policy, Secret } from '../crds/kinds.js';
 import { resourceLabel, type ResourceSnapshot } from '../compiler/snapshot.js';
 import { missingReferences, referenceIndex, type ReferenceIndex } from './references.js';
 import { secretValue } from '../crds/kinds.js';
@@ -35,20 +35,16 @@ function storedOf(key: AccessKey): { stored: StoredSession; json: string } {
   return s;
 }
 
-/** What the keys' sessions, their notes and the clients are computed from. */
+/**
+ * What the keys' sessions, their notes and the clients are computed from: the keys, Secrets and clients,
+ * and which api_ids and policies exist (`refs`: a count of the changes of that set).
+ */
 interface KeyInputs {
   keys: readonly AccessKey[];
   secrets: readonly Secret[];
   clients: readonly OAuthClient[];
-  refs: ReferenceIndex;
+  refs: number;
 }
-
-const keyInputsOf = (s: ResourceSnapshot): KeyInputs => ({
-  keys: s.keys,
-  secrets: s.secrets,
-  clients: s.clients,
-  refs: referenceIndex(s),
-});
 
 /** The same objects in the same order (a directory read reuses the objects of the files it did not re-read). */
 function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
@@ -66,13 +62,12 @@ function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
 
 function sameKeyInputs(a: KeyInputs, b: KeyInputs): boolean {
   return (
-    sameItems(a.keys, b.keys) &&
-    sameItems(a.secrets, b.secrets) &&
-    sameItems(a.clients, b.clients) &&
-    sameSet(a.refs.apis, b.refs.apis) &&
-    sameSet(a.refs.policies, b.refs.policies)
+    a.refs === b.refs && sameItems(a.keys, b.keys) && sameItems(a.secrets, b.secrets) && sameItems(a.clients, b.clients)
   );
 }
+
+const policyNames = (policies: readonly Policy[]): Set<string> =>
+  new Set(policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`));
 
 export class StandaloneState {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };
@@ -89,13 +84,15 @@ export class StandaloneState {
   private keyNotes: Notes = new Map();
   /** How many applies went through the keys (tests: an edit of an API leaves them alone). */
   keyApplies = 0;
-  /** The last compile, with the ApiDefinitions and Policies it was made from; how many compiles (tests). */
-  private compiled?: {
-    apis: readonly ApiDefinition[];
-    policies: readonly Policy[];
-    result: ReturnType<typeof compileConfig>;
-  };
+  /** The compiled config, kept up to date edit by edit; how many applies changed it (tests). */
+  private readonly compiler = new IncrementalCompiler();
   compiles = 0;
+  private lastCompiled?: CompiledConfig;
+  /** ApiDefinitions decided again by the last apply (tests: an edit looks at its own APIs only). */
+  lastDecided = 0;
+  /** Changes of the set of api_ids and policy names the keys may refer to. */
+  private refsVersion = 0;
+  private policyNames = new Set<string>();
   /** The OAuth clients of the directory whose API, policy and Secret exist (what the operator would store). */
   readonly clients = new MemoryClientDirectory();
 
@@ -140,18 +137,20 @@ export class StandaloneState {
   }
 
   private async applyNow(snapshot: ResourceSnapshot): Promise<void> {
-    // an API that claims the listen path or api_id of one being served is refused: the served one stays
-    // the same ApiDefinition and Policy objects as the last apply (an edit of keys, Secrets, clients):
-    // the same compiled config, not compiled again
-    const last = this.compiled;
-    const { config, problems } =
-      last && sameItems(last.apis, snapshot.apis) && sameItems(last.policies, snapshot.policies)
-        ? last.result
-        : compileConfig(snapshot.apis, snapshot.policies, servingApis(this.config));
-    if (!last || last.result.config !== config) {
-      this.compiled = { apis: snapshot.apis, policies: snapshot.policies, result: { config, problems } };
-      this.compiles++;
+    // an API that claims the listen path or api_id of one being served is refused: the served one stays.
+    // Only the edited ApiDefinitions (and those they clash with) are compiled and decided again; the same
+    // ApiDefinition and Policy objects as the last apply (an edit of keys, Secrets, clients): the same config
+    const { config, problems, delta } = await this.compiler.update(snapshot.apis, snapshot.policies);
+    this.lastDecided = delta.decided;
+    if (config !== this.lastCompiled) this.compiles++;
+    this.lastCompiled = config;
+    let refsChanged = delta.apiIdsChanged;
+    if (delta.policiesChanged) {
+      const names = policyNames(snapshot.policies);
+      if (!sameSet(names, this.policyNames)) refsChanged = true;
+      this.policyNames = names;
     }
+    if (refsChanged) this.refsVersion++;
     const notes: Notes = new Map();
     problems.forEach((p) => notes.set(`refused ${resourceLabel(snapshot, p.resource)}`, refusalNote(snapshot, p)));
     if (config.hash !== this.config.hash) {
@@ -164,10 +163,15 @@ export class StandaloneState {
 
     // the keys' sessions and notes depend on the keys, Secrets and OAuthClients and on which api_ids and
     // policies exist: an edit that changes none of them (an API's path, rate, rules…) skips that work
-    const inputs = keyInputsOf(snapshot);
+    const inputs: KeyInputs = {
+      keys: snapshot.keys,
+      secrets: snapshot.secrets,
+      clients: snapshot.clients,
+      refs: this.refsVersion,
+    };
     if (this.rewrite || !this.keyInputs || !sameKeyInputs(this.keyInputs, inputs)) {
       const keyNotes: Notes = new Map();
-      await this.applyKeys(snapshot, inputs.refs, keyNotes);
+      await this.applyKeys(snapshot, referenceIndex(snapshot), keyNotes);
       this.keyNotes = keyNotes;
       this.keyInputs = inputs; // only once the store took every write: a failed apply is done again
       this.keyApplies++;

@@ -65,7 +65,10 @@ try {
     ['a file of 1,000 keys', 'keys-0.yaml', keysFile(0, 7)],
   ] as const) {
     writeFileSync(join(dir, file), text);
+    const from = process.hrtime.bigint() / 1000n;
     const r = await stallDuring(() => source.changed([file]));
+    // the window in the clock of a --cpu-prof profile (µs), for reading its longest synchronous stretches
+    if (process.env.GW_BENCH_WINDOWS) console.log(`window ${from} ${process.hrtime.bigint() / 1000n}`);
     console.log(
       `standalone-apply: one edit of ${what} applied in ${r.ms.toFixed(0)} ms; longest event-loop stall ${r.stallMs.toFixed(0)} ms`,
     );

@@ -1,5 +1,5 @@
 import type { CompiledApi } from '../../contract/config.js';
-import { route } from '../../sidecar/proxy/router.js';
+import { route, trieStats } from '../../sidecar/proxy/router.js';
 
 /** The rule as a scan of the APIs, longest listen path first (SPEC.md §3.1): the trie must agree with it. */
 function scan(apis: readonly CompiledApi[], path: string): { name: string; rel: string } | undefined {
@@ -78,5 +78,62 @@ describe('routing by the longest listen path', () => {
     const two = [apiOn('two', '/p/')];
     expect(routeOf(one, '/p/x')?.name).toBe('one');
     expect(routeOf(two, '/p/x')?.name).toBe('two');
+  });
+});
+
+describe('a new API list that differs by a few APIs updates the last trie', () => {
+  test('after every edit (added, removed, replaced APIs) routing agrees with the scan, and with a fresh trie', () => {
+    let seed = 7;
+    const rnd = (n: number): number => (seed = (seed * 1664525 + 1013904223) >>> 0) % n;
+    const paths = ['/', '/a', '/a/', '/a/b/', '/ab/', '/b/', '/b/c', '/c/d/e/', '/x/', '/xy/'];
+    let apis = sorted(paths.slice(0, 5).map((p, i) => apiOn(`v${i}`, p)));
+    let version = 100;
+    const before = { ...trieStats };
+    for (let step = 0; step < 300; step++) {
+      const next = [...apis];
+      const what = rnd(4);
+      const free = paths.filter((p) => !next.some((a) => a.listenPath === p));
+      if (what === 0 && free.length) next.push(apiOn(`v${version++}`, free[rnd(free.length)]!));
+      else if (what === 1 && next.length > 1) next.splice(rnd(next.length), 1);
+      else if (next.length) {
+        // an edited API: a new object on the same or another free listen path
+        const i = rnd(next.length);
+        const to = what === 2 || !free.length ? next[i]!.listenPath : free[rnd(free.length)]!;
+        next[i] = apiOn(`v${version++}`, to);
+      }
+      apis = sorted(next);
+      for (const p of [
+        '/',
+        '/a',
+        '/a/',
+        '/a/b',
+        '/a/b/c',
+        '/ab',
+        '/abc',
+        '/b',
+        '/b/c',
+        '/b/cd',
+        '/c/d/e',
+        '/x',
+        '/xy/z',
+        '/z',
+      ]) {
+        expect({ step, p, r: routeOf(apis, p) }).toEqual({ step, p, r: scan(apis, p) });
+      }
+    }
+    // every edit updated the last trie; none was built again
+    expect(trieStats.built - before.built).toBeLessThanOrEqual(1);
+    expect(trieStats.updated - before.updated).toBeGreaterThan(250);
+  });
+
+  test('a listen path held by two APIs (not a compiled config): the first in the list, updated or built', () => {
+    const one = apiOn('one', '/s/');
+    const two = apiOn('two', '/s/');
+    const other = apiOn('other', '/o/');
+    expect(routeOf([one, two, other], '/s/x')?.name).toBe('one');
+    expect(routeOf([two, one, other], '/s/x')?.name).toBe('two');
+    expect(routeOf([two, other], '/s/x')?.name).toBe('two');
+    expect(routeOf([one, other], '/s/x')?.name).toBe('one');
+    expect(routeOf([other], '/s/x')).toBeUndefined();
   });
 });

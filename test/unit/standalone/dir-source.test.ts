@@ -10,6 +10,9 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { DirSource } from '../../../standalone/dir-source.js';
 import { emptySnapshot, type ResourceSnapshot } from '../../../compiler/snapshot.js';
+import { StandaloneState } from '../../../standalone/state.js';
+import { MemorySessionStore } from '../../../contract/sessions.js';
+import { compileCounter } from '../../../compiler/compile-config.js';
 
 const policy = (name = 'p', rate = 1): string =>
   `apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: ${name}}\nspec: {rate: ${rate}, per: 1}\n`;
@@ -138,5 +141,52 @@ describe('DirSource', () => {
     } finally {
       source.stop();
     }
+  });
+
+  test('an API edit among 500 APIs and 2,000 keys: the other kinds keep their lists, one API compiled and decided, the keys left alone', async () => {
+    const apiYaml = (i: number, listen = `/api-${i}/`): string =>
+      `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: api-${i}}\nspec:\n  api_id: api-${i}\n  use_keyless: true\n  proxy: {listen_path: ${listen}}\n`;
+    for (let i = 0; i < 500; i++) writeFileSync(join(root, `api-${i}.yaml`), apiYaml(i));
+    for (let f = 0; f < 2; f++)
+      writeFileSync(
+        join(root, `keys-${f}.yaml`),
+        Array.from(
+          { length: 1000 },
+          (_, k) =>
+            `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: k-${f}-${k}}\nspec: {key_hash: ${String(f * 1000 + k).padStart(64, 'a')}, rate: 1, per: 1}\n`,
+        ).join('---\n'),
+      );
+    const source = new DirSource(root, logger());
+    const state = new StandaloneState(root, new MemorySessionStore(), logger());
+    source.onChange((s) => state.apply(s));
+    await source.load();
+    await state.apply(source.current());
+    const before = source.current();
+    expect(state.current().apis).toHaveLength(500);
+    expect(before.keys).toHaveLength(2000);
+    const keyApplies = state.keyApplies;
+    const compiled = compileCounter.apis;
+
+    writeFileSync(join(root, 'api-321.yaml'), apiYaml(321, '/moved/'));
+    await source.changed(['api-321.yaml']);
+    const after = source.current();
+    expect(after.apis).not.toBe(before.apis);
+    expect(after.keys).toBe(before.keys);
+    expect(after.policies).toBe(before.policies);
+    expect(after.files?.get(after.apis.find((a) => a.metadata.name === 'api-321')!)).toBe('api-321.yaml');
+    expect(compileCounter.apis - compiled).toBe(1);
+    expect(state.lastDecided).toBe(1);
+    expect(state.keyApplies).toBe(keyApplies);
+    expect(state.current().apis.find((a) => a.name === 'api-321')?.listenPath).toBe('/moved/');
+
+    // a key file edited: the keys gathered again, the APIs' list the same
+    writeFileSync(join(root, 'keys-1.yaml'), policy('instead-of-keys'));
+    await source.changed(['keys-1.yaml']);
+    expect(source.current().apis).toBe(after.apis);
+    expect(source.current().keys).toHaveLength(1000);
+    expect(source.current().policies).toHaveLength(1);
+    expect(state.keyApplies).toBe(keyApplies + 1);
+    expect(compileCounter.apis - compiled).toBe(1);
+    source.stop();
   });
 });
