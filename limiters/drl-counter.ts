@@ -12,7 +12,6 @@
  * Both run the same rule (`test/unit/engine/drl-counter.test.ts` runs one table against both).
  */
 import type { Clock } from '../lib/clock.js';
-import { ExpiringMap } from '../lib/store/memory.js';
 import type { StoreClient } from '../lib/store/redis.js';
 import { defineScript, luaScript, type ScriptRunner } from '../lib/store/scripts.js';
 import { storeKeys } from '../contract/store-keys.js';
@@ -79,14 +78,18 @@ export interface LeaseCounter {
 }
 
 /**
- * One bucket's slot counts in process: [slot, tokens, slot, tokens, …], a handful of pairs at most (a
- * plain array: a Map per bucket costs ~300 B of heap, and a limit_by gateway holds 100,000 buckets).
+ * One bucket in process: [slotMs, slot, tokens, slot, tokens, …], a handful of pairs at most. A plain
+ * array held directly by the counter's map, with the slot length first so the bucket's expiry can be
+ * computed when the map is swept: no wrapper object or boxed expiry per bucket (a limit_by gateway holds
+ * max_client_buckets of them; a Map per bucket cost ~300 B of heap, an expiring-map entry ~56 B).
  */
 type SlotCounts = number[];
+/** Index of the first (slot, tokens) pair. */
+const PAIRS = 1;
 
 /** Adds `n` (may be negative) to a slot's count; a count that falls to 0 or below is removed. */
 function addTo(slots: SlotCounts, slot: number, n: number): void {
-  for (let i = 0; i < slots.length; i += 2) {
+  for (let i = PAIRS; i < slots.length; i += 2) {
     if (slots[i] !== slot) continue;
     const v = slots[i + 1]! + n;
     if (v > 0) slots[i + 1] = v;
@@ -104,7 +107,7 @@ function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
   let used = 0;
   let future = 0;
   let oldest = Infinity;
-  for (let i = 0; i < slots.length;) {
+  for (let i = PAIRS; i < slots.length;) {
     const s = slots[i]!;
     const n = slots[i + 1]!;
     if (s <= low) {
@@ -134,27 +137,35 @@ function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
   return { granted, slot, left, nextFreeMs };
 }
 
-/** When the last counted slot of a bucket leaves the window (ms): its state may be dropped then. */
-function lastCountedMs(slots: SlotCounts, slotMs: number): number {
+/** Whether every counted slot of a bucket has left the window: its state may be dropped. */
+function spentOut(slots: SlotCounts, now: number): boolean {
   let last = -Infinity;
-  for (let i = 0; i < slots.length; i += 2) if (slots[i]! > last) last = slots[i]!;
-  return (last + WINDOW_SLOTS + 1) * slotMs;
+  for (let i = PAIRS; i < slots.length; i += 2) if (slots[i]! > last) last = slots[i]!;
+  return (last + WINDOW_SLOTS + 1) * slots[0]! <= now;
 }
 
-export class MemoryLeaseCounter implements LeaseCounter {
-  private readonly buckets: ExpiringMap<SlotCounts>;
+/**
+ * Lease calls between two sweeps of the memory counter (buckets whose slots all left the window dropped):
+ * at least this many, and at least as many as buckets held, so a sweep costs O(1) per call amortised.
+ */
+const SWEEP_EVERY = 10_000;
 
-  constructor(private readonly clock: Clock) {
-    this.buckets = new ExpiringMap(clock);
-  }
+export class MemoryLeaseCounter implements LeaseCounter {
+  private readonly buckets = new Map<string, SlotCounts>();
+  private calls = 0;
+
+  constructor(private readonly clock: Clock) {}
 
   lease(bucket: string, c: LeaseCall): LeaseAnswer {
-    const held = this.buckets.get(bucket, c.now);
-    const slots = held ?? [];
+    const held = this.buckets.get(bucket);
+    const slots = held ?? [c.slotMs];
+    slots[0] = c.slotMs; // a changed window: the slots are read in the new length, as the store's are
     const a = leaseOn(slots, c);
-    // a new bucket's array is kept as an exact-size copy (a pushed-to empty array reserves 17 elements)
-    if (slots.length > 0) this.buckets.set(bucket, held ?? slots.slice(), lastCountedMs(slots, c.slotMs));
-    else this.buckets.delete(bucket);
+    // a new bucket's array is kept as an exact-size copy (a pushed-to array reserves 17 elements)
+    if (slots.length > PAIRS) {
+      if (held === undefined) this.buckets.set(bucket, slots.slice());
+    } else if (held !== undefined) this.buckets.delete(bucket);
+    if (++this.calls >= SWEEP_EVERY && this.calls >= this.buckets.size) this.sweep();
     return a;
   }
 
@@ -164,6 +175,17 @@ export class MemoryLeaseCounter implements LeaseCounter {
 
   forget(bucket: string): void {
     this.buckets.delete(bucket);
+  }
+
+  /** Buckets held (tests). */
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  sweep(): void {
+    this.calls = 0;
+    const now = this.clock.now();
+    for (const [bucket, slots] of this.buckets) if (spentOut(slots, now)) this.buckets.delete(bucket);
   }
 }
 

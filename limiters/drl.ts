@@ -54,14 +54,16 @@ export const LONG_LIFE_REQUESTS = 3;
 /** …at most this long, and at most 2 × per (ms). */
 export const LONG_LEASE_MAX_MS = 10_000;
 
-/** One bucket's leases on this gateway: two lots (older, newer) of tokens with the slot that granted them. */
+/**
+ * One bucket's leases on this gateway: two lots (older, newer) of tokens with the slot that granted them.
+ * A lot may be spent until (slot + LEASE_SLOTS) × slotMs (endOf): computed, not stored, since a limit_by
+ * gateway holds max_client_buckets of these (two stored expiries cost 48 B each: fields and boxed doubles).
+ */
 class Lease {
   t1 = 0;
   s1 = 0;
-  e1 = 0;
   t2 = 0;
   s2 = 0;
-  e2 = 0;
   /** Tokens the counter had left at its last answer. */
   left = 0;
   /** The next lease is fetched when the tokens held fall to this (half of a short lease; none of a long one). */
@@ -89,6 +91,11 @@ class Lease {
     this.seenSince = now;
     this.lastSeen = now;
   }
+}
+
+/** The end of a lot granted in `slot`: it may be spent until then (ms). */
+function endOf(slot: number, slotMs: number): number {
+  return (slot + LEASE_SLOTS) * slotMs;
 }
 
 export interface DrlDeps {
@@ -138,7 +145,7 @@ export class DrlLimiter implements Limiter {
     }
     b.seen++;
     b.lastSeen = now;
-    if (b.t1 > 0 && now >= b.e1) this.expire(b, bucket, now);
+    if (b.t1 > 0 && now >= endOf(b.s1, b.slotMs)) this.expire(b, bucket, now);
     if (b.t1 === 0) return this.noToken(b, bucket, limit, rate, now);
     return this.admit(b, bucket, rate, now);
   }
@@ -158,13 +165,12 @@ export class DrlLimiter implements Limiter {
   private shift(b: Lease): void {
     b.t1 = b.t2;
     b.s1 = b.s2;
-    b.e1 = b.e2;
     b.t2 = 0;
   }
 
   /** Lots past their last slot: their tokens are owed back. */
   private expire(b: Lease, bucket: string, now: number): void {
-    while (b.t1 > 0 && now >= b.e1) {
+    while (b.t1 > 0 && now >= endOf(b.s1, b.slotMs)) {
       this.owe(b, bucket, b.s1, b.t1);
       b.t1 = 0;
       if (b.t2 > 0) this.shift(b);
@@ -179,42 +185,35 @@ export class DrlLimiter implements Limiter {
 
   /** Lots are kept in the order they expire (lot 1 first, spent first); of three, the first to expire goes back. */
   private addLot(b: Lease, n: number, slot: number, bucket: string): void {
-    const expires = (slot + LEASE_SLOTS) * b.slotMs;
+    const expires = endOf(slot, b.slotMs);
     if (b.t1 > 0 && b.s1 === slot) b.t1 += n;
     else if (b.t2 > 0 && b.s2 === slot) b.t2 += n;
     else if (b.t1 === 0) {
       b.t1 = n;
       b.s1 = slot;
-      b.e1 = expires;
-    } else if (expires < b.e1) {
+    } else if (expires < endOf(b.s1, b.slotMs)) {
       if (b.t2 > 0) {
         this.owe(b, bucket, slot, n);
         return;
       }
       b.t2 = b.t1;
       b.s2 = b.s1;
-      b.e2 = b.e1;
       b.t1 = n;
       b.s1 = slot;
-      b.e1 = expires;
     } else if (b.t2 === 0) {
       b.t2 = n;
       b.s2 = slot;
-      b.e2 = expires;
     } else {
       this.owe(b, bucket, b.s1, b.t1);
       this.shift(b);
-      if (expires < b.e1) {
+      if (expires < endOf(b.s1, b.slotMs)) {
         b.t2 = b.t1;
         b.s2 = b.s1;
-        b.e2 = b.e1;
         b.t1 = n;
         b.s1 = slot;
-        b.e1 = expires;
       } else {
         b.t2 = n;
         b.s2 = slot;
-        b.e2 = expires;
       }
     }
   }
@@ -233,7 +232,7 @@ export class DrlLimiter implements Limiter {
 
   /** Spend a token if the lease brought one; the even split if the store failed; undefined = none. */
   private afterLease(b: Lease, bucket: string, limit: LimitSpec, rate: number, now: number): LimitResult | undefined {
-    if (b.t1 > 0 && now >= b.e1) this.expire(b, bucket, now);
+    if (b.t1 > 0 && now >= endOf(b.s1, b.slotMs)) this.expire(b, bucket, now);
     if (b.t1 > 0) return this.admit(b, bucket, rate, now);
     return now < this.fallbackUntil ? this.even.check(bucket, limit) : undefined;
   }
@@ -375,7 +374,7 @@ export class DrlLimiter implements Limiter {
   sweep(): void {
     const now = this.clock.now();
     for (const [bucket, b] of this.leases) {
-      if (b.t1 > 0 && now >= b.e1) this.expire(b, bucket, now);
+      if (b.t1 > 0 && now >= endOf(b.s1, b.slotMs)) this.expire(b, bucket, now);
       if (b.back > 0 && b.pending === undefined) this.giveBack(b, bucket);
       if (b.t1 === 0 && b.back === 0 && b.pending === undefined && now - b.lastSeen > b.perMs + b.slotMs)
         this.leases.delete(bucket);

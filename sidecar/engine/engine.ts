@@ -9,7 +9,7 @@
  * requests remaining (the key's on a tie). `quotas` → quota_max, quota_remaining, quota_renews.
  * Per-client API limits (§3.9, `limit_by`): the API-scope bucket gets the client's identity
  * (client-bucket.ts), so every algorithm counts clients apart; the in-process state of those buckets is
- * bounded by an LRU of max_client_buckets names, whose evictions the limiters forget.
+ * bounded by a set of max_client_buckets recently used names, whose evictions the limiters forget.
  */
 import type { Clock } from '../../lib/clock.js';
 import type { GatewayOptionsT } from '../../lib/options.js';
@@ -18,7 +18,7 @@ import type { StoreClient } from '../../lib/store/redis.js';
 import { isWrongType } from '../../lib/store/store-calls.js';
 import type { ClientKey, CompiledApi, CompiledConfig, LimitSpec } from '../../contract/config.js';
 import { clientBucket } from '../../contract/limits/client-bucket.js';
-import { LRUCache } from 'lru-cache';
+import { RecentSet } from '../../lib/recent-set.js';
 import type { PeerCount } from '../../limiters/drl.js';
 import { smoothingActive } from '../../limiters/smoothing.js';
 import type { QuotaResult, QuotaSpec, QuotaState } from '../../limiters/quota.js';
@@ -206,26 +206,21 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     return r && headersOf(r);
   }
 
-  // Per-client buckets, most recently used last: the LRU holds their names only (the limiters hold the
-  // state), and an evicted name is forgotten by the limiters that may hold it in process. Made on first use:
-  // lru-cache allocates its index arrays for `max` entries up front.
-  let clients: LRUCache<string, true> | undefined;
-  function clientLru(): LRUCache<string, true> {
-    return (clients ??= new LRUCache<string, true>({
-      max: o.max_client_buckets,
-      dispose: (_v, bucket, reason) => {
-        if (reason !== 'evict') return;
-        limiters.drl.forget(bucket);
-        limiters.store.forget(bucket);
-        d.onClientBucketEvicted?.();
-      },
+  // Per-client buckets: the set holds their names only (the limiters hold the state), and a name evicted
+  // to make room (the one least recently used, to the CLOCK approximation of lib/recent-set.ts) is
+  // forgotten by the limiters that may hold it in process. Made on first use.
+  let clients: RecentSet | undefined;
+  function clientSet(): RecentSet {
+    return (clients ??= new RecentSet(o.max_client_buckets, (bucket) => {
+      limiters.drl.forget(bucket);
+      limiters.store.forget(bucket);
+      d.onClientBucketEvicted?.();
     }));
   }
   /** The bucket of this request's client of a per-client API limit, marked as used. */
   function perClient(req: CheckRequest, api: CompiledApi, by: ClientKey, ruleId?: string): string {
     const bucket = clientBucket(`a:${api.namespace}/${api.api_id}`, by, req.client?.(by) ?? '', ruleId);
-    const lru = clientLru();
-    if (lru.get(bucket) === undefined) lru.set(bucket, true);
+    clientSet().touch(bucket);
     return bucket;
   }
 

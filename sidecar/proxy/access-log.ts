@@ -1,8 +1,18 @@
 /**
- * Access logs (SPEC.md §7, `access_logs.enabled`): one JSON line per request on stdout through pino with an
- * asynchronous destination that writes once BATCH_BYTES are buffered, or every FLUSH_MS (one write for many
- * lines instead of one per request). Its own pino: the process logger redacts a field named `key`, and these
- * lines carry only a key hash's first 8 hex.
+ * Access logs (SPEC.md §7, `access_logs.enabled`): one JSON line per request on stdout, in pino's line
+ * format (`level`, `time`, `component`, the record, `msg`), written through pino's
+ * asynchronous destination (sonic-boom).
+ *   The line is built by a serialiser of this one fixed shape (accessLine): pino's generic one walks the
+ *   record's keys and escapes each string character by character, which made logging the largest part of
+ *   an access-logged request's added CPU (docs/observability.md, "What access logs cost").
+ *   Lines are collected and handed to the destination as one string once BATCH_BYTES are collected or
+ *   FLUSH_MS after the first: one write(2) for a few hundred lines, and the destination sees one flat
+ *   string per batch (sonic-boom measures the byte length of the string it appends to on every write, so
+ *   appending line by line flattened the growing batch again for every line).
+ *   Memory stays bounded when stdout does not drain (a stalled log reader): beyond MAX_BUFFERED_BYTES
+ *   lines are dropped, and counted.
+ * Its own lines, not the process logger's: that one redacts a field named `key`, and these lines carry
+ * only a key hash's first 8 hex.
  */
 import { pino } from 'pino';
 
@@ -15,6 +25,7 @@ export interface AccessRecord {
   /** The normalised request path, without the query string. */
   path: string;
   status: number;
+  /** Milliseconds (written rounded to the microsecond). */
   latency_ms: number;
   /** null when the request was not forwarded. */
   upstream_latency_ms: number | null;
@@ -29,17 +40,71 @@ export interface AccessLog {
   write(r: AccessRecord): void;
   /** Writes out what is buffered (shutdown). */
   flush(): void;
+  /** Lines dropped because stdout did not drain (MAX_BUFFERED_BYTES reached). */
+  dropped(): number;
 }
 
-/** Bytes buffered before a write. */
-export const BATCH_BYTES = 8192;
-/** A line waits at most this long for a write (ms). */
+/**
+ * Characters collected before the batch is handed to the destination: a pipe's default capacity on Linux.
+ * Each write wakes the reader of stdout (the container runtime's log shim, or the bench's runner), and the
+ * wake-up, not the copy, is what a write costs: batches of 8 KiB spent ~6 % of the gateway's CPU in the
+ * write call, batches of 64 KiB ~1.3 % (docs/observability.md).
+ */
+export const BATCH_BYTES = 64 * 1024;
+/** A line waits at most this long for its write (ms): at low traffic a batch is written before it is full. */
 export const FLUSH_MS = 250;
+/** What the destination may hold unwritten (a stalled reader); lines beyond it are dropped. */
+export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+
+/** Strings JSON writes as they are: printable ASCII without `"` and `\`. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+/** A string as a JSON string literal. */
+export function jsonString(s: string): string {
+  return PLAIN.test(s) ? `"${s}"` : JSON.stringify(s);
+}
+const jsonNumber = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
+
+/**
+ * Milliseconds rounded to the microsecond as a JSON number, from integers (a double's shortest decimal
+ * form costs more than the rest of the line): 1.23 is written 1.230.
+ */
+export function msText(ms: number): string {
+  if (!(ms >= 0 && ms < 1e9)) return jsonNumber(roundMs(ms));
+  const us = Math.round(ms * 1000);
+  const whole = Math.floor(us / 1000);
+  const frac = us - whole * 1000;
+  return frac === 0 ? String(whole) : `${whole}.${frac < 10 ? '00' : frac < 100 ? '0' : ''}${frac}`;
+}
+
+/** The line's start: pino's level and time, then its `base` (only `component`), fixed for the process. */
+const HEAD = `{"level":30,"time":`;
+const BASE = `,"component":"access"`;
+
+/** One access line (with its newline): the same JSON pino would write for `info(r, 'access')`. */
+export function accessLine(r: AccessRecord, time: number): string {
+  return `${HEAD}${time}${BASE},"api_id":${jsonString(r.api_id)},"method":${jsonString(r.method)},"path":${jsonString(r.path)},"status":${jsonNumber(r.status)},"latency_ms":${msText(r.latency_ms)},"upstream_latency_ms":${r.upstream_latency_ms === null ? 'null' : msText(r.upstream_latency_ms)},"decision":"${r.decision}","key":${r.key === null ? 'null' : jsonString(r.key)},"trace_id":${jsonString(r.trace_id)},"client_ip":${jsonString(r.client_ip)},"msg":"access"}\n`;
+}
 
 export function createAccessLog(fd = 1): AccessLog {
-  const dest = pino.destination({ dest: fd, sync: false, minLength: BATCH_BYTES, periodicFlush: FLUSH_MS });
-  const log = pino({ base: { component: 'access' }, messageKey: 'msg' }, dest);
+  let dropped = 0;
+  const dest = pino.destination({ dest: fd, sync: false, maxLength: MAX_BUFFERED_BYTES });
+  dest.on('drop', (data: string) => void (dropped += countLines(data)));
+  // stdout gone (its reader closed it): nothing can be logged there, and the gateway goes on serving
+  dest.on('error', () => undefined);
+  let lines: string[] = [];
+  let size = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const writeOut = (): void => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    if (lines.length === 0) return;
+    const batch = lines.join('');
+    lines = [];
+    size = 0;
+    dest.write(batch);
+  };
   const flush = (): void => {
+    writeOut();
     try {
       dest.flushSync();
     } catch {
@@ -47,7 +112,23 @@ export function createAccessLog(fd = 1): AccessLog {
     }
   };
   process.once('exit', flush);
-  return { write: (r) => log.info(r, 'access'), flush };
+  return {
+    write(r) {
+      const line = accessLine(r, Date.now());
+      lines.push(line);
+      size += line.length;
+      if (size >= BATCH_BYTES) writeOut();
+      else if (timer === undefined) (timer = setTimeout(writeOut, FLUSH_MS)).unref();
+    },
+    flush,
+    dropped: () => dropped,
+  };
+}
+
+function countLines(s: string): number {
+  let n = 0;
+  for (let i = s.indexOf('\n'); i !== -1; i = s.indexOf('\n', i + 1)) n++;
+  return n;
 }
 
 /** Milliseconds with microsecond precision (a number, not a string). */

@@ -260,6 +260,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
         upstreamMs: -1,
         traceparent: undefined,
         span: undefined,
+        began: 0,
         client: clientOf,
       };
       if (observer !== undefined) observer.begin(x);
@@ -471,6 +472,7 @@ function unrouted(req: IncomingMessage, res: ServerResponse, urlPath: string): O
     upstreamMs: -1,
     traceparent: undefined,
     span: undefined,
+    began: 0,
   };
 }
 

@@ -16,7 +16,7 @@ import {
   validTraceparent,
 } from '../../lib/trace/trace-context.js';
 import type { Verdict } from '../engine/types.js';
-import { roundMs, type AccessDecision, type AccessLog } from './access-log.js';
+import { type AccessDecision, type AccessLog } from './access-log.js';
 
 /** What the gateway knows of a request, read when its response closes. */
 export interface Observed {
@@ -38,6 +38,8 @@ export interface Observed {
   traceparent: string | undefined;
   /** The recording server span (undefined: none, or not sampled). */
   span: Span | undefined;
+  /** performance.now() when the observer began the request (set by begin()). */
+  began: number;
 }
 
 export interface RequestObserver {
@@ -61,6 +63,9 @@ export function decisionOf(x: Observed, status: number): AccessDecision {
   return status === 401 || status === 403 ? 'auth' : 'allow';
 }
 
+const OBSERVED = Symbol('gw.observed');
+type Watched = ServerResponse & { [OBSERVED]?: Observed };
+
 export function createObserver(o: {
   tracing?: Tracing;
   accessLog?: AccessLog;
@@ -70,6 +75,13 @@ export function createObserver(o: {
   const { tracing, accessLog } = o;
   const clientIp = o.clientIp ?? ((req: IncomingMessage) => req.socket.remoteAddress ?? '');
   if (!tracing && !accessLog) return undefined;
+
+  // one listener function for every response (no closure or once-wrapper per request): the response
+  // carries its Observed under a symbol
+  function onClose(this: ServerResponse): void {
+    const x = (this as Watched)[OBSERVED];
+    if (x !== undefined) end(x, x.began);
+  }
 
   function end(x: Observed, t0: number): void {
     const status = x.status !== 0 ? x.status : x.res.statusCode;
@@ -87,8 +99,8 @@ export function createObserver(o: {
         method: x.method,
         path: x.urlPath,
         status,
-        latency_ms: roundMs(performance.now() - t0),
-        upstream_latency_ms: x.upstreamMs < 0 ? null : roundMs(x.upstreamMs),
+        latency_ms: performance.now() - t0,
+        upstream_latency_ms: x.upstreamMs < 0 ? null : x.upstreamMs,
         decision,
         key: x.keyHash !== undefined ? x.keyHash.slice(0, 8) : null,
         trace_id: x.traceparent !== undefined ? traceIdOf(x.traceparent) : '',
@@ -129,7 +141,9 @@ export function createObserver(o: {
       } else {
         x.traceparent = childTraceparent(incoming);
       }
-      x.res.once('close', () => end(x, t0));
+      x.began = t0;
+      (x.res as Watched)[OBSERVED] = x;
+      x.res.on('close', onClose);
     },
     storeWait(x, p, name) {
       if (tracing === undefined || x.span === undefined) return;

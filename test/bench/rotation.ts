@@ -8,8 +8,8 @@
  *   over HTTP: one `gw standalone` (pinned like run.ts's) with a keyless API limited `limit_by:
  *     header:X-Client` (never refusing), wrk sending 1,000,000 distinct X-Client values (a counter in wrk's
  *     Lua), against the same wrk script sending one value: throughput ratio (target ≥ 0.9), RSS sampled
- *     throughout against the bound RSS(one identity) + max_client_buckets × bytes per bucket × 2 (V8 keeps
- *     its old space ahead of what is live), gw_client_buckets and evictions from /metrics.
+ *     throughout against the bound RSS(one identity) + 2 × max_client_buckets × bytes per bucket + 2 ×
+ *     --max-semi-space-size (derived in docs/limiter-engine.md), gw_client_buckets and evictions from /metrics.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,6 +22,7 @@ import { createEngine } from '../../sidecar/engine/engine.js';
 import type { CompiledApi } from '../../contract/config.js';
 import { freePort } from '../harness/ports.js';
 import { GW_BENCH_ENV, GW_CLI, GW_NODE_FLAGS } from './gw-bench-setup.js';
+import { SIDECAR_SEMI_SPACE_MB } from '../../webhook/node-options.js';
 import { rssMb, stopChild } from './proc.js';
 
 const run = promisify(execFile);
@@ -195,7 +196,10 @@ spec:
   const buckets = await metric(admin, 'gw_client_buckets');
   const evicted = await metric(admin, 'gw_client_buckets_evicted_total');
   await stopChild(c, 5000);
-  const bound = rssSingle + (2 * MAX_CLIENT_BUCKETS * bucketBytes) / 2 ** 20;
+  // docs/limiter-engine.md, "Memory under client rotation": the old generation holds at most twice what is
+  // live (V8's largest growing factor for a heap capped under 1 GiB), and the young generation grows to its
+  // two semi-spaces' cap once objects survive (every bucket does; one identity's requests leave nothing)
+  const bound = rssSingle + (2 * MAX_CLIENT_BUCKETS * bucketBytes) / 2 ** 20 + 2 * SIDECAR_SEMI_SPACE_MB;
   const singleRps = Math.max(single.rps, singleAfter.rps);
   return {
     identities: sent,
@@ -209,6 +213,7 @@ spec:
     rss_single_mb: rssSingle,
     rss_rotation_max_mb: rssRotation,
     rss_bound_mb: bound,
+    semi_space_mb: SIDECAR_SEMI_SPACE_MB,
     client_buckets: buckets,
     evicted,
     errors: non2xx + single.non2xx + singleAfter.non2xx,

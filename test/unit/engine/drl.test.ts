@@ -22,6 +22,33 @@ import { options, T0 } from './fixtures.js';
 
 counterCases('memory', () => ({ counter: new MemoryLeaseCounter(new ManualClock(T0)) }));
 
+test('the memory counter holds a bucket until all its counted slots have left the window, then drops it', () => {
+  const clock = new ManualClock(T0);
+  const counter = new MemoryLeaseCounter(clock);
+  const slotMs = slotMsOf(60);
+  const call = (asked: number): LeaseCall => ({
+    asked,
+    rate: 100,
+    slotMs,
+    now: clock.now(),
+    life: LEASE_SLOTS,
+    backSlot: 0,
+    back: 0,
+  });
+  for (let i = 0; i < 1000; i++) counter.lease(`b${i}`, call(1));
+  counter.lease('empty', call(0)); // nothing granted: nothing held
+  expect(counter.size).toBe(1000);
+  clock.advance(60_000); // still counted (a grant is counted for WINDOW_SLOTS slots)
+  counter.sweep();
+  expect(counter.size).toBe(1000);
+  expect(counter.lease('b0', call(100)).granted).toBe(99);
+  clock.advance(2 * slotMs + 1);
+  counter.sweep();
+  expect(counter.size).toBe(1); // b0's second grant is still counted
+  // a bucket whose grants all left the window starts afresh whether or not a sweep dropped it
+  expect(counter.lease('b1', call(100)).granted).toBe(100);
+});
+
 const sync = (r: MaybePromise<LimitResult>): LimitResult => {
   if (r instanceof Promise) throw new Error('the memory counter answers synchronously');
   return r;
