@@ -150,10 +150,20 @@ export class DrlLimiter implements Limiter {
     return this.admit(b, bucket, rate, now);
   }
 
-  /** Spends a token; below half of the last lease, the next one is asked for in the background. */
+  /**
+   * Spends a token; below half of the last lease, the next one is asked for in the background — not after a
+   * bucket's first request alone: its demand is not known yet, and a bucket seen once (one of many keys, each
+   * used now and then) would only give that lease back unspent: two more store calls for one request.
+   */
   private admit(b: Lease, bucket: string, rate: number, now: number): LimitResult {
     this.spend(b);
-    if (b.pending === undefined && b.t1 + b.t2 <= b.refill && now >= b.pollAt && now >= this.fallbackUntil)
+    if (
+      b.pending === undefined &&
+      b.t1 + b.t2 <= b.refill &&
+      now >= b.pollAt &&
+      now >= this.fallbackUntil &&
+      (b.seen > 1 || b.demand > 0)
+    )
       void this.lease(b, bucket, rate, now);
     return result(true, rate, Math.min(rate, b.left + b.t1 + b.t2), now, now);
   }

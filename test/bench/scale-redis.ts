@@ -5,7 +5,8 @@
  *   refill    FLUSHALL, then the time until every session is back (SPEC.md §6: 10,000 keys within 5 s);
  *   requests  requests per second of a 16-connection closed loop against a second gateway with 1,000 keys on
  *             the same redis-server (its own database), interleaved, best of 3 rounds: one key used by every
- *             request ("hot") and a random key of the gateway's own set per request ("spread").
+ *             request ("hot") and a random key of the gateway's own set per request ("spread"); with each, the
+ *             gateway's CPU per request (best round) and the Redis commands per request.
  * GW_BENCH_REDIS_SKIP=requests (comma list) skips sections. Prints each figure, then one JSON line.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -52,25 +53,56 @@ const sessionCount = async (r: Redis): Promise<number> => {
   return n;
 };
 
-/** Requests per second of a closed loop (16 connections) for `ms`, each request with `keyOf(i)`. */
-async function closedLoop(origin: string, keyOf: (i: number) => string, ms: number): Promise<number> {
-  const pool = new Pool(origin, { connections: 16 });
+interface Round {
+  /** Requests per second. */
+  rps: number;
+  /** The gateway's CPU per request (µs): steadier than req/s on a shared machine. */
+  cpuUs: number;
+  /** Script calls and other commands the redis-server processed per request (the gateway its only client meanwhile). */
+  commands: { scripts: number; other: number };
+}
+
+const cpuTicks = (pid: number): number => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (100 per second)
+};
+
+/** Script calls (EVALSHA, EVAL) and plain commands the redis-server processed (commands inside scripts excluded). */
+async function commandsProcessed(r: Redis): Promise<{ scripts: number; other: number }> {
+  let scripts = 0;
+  let other = 0;
+  for (const m of (await r.info('commandstats')).matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) {
+    if (m[1] === 'evalsha' || m[1] === 'eval') scripts += Number(m[2]);
+    else if (m[1] !== 'info') other += Number(m[2]);
+  }
+  return { scripts, other };
+}
+
+/** A closed loop (16 connections) for `ms` against `gw`, each request with `keyOf(i)`. */
+async function closedLoop(gw: Standalone, keyOf: (i: number) => string, ms: number, r: Redis): Promise<Round> {
+  const pool = new Pool(gw.gateway, { connections: 16 });
+  const c0 = cpuTicks(gw.proc.pid!);
+  const k0 = await commandsProcessed(r);
   const end = performance.now() + ms;
   let done = 0;
   let failed = 0;
   await Promise.all(
     Array.from({ length: 16 }, async (_, w) => {
       for (let i = w; performance.now() < end; i += 16) {
-        const r = await pool.request({ method: 'GET', path: '/keyed/x', headers: { authorization: keyOf(i) } });
-        await r.body.dump();
-        if (r.statusCode === 200) done++;
+        const res = await pool.request({ method: 'GET', path: '/keyed/x', headers: { authorization: keyOf(i) } });
+        await res.body.dump();
+        if (res.statusCode === 200) done++;
         else failed++;
       }
     }),
   );
   await pool.close();
   if (failed) throw new Error(`closed loop: ${failed} requests failed`);
-  return done / (ms / 1000);
+  const cpuUs = ((cpuTicks(gw.proc.pid!) - c0) * 10_000) / done;
+  const k1 = await commandsProcessed(r);
+  const commands = { scripts: (k1.scripts - k0.scripts) / done, other: (k1.other - k0.other) / done };
+  return { rps: done / (ms / 1000), cpuUs, commands };
 }
 
 const rssMb = (gw: Standalone, field: 'VmRSS' | 'VmHWM'): number => {
@@ -123,18 +155,30 @@ try {
       spread: [() => `bench-${Math.floor(Math.random() * SMALL)}`, () => `bench-${Math.floor(Math.random() * KEYS)}`],
     } as const;
     for (const [name, [k1, kN]] of Object.entries(cases)) {
-      await closedLoop(small.gateway, k1, 1000); // warm-up
-      await closedLoop(large.gateway, kN, 1000);
+      await closedLoop(small, k1, 1000, big); // warm-up
+      await closedLoop(large, kN, 1000, big);
       const best = { small: 0, large: 0 };
+      const cpu = { small: Infinity, large: Infinity };
+      const commands = { small: { scripts: 0, other: 0 }, large: { scripts: 0, other: 0 } };
       for (let round = 0; round < 3; round++) {
-        best.small = Math.max(best.small, await closedLoop(small.gateway, k1, 3000));
-        best.large = Math.max(best.large, await closedLoop(large.gateway, kN, 3000));
+        const a = await closedLoop(small, k1, 3000, big);
+        const b = await closedLoop(large, kN, 3000, big);
+        best.small = Math.max(best.small, a.rps);
+        best.large = Math.max(best.large, b.rps);
+        cpu.small = Math.min(cpu.small, a.cpuUs);
+        cpu.large = Math.min(cpu.large, b.cpuUs);
+        [commands.small, commands.large] = [a.commands, b.commands];
       }
       const ratio = best.large / best.small;
+      const cpuRatio = cpu.small / cpu.large;
       console.log(
-        `redis: requests, ${name} key: ${SMALL} keys ${best.small.toFixed(0)} req/s, ${KEYS} keys ${best.large.toFixed(0)} req/s: ratio ${ratio.toFixed(2)}×; RSS ${rssMb(small, 'VmRSS')} vs ${rssMb(large, 'VmRSS')} MB`,
+        `redis: requests, ${name} key: ${SMALL} keys ${best.small.toFixed(0)} req/s, ${KEYS} keys ${best.large.toFixed(0)} req/s: ratio ${ratio.toFixed(2)}×; gateway CPU per request ${cpu.small.toFixed(0)} vs ${cpu.large.toFixed(0)} µs (ratio ${cpuRatio.toFixed(2)}×); Redis script calls per request ${commands.small.scripts.toFixed(2)} vs ${commands.large.scripts.toFixed(2)}, other commands ${commands.small.other.toFixed(2)} vs ${commands.large.other.toFixed(2)}; RSS ${rssMb(small, 'VmRSS')} vs ${rssMb(large, 'VmRSS')} MB`,
       );
       results[`redis_requests_${name}_ratio`] = Number(ratio.toFixed(3));
+      results[`redis_requests_${name}_cpu_ratio`] = Number(cpuRatio.toFixed(3));
+      results[`redis_requests_${name}_scripts`] = [commands.small.scripts, commands.large.scripts].map((x) =>
+        Number(x.toFixed(2)),
+      );
     }
   }
 } finally {

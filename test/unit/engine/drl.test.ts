@@ -355,6 +355,31 @@ describe('DRL leases: low demand', () => {
     // cost (the first request's short lease, its prefetch and give-back aside, while the demand is unknown)
     expect(drl.calls_made).toBeLessThanOrEqual(N + 4);
   });
+
+  test('many buckets each seen once (a request per key over many keys): one counter call each, no prefetch', async () => {
+    const clock = new ManualClock(T0);
+    const counter = new FlakyCounter(new MemoryLeaseCounter(clock));
+    const drl = new DrlLimiter({ clock, counter, peers: () => 1 });
+    const N = 500;
+    for (let i = 0; i < N; i++) {
+      expect((await drl.check(`key-${i}`, { rate: 1000, per: 1 })).allowed).toBe(true);
+      await turn();
+      clock.advance(1);
+      if (i % 100 === 0) drl.sweep();
+    }
+    clock.advance(5000);
+    drl.sweep();
+    await turn();
+    // a lease each; a prefetched second lease would be given back unspent: three calls per request
+    expect(drl.calls_made).toBe(N);
+    // the second request of a bucket asks for its next lease in the background again
+    expect((await drl.check('hot', { rate: 1000, per: 1 })).allowed).toBe(true);
+    const r = drl.check('hot', { rate: 1000, per: 1 });
+    expect((await r).allowed).toBe(true);
+    await turn();
+    expect(drl.calls_made).toBe(N + 3);
+    expect(drl.check('hot', { rate: 1000, per: 1 })).not.toBeInstanceOf(Promise);
+  });
 });
 
 describe('DRL leases: store unreachable', () => {
