@@ -125,7 +125,7 @@ export class IncrementalCompiler {
     const members = new Set<ApiDefinition>();
     let n = 0;
     for (const r of added) {
-      if ((++n & 63) === 0) await y.maybe();
+      if ((++n & 7) === 0) await y.maybe();
       this.present.add(r);
       touchId(r, 1);
       members.add(r);

@@ -3,7 +3,8 @@
  * parsed in place, yielding between files; anything larger goes to a worker thread (standalone/
  * parse-worker.ts), started on demand and ended after a while unused, so a directory of any size — or one
  * file of 1 MiB — never holds the gateway's requests behind its parsing. Should the worker fail, the files
- * are parsed in place, still yielding between them.
+ * are parsed in place, still yielding between them. At start-up (nothing served yet) a large directory is
+ * parsed by both threads at once.
  */
 import { loadManifestFile, type FileLoad } from './manifests.js';
 import type { ParseReply, ParseRequest, ParseResults } from './parse-worker.js';
@@ -19,6 +20,11 @@ export interface FileToParse {
 /** At most this many files, and this many bytes in all, are parsed in place. */
 const INLINE_FILES = 8;
 const INLINE_BYTES = 32 * 1024;
+/** A start-up read of more than this many bytes is split between this thread and the worker… */
+const SPLIT_BYTES = 512 * 1024;
+/** …this thread taking this share of the cost; a file costs its bytes and FILE_COST (open, read, close). */
+const HERE_SHARE = 0.4;
+const FILE_COST = 2048;
 /** An idle worker is ended after this long (its memory given back). */
 const WORKER_IDLE_MS = 10_000;
 
@@ -34,19 +40,51 @@ export class ManifestParser {
   >();
 
   /**
-   * Each file's result by its relative path. `idle`: nothing is being served yet (start-up), so the
-   * files are parsed in place, without the worker's start and the copy of its results.
+   * Each file's result by its relative path. `idle`: nothing is being served yet (start-up): a large
+   * directory is split between this thread and the worker, both parsing at once (start-up time is the
+   * time to parse everything); a small one is parsed in place.
    */
   async parse(files: FileToParse[], idle = false): Promise<Map<string, FileLoad>> {
     if (!files.length) return new Map();
     const bytes = files.reduce((s, f) => s + f.size, 0);
+    if (idle && bytes > SPLIT_BYTES && files.length > 1) return this.split(files);
     if (idle || (files.length <= INLINE_FILES && bytes <= INLINE_BYTES)) return this.inPlace(files);
+    return this.offLoop(files);
+  }
+
+  /** In the worker; in place should it fail. */
+  private async offLoop(files: FileToParse[]): Promise<Map<string, FileLoad>> {
     try {
       return await this.inWorker(files);
     } catch {
       this.stopWorker();
       return this.inPlace(files);
     }
+  }
+
+  /**
+   * Files in place and in the worker at the same time, dealt out by cost (bytes to parse, plus a file's
+   * open and read): this thread takes the smaller share, as it also starts the worker and takes in its
+   * results.
+   */
+  private async split(files: FileToParse[]): Promise<Map<string, FileLoad>> {
+    const here: FileToParse[] = [];
+    const away: FileToParse[] = [];
+    let hereCost = 0;
+    let awayCost = 0;
+    for (const f of files) {
+      const cost = f.size + FILE_COST;
+      if (hereCost < (hereCost + awayCost + cost) * HERE_SHARE) {
+        here.push(f);
+        hereCost += cost;
+      } else {
+        away.push(f);
+        awayCost += cost;
+      }
+    }
+    const [fromWorker, inPlace] = await Promise.all([this.offLoop(away), this.inPlace(here)]);
+    for (const [rel, load] of fromWorker) inPlace.set(rel, load);
+    return inPlace;
   }
 
   stop(): void {
