@@ -22,6 +22,39 @@ const { join } = process.getBuiltinModule('node:path');
 
 /** Session writes in flight at once during an apply. */
 const WRITE_BATCH = 500;
+/** An edit of at most this many keys (or a quarter of them) is applied alone. */
+const KEY_EDIT_MIN = 2000;
+
+/**
+ * The items of `before` not in `after` and of `after` not in `before` (by identity); the common head and
+ * tail are skipped first (a file edited among many: its keys are the middle).
+ */
+async function identityDiff<T>(
+  before: readonly T[],
+  after: readonly T[],
+  y: Yielder,
+): Promise<{ removed: T[]; added: T[] }> {
+  let head = 0;
+  const min = Math.min(before.length, after.length);
+  while (head < min && before[head] === after[head]) head++;
+  let tail = 0;
+  while (tail < min - head && before[before.length - 1 - tail] === after[after.length - 1 - tail]) tail++;
+  const was = new Set<T>();
+  for (let i = head; i < before.length - tail; i++) {
+    if ((i & 1023) === 0) await y.maybe();
+    was.add(before[i]!);
+  }
+  const is = new Set<T>();
+  const added: T[] = [];
+  for (let i = head; i < after.length - tail; i++) {
+    if ((i & 1023) === 0) await y.maybe();
+    is.add(after[i]!);
+    if (!was.has(after[i]!)) added.push(after[i]!);
+  }
+  const removed: T[] = [];
+  for (const x of was) if (!is.has(x)) removed.push(x);
+  return { removed, added };
+}
 
 /** Each AccessKey's session and its JSON, computed once per resource (a change is a new resource object). */
 const storedSessions = new WeakMap<AccessKey, { stored: StoredSession; json: string }>();
@@ -84,6 +117,11 @@ export class StandaloneState {
   private keyNotes: Notes = new Map();
   /** How many applies went through the keys (tests: an edit of an API leaves them alone). */
   keyApplies = 0;
+  /** How many of those went through the edited keys only (tests). */
+  keyEdits = 0;
+  /** The key serving each key hash, and the hashes more than one key of the directory claims. */
+  private winners = new Map<string, { key: AccessKey; stored: StoredSession; json: string }>();
+  private dupHashes = new Set<string>();
   /** The compiled config, kept up to date edit by edit; how many applies changed it (tests). */
   private readonly compiler = new IncrementalCompiler();
   compiles = 0;
@@ -169,10 +207,21 @@ export class StandaloneState {
       clients: snapshot.clients,
       refs: this.refsVersion,
     };
-    if (this.rewrite || !this.keyInputs || !sameKeyInputs(this.keyInputs, inputs)) {
-      const keyNotes: Notes = new Map();
-      await this.applyKeys(snapshot, referenceIndex(snapshot), keyNotes);
-      this.keyNotes = keyNotes;
+    const last = this.keyInputs;
+    if (this.rewrite || !last || !sameKeyInputs(last, inputs)) {
+      // only keys added or removed (a key file edited): those keys alone, when that can be decided locally
+      const edited =
+        !this.rewrite &&
+        last !== undefined &&
+        last.refs === inputs.refs &&
+        sameItems(last.secrets, inputs.secrets) &&
+        sameItems(last.clients, inputs.clients) &&
+        (await this.applyKeyEdit(last.keys, inputs.keys, snapshot));
+      if (!edited) {
+        const keyNotes: Notes = new Map();
+        await this.applyKeys(snapshot, referenceIndex(snapshot), keyNotes);
+        this.keyNotes = keyNotes;
+      }
       this.keyInputs = inputs; // only once the store took every write: a failed apply is done again
       this.keyApplies++;
     }
@@ -181,12 +230,85 @@ export class StandaloneState {
     this.rewrite = false;
   }
 
+  /**
+   * The keys added and removed since the last apply (Secrets, clients, api_ids and policies the same),
+   * applied alone: their sessions written or deleted, their notes. False (nothing changed) when the edit
+   * cannot be decided from those keys alone — many keys, a key hash claimed twice, a key without its key
+   * material — and the caller goes through every key.
+   */
+  private async applyKeyEdit(
+    before: readonly AccessKey[],
+    after: readonly AccessKey[],
+    snapshot: ResourceSnapshot,
+  ): Promise<boolean> {
+    const y = new Yielder();
+    const { removed, added } = await identityDiff(before, after, y);
+    if (removed.length + added.length > Math.max(KEY_EDIT_MIN, after.length / 4)) return false;
+    const secrets = snapshotSecrets(snapshot);
+    const leaving = new Map<string, AccessKey>();
+    for (const key of removed) {
+      const m = keyMaterial(key, secrets);
+      if (!m.ok) continue; // it served nothing (its note goes below)
+      if (this.dupHashes.has(m.keyHash)) return false;
+      if (this.winners.get(m.keyHash)?.key === key) leaving.set(m.keyHash, key);
+    }
+    const coming = new Map<string, AccessKey>();
+    for (const key of added) {
+      const m = keyMaterial(key, secrets);
+      if (!m.ok || coming.has(m.keyHash)) return false;
+      const holder = this.winners.get(m.keyHash);
+      if (holder && leaving.get(m.keyHash) !== holder.key) return false; // a duplicate of a key that stays
+      coming.set(m.keyHash, key);
+    }
+
+    const refs = referenceIndex(snapshot);
+    for (const key of removed) {
+      const label = resourceLabel(snapshot, key);
+      for (const what of ['secret', 'duplicate', 'missing']) this.keyNotes.delete(`${what} ${label}`);
+    }
+    const writes: [string, AccessKey, StoredSession, string][] = [];
+    for (const [hash, key] of coming) {
+      const s = storedOf(key);
+      const missing = missingReferences(key, refs, s.stored.session);
+      if (missing !== undefined)
+        this.keyNotes.set(
+          `missing ${resourceLabel(snapshot, key)}`,
+          noteOn(snapshot, key, `refers to something missing: ${missing}`),
+        );
+      this.winners.set(hash, { key, ...s });
+      this.known.set(hash, s.stored);
+      if (this.written.get(hash) !== s.json) writes.push([hash, key, s.stored, s.json]);
+    }
+    for (let b = 0; b < writes.length; b += WRITE_BATCH) {
+      await Promise.all(
+        writes.slice(b, b + WRITE_BATCH).map(async ([hash, key, stored, json]) => {
+          const isNew = !this.written.has(hash);
+          await this.sessions.put(hash, stored);
+          this.written.set(hash, json);
+          if (isNew) await this.onKeyAdded(hash, stored, key.metadata.annotations ?? {});
+        }),
+      );
+    }
+    for (const hash of leaving.keys()) {
+      if (coming.has(hash)) continue;
+      this.winners.delete(hash);
+      this.known.delete(hash);
+      if (this.written.has(hash)) {
+        await this.sessions.delete(hash);
+        this.written.delete(hash);
+      }
+    }
+    this.keyEdits++;
+    return true;
+  }
+
   /** The sessions of the directory's keys written to the store (those that changed), their notes, the clients. */
   private async applyKeys(snapshot: ResourceSnapshot, refs: ReferenceIndex, notes: Notes): Promise<void> {
     const y = new Yielder();
     await this.noteMissingReferences(snapshot, refs, notes, y);
     await this.applyClients(snapshot, refs);
     const next = new Map<string, { key: AccessKey; stored: StoredSession; json: string }>();
+    const dupHashes = new Set<string>();
     const known = new Map<string, StoredSession>();
     const secrets = snapshotSecrets(snapshot);
     let i = 0;
@@ -216,6 +338,7 @@ export class StandaloneState {
       }
       const first = next.get(m.keyHash);
       if (first) {
+        dupHashes.add(m.keyHash);
         notes.set(
           `duplicate ${resourceLabel(snapshot, key)}`,
           noteOn(snapshot, key, `refused: ${resourceLabel(snapshot, first.key)} has the same key`),
@@ -227,6 +350,8 @@ export class StandaloneState {
       known.set(m.keyHash, s.stored);
     }
     this.known = known;
+    this.winners = next;
+    this.dupHashes = dupHashes;
     const writes: [string, StoredSession, Record<string, string>, string][] = [];
     for (const [hash, { key, stored, json }] of next) {
       if ((++i & 255) === 0) await y.maybe();

@@ -157,7 +157,8 @@ describe('DirSource', () => {
         ).join('---\n'),
       );
     const source = new DirSource(root, logger());
-    const state = new StandaloneState(root, new MemorySessionStore(), logger());
+    const sessions = new MemorySessionStore();
+    const state = new StandaloneState(root, sessions, logger());
     source.onChange((s) => state.apply(s));
     await source.load();
     await state.apply(source.current());
@@ -179,13 +180,40 @@ describe('DirSource', () => {
     expect(state.keyApplies).toBe(keyApplies);
     expect(state.current().apis.find((a) => a.name === 'api-321')?.listenPath).toBe('/moved/');
 
-    // a key file edited: the keys gathered again, the APIs' list the same
+    // a key file edited (rates changed, one key gone, one new): those keys alone, not all 2,000
+    const keyHash = (f: number, k: number): string => String(f * 1000 + k).padStart(64, 'a');
+    writeFileSync(
+      join(root, 'keys-0.yaml'),
+      [
+        ...Array.from(
+          { length: 999 },
+          (_, k) =>
+            `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: k-0-${k}}\nspec: {key_hash: ${keyHash(0, k)}, rate: 7, per: 1}\n`,
+        ),
+        `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: fresh}\nspec: {key_hash: ${'f'.repeat(64)}, rate: 3, per: 1}\n`,
+      ].join('---\n'),
+    );
+    const edits = state.keyEdits;
+    await source.changed(['keys-0.yaml']);
+    expect(state.keyEdits).toBe(edits + 1);
+    expect(state.keyApplies).toBe(keyApplies + 1);
+    expect((await sessions.get(keyHash(0, 5)))?.session.rate).toBe(7);
+    expect(await sessions.get(keyHash(0, 999))).toBeUndefined();
+    expect(state.session(keyHash(0, 999))).toBeUndefined();
+    expect((await sessions.get('f'.repeat(64)))?.session.rate).toBe(3);
+    expect((await sessions.get(keyHash(1, 5)))?.session.rate).toBe(1);
+    expect(source.current().apis).toBe(after.apis);
+
+    // a key file edited into a policy: the keys gathered again, the APIs' list the same
     writeFileSync(join(root, 'keys-1.yaml'), policy('instead-of-keys'));
     await source.changed(['keys-1.yaml']);
     expect(source.current().apis).toBe(after.apis);
     expect(source.current().keys).toHaveLength(1000);
     expect(source.current().policies).toHaveLength(1);
-    expect(state.keyApplies).toBe(keyApplies + 1);
+    expect(state.keyApplies).toBe(keyApplies + 2);
+    expect(state.keyEdits).toBe(edits + 1); // a new policy name: every key looked at again
+    expect(await sessions.get(keyHash(1, 5))).toBeUndefined();
+    expect((await sessions.get(keyHash(0, 5)))?.session.rate).toBe(7);
     expect(compileCounter.apis - compiled).toBe(1);
     source.stop();
   });
