@@ -98,7 +98,8 @@ export class IncrementalCompiler {
     const y = new Yielder();
     const policiesChanged = !sameItems(policies, this.policies);
     const { removed, added } = await this.diff(apis, y);
-    if (!removed.length && !added.length && !policiesChanged)
+    // (the first update always compiles: an empty directory has a config too, with compileConfig's hash)
+    if (!removed.length && !added.length && !policiesChanged && this.config.hash !== '')
       return { ...this.current(), delta: { apiIdsChanged: false, policiesChanged: false, decided: 0 } };
 
     // the clash neighbourhood of the edit: every input reachable from an edited API's keys

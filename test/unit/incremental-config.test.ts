@@ -119,6 +119,11 @@ describe('IncrementalCompiler', () => {
     }
   });
 
+  test("no APIs and no policies: compileConfig's config of nothing", async () => {
+    const got = await new IncrementalCompiler().update([], []);
+    expect(got.config).toEqual(compileConfig([], []).config);
+  });
+
   test('one edit among 2,000 APIs compiles one API and decides again only its clash neighbourhood', async () => {
     const apis = Array.from({ length: 2000 }, (_, i) => api(`a${i}`, `/a${i}/`, `id${i}`));
     const inc = new IncrementalCompiler();
