@@ -89,6 +89,11 @@ export class GatewayMetrics {
     help: 'Span exports to the OpenTelemetry collector that failed (the spans of each are lost)',
     registers: [this.registry],
   });
+  readonly accessLogDropped = new Counter({
+    name: 'gw_access_log_dropped_total',
+    help: 'Access log lines dropped because stdout did not drain (16 MiB of lines were waiting)',
+    registers: [this.registry],
+  });
   /** Per-client buckets (limit_by) held in process, read at scrape time (the runtime sets the source). */
   clientBucketCount: () => number = () => 0;
   readonly clientBuckets: Gauge = new Gauge({

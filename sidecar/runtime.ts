@@ -149,7 +149,9 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
   const tracing = await tracingFromOptions(d.options, d.serviceName ?? 'gw-sidecar', logger, () =>
     metrics.traceExportFailures.inc(),
   );
-  const accessLog = d.options.access_logs.enabled ? createAccessLog() : undefined;
+  const accessLog = d.options.access_logs.enabled
+    ? createAccessLog(1, (n) => metrics.accessLogDropped.inc(n))
+    : undefined;
   metrics.clientBucketCount = () => engine.clientBuckets();
   const clientAddresses = new ClientAddresses(d.options.trusted_proxies, d.options.ipv6_prefix);
   const streams = createStreamsOnDemand({ logger, redisUrl: d.redisUrl, clock });

@@ -10,7 +10,7 @@
  *   string per batch (sonic-boom measures the byte length of the string it appends to on every write, so
  *   appending line by line flattened the growing batch again for every line).
  *   Memory stays bounded when stdout does not drain (a stalled log reader): beyond MAX_BUFFERED_BYTES
- *   lines are dropped, and counted.
+ *   lines are dropped, and counted (gw_access_log_dropped_total).
  * Its own lines, not the process logger's: that one redacts a field named `key`, and these lines carry
  * only a key hash's first 8 hex.
  */
@@ -85,10 +85,15 @@ export function accessLine(r: AccessRecord, time: number): string {
   return `${HEAD}${time}${BASE},"api_id":${jsonString(r.api_id)},"method":${jsonString(r.method)},"path":${jsonString(r.path)},"status":${jsonNumber(r.status)},"latency_ms":${msText(r.latency_ms)},"upstream_latency_ms":${r.upstream_latency_ms === null ? 'null' : msText(r.upstream_latency_ms)},"decision":"${r.decision}","key":${r.key === null ? 'null' : jsonString(r.key)},"trace_id":${jsonString(r.trace_id)},"client_ip":${jsonString(r.client_ip)},"msg":"access"}\n`;
 }
 
-export function createAccessLog(fd = 1): AccessLog {
+/** `onDrop`: lines were dropped (stdout not draining), with how many. */
+export function createAccessLog(fd = 1, onDrop?: (lines: number) => void): AccessLog {
   let dropped = 0;
   const dest = pino.destination({ dest: fd, sync: false, maxLength: MAX_BUFFERED_BYTES });
-  dest.on('drop', (data: string) => void (dropped += countLines(data)));
+  dest.on('drop', (data: string) => {
+    const n = countLines(data);
+    dropped += n;
+    onDrop?.(n);
+  });
   // stdout gone (its reader closed it): nothing can be logged there, and the gateway goes on serving
   dest.on('error', () => undefined);
   let lines: string[] = [];
