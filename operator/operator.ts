@@ -312,32 +312,40 @@ export class Operator {
       specChanged ||
       old?.metadata.deletionTimestamp !== obj.metadata.deletionTimestamp ||
       JSON.stringify(old?.metadata.annotations ?? {}) !== JSON.stringify(obj.metadata.annotations ?? {});
+    // the caches' first list (every object an "add"): the indexes learn them, and the full resync that
+    // follows the sync queues everything as bulk work — queued here, each object would be live work, and a
+    // change made during the start-up pass would wait for all of it
+    const listing = !this.synced;
     switch (kind) {
       case 'ApiDefinition':
       case 'Policy':
         if (kind === 'ApiDefinition') this.ctx.apiIds.update(obj, type === 'delete');
-        if (!specChanged) return;
+        if (!specChanged || listing) return;
         this.queue.add(`Config|${ns}`);
+        // the keys and clients that refer to it are checked again behind live changes (a new API would
+        // otherwise put every key of its namespace ahead of the next key created)
         for (const k of this.informers.keys.list(ns)) {
           if (kind === 'ApiDefinition' ? hasAccessRights(k) : policiesOf(k).includes(name))
-            this.queue.add(`AccessKey|${ns}|${k.metadata.name}`);
+            this.queue.add(`AccessKey|${ns}|${k.metadata.name}`, 'bulk');
         }
-        for (const c of this.informers.clients.list(ns)) this.queue.add(`OAuthClient|${ns}|${c.metadata.name}`);
+        for (const c of this.informers.clients.list(ns)) this.queue.add(`OAuthClient|${ns}|${c.metadata.name}`, 'bulk');
         return;
       case 'AccessKey':
         this.secretIndex.update('AccessKey', obj, type === 'delete');
-        if (!lifecycleChanged && type === 'update') return;
+        if (listing || (!lifecycleChanged && type === 'update')) return;
         if (type !== 'delete') this.queue.add(`AccessKey|${ns}|${name}`);
         if (specChanged) this.queue.addAfter(`Config|${ns}`, 1000); // Policy status lists its keys
         return;
       case 'OAuthClient':
         this.secretIndex.update('OAuthClient', obj, type === 'delete');
-        if (type !== 'delete' && lifecycleChanged) this.queue.add(`OAuthClient|${ns}|${name}`);
+        if (type !== 'delete' && lifecycleChanged && !listing) this.queue.add(`OAuthClient|${ns}|${name}`);
         return;
       case 'Secret':
+        if (listing) return;
         for (const user of this.secretIndex.users(ns, name)) this.queue.add(user);
         return;
       case 'ConfigMap':
+        if (listing) return;
         if (name === CONFIG_MAP_NAME || shardIndexOf(name) !== undefined) this.queue.add(`Config|${ns}`);
         return;
     }

@@ -9,7 +9,7 @@
  * JSON line.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { openSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
@@ -73,6 +73,7 @@ try {
   );
 
   const port = await freePort();
+  const logFd = process.env.GW_BENCH_CONTROLLER_LOG ? openSync(process.env.GW_BENCH_CONTROLLER_LOG, 'w') : undefined;
   const proc = spawn(
     process.execPath,
     [
@@ -87,7 +88,11 @@ try {
       '--metrics-listen',
       `127.0.0.1:${port}`,
     ],
-    { stdio: 'ignore', env: { ...process.env, GW_LOG_LEVEL: 'warn' } },
+    {
+      // GW_BENCH_CONTROLLER_LOG=FILE: the controller's log lines (info) there
+      stdio: ['ignore', logFd ?? 'ignore', logFd ?? 'ignore'],
+      env: { ...process.env, GW_LOG_LEVEL: logFd === undefined ? 'warn' : 'info' },
+    },
   );
   const metric = async (name: string): Promise<number> => {
     const r = await request(`http://127.0.0.1:${port}/metrics`);
