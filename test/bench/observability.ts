@@ -1,9 +1,10 @@
 /**
  * Per-request cost of SPEC.md §7's features, in process (ns per request, best of 5 runs): the
  * traceparent sent upstream (always on), the server span at sampling_ratio 0.01 (SDK loaded, collector
- * not needed: almost nothing is sampled), and the access-log line (pino, asynchronous destination to
- * /dev/null). Compared with a gw request's CPU cost under load (docs/benchmarks.md), these give the
- * throughput ratios the bench cases measure end to end.   node dist/test/bench/observability.js
+ * not needed: almost nothing is sampled), and the access-log line (fixed-shape line, batched, pino's
+ * asynchronous destination to /dev/null). Compared with a gw request's CPU cost under load
+ * (docs/benchmarks.md), these give the throughput ratios the bench cases measure end to end.
+ *   node dist/test/bench/observability.js
  */
 import { childTraceparent } from '../../lib/trace/trace-context.js';
 import { startTracing } from '../../lib/trace/otel.js';
