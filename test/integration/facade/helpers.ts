@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 import { DirSource } from '../../../standalone/dir-source.js';
 import { DirBackend } from '../../../facade/backend-dir.js';
 import type { QuotaState, ResourceBackend } from '../../../facade/backend.js';
@@ -111,6 +111,9 @@ export async function startFacade(
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const recorded: Recorded[] = [];
+  // idle connections dropped after 1 s, well before the server's 5 s keep-alive: on a loaded machine a
+  // late client timer could otherwise send a request (a 440 KB body) into a socket the server just closed
+  const dispatcher = new Agent({ keepAliveTimeout: 1000, keepAliveMaxTimeout: 1000 });
   const f: Facade = {
     url,
     dir,
@@ -132,7 +135,7 @@ export async function startFacade(
         headers['content-type'] = 'application/json';
       }
       Object.assign(headers, init.headers);
-      const r = await request(url + path, { method: method as 'GET', headers, body });
+      const r = await request(url + path, { method: method as 'GET', headers, body, dispatcher });
       const text = await r.body.text();
       let parsed: unknown = text;
       try {
@@ -151,6 +154,7 @@ export async function startFacade(
       source.stop();
       await new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections();
+      await dispatcher.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };
