@@ -154,6 +154,8 @@ try {
     ],
     { stdio: 'ignore', env: { ...process.env, GW_LOG_LEVEL: 'warn' } },
   );
+  // a failed run must not leave the controller running (it would retry a stopped API server for ever)
+  process.once('exit', () => proc.kill('SIGKILL'));
   const c0 = cpuTicks(proc.pid!);
   const t1 = performance.now();
   let shardsS = NaN;

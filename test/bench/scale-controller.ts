@@ -94,6 +94,8 @@ try {
       env: { ...process.env, GW_LOG_LEVEL: logFd === undefined ? 'warn' : 'info' },
     },
   );
+  // a failed run must not leave the controller running (it would retry a stopped API server for ever)
+  process.once('exit', () => proc.kill('SIGKILL'));
   const metric = async (name: string): Promise<number> => {
     const r = await request(`http://127.0.0.1:${port}/metrics`);
     const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(await r.body.text());

@@ -7,7 +7,10 @@
  *             the same redis-server (its own database), interleaved, best of 3 rounds: one key used by every
  *             request ("hot") and a random key of the gateway's own set per request ("spread"); with each, the
  *             gateway's CPU per request (best round) and the Redis commands per request.
- * GW_BENCH_REDIS_SKIP=requests (comma list) skips sections. Prints each figure, then one JSON line.
+ *   restore   the controller's bulk restore after a store loss (operator/restore.ts) of as many AccessKeys, built
+ *             in process as the informer cache holds them, into the emptied server: the write part of a
+ *             cluster's refill (creating 100,000 AccessKeys through an API server is not practical here).
+ * GW_BENCH_REDIS_SKIP=requests,restore (comma list) skips sections. Prints each figure, then one JSON line.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +21,8 @@ import { startEcho } from '../../scripts/echo-upstream.js';
 import { sha256hex } from '../../lib/hash.js';
 import { startStandalone, type Standalone } from '../helpers/standalone.js';
 import { startRedis } from '../harness/redis.js';
+import { restoreSessions } from '../../operator/restore.js';
+import type { KubeObject } from '../../lib/kube/informer.js';
 
 const KEYS = Number(process.env.GW_BENCH_REDIS_KEYS ?? 100_000);
 const SMALL = 1000;
@@ -180,6 +185,32 @@ try {
         Number(x.toFixed(2)),
       );
     }
+  }
+  if (!skip.has('restore')) {
+    for (const g of gws.splice(0)) await g.stop();
+    const keys: KubeObject[] = Array.from({ length: KEYS }, (_, i) => {
+      const hash = sha256hex(`bench-${i}`);
+      return {
+        apiVersion: 'gw.io/v1alpha1',
+        kind: 'AccessKey',
+        metadata: { name: `k-${i}`, namespace: 'bench', generation: 1, uid: `uid-${i}` },
+        spec: { key_hash: hash, rate: 100, per: 1 },
+        status: {
+          keyHash: hash,
+          observedGeneration: 1,
+          conditions: [{ type: 'Ready', status: 'True', reason: 'Reconciled' }],
+        },
+      } as unknown as KubeObject;
+    });
+    await big.flushall();
+    const t2 = performance.now();
+    const written = await restoreSessions(big, keys);
+    const restoreMs = performance.now() - t2;
+    const inStore = await sessionCount(big);
+    console.log(
+      `redis: controller bulk restore of ${KEYS} AccessKeys (from the informer cache) into an emptied server: ${written} written in ${(restoreMs / 1000).toFixed(2)} s, ${inStore} in Redis`,
+    );
+    results.redis_controller_restore_s = Number((restoreMs / 1000).toFixed(2));
   }
 } finally {
   for (const g of gws) await g.stop();
