@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
+import { startRedis } from '../harness/redis.js';
 import { pino } from 'pino';
 import { RedisSessionStore, SESSION_PREFIX } from '../../contract/sessions-redis.js';
 import { freshRedis, suiteRedisCluster } from '../helpers/redis.js';
@@ -46,29 +47,6 @@ describe('sessions in real Redis', () => {
     expect(await reader.get(hash)).toBeUndefined();
   });
 
-  test('puts of one turn go out as one MSET and one PUBLISH naming every hash; each cached reader entry drops', async () => {
-    const hashes = Array.from({ length: 1500 }, (_, i) => 'e' + i.toString(16).padStart(63, '0'));
-    await Promise.all(hashes.map((h) => writer.put(h, { namespace: 'default', session: { rate: 1, per: 1 } })));
-    for (const h of hashes.slice(0, 3)) expect((await reader.get(h))?.session.rate).toBe(1);
-    const stats = async (): Promise<Record<string, number>> => {
-      const out: Record<string, number> = {};
-      for (const m of (await writerConn.info('commandstats')).matchAll(/^cmdstat_(\w+):calls=(\d+)/gm))
-        out[m[1]!] = Number(m[2]);
-      return out;
-    };
-    await writerConn.config('RESETSTAT');
-    const seen = new Set<string>();
-    reader.onChange((h) => seen.add(h));
-    await Promise.all(hashes.map((h) => writer.put(h, { namespace: 'default', session: { rate: 9, per: 1 } })));
-    const s = await stats();
-    expect(s.mset).toBe(2); // 1,500 sessions: batches of at most 1,000
-    expect(s.publish).toBe(2);
-    expect(s.set ?? 0).toBe(0);
-    await eventually(() => seen.size === hashes.length);
-    for (const h of hashes.slice(0, 3)) expect((await reader.get(h))?.session.rate).toBe(9);
-    expect(JSON.parse((await writerConn.get(SESSION_PREFIX + hashes[1499]!))!).session.rate).toBe(9);
-  });
-
   test('corrupt Redis contents are refused, not crashed on', async () => {
     await writerConn.set(SESSION_PREFIX + 'b'.repeat(64), '{"namespace":"default","session":{"rate":"lots"}}');
     await writerConn.set(SESSION_PREFIX + 'c'.repeat(64), 'not json');
@@ -77,6 +55,45 @@ describe('sessions in real Redis', () => {
     // a key of the wrong Redis type: an unknown key too (no WRONGTYPE error up to the request)
     await writerConn.hset(SESSION_PREFIX + 'd'.repeat(64), 'a', 'b');
     expect(await writer.get('d'.repeat(64))).toBeUndefined();
+  });
+});
+
+describe('session puts written together', () => {
+  test('puts of one turn go out as one MSET and one PUBLISH naming every hash; each cached reader entry drops', async () => {
+    const hashes = Array.from({ length: 1500 }, (_, i) => 'e' + i.toString(16).padStart(63, '0'));
+    // a redis-server of its own: its command counts are server-wide
+    const server = await startRedis();
+    const conn = new Redis(server.url);
+    const own = new RedisSessionStore(conn, logger);
+    const readerConn = conn.duplicate();
+    const reader = new RedisSessionStore(readerConn, logger, 60_000);
+    await reader.subscribe();
+    try {
+      await Promise.all(hashes.map((h) => own.put(h, { namespace: 'default', session: { rate: 1, per: 1 } })));
+      for (const h of hashes.slice(0, 3)) expect((await reader.get(h))?.session.rate).toBe(1);
+      const stats = async (): Promise<Record<string, number>> => {
+        const out: Record<string, number> = {};
+        for (const m of (await conn.info('commandstats')).matchAll(/^cmdstat_(\w+):calls=(\d+)/gm))
+          out[m[1]!] = Number(m[2]);
+        return out;
+      };
+      await conn.config('RESETSTAT');
+      const seen = new Set<string>();
+      reader.onChange((h) => seen.add(h));
+      await Promise.all(hashes.map((h) => own.put(h, { namespace: 'default', session: { rate: 9, per: 1 } })));
+      const s = await stats();
+      expect(s.mset).toBe(2); // 1,500 sessions: batches of at most 1,000
+      expect(s.publish).toBe(2);
+      expect(s.set ?? 0).toBe(0);
+      await eventually(() => seen.size === hashes.length);
+      for (const h of hashes.slice(0, 3)) expect((await reader.get(h))?.session.rate).toBe(9);
+      expect(JSON.parse((await conn.get(SESSION_PREFIX + hashes[1499]!))!).session.rate).toBe(9);
+    } finally {
+      await reader.close();
+      readerConn.disconnect();
+      conn.disconnect();
+      await server.stop();
+    }
   });
 });
 
