@@ -2,6 +2,7 @@
  * `gw standalone`: the gateway, the facade and the resources in one process. Resources come from a
  * watched directory of manifests; sessions live in memory (or Redis with --redis).
  */
+import { bounded } from '../lib/store/store-calls.js';
 import { errorBody } from '../lib/http/http-util.js';
 import { createLogger } from '../lib/logger.js';
 import { storeClientFromFlag, storeHealth, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
@@ -102,13 +103,20 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   });
   // watching before the first apply: a Secret it generates (DIR/.gw/) is seen and applied
   source.start();
+  // the marker is set before the start-up apply writes the sessions: a store emptied after it is noticed by
+  // the first check (a missing marker), one emptied before it gets the apply's writes. If the store cannot
+  // take it now, the first check learns it instead (the start-up apply wrote everything already).
+  let markerKnown = false;
+  if (redis)
+    await bounded(redis.set(STANDALONE_MARKER, '1'), 1000).then(
+      () => void (markerKnown = true),
+      () => undefined,
+    );
   await state.apply(source.current());
   // a store (re)connected may have lost its data (a restart without persistence), or missed writes made
   // while it was away: every session is written again from the directory, as the operator's full resync
   // does in a cluster
   redis?.on('ready', () => void state.resync(source.current()));
-  // the first check finds the marker missing on a new store: the start-up apply wrote everything already
-  let markerKnown = false;
   // a store emptied while connected (FLUSHALL, failover to an empty replica): its marker key is gone →
   // every session written again (the gateway itself serves the directory's keys meanwhile)
   const markerTimer = redis

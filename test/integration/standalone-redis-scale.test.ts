@@ -80,6 +80,11 @@ describe(`gw standalone --redis with ${KEYS} keys`, () => {
     if (dir) cleanup(dir);
   });
 
+  test('the store marker is set by the ready line: a store emptied any time after start-up is noticed', async () => {
+    // the marker is written before the start-up sessions; a missing marker later means an emptied store
+    expect(await redis.exists('gw:standalone:marker')).toBe(1);
+  });
+
   test('every session is in Redis at the ready line, written in batches', async () => {
     expect(await sessionCount(redis)).toBe(KEYS);
     const calls = await commandCalls(redis);
