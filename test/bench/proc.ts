@@ -58,3 +58,25 @@ export function cpuSeconds(pid: number | undefined): number {
   };
   return overFamily(pid, (_, st) => ticks(st)) / clkTck;
 }
+
+/** CPU time of one process (utime + stime), in clock ticks (100 per second). */
+export function cpuTicks(pid: number): number {
+  const fields = statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/** A memory figure of /proc/<pid>/status in MB (VmRSS now, VmHWM the peak); NaN when missing. */
+export function memMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** body(0 … n-1), at most `width` at once (creating objects through an API server). */
+export async function parallel(n: number, body: (i: number) => Promise<unknown>, width = 32): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      for (let i = next++; i < n; i = next++) await body(i);
+    }),
+  );
+}

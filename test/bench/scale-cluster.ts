@@ -8,7 +8,7 @@
  * and the shards rewritten (target: one). Prints each figure, then one JSON line.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpuTicks, memMb, parallel } from './proc.js';
 import { resolve } from 'node:path';
 import { request } from 'undici';
 import { startKube, applyCrds } from '../harness/kube.js';
@@ -44,25 +44,6 @@ const apiBody = (i: number, lastRate = 2): object => ({
     },
   },
 });
-
-async function parallel(n: number, body: (i: number) => Promise<unknown>, width = 32): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      for (let i = next++; i < n; i = next++) await body(i);
-    }),
-  );
-}
-
-const cpuTicks = (pid: number): number => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (100 per second)
-};
-const memMb = (pid: number, field: 'VmRSS' | 'VmHWM'): number => {
-  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Math.round(Number(m[1]) / 1024) : NaN;
-};
 
 interface ConfigMapView {
   metadata: { name: string; resourceVersion: string };
@@ -176,7 +157,7 @@ try {
   const shards = [...cms.keys()].filter((n) => n !== 'gw-config');
   const bytes = shards.reduce((n, s) => n + Buffer.byteLength(cms.get(s)!.data!['config.json']!), 0);
   console.log(
-    `cluster: every API in ${shards.length} shards (${(bytes / 1e6).toFixed(1)} MB) ${shardsS.toFixed(0)} s after the controller started; all ${last.ready} Ready, ${last.refused} refused, after ${readyS.toFixed(0)} s; controller CPU ${cpuS.toFixed(0)} s, RSS ${memMb(proc.pid!, 'VmRSS')} MB (peak ${memMb(proc.pid!, 'VmHWM')} MB)`,
+    `cluster: every API in ${shards.length} shards (${(bytes / 1e6).toFixed(1)} MB) ${shardsS.toFixed(0)} s after the controller started; all ${last.ready} Ready, ${last.refused} refused, after ${readyS.toFixed(0)} s; controller CPU ${cpuS.toFixed(0)} s, RSS ${Math.round(memMb(proc.pid!, 'VmRSS'))} MB (peak ${Math.round(memMb(proc.pid!, 'VmHWM'))} MB)`,
   );
   Object.assign(results, {
     cluster_shards_s: Math.round(shardsS),
@@ -185,8 +166,8 @@ try {
     cluster_shards: shards.length,
     cluster_shard_bytes: bytes,
     cluster_controller_cpu_s: Math.round(cpuS),
-    cluster_controller_rss_mb: memMb(proc.pid!, 'VmRSS'),
-    cluster_controller_peak_rss_mb: memMb(proc.pid!, 'VmHWM'),
+    cluster_controller_rss_mb: Math.round(memMb(proc.pid!, 'VmRSS')),
+    cluster_controller_peak_rss_mb: Math.round(memMb(proc.pid!, 'VmHWM')),
   });
 
   const t2 = performance.now();
@@ -206,12 +187,12 @@ try {
     const sidecarS = (performance.now() - t2) / 1000;
     const limited = await codes(sidecar.gw, `${lastApi}/r19/items`, 3);
     console.log(
-      `cluster: a new sidecar served the last API ${sidecarS.toFixed(1)} s after its start, RSS ${memMb(sidecar.proc.pid!, 'VmRSS')} MB; its last rule (2 per 60 s) answered ${limited.join(', ')}`,
+      `cluster: a new sidecar served the last API ${sidecarS.toFixed(1)} s after its start, RSS ${Math.round(memMb(sidecar.proc.pid!, 'VmRSS'))} MB; its last rule (2 per 60 s) answered ${limited.join(', ')}`,
     );
     if (limited.join() !== '200,200,429') throw new Error(`the last API's rule answered ${limited.join()}`);
     Object.assign(results, {
       cluster_sidecar_s: Number(sidecarS.toFixed(1)),
-      cluster_sidecar_rss_mb: memMb(sidecar.proc.pid!, 'VmRSS'),
+      cluster_sidecar_rss_mb: Math.round(memMb(sidecar.proc.pid!, 'VmRSS')),
     });
 
     // one edit of the last API: its last rule raised to 1,000 per 60 s

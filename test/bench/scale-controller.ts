@@ -9,7 +9,8 @@
  * JSON line.
  */
 import { spawn } from 'node:child_process';
-import { openSync, readFileSync } from 'node:fs';
+import { cpuTicks, memMb, parallel } from './proc.js';
+import { openSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
@@ -25,25 +26,6 @@ const KEYS = Number(process.env.GW_BENCH_CONTROLLER_KEYS ?? 20_000);
 const APIS = Number(process.env.GW_BENCH_CONTROLLER_APIS ?? 2_000);
 const WINDOW_S = Number(process.env.GW_BENCH_CONTROLLER_WINDOW ?? 65);
 const NS = 'bench-scale';
-
-async function parallel(n: number, body: (i: number) => Promise<unknown>, width = 32): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      for (let i = next++; i < n; i = next++) await body(i);
-    }),
-  );
-}
-
-const cpuTicks = (pid: number): number => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (100 per second)
-};
-const memMb = (pid: number, field: 'VmRSS' | 'VmHWM'): number => {
-  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-};
 
 const redisServer = await startRedis();
 const kube = await startKube();
