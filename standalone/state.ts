@@ -102,6 +102,9 @@ function sameKeyInputs(a: KeyInputs, b: KeyInputs): boolean {
 const policyNames = (policies: readonly Policy[]): Set<string> =>
   new Set(policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`));
 
+/** A session to write: key hash, stored session, the key's annotations, its JSON (to skip unchanged ones). */
+type SessionWrite = [string, StoredSession, Record<string, string>, string];
+
 export class StandaloneState {
   private config: CompiledConfig = { hash: '', apis: [], policies: {} };
   /** The sessions written, by key hash: the JSON the store was given (to compare). */
@@ -266,7 +269,7 @@ export class StandaloneState {
       const label = resourceLabel(snapshot, key);
       for (const what of ['secret', 'duplicate', 'missing']) this.keyNotes.delete(`${what} ${label}`);
     }
-    const writes: [string, AccessKey, StoredSession, string][] = [];
+    const writes: SessionWrite[] = [];
     for (const [hash, key] of coming) {
       const s = storedOf(key);
       const missing = missingReferences(key, refs, s.stored.session);
@@ -277,18 +280,9 @@ export class StandaloneState {
         );
       this.winners.set(hash, { key, ...s });
       this.known.set(hash, s.stored);
-      if (this.written.get(hash) !== s.json) writes.push([hash, key, s.stored, s.json]);
+      if (this.written.get(hash) !== s.json) writes.push([hash, s.stored, key.metadata.annotations ?? {}, s.json]);
     }
-    for (let b = 0; b < writes.length; b += WRITE_BATCH) {
-      await Promise.all(
-        writes.slice(b, b + WRITE_BATCH).map(async ([hash, key, stored, json]) => {
-          const isNew = !this.written.has(hash);
-          await this.sessions.put(hash, stored);
-          this.written.set(hash, json);
-          if (isNew) await this.onKeyAdded(hash, stored, key.metadata.annotations ?? {});
-        }),
-      );
-    }
+    await this.writeSessions(writes);
     for (const hash of leaving.keys()) {
       if (coming.has(hash)) continue;
       this.winners.delete(hash);
@@ -352,23 +346,13 @@ export class StandaloneState {
     this.known = known;
     this.winners = next;
     this.dupHashes = dupHashes;
-    const writes: [string, StoredSession, Record<string, string>, string][] = [];
+    const writes: SessionWrite[] = [];
     for (const [hash, { key, stored, json }] of next) {
       if ((++i & 255) === 0) await y.maybe();
       if (this.rewrite || this.written.get(hash) !== json)
         writes.push([hash, stored, key.metadata.annotations ?? {}, json]);
     }
-    // concurrent writes in batches: the store client pipelines them (a resync of 3,000 keys is one burst)
-    for (let b = 0; b < writes.length; b += WRITE_BATCH) {
-      await Promise.all(
-        writes.slice(b, b + WRITE_BATCH).map(async ([hash, stored, annotations, json]) => {
-          const isNew = !this.written.has(hash);
-          await this.sessions.put(hash, stored);
-          this.written.set(hash, json);
-          if (isNew) await this.onKeyAdded(hash, stored, annotations);
-        }),
-      );
-    }
+    await this.writeSessions(writes);
     for (const hash of [...this.written.keys()]) {
       if (!next.has(hash)) {
         await this.sessions.delete(hash);
@@ -455,5 +439,19 @@ export class StandaloneState {
       'generated a random key into a new Secret',
     );
     return undefined;
+  }
+
+  /** Concurrent writes in batches: the store client pipelines them (a resync of 3,000 keys is one burst). */
+  private async writeSessions(writes: SessionWrite[]): Promise<void> {
+    for (let b = 0; b < writes.length; b += WRITE_BATCH) {
+      await Promise.all(
+        writes.slice(b, b + WRITE_BATCH).map(async ([hash, stored, annotations, json]) => {
+          const isNew = !this.written.has(hash);
+          await this.sessions.put(hash, stored);
+          this.written.set(hash, json);
+          if (isNew) await this.onKeyAdded(hash, stored, annotations);
+        }),
+      );
+    }
   }
 }
