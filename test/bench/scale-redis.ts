@@ -16,7 +16,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { Pool } from 'undici';
+import { closedLoop as drive } from './closed-loop.js';
 import { startEcho } from '../../scripts/echo-upstream.js';
 import { sha256hex } from '../../lib/hash.js';
 import { startStandalone, type Standalone } from '../helpers/standalone.js';
@@ -86,24 +86,9 @@ async function commandsProcessed(r: Redis): Promise<{ scripts: number; other: nu
 
 /** A closed loop (16 connections) for `ms` against `gw`, each request with `keyOf(i)`. */
 async function closedLoop(gw: Standalone, keyOf: (i: number) => string, ms: number, r: Redis): Promise<Round> {
-  const pool = new Pool(gw.gateway, { connections: 16 });
   const c0 = cpuTicks(gw.proc.pid!);
   const k0 = await commandsProcessed(r);
-  const end = performance.now() + ms;
-  let done = 0;
-  let failed = 0;
-  await Promise.all(
-    Array.from({ length: 16 }, async (_, w) => {
-      for (let i = w; performance.now() < end; i += 16) {
-        const res = await pool.request({ method: 'GET', path: '/keyed/x', headers: { authorization: keyOf(i) } });
-        await res.body.dump();
-        if (res.statusCode === 200) done++;
-        else failed++;
-      }
-    }),
-  );
-  await pool.close();
-  if (failed) throw new Error(`closed loop: ${failed} requests failed`);
+  const done = await drive(gw.gateway, (i) => ({ path: '/keyed/x', headers: { authorization: keyOf(i) } }), ms);
   const cpuUs = ((cpuTicks(gw.proc.pid!) - c0) * 10_000) / done;
   const k1 = await commandsProcessed(r);
   const commands = { scripts: (k1.scripts - k0.scripts) / done, other: (k1.other - k0.other) / done };

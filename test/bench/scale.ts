@@ -22,6 +22,7 @@ import { GatewayMetrics } from '../../sidecar/metrics.js';
 import { startEcho } from '../../scripts/echo-upstream.js';
 import { sha256hex } from '../../lib/hash.js';
 import { startStandalone } from '../helpers/standalone.js';
+import { closedLoop as drive } from './closed-loop.js';
 
 const skip = new Set((process.env.GW_BENCH_SCALE_SKIP ?? '').split(',').filter(Boolean));
 const APIS = Number(process.env.GW_BENCH_SCALE_APIS ?? 10_000);
@@ -99,23 +100,7 @@ async function metrics(): Promise<void> {
 
 /** Requests per second of a closed loop (16 connections) over `paths` for `ms`. */
 async function closedLoop(origin: string, paths: string[], ms: number): Promise<number> {
-  const pool = new Pool(origin, { connections: 16 });
-  const end = performance.now() + ms;
-  let done = 0;
-  let failed = 0;
-  await Promise.all(
-    Array.from({ length: 16 }, async (_, w) => {
-      for (let i = w; performance.now() < end; i += 16) {
-        const r = await pool.request({ method: 'GET', path: paths[i % paths.length]! });
-        await r.body.dump();
-        if (r.statusCode === 200) done++;
-        else failed++;
-      }
-    }),
-  );
-  await pool.close();
-  if (failed) throw new Error(`closed loop: ${failed} requests failed`);
-  return done / (ms / 1000);
+  return (await drive(origin, (i) => ({ path: paths[i % paths.length]! }), ms)) / (ms / 1000);
 }
 
 /** Through gw standalone: requests per second with 10,000 APIs against 10 (last API, random mix), interleaved. */
