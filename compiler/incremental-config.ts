@@ -111,7 +111,9 @@ export class IncrementalCompiler {
     };
     const seedKeys: string[] = [];
     const acceptedBefore = new Set<ApiDefinition>();
+    let n = 0;
     for (const r of removed) {
+      if ((++n & 63) === 0) await y.maybe();
       this.present.delete(r);
       touchId(r, -1);
       if (this.accepted.has(r)) acceptedBefore.add(r);
@@ -124,7 +126,6 @@ export class IncrementalCompiler {
         }
     }
     const members = new Set<ApiDefinition>();
-    let n = 0;
     for (const r of added) {
       if ((++n & 7) === 0) await y.maybe();
       this.present.add(r);
@@ -141,6 +142,7 @@ export class IncrementalCompiler {
     for (const [id, before] of idsTouched) if (this.apiIds.has(id) !== before) apiIdsChanged = true;
     const seen = new Set<string>();
     while (seedKeys.length) {
+      if ((++n & 255) === 0) await y.maybe();
       const k = seedKeys.pop()!;
       if (seen.has(k)) continue;
       seen.add(k);
@@ -155,13 +157,15 @@ export class IncrementalCompiler {
     // decided again in precedence order; `serving` is the config in force before this update
     for (const r of members) if (this.accepted.has(r)) acceptedBefore.add(r);
     for (const r of acceptedBefore) {
+      if ((++n & 255) === 0) await y.maybe();
       this.accepted.delete(r);
       const c = compiledOf(r);
       if ('api' in c) for (const k of keysOf(c.api)) if (this.holder.get(k) === r) this.holder.delete(k);
     }
-    const ordered = this.precedence(members, apis);
+    const ordered = await this.precedence(members, apis, y);
     const acceptedNow = new Set<ApiDefinition>();
     for (const res of ordered) {
+      if ((++n & 63) === 0) await y.maybe();
       this.problems.delete(res);
       const where = {
         kind: 'ApiDefinition' as const,
@@ -204,9 +208,12 @@ export class IncrementalCompiler {
       bump(this.servingNames, nsName(r), 1);
       coming.push((compiledOf(r) as { api: CompiledApi }).api);
     }
-    let served = leaving.size ? this.served.filter((a) => !leaving.has(a)) : [...this.served];
-    if (coming.length > 64) served = [...served, ...coming].sort(servedOrder);
-    else for (const a of coming) served.splice(insertionPoint(served, a), 0, a);
+    let served: CompiledApi[];
+    if (coming.length > 64 || leaving.size > 64) served = await mergeServed(this.served, leaving, coming, y);
+    else {
+      served = leaving.size ? this.served.filter((a) => !leaving.has(a)) : [...this.served];
+      for (const a of coming) served.splice(insertionPoint(served, a), 0, a);
+    }
     this.served = served;
 
     if (policiesChanged) this.pols = policiesOf(policies);
@@ -248,9 +255,18 @@ export class IncrementalCompiler {
   }
 
   /** compileConfig's precedence over `members`: serving first, then oldest, then their order in `apis`. */
-  private precedence(members: Set<ApiDefinition>, apis: readonly ApiDefinition[]): ApiDefinition[] {
+  private async precedence(
+    members: Set<ApiDefinition>,
+    apis: readonly ApiDefinition[],
+    y: Yielder,
+  ): Promise<ApiDefinition[]> {
     const index = new Map<ApiDefinition, number>();
-    if (members.size > 1) apis.forEach((r, i) => members.has(r) && index.set(r, i));
+    if (members.size > 1) {
+      for (let i = 0; i < apis.length; i++) {
+        if ((i & 1023) === 0) await y.maybe();
+        if (members.has(apis[i]!)) index.set(apis[i]!, i);
+      }
+    }
     return [...members]
       .map((r) => ({ r, i: index.get(r) ?? 0, t: createdAt(r), s: this.servingNames.has(nsName(r)) ? 0 : 1 }))
       .sort((a, b) => a.s - b.s || cmp(a.t, b.t) || (a.t && b.t ? cmp(nsName(a.r), nsName(b.r)) : 0) || a.i - b.i)
@@ -263,6 +279,31 @@ function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
+}
+
+/**
+ * `served` without `leaving`, with `coming` merged in (both lists in served order): the new ones sorted,
+ * then one pass over the list, in slices (a burst brings thousands of APIs into thousands).
+ */
+async function mergeServed(
+  served: readonly CompiledApi[],
+  leaving: ReadonlySet<CompiledApi>,
+  coming: CompiledApi[],
+  y: Yielder,
+): Promise<CompiledApi[]> {
+  const extra = coming.sort(servedOrder);
+  await y.maybe();
+  const out: CompiledApi[] = [];
+  let j = 0;
+  for (let i = 0; i < served.length; i++) {
+    if ((i & 1023) === 0) await y.maybe();
+    const a = served[i]!;
+    if (leaving.has(a)) continue;
+    while (j < extra.length && servedOrder(extra[j]!, a) < 0) out.push(extra[j++]!);
+    out.push(a);
+  }
+  while (j < extra.length) out.push(extra[j++]!);
+  return out;
 }
 
 /** Where `a` goes in a list in served order (binary search). */

@@ -13,7 +13,7 @@
  * are kept, and a file that turns bad keeps serving its last good version. Reads are serialised, and
  * listeners are awaited: when a read resolves, its snapshot has been applied.
  */
-import type { FSWatcher } from 'node:fs';
+import type { BigIntStats, FSWatcher } from 'node:fs';
 import type { AnyResource } from '../crds/kinds.js';
 import type { Logger } from '../lib/logger.js';
 import { formatLoadError, type FileLoad, type LoadError } from './manifests.js';
@@ -90,17 +90,22 @@ function walkOrder(a: string, b: string): number {
  * Entries in walk order with `added` (in any order) merged in: the added ones are sorted, then the two
  * sorted lists merged in one pass (a burst adds a few hundred files to thousands already listed).
  */
-function mergeInWalkOrder(sorted: ListedEntry[], added: ListedEntry[]): ListedEntry[] {
+async function mergeInWalkOrder(sorted: ListedEntry[], added: ListedEntry[], y: Yielder): Promise<ListedEntry[]> {
   const extra = [...added].sort((a, b) => walkOrder(a.rel, b.rel));
+  await y.maybe();
   const out: ListedEntry[] = [];
   let i = 0;
   for (const e of extra) {
+    if ((out.length & 1023) === 0) await y.maybe();
     while (i < sorted.length && walkOrder(sorted[i]!.rel, e.rel) < 0) out.push(sorted[i++]!);
     out.push(e);
   }
   while (i < sorted.length) out.push(sorted[i++]!);
   return out;
 }
+
+/** Paths looked at (lstat) at once by a patch: libuv's pool has a few threads, and each call costs this thread too. */
+const LSTAT_CONCURRENCY = 16;
 
 export class DirSource {
   private snapshot: ResourceSnapshot = emptySnapshot();
@@ -137,6 +142,7 @@ export class DirSource {
   private timer?: NodeJS.Timeout;
   private flushTimer?: NodeJS.Timeout;
   private burstStart = 0;
+  private lastEvent = 0;
   private readonly pending = new Set<string>();
   private fullPending = false;
   private chain: Promise<unknown> = Promise.resolve();
@@ -250,16 +256,28 @@ export class DirSource {
     return next.then(() => this.snapshot);
   }
 
-  /** A watch event: the path joins the burst (a null name, or a watch error: a full listing). */
+  /**
+   * A watch event: the path joins the burst (a null name, or a watch error: a full listing). An event
+   * costs a set insertion and a clock read: the burst's one timer is not moved per event (a shell loop
+   * writing thousands of files delivers them by the hundred in one turn of the event loop), it looks
+   * when it fires whether the burst has been quiet long enough.
+   */
   private noticed(name: string | null): void {
     if (this.stopped) return;
     if (name === null) this.fullPending = true;
     else this.pending.add(name);
+    this.lastEvent = Date.now();
+    if (this.flushTimer) return;
+    this.burstStart = this.lastEvent;
+    this.flushTimer = setTimeout(() => this.due(), DEBOUNCE_MS);
+  }
+
+  /** The burst's timer: applied once quiet for DEBOUNCE_MS or MAX_DELAY_MS after its first event. */
+  private due(): void {
     const now = Date.now();
-    if (!this.flushTimer) this.burstStart = now;
-    else clearTimeout(this.flushTimer);
-    const wait = Math.max(0, Math.min(DEBOUNCE_MS, this.burstStart + MAX_DELAY_MS - now));
-    this.flushTimer = setTimeout(() => this.flush(), wait);
+    const wait = Math.min(this.lastEvent + DEBOUNCE_MS, this.burstStart + MAX_DELAY_MS) - now;
+    if (wait > 0) this.flushTimer = setTimeout(() => this.due(), wait);
+    else this.flush();
   }
 
   private flush(): void {
@@ -299,9 +317,13 @@ export class DirSource {
   private async patch(rels: Set<string>): Promise<void> {
     if (!this.listing || this.unreadable !== undefined) return this.rescan();
     if (!(await stat(this.dir).catch(() => undefined))?.isDirectory()) return this.rescan();
+    const y = new Yielder();
     const entries = this.listing.entries;
     const index = new Map<string, number>();
-    entries.forEach((e, i) => index.set(e.rel, i));
+    for (let i = 0; i < entries.length; i++) {
+      if ((i & 1023) === 0) await y.maybe();
+      index.set(entries[i]!.rel, i);
+    }
     const updates = new Map<string, ListedFile | undefined>();
     const candidates: string[] = [];
     for (const rel of rels) {
@@ -313,15 +335,23 @@ export class DirSource {
       if (at !== undefined && isProblem(entries[at]!)) return this.rescan();
       candidates.push(rel);
     }
-    // every path looked at concurrently (libuv's pool), not one round trip after another
-    const stats = await Promise.all(
-      candidates.map((rel) =>
-        lstat(join(this.dir, rel), { bigint: true }).then(
+    // the paths looked at concurrently (libuv's pool), not one round trip after another, a few at a time
+    // (a burst names thousands: issued at once, their calls alone would hold the event loop)
+    type Looked = { rel: string; st: BigIntStats } | { rel: string; gone: boolean };
+    const stats: Looked[] = new Array<Looked>(candidates.length);
+    let next = 0;
+    const lookNext = async (): Promise<void> => {
+      while (next < candidates.length) {
+        const at = next++;
+        const rel = candidates[at]!;
+        stats[at] = await lstat(join(this.dir, rel), { bigint: true }).then(
           (st) => ({ rel, st }),
           (e: unknown) => ({ rel, gone: (e as NodeJS.ErrnoException).code === 'ENOENT' }),
-        ),
-      ),
-    );
+        );
+        await y.maybe();
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LSTAT_CONCURRENCY, candidates.length) }, lookNext));
     for (const r of stats) {
       if ('gone' in r) {
         if (!r.gone) return this.rescan();
@@ -340,10 +370,14 @@ export class DirSource {
       });
     }
     if (!updates.size) return;
-    let next: ListedEntry[] = entries.filter((e) => !updates.has(e.rel));
+    let kept: ListedEntry[] = [];
+    for (let i = 0; i < entries.length; i++) {
+      if ((i & 1023) === 0) await y.maybe();
+      if (!updates.has(entries[i]!.rel)) kept.push(entries[i]!);
+    }
     const added = [...updates.values()].filter((f): f is ListedFile => f !== undefined);
-    if (added.length) next = mergeInWalkOrder(next, added);
-    await this.read({ entries: next });
+    if (added.length) kept = await mergeInWalkOrder(kept, added, y);
+    await this.read({ entries: kept });
   }
 
   /** Reads the files of a listing whose signature changed, then applies it if anything did. */
@@ -365,6 +399,7 @@ export class DirSource {
     );
     const gone = new Set<string>();
     for (const f of stale) {
+      if ((++n & 63) === 0) await y.maybe();
       const load = loads.get(f.rel);
       if (!load || load.gone) gone.add(f.rel);
       else {
@@ -375,18 +410,22 @@ export class DirSource {
       }
     }
     const entries = gone.size ? listing.entries.filter((e) => !gone.has(e.rel)) : listing.entries;
-    const present = new Set(entries.map((e) => e.rel));
+    const present = new Set<string>();
+    const problemList: string[] = [];
+    for (const e of entries) {
+      if ((++n & 1023) === 0) await y.maybe();
+      present.add(e.rel);
+      if (isProblem(e)) problemList.push(`${e.rel}!${e.problem}`);
+    }
     let removed = false;
     for (const rel of this.parsed.keys()) {
+      if ((++n & 1023) === 0) await y.maybe();
       if (!present.has(rel)) {
         this.parsed.delete(rel);
         removed = true;
       }
     }
-    const problems = entries
-      .filter(isProblem)
-      .map((p) => `${p.rel}!${p.problem}`)
-      .join('|');
+    const problems = problemList.join('|');
     const unchanged = this.loadedOnce && !removed && stale.length === 0 && problems === this.problemsSeen;
     this.listing = { entries };
     this.problemsSeen = problems;
@@ -409,11 +448,13 @@ export class DirSource {
     // each refusal is logged (and counted) once, not again on every later change of the directory
     const reported = new Set(result.errors.map(formatLoadError));
     const fresh = result.errors.filter((e) => !this.reported.has(formatLoadError(e)));
-    for (const e of fresh)
+    for (const e of fresh) {
+      if ((++n & 63) === 0) await y.maybe();
       this.logger.warn(
         { file: e.file, ...(e.index === undefined ? {} : { document: e.index }) },
         `resource refused: ${formatLoadError(e)}`,
       );
+    }
     if (fresh.length) this.onErrors(fresh);
     this.snapshot = await this.merge(result, reported);
     this.reported = reported;

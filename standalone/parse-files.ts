@@ -4,10 +4,11 @@
  * parse-worker.ts), started on demand and ended after a while unused, so a directory of any size — or one
  * file of 1 MiB — never holds the gateway's requests behind its parsing. Should the worker fail, the files
  * are parsed in place, still yielding between them. At start-up (nothing served yet) a large directory is
- * parsed by both threads at once.
+ * parsed by both threads at once; once the gateway serves, the worker parses at background priority (it
+ * takes a core only when the event loop does not need it).
  */
 import { loadManifestFile, type FileLoad } from './manifests.js';
-import type { ParseReply, ParseRequest, ParseResults } from './parse-worker.js';
+import type { ParseReply, ParseRequest, ParseResults, ParseWorkerData } from './parse-worker.js';
 import { Yielder } from '../lib/yielder.js';
 const { Worker } = process.getBuiltinModule('node:worker_threads');
 
@@ -49,13 +50,13 @@ export class ManifestParser {
     const bytes = files.reduce((s, f) => s + f.size, 0);
     if (idle && bytes > SPLIT_BYTES && files.length > 1) return this.split(files);
     if (idle || (files.length <= INLINE_FILES && bytes <= INLINE_BYTES)) return this.inPlace(files);
-    return this.offLoop(files);
+    return this.offLoop(files, true);
   }
 
-  /** In the worker; in place should it fail. */
-  private async offLoop(files: FileToParse[]): Promise<Map<string, FileLoad>> {
+  /** In the worker (`background`: the gateway serves); in place should it fail. */
+  private async offLoop(files: FileToParse[], background: boolean): Promise<Map<string, FileLoad>> {
     try {
-      return await this.inWorker(files);
+      return await this.inWorker(files, background);
     } catch {
       this.stopWorker();
       return this.inPlace(files);
@@ -82,7 +83,7 @@ export class ManifestParser {
         awayCost += cost;
       }
     }
-    const [fromWorker, inPlace] = await Promise.all([this.offLoop(away), this.inPlace(here)]);
+    const [fromWorker, inPlace] = await Promise.all([this.offLoop(away, false), this.inPlace(here)]);
     for (const [rel, load] of fromWorker) inPlace.set(rel, load);
     return inPlace;
   }
@@ -101,14 +102,14 @@ export class ManifestParser {
     return out;
   }
 
-  private inWorker(files: FileToParse[]): Promise<Map<string, FileLoad>> {
-    const w = this.startWorker();
+  private inWorker(files: FileToParse[], background: boolean): Promise<Map<string, FileLoad>> {
+    const w = this.startWorker(background);
     const id = this.nextId++;
     const out = new Map<string, FileLoad>();
     if (this.idle) clearTimeout(this.idle);
     return new Promise<Map<string, FileLoad>>((resolve, reject) => {
       this.waiting.set(id, { out, done: () => resolve(out), fail: reject });
-      w.postMessage({ id, files: files.map(({ rel, path }) => ({ rel, path })) } satisfies ParseRequest);
+      w.postMessage({ id, files: files.map(({ rel, path }) => ({ rel, path })), background } satisfies ParseRequest);
     }).finally(() => {
       this.waiting.delete(id);
       if (!this.waiting.size && this.worker) {
@@ -118,9 +119,11 @@ export class ManifestParser {
     });
   }
 
-  private startWorker(): Worker {
+  private startWorker(background: boolean): Worker {
     if (this.worker) return this.worker;
-    const w = new Worker(new URL('./parse-worker.js', import.meta.url));
+    const w = new Worker(new URL('./parse-worker.js', import.meta.url), {
+      workerData: { background } satisfies ParseWorkerData,
+    });
     w.unref();
     w.on('message', (m: ParseReply) => {
       const job = this.waiting.get(m.id);

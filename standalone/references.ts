@@ -9,6 +9,7 @@ import type { KeySessionT } from '../crds/schemas/access-key.js';
 import { missingKeyReferences } from '../compiler/key-references.js';
 import { sessionOf } from '../compiler/key-sessions.js';
 import type { ResourceSnapshot } from '../compiler/snapshot.js';
+import type { Yielder } from '../lib/yielder.js';
 
 /** What exists, as `namespace/api_id` and `namespace/policy`: built once per snapshot. */
 export interface ReferenceIndex {
@@ -21,6 +22,23 @@ export function referenceIndex(s: ResourceSnapshot): ReferenceIndex {
     apis: new Set(s.apis.map((a) => `${a.metadata.namespace}/${apiIdOf(a)}`)),
     policies: new Set(s.policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)),
   };
+}
+
+/** referenceIndex in slices that let requests through (a directory of thousands of APIs). */
+export async function referenceIndexSliced(s: ResourceSnapshot, y: Yielder): Promise<ReferenceIndex> {
+  const apis = new Set<string>();
+  for (let i = 0; i < s.apis.length; i++) {
+    if ((i & 511) === 0) await y.maybe();
+    const a = s.apis[i]!;
+    apis.add(`${a.metadata.namespace}/${apiIdOf(a)}`);
+  }
+  const policies = new Set<string>();
+  for (let i = 0; i < s.policies.length; i++) {
+    if ((i & 511) === 0) await y.maybe();
+    const p = s.policies[i]!;
+    policies.add(`${p.metadata.namespace}/${p.metadata.name}`);
+  }
+  return { apis, policies };
 }
 
 /**

@@ -7,6 +7,7 @@ import type { AnyResource } from '../crds/kinds.js';
 import type { Logger } from '../lib/logger.js';
 import type { CompileProblem } from '../compiler/compile-config.js';
 import { resourceLabel, type ResourceSnapshot } from '../compiler/snapshot.js';
+import type { Yielder } from '../lib/yielder.js';
 
 export interface Note {
   fields: Record<string, string>;
@@ -42,9 +43,12 @@ export class ChangedNotesLog {
 
   constructor(private readonly logger: Logger) {}
 
-  log(notes: Notes): void {
+  /** In slices (`y`): a burst of thousands of refused files logs thousands of lines. */
+  async log(notes: Notes, y?: Yielder): Promise<void> {
     const now = new Map<string, string>();
+    let i = 0;
     for (const [id, { fields, line }] of notes) {
+      if (y && (++i & 63) === 0) await y.maybe();
       now.set(id, line);
       if (this.last.get(id) !== line) this.logger.warn(fields, line);
     }

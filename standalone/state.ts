@@ -10,7 +10,7 @@ import { IncrementalCompiler } from '../compiler/incremental-config.js';
 import { keyMaterial, sessionOf, snapshotSecrets } from '../compiler/key-sessions.js';
 import type { AccessKey, OAuthClient, Policy, Secret } from '../crds/kinds.js';
 import { resourceLabel, type ResourceSnapshot } from '../compiler/snapshot.js';
-import { missingReferences, referenceIndex, type ReferenceIndex } from './references.js';
+import { missingReferences, referenceIndexSliced, type ReferenceIndex } from './references.js';
 import { secretValue } from '../crds/kinds.js';
 import { clientRecordOf } from '../compiler/client-records.js';
 import { clientRecordKey, MemoryClientDirectory, type ClientRecord } from '../contract/oauth/clients.js';
@@ -118,6 +118,10 @@ export class StandaloneState {
   /** What the keys' sessions and notes were last computed from, and those notes. */
   private keyInputs?: KeyInputs;
   private keyNotes: Notes = new Map();
+  /** What existed for the keys' references at the last apply through the keys. */
+  private lastRefs?: ReferenceIndex;
+  /** The keys by what they refer to, for the last list of keys (applyRefsChange). */
+  private referring?: { keys: readonly AccessKey[]; by: Map<string, AccessKey[]> };
   /** How many applies went through the keys (tests: an edit of an API leaves them alone). */
   keyApplies = 0;
   /** How many of those went through the edited keys only (tests). */
@@ -192,8 +196,13 @@ export class StandaloneState {
       this.policyNames = names;
     }
     if (refsChanged) this.refsVersion++;
+    const y = new Yielder();
     const notes: Notes = new Map();
-    problems.forEach((p) => notes.set(`refused ${resourceLabel(snapshot, p.resource)}`, refusalNote(snapshot, p)));
+    for (let i = 0; i < problems.length; i++) {
+      if ((i & 255) === 0) await y.maybe();
+      const p = problems[i]!;
+      notes.set(`refused ${resourceLabel(snapshot, p.resource)}`, refusalNote(snapshot, p));
+    }
     if (config.hash !== this.config.hash) {
       this.config = config;
       this.logger.info(
@@ -220,16 +229,37 @@ export class StandaloneState {
         sameItems(last.secrets, inputs.secrets) &&
         sameItems(last.clients, inputs.clients) &&
         (await this.applyKeyEdit(last.keys, inputs.keys, snapshot));
-      if (!edited) {
+      // only which api_ids and policies exist changed (APIs added or removed): the notes of the keys that
+      // refer to those, and the clients; the sessions do not depend on it
+      const refsOnly =
+        !edited &&
+        !this.rewrite &&
+        last !== undefined &&
+        last.refs !== inputs.refs &&
+        sameItems(last.keys, inputs.keys) &&
+        sameItems(last.secrets, inputs.secrets) &&
+        sameItems(last.clients, inputs.clients) &&
+        (await this.applyRefsChange(snapshot, y));
+      if (!edited && !refsOnly) {
         const keyNotes: Notes = new Map();
-        await this.applyKeys(snapshot, referenceIndex(snapshot), keyNotes);
+        // what exists, for the keys' and clients' references (none: nothing refers to anything)
+        const refs =
+          snapshot.keys.length + snapshot.clients.length
+            ? await referenceIndexSliced(snapshot, y)
+            : { apis: new Set<string>(), policies: new Set<string>() };
+        await this.applyKeys(snapshot, refs, keyNotes);
         this.keyNotes = keyNotes;
+        this.lastRefs = refs;
       }
       this.keyInputs = inputs; // only once the store took every write: a failed apply is done again
       this.keyApplies++;
     }
-    for (const [k, v] of this.keyNotes) notes.set(k, v);
-    this.notesLog.log(notes);
+    let i = 0;
+    for (const [k, v] of this.keyNotes) {
+      if ((++i & 1023) === 0) await y.maybe();
+      notes.set(k, v);
+    }
+    await this.notesLog.log(notes, y);
     this.rewrite = false;
   }
 
@@ -249,7 +279,9 @@ export class StandaloneState {
     if (removed.length + added.length > Math.max(KEY_EDIT_MIN, after.length / 4)) return false;
     const secrets = snapshotSecrets(snapshot);
     const leaving = new Map<string, AccessKey>();
+    let i = 0;
     for (const key of removed) {
+      if ((++i & 31) === 0) await y.maybe();
       const m = keyMaterial(key, secrets);
       if (!m.ok) continue; // it served nothing (its note goes below)
       if (this.dupHashes.has(m.keyHash)) return false;
@@ -257,6 +289,7 @@ export class StandaloneState {
     }
     const coming = new Map<string, AccessKey>();
     for (const key of added) {
+      if ((++i & 31) === 0) await y.maybe();
       const m = keyMaterial(key, secrets);
       if (!m.ok || coming.has(m.keyHash)) return false;
       const holder = this.winners.get(m.keyHash);
@@ -264,13 +297,16 @@ export class StandaloneState {
       coming.set(m.keyHash, key);
     }
 
-    const refs = referenceIndex(snapshot);
+    const refs = await referenceIndexSliced(snapshot, y);
+    this.lastRefs = refs;
     for (const key of removed) {
+      if ((++i & 63) === 0) await y.maybe();
       const label = resourceLabel(snapshot, key);
       for (const what of ['secret', 'duplicate', 'missing']) this.keyNotes.delete(`${what} ${label}`);
     }
     const writes: SessionWrite[] = [];
     for (const [hash, key] of coming) {
+      if ((++i & 15) === 0) await y.maybe();
       const s = storedOf(key);
       const missing = missingReferences(key, refs, s.stored.session);
       if (missing !== undefined)
@@ -296,6 +332,74 @@ export class StandaloneState {
     return true;
   }
 
+  /**
+   * The api_ids and policy names that exist changed, nothing else the keys depend on: the missing-reference
+   * notes of the keys that refer to one of the changed ones, and the clients (their records and notes).
+   * False when the last apply's index is not known (the caller goes through every key).
+   */
+  private async applyRefsChange(snapshot: ResourceSnapshot, y: Yielder): Promise<boolean> {
+    const before = this.lastRefs;
+    if (!before) return false;
+    const refs = await referenceIndexSliced(snapshot, y);
+    const changed: string[] = [];
+    let i = 0;
+    for (const [prefix, a, b] of [
+      ['A', refs.apis, before.apis],
+      ['P', refs.policies, before.policies],
+      ['A', before.apis, refs.apis],
+      ['P', before.policies, refs.policies],
+    ] as const) {
+      for (const id of a) {
+        if ((++i & 1023) === 0) await y.maybe();
+        if (!b.has(id)) changed.push(prefix + id);
+      }
+    }
+    const referring = await this.keysByReference(snapshot.keys, y);
+    const keys = new Set<AccessKey>();
+    for (const ref of changed) for (const key of referring.get(ref) ?? []) keys.add(key);
+    for (const key of keys) {
+      if ((++i & 15) === 0) await y.maybe();
+      this.noteMissing(snapshot, key, missingReferences(key, refs, storedOf(key).stored.session));
+    }
+    for (const c of snapshot.clients) {
+      if ((++i & 15) === 0) await y.maybe();
+      this.noteMissing(snapshot, c, missingReferences(c, refs));
+    }
+    await this.applyClients(snapshot, refs);
+    this.lastRefs = refs;
+    return true;
+  }
+
+  private noteMissing(snapshot: ResourceSnapshot, r: AccessKey | OAuthClient, missing: string | undefined): void {
+    const id = `missing ${resourceLabel(snapshot, r)}`;
+    if (missing === undefined) this.keyNotes.delete(id);
+    else this.keyNotes.set(id, noteOn(snapshot, r, `refers to something missing: ${missing}`));
+  }
+
+  /**
+   * The keys of a list by what they refer to (`A` + namespace/api_id, `P` + namespace/policy), built once
+   * per list of keys, in slices.
+   */
+  private async keysByReference(keys: readonly AccessKey[], y: Yielder): Promise<Map<string, AccessKey[]>> {
+    if (this.referring?.keys === keys) return this.referring.by;
+    const by = new Map<string, AccessKey[]>();
+    const add = (ref: string, key: AccessKey): void => {
+      const list = by.get(ref);
+      if (list) list.push(key);
+      else by.set(ref, [key]);
+    };
+    for (let i = 0; i < keys.length; i++) {
+      if ((i & 15) === 0) await y.maybe();
+      const key = keys[i]!;
+      const ns = key.metadata.namespace;
+      const session = storedOf(key).stored.session;
+      for (const p of session.apply_policies ?? []) add(`P${ns}/${p}`, key);
+      for (const a of Object.keys(session.access_rights ?? {})) add(`A${ns}/${a}`, key);
+    }
+    this.referring = { keys, by };
+    return by;
+  }
+
   /** The sessions of the directory's keys written to the store (those that changed), their notes, the clients. */
   private async applyKeys(snapshot: ResourceSnapshot, refs: ReferenceIndex, notes: Notes): Promise<void> {
     const y = new Yielder();
@@ -307,7 +411,7 @@ export class StandaloneState {
     const secrets = snapshotSecrets(snapshot);
     let i = 0;
     for (const key of snapshot.keys) {
-      if ((++i & 255) === 0) await y.maybe();
+      if ((++i & 15) === 0) await y.maybe();
       const m = keyMaterial(key, secrets);
       if (!m.ok) {
         const ns = key.metadata.namespace;
@@ -354,6 +458,7 @@ export class StandaloneState {
     }
     await this.writeSessions(writes);
     for (const hash of [...this.written.keys()]) {
+      if ((++i & 1023) === 0) await y.maybe();
       if (!next.has(hash)) {
         await this.sessions.delete(hash);
         this.written.delete(hash);
@@ -403,7 +508,7 @@ export class StandaloneState {
   ): Promise<void> {
     let i = 0;
     for (const r of [...snapshot.keys, ...snapshot.clients]) {
-      if ((++i & 255) === 0) await y.maybe();
+      if ((++i & 15) === 0) await y.maybe();
       const missing = missingReferences(r, index, r.kind === 'AccessKey' ? storedOf(r).stored.session : undefined);
       if (missing !== undefined)
         notes.set(

@@ -240,7 +240,9 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
       if (!wanted.has(id)) work.push(applyApi({ api_id: id, listenPath: state.listenPath }, undefined));
     }
     for (const { api, spec, keep } of wanted.values()) {
-      if (!keep) work.push(applyApi(api, spec));
+      // an API without streams that had none: nothing to do (most APIs of a large config)
+      if (keep || (!spec && !apis.has(api.api_id))) continue;
+      work.push(applyApi(api, spec));
     }
     await Promise.all(work);
   }

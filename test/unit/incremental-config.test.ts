@@ -119,6 +119,34 @@ describe('IncrementalCompiler', () => {
     }
   });
 
+  test("bursts: hundreds of APIs added and removed at once (a burst of files) give compileConfig's config", async () => {
+    const r = rng(7);
+    let apis: ApiDefinition[] = Array.from({ length: 300 }, (_, i) => api(`b${i}`, `/b${i}/`, `id${i}`));
+    const inc = new IncrementalCompiler();
+    let previous: CompiledConfig | undefined;
+    for (let step = 0; step < 8; step++) {
+      const full = compileConfig(apis, [], servingApis(previous));
+      const got = await inc.update(apis, []);
+      const where = `step ${step}`;
+      expect({ where, apis: got.config.apis.map((a) => a.name + a.listenPath) }).toEqual({
+        where,
+        apis: full.config.apis.map((a) => a.name + a.listenPath),
+      });
+      expect({ where, hash: got.config.hash }).toEqual({ where, hash: full.config.hash });
+      expect({ where, problems: problemSet(got.problems) }).toEqual({ where, problems: problemSet(full.problems) });
+      previous = got.config;
+      // 100–400 removed, 200–700 added at random places; a tenth of the new ones clash with a served API
+      const next = apis.filter(() => r() > 0.1 + r() * 0.2);
+      const adding = 200 + Math.floor(r() * 500);
+      for (let k = 0; k < adding; k++) {
+        const n = uid;
+        const listen = r() < 0.1 ? `/b${Math.floor(r() * 300)}/` : `/s${step}-${n}/`;
+        next.splice(Math.floor(r() * (next.length + 1)), 0, api(`s${step}-${n}`, listen, `sid${n}`));
+      }
+      apis = next;
+    }
+  });
+
   test("no APIs and no policies: compileConfig's config of nothing", async () => {
     const got = await new IncrementalCompiler().update([], []);
     expect(got.config).toEqual(compileConfig([], []).config);

@@ -110,6 +110,18 @@ test('an edit that changes no key, Secret, client, api_id or policy name leaves 
     await state.apply(toSnapshot([api('/b/', 'billing'), ...keys.map((k, i) => (i === 7 ? edited : k))]));
     expect(state.keyApplies).toBe(3);
     expect(logs.some((l) => /AccessKey default\/k0 .*refers to something missing: .*orders/.test(l))).toBe(true);
+    expect(puts).toBe(301); // which api_ids exist changes notes, not sessions
+
+    // back again: the notes are gone (a later loss logs them again), still no session written
+    const current = keys.map((k, i) => (i === 7 ? edited : k));
+    logs.length = 0;
+    await state.apply(toSnapshot([api('/b/'), ...current]));
+    expect(logs.filter((l) => /refers to something missing/.test(l))).toEqual([]);
+    await state.apply(toSnapshot([api('/b/', 'billing'), ...current]));
+    expect(logs.filter((l) => /AccessKey default\/k\d+ .*refers to something missing: .*orders/.test(l))).toHaveLength(
+      300,
+    );
+    expect(puts).toBe(301);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
