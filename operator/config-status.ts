@@ -21,11 +21,19 @@ interface PlannedStatus {
   outcome: Outcome;
 }
 
-export class ConfigStatusPlans implements StatusPlans {
-  private readonly plans = new Map<string, PlannedStatus[]>();
+interface Plan {
+  items: PlannedStatus[];
+  settle?: (objects: Map<string, string>) => void;
+}
 
-  /** The outcomes of a Config reconcile of `ns` (by the cached object they were computed from). */
-  set(ns: string, outcomes: Map<KubeObject, Outcome>): void {
+export class ConfigStatusPlans implements StatusPlans {
+  private readonly plans = new Map<string, Plan>();
+
+  /**
+   * The outcomes of a Config reconcile of `ns` (by the cached object they were computed from); `settle` is
+   * called with the resourceVersion of every object (`Kind/name`) once all of them are written or found right.
+   */
+  set(ns: string, outcomes: Map<KubeObject, Outcome>, settle?: (objects: Map<string, string>) => void): void {
     const items: PlannedStatus[] = [];
     for (const [raw, outcome] of outcomes)
       items.push({
@@ -35,14 +43,17 @@ export class ConfigStatusPlans implements StatusPlans {
         generation: (raw.metadata as { generation?: unknown }).generation,
         outcome,
       });
-    this.plans.set(ns, items);
+    this.plans.set(ns, { items, settle });
   }
 
   /** Writes the newest plan of `ns`; stops early when a newer one arrives (then run again). */
   async write(ctx: OperatorContext, ns: string): Promise<void> {
-    const plan = this.plans.get(ns);
-    if (!plan) return;
-    const superseded = (): boolean => this.plans.get(ns) !== plan;
+    const current = this.plans.get(ns);
+    if (!current) return;
+    const plan = current.items;
+    const superseded = (): boolean => this.plans.get(ns) !== current;
+    const versions = new Map<string, string>();
+    let complete = true;
     let next = 0;
     const writer = async (): Promise<void> => {
       for (let i = next++; i < plan.length && !superseded(); i = next++) {
@@ -53,12 +64,18 @@ export class ConfigStatusPlans implements StatusPlans {
           !cur ||
           cur.metadata.uid !== it.uid ||
           (cur.metadata as { generation?: unknown }).generation !== it.generation
-        )
+        ) {
+          complete = false;
           continue; // replaced since: the Config reconcile its change queued plans it anew
-        await report(ctx, it.api ? REFS.ApiDefinition : REFS.Policy, inf, cur, it.outcome);
+        }
+        const rv = await report(ctx, it.api ? REFS.ApiDefinition : REFS.Policy, inf, cur, it.outcome);
+        if (rv === undefined) complete = false;
+        else versions.set(`${it.api ? 'ApiDefinition' : 'Policy'}/${it.name}`, rv);
       }
     };
     await Promise.all(Array.from({ length: Math.min(STATUS_WRITES, plan.length) }, writer));
-    if (!superseded()) this.plans.delete(ns);
+    if (superseded()) return;
+    this.plans.delete(ns);
+    if (complete) current.settle?.(versions);
   }
 }

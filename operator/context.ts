@@ -10,6 +10,8 @@ import { KubeObjectSchema, type Informer, type KubeObject, type ResourceRef } fr
 import { codeOf, resourcePath, type KubeApi } from '../lib/kube/api.js';
 import type { OperatorMetrics } from './metrics.js';
 import type { ApiIdIndex } from './api-index.js';
+import type { KeyMemos } from './key-memo.js';
+import type { SettledConfigs } from './config-settled.js';
 import type { Outcome, StatusWriter } from './status.js';
 import { readyCondition } from './status.js';
 
@@ -37,7 +39,8 @@ export interface Informers {
 
 /** The statuses a Config reconcile computed, written by the ConfigStatus key (config-status.ts). */
 export interface StatusPlans {
-  set(ns: string, outcomes: Map<KubeObject, Outcome>): void;
+  /** `settle`: what the config reconcile wrote, made settled (config-settled.ts) once every status is written. */
+  set(ns: string, outcomes: Map<KubeObject, Outcome>, settle?: (objects: Map<string, string>) => void): void;
   write(ctx: OperatorContext, ns: string): Promise<void>;
 }
 
@@ -58,6 +61,10 @@ export interface OperatorContext {
   apiIds: ApiIdIndex;
   /** Per namespace, the statuses the last Config reconcile computed, written by the ConfigStatus key. */
   statusPlans: StatusPlans;
+  /** What the last reconcile of each AccessKey found and wrote (a resync skips the unchanged ones). */
+  keyMemos: KeyMemos;
+  /** Per namespace, the inputs and outputs of its last complete config reconcile (a resync skips it unchanged). */
+  settled: SettledConfigs;
   /** Per namespace, `Kind/name` of the resources refused for size (a log line when one is newly refused). */
   refused: Map<string, Set<string>>;
   /** Bytes of items and owner references per config ConfigMap (default SHARD_BUDGET_BYTES). */
@@ -95,20 +102,26 @@ export async function referencedSecret(ctx: OperatorContext, ns: string, name: s
   return s.success ? s.data : undefined;
 }
 
-/** Status write + a Warning Event when the reason changed to a failure. */
+/**
+ * Status write + a Warning Event when the reason changed to a failure. Returns the resourceVersion the object
+ * has with this status: the one the write produced, or the one it had when nothing had to be written.
+ */
 export async function report(
   ctx: OperatorContext,
   ref: ResourceRef,
   inf: Informer,
   obj: KubeObject,
   outcome: Outcome,
-): Promise<void> {
+): Promise<string | undefined> {
   const before = readyCondition(obj);
   const written = await ctx.status.write(ref, obj, outcome);
   if (written) inf.remember(written);
   if (!outcome.ready && (before?.reason !== outcome.reason || before?.status !== 'False')) {
     await ctx.events.record(ref, obj, 'Warning', outcome.reason, outcome.message);
   }
+  if (!written) return obj.metadata.resourceVersion;
+  const rv = (written as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion;
+  return typeof rv === 'string' ? rv : undefined;
 }
 
 /** Adds the finalizer (optimistic: the patch tests the resourceVersion). Returns the updated object. */

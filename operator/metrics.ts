@@ -69,6 +69,18 @@ export class OperatorMetrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+  readonly unchanged = new Counter({
+    name: 'gw_controller_unchanged_total',
+    help: 'Reconciles and resync checks that found the resource, its inputs and what it wrote as last reconciled, and did nothing (no validation, compile or write), by kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly validated = new Counter({
+    name: 'gw_controller_validated_total',
+    help: 'AccessKeys and OAuthClients validated by a full reconcile, by kind (an unchanged one costs none)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
   readonly smoothingEvents = new Counter({
     name: 'gw_controller_smoothing_events_total',
     help: 'Smoothing events received from sidecars, by event',

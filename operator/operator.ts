@@ -35,8 +35,20 @@ import { SecretIndex } from './secret-index.js';
 import { ApiIdIndex } from './api-index.js';
 import { markerComplete, markerReady, markerRestoring, storeMarkerKey } from '../contract/store-keys.js';
 import { restoreSessions } from './restore.js';
+import { KeyMemos } from './key-memo.js';
+import { SettledConfigs } from './config-settled.js';
+import { SESSION_PREFIX } from '../contract/sessions-redis.js';
 const { randomUUID } = process.getBuiltinModule('node:crypto');
 const { setTimeout: delay } = process.getBuiltinModule('node:timers/promises');
+
+/** AccessKeys whose sessions one store read of a resync compares. */
+const AUDIT_BATCH = 500;
+
+/** The values of `keys`: one MGET on a single server; on a cluster, GETs (the keys' slots differ). */
+async function readSessions(redis: StoreClient, keys: string[]): Promise<(string | null)[]> {
+  if ('nodes' in redis) return Promise.all(keys.map((k) => redis.get(k)));
+  return redis.mget(...keys);
+}
 
 const MANAGED_BY_SELECTOR = Object.entries(MANAGED_BY)
   .map(([k, v]) => `${k}=${v}`)
@@ -79,6 +91,9 @@ export class Operator {
   private timers: NodeJS.Timeout[] = [];
   private redisSeenReady = false;
   private restoring = false;
+  /** A key audit is running (fullResync), and whether another was asked for meanwhile. */
+  private auditing = false;
+  private auditAgain = false;
 
   constructor(private readonly o: OperatorOptions) {
     this.metrics = o.metrics ?? new OperatorMetrics();
@@ -119,6 +134,8 @@ export class Operator {
       statusPlans: new ConfigStatusPlans(),
       shardBudget: o.shardBudget,
       keyOwners: new Map(),
+      keyMemos: new KeyMemos(),
+      settled: new SettledConfigs(),
       apiIds: new ApiIdIndex(),
       scope: o.namespace,
     };
@@ -228,7 +245,13 @@ export class Operator {
     this.queue.clear();
   }
 
-  /** Everything into the queue: every namespace's config, every key, every client. */
+  /**
+   * Everything checked again: every namespace's config, every key, every client. What is as the last
+   * reconcile left it costs a comparison, not a reconcile: a namespace whose ApiDefinitions, Policies,
+   * ConfigMaps and keys are the versions its last complete config reconcile left is not queued
+   * (config-settled.ts); an AccessKey whose memo holds (key-memo.ts) has its session compared with the store's
+   * in batches (auditKeys) and is queued only when it differs. The rest is queued behind every live change.
+   */
   fullResync(cause: string): void {
     if (!this.synced) return;
     this.metrics.resyncs.inc({ cause });
@@ -237,11 +260,59 @@ export class Operator {
       for (const o of inf.list()) namespaces.add(o.metadata.namespace ?? 'default');
     }
     // behind every live change: a resync of tens of thousands of keys never delays an edit
-    for (const ns of namespaces) this.queue.add(`Config|${ns}`, 'bulk');
-    for (const o of this.informers.keys.list())
-      this.queue.add(`AccessKey|${o.metadata.namespace}|${o.metadata.name}`, 'bulk');
+    for (const ns of namespaces) {
+      if (this.ctx.settled.holds(this.informers, ns)) this.metrics.unchanged.inc({ kind: 'Config' });
+      else this.queue.add(`Config|${ns}`, 'bulk');
+    }
+    void this.auditKeys();
     for (const o of this.informers.clients.list())
       this.queue.add(`OAuthClient|${o.metadata.namespace}|${o.metadata.name}`, 'bulk');
+  }
+
+  /**
+   * Every AccessKey against its memo and the store: one MGET per AUDIT_BATCH keys whose memo holds (on a
+   * cluster, the GETs of a batch pipelined per master), the key queued (bulk) when its session differs or it has
+   * no memo. A store error queues the batch. One audit at a time; a resync asked for meanwhile runs another.
+   */
+  private async auditKeys(): Promise<void> {
+    if (this.auditing) {
+      this.auditAgain = true;
+      return;
+    }
+    this.auditing = true;
+    try {
+      do {
+        this.auditAgain = false;
+        const keys = this.informers.keys.list();
+        for (let i = 0; i < keys.length && this.leading; i += AUDIT_BATCH) {
+          const checks: { queueKey: string; ns: string; name: string; hash: string; json: string }[] = [];
+          for (const raw of keys.slice(i, i + AUDIT_BATCH)) {
+            const ns = raw.metadata.namespace ?? 'default';
+            const queueKey = `AccessKey|${ns}|${raw.metadata.name}`;
+            const memo = this.o.redis ? this.ctx.keyMemos.current(this.ctx, raw) : undefined;
+            if (memo) checks.push({ queueKey, ns, name: raw.metadata.name, hash: memo.hash, json: memo.json });
+            else this.queue.add(queueKey, 'bulk');
+          }
+          if (!checks.length) continue;
+          let stored: (string | null)[] | undefined;
+          try {
+            stored = await readSessions(
+              this.o.redis!,
+              checks.map((c) => SESSION_PREFIX + c.hash),
+            );
+          } catch {
+            stored = undefined; // the reconciles report the store's state
+          }
+          checks.forEach((c, j) => {
+            if (stored?.[j] === c.json) return void this.metrics.unchanged.inc({ kind: 'AccessKey' });
+            this.ctx.keyMemos.forget(c.ns, c.name);
+            this.queue.add(c.queueKey, 'bulk');
+          });
+        }
+      } while (this.auditAgain && this.leading);
+    } finally {
+      this.auditing = false;
+    }
   }
 
   /**
@@ -318,23 +389,30 @@ export class Operator {
     const listing = !this.synced;
     switch (kind) {
       case 'ApiDefinition':
-      case 'Policy':
-        if (kind === 'ApiDefinition') this.ctx.apiIds.update(obj, type === 'delete');
+      case 'Policy': {
+        const idsChanged = kind === 'ApiDefinition' && this.ctx.apiIds.update(obj, type === 'delete');
         if (!specChanged || listing) return;
         this.queue.add(`Config|${ns}`);
         // the keys and clients that refer to it are checked again behind live changes (a new API would
-        // otherwise put every key of its namespace ahead of the next key created)
-        for (const k of this.informers.keys.list(ns)) {
-          if (kind === 'ApiDefinition' ? hasAccessRights(k) : policiesOf(k).includes(name))
-            this.queue.add(`AccessKey|${ns}|${k.metadata.name}`, 'bulk');
-        }
+        // otherwise put every key of its namespace ahead of the next key created); a key's status reads
+        // only whether its APIs exist, so an API edit that keeps the namespace's api_ids checks no key
+        if (kind === 'Policy' || idsChanged)
+          for (const k of this.informers.keys.list(ns)) {
+            if (kind === 'ApiDefinition' ? hasAccessRights(k) : policiesOf(k).includes(name))
+              this.queue.add(`AccessKey|${ns}|${k.metadata.name}`, 'bulk');
+          }
         for (const c of this.informers.clients.list(ns)) this.queue.add(`OAuthClient|${ns}|${c.metadata.name}`, 'bulk');
         return;
+      }
       case 'AccessKey':
         this.secretIndex.update('AccessKey', obj, type === 'delete');
         if (listing || (!lifecycleChanged && type === 'update')) return;
         if (type !== 'delete') this.queue.add(`AccessKey|${ns}|${name}`);
-        if (specChanged) this.queue.addAfter(`Config|${ns}`, 1000); // Policy status lists its keys
+        // a Policy's status lists its keys: the namespace's config again, when the key applies a policy
+        if (specChanged && (policiesOf(obj).length || (old && policiesOf(old).length))) {
+          this.ctx.settled.bumpKeys(ns);
+          this.queue.addAfter(`Config|${ns}`, 1000);
+        }
         return;
       case 'OAuthClient':
         this.secretIndex.update('OAuthClient', obj, type === 'delete');

@@ -67,9 +67,10 @@ export async function reconcileClient(ctx: OperatorContext, ns: string, name: st
   }
 
   raw = await ensureFinalizer(ctx, REFS.OAuthClient, inf, raw, CLIENT_FINALIZER);
+  ctx.metrics.validated.inc({ kind: 'OAuthClient' });
   const parsed = OAuthClientResource.safeParse(raw);
   if (!parsed.success)
-    return report(ctx, REFS.OAuthClient, inf, raw, notReady('InvalidSpec', firstIssue(parsed.error)));
+    return void (await report(ctx, REFS.OAuthClient, inf, raw, notReady('InvalidSpec', firstIssue(parsed.error))));
   const c = parsed.data;
   const recordKey = clientRecordKey(ns, c.spec.api_id, c.spec.client_id);
 
@@ -89,17 +90,17 @@ export async function reconcileClient(ctx: OperatorContext, ns: string, name: st
   const problem = notReadyAll(missing);
 
   if (!ctx.redis)
-    return report(
+    return void (await report(
       ctx,
       REFS.OAuthClient,
       inf,
       raw,
       problem ?? notReady('StoreUnavailable', 'the controller runs without --redis'),
-    );
+    ));
   try {
     if (problem) {
       for (const k of new Set([previous, recordKey])) if (k) await removeRecord(ctx, k);
-      return await report(ctx, REFS.OAuthClient, inf, raw, problem);
+      return void (await report(ctx, REFS.OAuthClient, inf, raw, problem));
     }
     const json = JSON.stringify(clientRecordOf(c, secret!));
     if ((await storeCall(ctx.redis.get(recordKey))) !== json) {

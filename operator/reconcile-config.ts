@@ -134,8 +134,17 @@ export function compileNamespace(ctx: OperatorContext, ns: string): CompiledConf
 
 export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise<void> {
   const { informers: inf } = ctx;
+  // settled again only once this reconcile's statuses are all written (config-settled.ts)
+  ctx.settled.forget(ns);
+  const keyEpoch = ctx.settled.keyEpoch(ns);
   const outcomes = new Map<KubeObject, Outcome>();
-  const fresh = (kind: 'ApiDefinition' | 'Policy') => () => ctx.metrics.configParsed.inc({ kind });
+  // the phases' durations, in the log line of a reconcile that wrote a ConfigMap
+  const t0 = performance.now();
+  let parsedAnew = 0;
+  const fresh = (kind: 'ApiDefinition' | 'Policy') => () => {
+    parsedAnew++;
+    ctx.metrics.configParsed.inc({ kind });
+  };
   const { parsed: apis, byName: apiRaw } = parseCached(
     'ApiDefinition',
     ns,
@@ -152,6 +161,7 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
     outcomes,
     fresh('Policy'),
   );
+  const tParsed = performance.now();
   // the APIs this controller last compiled keep their place against a newcomer (a fresh leader has none
   // yet: the older creationTimestamp wins, which is the one serving unless it was invalid until now)
   const { config, problems } = compileConfig(apis, policies, servingApis(ctx.configs.get(ns)));
@@ -161,6 +171,7 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
     if (raw) outcomes.set(raw, notReady('InvalidSpec', p.message));
   }
 
+  const tCompiled = performance.now();
   // The ConfigMaps: inline, or shards + index; a resource too large for any shard is refused alone.
   const byName = (kind: 'ApiDefinition' | 'Policy', name: string) =>
     (kind === 'ApiDefinition' ? apiRaw : policyRaw).get(name);
@@ -178,7 +189,10 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
     if (raw) outcomes.set(raw, notReady('ConfigTooLarge', `${r.item.kind} ${ns}/${r.item.name}: ${r.message}`));
   }
   reportRefusals(ctx, ns, layout);
-  if (apis.length + policies.length > 0 || inf.configMaps.list(ns).length) await writeLayout(ctx, ns, layout);
+  const tLaidOut = performance.now();
+  const written =
+    apis.length + policies.length > 0 || inf.configMaps.list(ns).length ? await writeLayout(ctx, ns, layout) : 0;
+  const tWritten = performance.now();
   const shardOf = new Map<string, number>();
   for (const s of layout.shards) for (const i of s.items) if (i.api) shardOf.set(i.name, s.index);
 
@@ -221,5 +235,25 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
     else outcomes.set(raw, ok(`applied to ${keys.length} key(s)`, extra));
   }
   // written by the ConfigStatus|ns key (config-status.ts): the next edit's ConfigMaps do not wait for them
-  ctx.statusPlans.set(ns, outcomes);
+  if (written) {
+    const ms = (a: number, b: number): number => Math.round(b - a);
+    ctx.logger.info(
+      {
+        namespace: ns,
+        apis: apis.length,
+        parsedAnew,
+        configMapsWritten: written,
+        ms: {
+          parse: ms(t0, tParsed),
+          compile: ms(tParsed, tCompiled),
+          layout: ms(tCompiled, tLaidOut),
+          write: ms(tLaidOut, tWritten),
+          statuses: ms(tWritten, performance.now()),
+        },
+      },
+      'config reconciled',
+    );
+  }
+  const configMaps = ctx.settled.configMapVersions(inf, ns);
+  ctx.statusPlans.set(ns, outcomes, (objects) => ctx.settled.set(ns, { objects, configMaps, keyEpoch }));
 }

@@ -144,6 +144,12 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
   let raw = inf.get(ns, name);
   if (!raw) return;
   const resKey = `${ns}/${name}`;
+  // nothing it depends on changed since it was stored (key-memo.ts): a resync's or a dependency's re-check
+  if (ctx.keyMemos.current(ctx, raw)) {
+    ctx.metrics.unchanged.inc({ kind: 'AccessKey' });
+    return;
+  }
+  ctx.keyMemos.forget(ns, name); // recorded again only by a reconcile that stores the session
 
   if (raw.metadata.deletionTimestamp) {
     if (!raw.metadata.finalizers?.includes(KEY_FINALIZER)) return;
@@ -165,6 +171,7 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
   }
 
   raw = await ensureFinalizer(ctx, REFS.AccessKey, inf, raw, KEY_FINALIZER);
+  ctx.metrics.validated.inc({ kind: 'AccessKey' });
   const parsed = AccessKeyResource.safeParse(raw);
   if (!parsed.success) return withdraw(ctx, raw, resKey, notReady('InvalidSpec', firstIssue(parsed.error)));
   const key = parsed.data;
@@ -178,31 +185,37 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
   if (owner && owner !== resKey) {
     const other = inf.get(...(owner.split('/') as [string, string]));
     if (other && !other.metadata.deletionTimestamp) {
-      return report(
+      return void (await report(
         ctx,
         REFS.AccessKey,
         inf,
         raw,
         notReady('InvalidSpec', `the same key is already used by AccessKey ${owner}`),
-      );
+      ));
     }
   }
   if (!ctx.redis || !ctx.sessions)
-    return report(ctx, REFS.AccessKey, inf, raw, notReady('StoreUnavailable', 'the controller runs without --redis'));
+    return void (await report(
+      ctx,
+      REFS.AccessKey,
+      inf,
+      raw,
+      notReady('StoreUnavailable', 'the controller runs without --redis'),
+    ));
 
   const stored = sessionOf(key);
   const previous = ownedHash(raw);
   const resetDone = doneReset(raw);
   const resetWanted = key.metadata.annotations?.[QUOTA_RESET_ANNOTATION];
+  const json = JSON.stringify(stored);
   try {
-    const json = JSON.stringify(stored);
     const current = await storeCall(ctx.redis.get(SESSION_PREFIX + hash));
     // The session belongs to an AccessKey of a namespace this controller does not watch (controllers of
     // several namespaces sharing one Redis): the same key twice, refused like a duplicate here — the two
     // controllers used to take the session from each other on every resync.
     const foreign = ctx.scope === undefined ? undefined : foreignOwner(current, ctx.scope);
     if (foreign)
-      return await report(
+      return void (await report(
         ctx,
         REFS.AccessKey,
         inf,
@@ -211,7 +224,7 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
           'InvalidSpec',
           `the same key is already used by AccessKey ${foreign} (a namespace this controller does not watch)`,
         ),
-      );
+      ));
     if (current !== json) {
       await storeCall(ctx.sessions.put(hash, stored));
       ctx.metrics.writes.inc({ target: 'session' });
@@ -255,9 +268,14 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
       'PolicyNotFound',
       `policy not valid in namespace ${ns} (see its Ready condition): ${invalid.join(', ')}`,
     ]);
-  const missing = notReadyAll(refs, extra);
-  if (missing) return report(ctx, REFS.AccessKey, inf, raw, missing);
-  await report(ctx, REFS.AccessKey, inf, raw, ok('session stored', extra));
+  const rv = await report(ctx, REFS.AccessKey, inf, raw, notReadyAll(refs, extra) ?? ok('session stored', extra));
+  ctx.keyMemos.record(ctx, ns, name, rv, {
+    hash,
+    json,
+    policies: stored.session.apply_policies ?? [],
+    apis: Object.keys(stored.session.access_rights ?? {}),
+    ...(!key.spec.key_hash && key.spec.secretRef ? { secret: key.spec.secretRef.name } : {}),
+  });
 }
 
 /**

@@ -43,7 +43,7 @@ export class KubeConfigSource {
           throw e;
         }
       },
-      onConfig: (c, read) => this.use(c, { shards: read }),
+      onConfig: (c, read, ms) => this.use(c, { shards: read, ms: { ...ms } }),
       onRefused: (reason) => this.refuse(reason),
       onWaiting: (reason, retryInMs) => this.logger.info({ retryInMs }, `config shards not complete yet: ${reason}`),
     });
@@ -105,9 +105,10 @@ export class KubeConfigSource {
     this.text = seen;
     if (text !== undefined) {
       this.shards.clear();
+      const t0 = performance.now();
       const r = parseCompiledConfig(text);
       if (!r.ok) return this.refuse(r.message);
-      return this.use(r.config, {});
+      return this.use(r.config, { ms: { validate: Math.round(performance.now() - t0) } });
     }
     let raw: unknown;
     try {
@@ -123,11 +124,14 @@ export class KubeConfigSource {
     this.shards.load(index.data);
   }
 
-  private use(config: CompiledConfig, extra: { shards?: number }): void {
+  /** `extra.ms`: the durations of the steps before (shards read, validated, assembled); `apply` is added here. */
+  private use(config: CompiledConfig, extra: { shards?: number; ms?: Record<string, number> }): void {
     this.config = config;
     this.loaded = true;
+    const t0 = performance.now();
     this.onApplied(config);
-    this.logger.info({ hash: config.hash, apis: config.apis.length, ...extra }, 'config applied');
+    const ms = { ...extra.ms, apply: Math.round(performance.now() - t0) };
+    this.logger.info({ hash: config.hash, apis: config.apis.length, ...extra, ms }, 'config applied');
   }
 
   /** A bad ConfigMap: a line and the metric, the previous config kept (read again when it changes). */

@@ -17,12 +17,21 @@ const RETRY_MAX_MS = 30_000;
 export interface ShardSetOptions {
   /** Reads a ConfigMap of the namespace by name (undefined: it does not exist). */
   read(name: string): Promise<unknown>;
-  /** A complete, valid config. */
-  onConfig(config: CompiledConfig, shardsRead: number): void;
+  /** A complete, valid config; `ms`: the time spent reading, validating and assembling shards. */
+  onConfig(config: CompiledConfig, shardsRead: number, ms: ShardTimings): void;
   /** The index cannot apply (the reason names the shard and the rule); the previous config stays. */
   onRefused(reason: string): void;
   /** A shard could not be read or did not match yet; retried after `retryInMs`. */
   onWaiting?(reason: string, retryInMs: number): void;
+}
+
+export interface ShardTimings {
+  /** Reading the changed shards (wall clock, the reads in parallel). */
+  read: number;
+  /** Checking their SHA-256 and validating them (CPU). */
+  validate: number;
+  /** Putting every shard together in routing order. */
+  assemble: number;
 }
 
 export class ShardSet {
@@ -55,6 +64,8 @@ export class ShardSet {
     const waiting: string[] = [];
     let refused: string | undefined;
     let next = 0;
+    const t0 = performance.now();
+    let validateMs = 0;
     const worker = async (): Promise<void> => {
       for (let i = next++; i < missing.length && gen === this.generation && !refused; i = next++) {
         const want = missing[i]!;
@@ -66,11 +77,13 @@ export class ShardSet {
           waiting.push(`${want.name}: ${(e as Error).message}`);
           continue;
         }
+        const tv = performance.now();
         if (text === undefined || sha256Of(text) !== want.sha256) {
           waiting.push(`${want.name}: ${text === undefined ? 'not there' : 'content differs from the index'}`);
           continue;
         }
         const r = parseCompiledConfig(text);
+        validateMs += performance.now() - tv;
         if (!r.ok) refused = `${want.name}: ${r.message}`;
         else this.held.set(want.name, { sha256: want.sha256, config: r.config });
       }
@@ -85,6 +98,7 @@ export class ShardSet {
       this.timer.unref();
       return;
     }
+    const tRead = performance.now();
     const listed = new Set(index.shards.map((s) => s.name));
     for (const name of this.held.keys()) if (!listed.has(name)) this.held.delete(name);
     const r = assembleShards(
@@ -92,6 +106,10 @@ export class ShardSet {
       index.shards.map((s) => this.held.get(s.name)!.config),
     );
     if (!r.ok) return this.o.onRefused(r.message);
-    this.o.onConfig(r.config, missing.length);
+    this.o.onConfig(r.config, missing.length, {
+      read: Math.round(tRead - t0 - validateMs),
+      validate: Math.round(validateMs),
+      assemble: Math.round(performance.now() - tRead),
+    });
   }
 }

@@ -7,8 +7,9 @@
  * (the last API limited by its last rule); one edit of the last API: the time until the sidecar serves it
  * and the shards rewritten (target: one). Prints each figure, then one JSON line.
  */
-import { spawn } from 'node:child_process';
 import { cpuTicks, memMb, parallel } from './proc.js';
+import { spawnBenchController } from './controller-proc.js';
+import { ruledApi, type RuledApi } from '../fixtures/ruled-api.js';
 import { resolve } from 'node:path';
 import { request } from 'undici';
 import { startKube, applyCrds } from '../harness/kube.js';
@@ -25,25 +26,7 @@ const NS = 'bench-shards';
 const results: Record<string, unknown> = { cluster_apis: APIS };
 
 /** A keyless ApiDefinition with 20 endpoint rules GET /r<r>/items at 2 per 60 s (the last at `lastRate`). */
-const apiBody = (i: number, lastRate = 2): object => ({
-  apiVersion: 'gw.io/v1alpha1',
-  kind: 'ApiDefinition',
-  metadata: { name: `api-${i}` },
-  spec: {
-    api_id: `api-${i}`,
-    use_keyless: true,
-    proxy: { listen_path: `/api-${i}/` },
-    use_extended_paths: true,
-    extended_paths: {
-      rate_limit: Array.from({ length: 20 }, (_, r) => ({
-        path: `/r${r}/items`,
-        method: 'GET',
-        rate: r === 19 ? lastRate : 2,
-        per: 60,
-      })),
-    },
-  },
-});
+const apiBody = (i: number, lastRate = 2): RuledApi => ruledApi(i, { lastRate });
 
 interface ConfigMapView {
   metadata: { name: string; resourceVersion: string };
@@ -119,24 +102,13 @@ try {
   results.cluster_create_s = Math.round(createS);
 
   const port = await freePort();
-  const proc = spawn(
-    process.execPath,
-    [
-      resolve('dist/cli/gw.js'),
-      'controller',
-      '--kubeconfig',
-      kube.kubeconfigPath,
-      '--namespace',
-      NS,
-      '--redis',
-      redisServer.url,
-      '--metrics-listen',
-      `127.0.0.1:${port}`,
-    ],
-    { stdio: 'ignore', env: { ...process.env, GW_LOG_LEVEL: 'warn' } },
-  );
-  // a failed run must not leave the controller running (it would retry a stopped API server for ever)
-  process.once('exit', () => proc.kill('SIGKILL'));
+  const proc = spawnBenchController({
+    kubeconfig: kube.kubeconfigPath,
+    namespace: NS,
+    redis: redisServer.url,
+    metricsPort: port,
+    logFile: process.env.GW_BENCH_CONTROLLER_LOG,
+  });
   const c0 = cpuTicks(proc.pid!);
   const t1 = performance.now();
   let shardsS = NaN;

@@ -8,9 +8,8 @@
  * queues), one AccessKey is created: the time until its session is in Redis. Prints each figure, then one
  * JSON line.
  */
-import { spawn } from 'node:child_process';
-import { cpuTicks, memMb, parallel } from './proc.js';
-import { openSync } from 'node:fs';
+import { cpuTicks, memMb, parallel, stopChild } from './proc.js';
+import { spawnBenchController } from './controller-proc.js';
 import { resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
@@ -25,6 +24,8 @@ import { sha256hex } from '../../lib/hash.js';
 const KEYS = Number(process.env.GW_BENCH_CONTROLLER_KEYS ?? 20_000);
 const APIS = Number(process.env.GW_BENCH_CONTROLLER_APIS ?? 2_000);
 const WINDOW_S = Number(process.env.GW_BENCH_CONTROLLER_WINDOW ?? 65);
+/** The controller's --resync-period in seconds (its default, 60, when unset). */
+const RESYNC_S = Number(process.env.GW_BENCH_CONTROLLER_RESYNC ?? 0);
 const NS = 'bench-scale';
 
 const redisServer = await startRedis();
@@ -55,33 +56,28 @@ try {
   );
 
   const port = await freePort();
-  const logFd = process.env.GW_BENCH_CONTROLLER_LOG ? openSync(process.env.GW_BENCH_CONTROLLER_LOG, 'w') : undefined;
-  const proc = spawn(
-    process.execPath,
-    [
-      resolve('dist/cli/gw.js'),
-      'controller',
-      '--kubeconfig',
-      kube.kubeconfigPath,
-      '--namespace',
-      NS,
-      '--redis',
-      redisServer.url,
-      '--metrics-listen',
-      `127.0.0.1:${port}`,
-    ],
-    {
-      // GW_BENCH_CONTROLLER_LOG=FILE: the controller's log lines (info) there
-      stdio: ['ignore', logFd ?? 'ignore', logFd ?? 'ignore'],
-      env: { ...process.env, GW_LOG_LEVEL: logFd === undefined ? 'warn' : 'info' },
-    },
-  );
-  // a failed run must not leave the controller running (it would retry a stopped API server for ever)
-  process.once('exit', () => proc.kill('SIGKILL'));
+  const proc = spawnBenchController({
+    kubeconfig: kube.kubeconfigPath,
+    namespace: NS,
+    redis: redisServer.url,
+    metricsPort: port,
+    logFile: process.env.GW_BENCH_CONTROLLER_LOG, // the controller's log lines (info) there
+    args: RESYNC_S ? ['--resync-period', String(RESYNC_S)] : [],
+  });
   const metric = async (name: string): Promise<number> => {
     const r = await request(`http://127.0.0.1:${port}/metrics`);
     const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(await r.body.text());
     return m ? Number(m[1]) : NaN;
+  };
+  /** The counters of the window: reconciles per kind, writes per target, resyncs, parses, as `name{labels}` → value. */
+  const counters = async (): Promise<Map<string, number>> => {
+    const text = await (await request(`http://127.0.0.1:${port}/metrics`)).body.text();
+    const out = new Map<string, number>();
+    for (const m of text.matchAll(
+      /^(gw_controller_(?:reconciles|writes|resyncs|config_parsed|unchanged|validated)_total(?:\{[^}]*\})?) (\S+)$/gm,
+    ))
+      out.set(m[1]!, Number(m[2]));
+    return out;
   };
   const redis = new Redis(redisServer.url);
   const t1 = performance.now();
@@ -120,10 +116,19 @@ try {
   const reconciledS = (performance.now() - t1) / 1000;
   console.log(`controller: every session in Redis and the queue empty ${reconciledS.toFixed(0)} s after start`);
   await new Promise((r) => setTimeout(r, 10_000)); // statuses and Events settle
+  const n0 = await counters();
   const c0 = cpuTicks(proc.pid!);
   const w0 = performance.now();
+  const windowStart = Date.now();
   await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
   const cpu = (cpuTicks(proc.pid!) - c0) / 100 / ((performance.now() - w0) / 1000);
+  const n1 = await counters();
+  const during = Object.fromEntries(
+    [...n1].filter(([k, v]) => v !== (n0.get(k) ?? 0)).map(([k, v]) => [k, v - (n0.get(k) ?? 0)]),
+  );
+  console.log(
+    `controller: idle window ${new Date(windowStart).toISOString()} + ${WINDOW_S} s; counters meanwhile: ${JSON.stringify(during)}`,
+  );
   const rss = memMb(proc.pid!, 'VmRSS');
   const peak = memMb(proc.pid!, 'VmHWM');
   console.log(
@@ -137,11 +142,12 @@ try {
       controller_live_change_s: Number(liveS.toFixed(2)),
       controller_live_change_queued: [depthAtCreate, depthAfter],
       controller_idle_cpu_pct: Number((cpu * 100).toFixed(1)),
+      controller_idle_counters: during,
       controller_rss_mb: Math.round(rss),
       controller_peak_rss_mb: Math.round(peak),
     }),
   );
-  proc.kill('SIGKILL');
+  await stopChild(proc, 10_000); // SIGTERM first: a --cpu-prof profile is written on the way out
   redis.disconnect();
 } finally {
   await kube.stop();

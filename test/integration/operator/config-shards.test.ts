@@ -18,6 +18,7 @@ import { REFS } from '../../../operator/context.js';
 import { freshNamespace, kubeconfig } from '../../helpers/kube.js';
 import { redisUrl } from '../../helpers/redis.js';
 import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';
+import { ruledApi, type RuledApi } from '../../fixtures/ruled-api.js';
 import { eventually, startController, waitReady, type Controller } from './helpers.js';
 
 /**
@@ -33,25 +34,7 @@ interface ConfigMapView {
 }
 
 /** An ApiDefinition: keyless, `rules` endpoint rules GET /r<i>/items at 2 per 60 s, the last one at `lastRate`. */
-const apiBody = (i: number, rules = 20, lastRate = 2) => ({
-  apiVersion: 'gw.io/v1alpha1',
-  kind: 'ApiDefinition',
-  metadata: { name: `api-${i}` },
-  spec: {
-    api_id: `api-${i}`,
-    use_keyless: true,
-    proxy: { listen_path: `/api-${i}/` },
-    use_extended_paths: true,
-    extended_paths: {
-      rate_limit: Array.from({ length: rules }, (_, r) => ({
-        path: `/r${r}/items`,
-        method: 'GET',
-        rate: r === rules - 1 ? lastRate : 2,
-        per: 60,
-      })),
-    },
-  },
-});
+const apiBody = (i: number, rules = 20, lastRate = 2): RuledApi => ruledApi(i, { rules, lastRate });
 
 async function configMaps(api: KubeApi, ns: string): Promise<Map<string, ConfigMapView>> {
   const l = (await api.get(resourcePath(REFS.ConfigMap, ns), {

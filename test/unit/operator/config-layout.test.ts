@@ -9,33 +9,22 @@ import { ApiDefinitionResource, PolicyResource, type ApiDefinition } from '../..
 import { layoutConfig, shardHash, shardText, type Layout } from '../../../operator/config-layout.js';
 import { assembleShards } from '../../../contract/config-shards.js';
 import { parseCompiledConfig } from '../../../contract/config-schema.js';
+import { ruledApi } from '../../fixtures/ruled-api.js';
 
 const api = (i: number, rules = 20, extra: Record<string, unknown> = {}): ApiDefinition =>
-  ApiDefinitionResource.parse({
-    apiVersion: 'gw.io/v1alpha1',
-    kind: 'ApiDefinition',
-    metadata: {
-      name: `api-${i}`,
-      namespace: 'ns',
-      uid: `uid-${i}`,
-      creationTimestamp: `2026-01-01T00:00:${String(i % 60).padStart(2, '0')}Z`,
-    },
-    spec: {
-      api_id: `api-${i}`,
-      use_keyless: true,
-      proxy: { listen_path: `/api-${i}/` },
-      use_extended_paths: true,
-      extended_paths: {
-        rate_limit: Array.from({ length: rules }, (_, r) => ({
-          path: `/r${r}/items`,
-          method: 'GET',
-          rate: 10,
-          per: 1,
-        })),
+  ApiDefinitionResource.parse(
+    ruledApi(i, {
+      rules,
+      rate: 10,
+      per: 1,
+      metadata: {
+        namespace: 'ns',
+        uid: `uid-${i}`,
+        creationTimestamp: `2026-01-01T00:00:${String(i % 60).padStart(2, '0')}Z`,
       },
-      ...extra,
-    },
-  });
+      spec: extra,
+    }),
+  );
 
 const policy = (name: string) =>
   PolicyResource.parse({
