@@ -324,14 +324,17 @@ interface SimRound {
  * requests per CPU-second of each process, read over the same window, give the same ratio without relying on
  * an even split.
  */
-async function simultaneous(a: Target, b: Target): Promise<SimRound> {
-  await Promise.all([wrk(a.origin + a.path, WARM_S, a.auth), wrk(b.origin + b.path, WARM_S, b.auth)]);
+async function simultaneous(a: Target, b: Target, bFirst: boolean): Promise<SimRound> {
+  const both = (seconds: number): Promise<[Wrk, Wrk]> =>
+    bFirst
+      ? Promise.all([wrk(b.origin + b.path, seconds, b.auth), wrk(a.origin + a.path, seconds, a.auth)]).then(
+          ([y, x]): [Wrk, Wrk] => [x, y],
+        )
+      : Promise.all([wrk(a.origin + a.path, seconds, a.auth), wrk(b.origin + b.path, seconds, b.auth)]);
+  await both(WARM_S);
   const ca = cpuSeconds(a.pid);
   const cb = cpuSeconds(b.pid);
-  const [wa, wb] = await Promise.all([
-    wrk(a.origin + a.path, SECONDS, a.auth),
-    wrk(b.origin + b.path, SECONDS, b.auth),
-  ]);
+  const [wa, wb] = await both(SECONDS);
   const perCpu = wa.requests / (cpuSeconds(a.pid) - ca) / (wb.requests / (cpuSeconds(b.pid) - cb));
   return { rps: wa.rps / wb.rps, perCpu, errors: wa.non2xx + wa.errors + wb.non2xx + wb.errors };
 }
@@ -354,7 +357,7 @@ async function benchToken(origin: string): Promise<string> {
 async function startGw(
   name: string,
   upstream: string,
-  opts: { redis?: string; config?: string; cli?: string; oauth?: boolean },
+  opts: { redis?: string; config?: string; cli?: string; oauth?: boolean; nodeOptions?: string },
 ): Promise<Target> {
   const dir = tmp('gw-bench-res-');
   const args = await gwStandaloneBench(dir, upstream, opts.oauth);
@@ -365,7 +368,8 @@ async function startGw(
     writeFileSync(f, opts.config);
     args.push('--config', f);
   }
-  const c = pinned(PROXY_CPU, process.execPath, [...GW_NODE_FLAGS, ...args], GW_BENCH_ENV);
+  const env = opts.nodeOptions === undefined ? GW_BENCH_ENV : { ...GW_BENCH_ENV, NODE_OPTIONS: opts.nodeOptions };
+  const c = pinned(PROXY_CPU, process.execPath, [...GW_NODE_FLAGS, ...args], env);
   await waitFor(name, () => c.out().includes('gw standalone ready:'), 20_000, c.out);
   const origin = /gateway (http:\/\/[^\s]+)/.exec(c.out())![1]!;
   const auth = opts.oauth ? await benchToken(origin) : BENCH_KEY;
@@ -548,8 +552,10 @@ async function main(): Promise<void> {
 
   const gwDrl = await startGw('gw key auth + DRL', upstream, {});
   // GW_BENCH_COMPARE=<another build's dist/cli/gw.js>: the same gw case from that build, in the same rounds
-  // (the DRL case; with GW_BENCH_COMPARE_CASE=redis the Redis sliding-log case)
+  // (the DRL case; with GW_BENCH_COMPARE_CASE=redis the Redis sliding-log case); GW_BENCH_COMPARE_NODE_OPTIONS
+  // replaces that process's NODE_OPTIONS (a flag compared on one build)
   const compare = process.env.GW_BENCH_COMPARE;
+  const compareNodeOptions = process.env.GW_BENCH_COMPARE_NODE_OPTIONS;
   const compareRedis = process.env.GW_BENCH_COMPARE_CASE === 'redis';
   const gwCompare = !compare
     ? undefined
@@ -558,8 +564,9 @@ async function main(): Promise<void> {
           cli: compare,
           redis: redisUrl,
           config: 'enable_kv_rolling_limiter: true\n',
+          nodeOptions: compareNodeOptions,
         })
-      : await startGw(`gw key auth + DRL, ${compare}`, upstream, { cli: compare });
+      : await startGw(`gw key auth + DRL, ${compare}`, upstream, { cli: compare, nodeOptions: compareNodeOptions });
   const wanted = (k: string): boolean => !CASES || CASES.includes(k);
   const gwLog = wanted('log')
     ? await startGw('gw key auth + Redis sliding log', upstream, {
@@ -626,7 +633,8 @@ async function main(): Promise<void> {
     console.log(`simultaneous pairs, round ${r + 1}/${SIM_ROUNDS}`);
     const order = r % 2 === 1 ? [...simPairs].reverse() : simPairs;
     for (const [a, b, label] of order) {
-      const x = await simultaneous(targets[a]!, targets[b]!);
+      // which wrk starts first alternates with the rounds, so a head start favours neither side
+      const x = await simultaneous(targets[a]!, targets[b]!, r % 2 === 1);
       (sim[label] ??= []).push(x);
       console.log(`  ${label}: req/s ${x.rps.toFixed(3)}, per CPU-second ${x.perCpu.toFixed(3)}, errors ${x.errors}`);
     }
