@@ -29,7 +29,7 @@ import {
 import { emptySnapshot, type ResourceSnapshot } from '../compiler/snapshot.js';
 import { ManifestParser } from './parse-files.js';
 import { Yielder } from '../lib/yielder.js';
-const { watch } = process.getBuiltinModule('node:fs');
+const { watch, readdirSync } = process.getBuiltinModule('node:fs');
 const { lstat, stat } = process.getBuiltinModule('node:fs/promises');
 const { sep, join, dirname } = process.getBuiltinModule('node:path');
 
@@ -42,6 +42,8 @@ const DEBOUNCE_MS = 50;
 const MAX_DELAY_MS = 400;
 /** The safety-net full listing while fs.watch reports changes, and when it cannot. */
 const RESCAN_MS = 30_000;
+/** A first read of a directory holding more entries than this starts the parse worker before listing it. */
+const PREWARM_ENTRIES = 256;
 const POLL_MS = 1_000;
 
 type Listener = (s: ResourceSnapshot) => void | Promise<void>;
@@ -84,6 +86,15 @@ function walkOrder(a: string, b: string): number {
   let i = 0;
   while (i < a.length && i < b.length && a.charCodeAt(i) === b.charCodeAt(i)) i++;
   return rank(a, i) - rank(b, i);
+}
+
+/** Whether dir itself holds more than PREWARM_ENTRIES entries (unreadable: no). */
+function manyEntries(dir: string): boolean {
+  try {
+    return readdirSync(dir).length > PREWARM_ENTRIES;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -156,6 +167,8 @@ export class DirSource {
 
   /** The first read of the directory (a directory that cannot be read leaves loaded() false). */
   load(): Promise<ResourceSnapshot> {
+    // a large directory: the parse worker loads its modules while the directory is listed
+    if (!this.loadedOnce && manyEntries(this.dir)) this.parser.prewarm();
     return this.serial(() => this.rescan());
   }
 

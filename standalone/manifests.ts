@@ -8,6 +8,8 @@ import { RESOURCE_SCHEMAS, type AnyResource } from '../crds/kinds.js';
 import { firstLine, formatZodError } from '../lib/errors.js';
 import { isProblem, listManifests, type Listing } from '../lib/manifest-walk.js';
 import { facadeJson, readManifestFile } from '../lib/manifest-read.js';
+import { simpleYamlDocuments } from '../lib/simple-yaml.js';
+import { shapeValidator, type ShapeValidator } from '../lib/zod-shapes.js';
 
 export interface LoadError {
   file: string;
@@ -25,6 +27,11 @@ export interface LoadResult {
   files: string[];
 }
 
+/** Each kind's schema, validated per shape of document (lib/zod-shapes.ts): the schema's rules and errors. */
+const VALIDATORS = Object.fromEntries(
+  Object.entries(RESOURCE_SCHEMAS).map(([kind, schema]) => [kind, shapeValidator(schema)]),
+) as { [K in keyof typeof RESOURCE_SCHEMAS]: ShapeValidator<AnyResource> };
+
 /** Validates one parsed document. */
 export function validateDocument(doc: unknown): { ok: true; resource: AnyResource } | { ok: false; message: string } {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
@@ -36,8 +43,7 @@ export function validateDocument(doc: unknown): { ok: true; resource: AnyResourc
       message: `kind: must be one of ${Object.keys(RESOURCE_SCHEMAS).join(', ')} (got ${JSON.stringify(kind)})`,
     };
   }
-  const schema = RESOURCE_SCHEMAS[kind as keyof typeof RESOURCE_SCHEMAS];
-  const parsed = schema.safeParse(doc);
+  const parsed = VALIDATORS[kind as keyof typeof RESOURCE_SCHEMAS].safeParse(doc);
   if (!parsed.success) return { ok: false, message: formatZodError(parsed.error) };
   return { ok: true, resource: parsed.data as AnyResource };
 }
@@ -50,10 +56,13 @@ export function validateDocument(doc: unknown): { ok: true; resource: AnyResourc
 const MAY_HAVE_ANCHORS = /(^|[\s[{,:?-])[&*][^\s]/m;
 
 /**
- * The documents of a YAML text by js-yaml (several times faster), or undefined when the `yaml` parser
- * must decide: a possible anchor, or anything js-yaml refuses (its errors are not the ones reported).
+ * The documents of a YAML text by the plain-subset reader (lib/simple-yaml.ts: what js-yaml would read,
+ * faster still) or js-yaml (several times faster than `yaml`), or undefined when the `yaml` parser must
+ * decide: a possible anchor, or anything js-yaml refuses (its errors are not the ones reported).
  */
 function fastDocuments(text: string): unknown[] | undefined {
+  const simple = simpleYamlDocuments(text);
+  if (simple) return simple;
   if (MAY_HAVE_ANCHORS.test(text)) return undefined;
   try {
     return loadAll(text, { schema: CORE_SCHEMA, maxAliases: 0 });

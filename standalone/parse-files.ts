@@ -24,7 +24,7 @@ const INLINE_BYTES = 32 * 1024;
 /** A start-up read of more than this many bytes is split between this thread and the worker… */
 const SPLIT_BYTES = 512 * 1024;
 /** …this thread taking this share of the cost; a file costs its bytes and FILE_COST (open, read, close). */
-const HERE_SHARE = 0.4;
+const HERE_SHARE = 0.2;
 const FILE_COST = 2048;
 /** An idle worker is ended after this long (its memory given back). */
 const WORKER_IDLE_MS = 10_000;
@@ -88,6 +88,16 @@ export class ManifestParser {
     return inPlace;
   }
 
+  /**
+   * The worker started ahead of a parse that will need it (it loads its modules meanwhile); ended after
+   * WORKER_IDLE_MS should no parse come.
+   */
+  prewarm(): void {
+    if (this.worker) return;
+    this.startWorker(false);
+    this.idleTimer();
+  }
+
   stop(): void {
     this.stopWorker();
   }
@@ -112,11 +122,14 @@ export class ManifestParser {
       w.postMessage({ id, files: files.map(({ rel, path }) => ({ rel, path })), background } satisfies ParseRequest);
     }).finally(() => {
       this.waiting.delete(id);
-      if (!this.waiting.size && this.worker) {
-        this.idle = setTimeout(() => this.stopWorker(), WORKER_IDLE_MS);
-        this.idle.unref();
-      }
+      if (!this.waiting.size && this.worker) this.idleTimer();
     });
+  }
+
+  private idleTimer(): void {
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = setTimeout(() => this.stopWorker(), WORKER_IDLE_MS);
+    this.idle.unref();
   }
 
   private startWorker(background: boolean): Worker {

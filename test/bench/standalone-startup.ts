@@ -1,0 +1,128 @@
+/**
+ * gw standalone's start-up alone, several times on one directory (`make bench-scale`'s standalone fixture:
+ * GW_BENCH_SCALE_APIS one-API files, 10,000, and GW_BENCH_SCALE_KEYS keys, 100,000, 1,000 per file), as
+ * the image runs it (its NODE_OPTIONS). Per run: wall time from spawn to the ready line, the CPU time of
+ * the main thread, of the parse worker and of every other thread (GC helpers, libuv) at the ready line
+ * (/proc/PID/task/ * /stat), and peak RSS (VmHWM). GW_BENCH_STARTUP_RUNS (3), GW_BENCH_STARTUP_REDIS
+ * (a redis URL: `--redis` runs), GW_BENCH_STARTUP_ARGS (extra node flags, e.g. `--cpu-prof`).
+ * Run: `node dist/test/bench/standalone-startup.js`.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sha256hex } from '../../lib/hash.js';
+import { CLI } from '../helpers/standalone.js';
+import { freePort } from '../harness/ports.js';
+
+const APIS = Number(process.env.GW_BENCH_SCALE_APIS ?? 10_000);
+const KEYS = Number(process.env.GW_BENCH_SCALE_KEYS ?? 100_000);
+const RUNS = Number(process.env.GW_BENCH_STARTUP_RUNS ?? 3);
+const REDIS = process.env.GW_BENCH_STARTUP_REDIS;
+const NODE_ARGS = (process.env.GW_BENCH_STARTUP_ARGS ?? '').split(' ').filter(Boolean);
+const TICK = 100; // clock ticks per second (USER_HZ)
+
+/** Writes the standalone fixture of test/bench/scale.ts into dir. */
+export function writeScaleFixture(dir: string, apis: number, keys: number, target = 'http://127.0.0.1:9'): void {
+  for (let i = 0; i < apis; i++)
+    writeFileSync(
+      join(dir, `api-${i}.yaml`),
+      `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: api-${i}}\nspec:\n  api_id: api-${i}\n  use_keyless: true\n  proxy: {listen_path: /api-${i}/, target_url: '${target}'}\n`,
+    );
+  for (let f = 0; f < keys / 1000; f++) {
+    const docs: string[] = [];
+    for (let k = f * 1000; k < (f + 1) * 1000 && k < keys; k++)
+      docs.push(
+        `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: k-${k}}\nspec: {key_hash: ${sha256hex(`bench-${k}`)}, rate: 100, per: 1}\n`,
+      );
+    writeFileSync(join(dir, `keys-${f}.yaml`), docs.join('---\n'));
+  }
+}
+
+/** CPU seconds by thread name (the main thread as `main`) of a live process. */
+function threadCpu(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const name = Number(tid) === pid ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const s = (Number(fields[11]) + Number(fields[12])) / TICK;
+    out[name] = (out[name] ?? 0) + s;
+  }
+  return out;
+}
+
+async function startOnce(dir: string): Promise<{ wallS: number; cpu: Record<string, number>; hwmMb: number }> {
+  const gp = await freePort();
+  const ap = await freePort();
+  const t0 = performance.now();
+  const proc = spawn(
+    process.execPath,
+    [
+      ...NODE_ARGS,
+      CLI,
+      'standalone',
+      '--resources',
+      dir,
+      '--listen',
+      `127.0.0.1:${gp}`,
+      '--admin-listen',
+      `127.0.0.1:${ap}`,
+      ...(REDIS ? ['--redis', REDIS] : []),
+    ],
+    {
+      env: {
+        ...process.env,
+        GW_SECRET: 'bench-secret',
+        GW_ACCESS_TOKENS: 'bench-token',
+        GW_LOG_LEVEL: 'warn',
+        NODE_OPTIONS: '--expose-gc --max-semi-space-size=8',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let out = '';
+  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const result = await new Promise<{ wallS: number; cpu: Record<string, number>; hwmMb: number }>((res, rej) => {
+    proc.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (!out.includes('gw standalone ready:')) return;
+      const wallS = (performance.now() - t0) / 1000;
+      const cpu = threadCpu(proc.pid!);
+      const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'));
+      res({ wallS, cpu, hwmMb: m ? Number(m[1]) / 1024 : NaN });
+    });
+    proc.once('exit', (code) => rej(new Error(`standalone exited with ${code}:\n${out}`)));
+  });
+  proc.removeAllListeners('exit');
+  await new Promise<void>((r) => {
+    proc.once('exit', () => r());
+    proc.kill('SIGTERM');
+  });
+  return result;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'gw-bench-startup-'));
+try {
+  writeScaleFixture(dir, APIS, KEYS);
+  for (let r = 0; r < RUNS; r++) {
+    const load = readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
+    const { wallS, cpu, hwmMb } = await startOnce(dir);
+    const main = cpu.main ?? 0;
+    const others = Object.entries(cpu).filter(([n]) => n !== 'main');
+    const total = others.reduce((s, [, v]) => s + v, main);
+    console.log(
+      `standalone start-up ${APIS} APIs + ${KEYS} keys${REDIS ? ' --redis' : ''}: ready after ${wallS.toFixed(2)} s; CPU main ${main.toFixed(2)} s, all threads ${total.toFixed(2)} s (${others
+        .filter(([, v]) => v >= 0.05)
+        .map(([n, v]) => `${n} ${v.toFixed(2)}`)
+        .join(', ')}); peak RSS ${hwmMb.toFixed(0)} MB; load ${load}`,
+    );
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
