@@ -415,7 +415,8 @@ export function createGatewayHandler(deps: GatewayDeps): {
   function decided(x: Exchange, verdict: Verdict): void {
     try {
       const { api, res } = x;
-      metrics.decision.observe((performance.now() - x.t0) / 1000);
+      const now = performance.now();
+      metrics.decision.observe((now - x.t0) / 1000);
       x.decision = verdict.kind;
       if (verdict.kind !== 'allow') {
         const { status, error, scope } = refusal(verdict);
@@ -440,7 +441,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
       x.rateLimit = verdict.headers;
       // W3C trace context: the upstream sees this hop as the parent (observe.ts set it when spans are on)
       if (x.traceparent === undefined) x.traceparent = childTraceparent(x.req.headers.traceparent);
-      x.t0 = performance.now();
+      x.t0 = now; // the upstream call starts where the decision ended
       if (x.upgradeHead) forwardUpgrade(origin, forwardPath || '/', x, x.upgradeHead, upgrades);
       else forward(upstreams, origin, forwardPath || '/', x);
     } catch (e) {
