@@ -87,14 +87,41 @@ export interface LayoutSources {
   created(kind: 'ApiDefinition' | 'Policy', name: string): string;
 }
 
+/**
+ * The item of each compiled API, kept while its owner (uid) and creationTimestamp stay: a reconcile after one
+ * edit measures and stringifies one item, and the shards of the others hold the same item objects
+ * (config-maps.ts recognises an unchanged shard by them).
+ */
+const apiItems = new WeakMap<CompiledApi, LayoutItem>();
+
 export function layoutConfig(config: CompiledConfig, src: LayoutSources, budget: number): Layout {
   const items: LayoutItem[] = [];
   const item = (kind: LayoutItem['kind'], name: string, id: string, text: string, extra: Partial<LayoutItem>) => {
     const owner = src.owner(kind, name);
     const bytes = Buffer.byteLength(text) + 1 + (owner ? Buffer.byteLength(JSON.stringify(owner)) + 1 : 0);
-    items.push({ kind, name, text, owner, bytes, created: src.created(kind, name), bits: bitsOf(id), ...extra });
+    const made: LayoutItem = {
+      kind,
+      name,
+      text,
+      owner,
+      bytes,
+      created: src.created(kind, name),
+      bits: bitsOf(id),
+      ...extra,
+    };
+    items.push(made);
+    return made;
   };
-  for (const a of config.apis) item('ApiDefinition', a.name, `a:${a.api_id}`, apiText(a), { api: a });
+  for (const a of config.apis) {
+    const kept = apiItems.get(a);
+    if (
+      kept &&
+      kept.owner?.uid === src.owner('ApiDefinition', a.name)?.uid &&
+      kept.created === src.created('ApiDefinition', a.name)
+    )
+      items.push(kept);
+    else apiItems.set(a, item('ApiDefinition', a.name, `a:${a.api_id}`, apiText(a), { api: a }));
+  }
   for (const [k, p] of Object.entries(config.policies))
     item('Policy', p.name, `p:${p.name}`, policyText(k, p), { policy: [k, p] });
 

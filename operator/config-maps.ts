@@ -13,7 +13,7 @@ import type { ShardIndex } from '../contract/config-shards.js';
 import { MANAGED_BY, REFS, type OperatorContext } from './context.js';
 import type { KubeObject } from '../lib/kube/informer.js';
 import { codeOf, resourcePath } from '../lib/kube/api.js';
-import { shardHash, shardText, type Layout, type OwnerRef } from './config-layout.js';
+import { shardHash, shardText, type Layout, type LayoutItem, type OwnerRef } from './config-layout.js';
 
 export const CONFIG_HASH_ANNOTATION = 'gw.io/config-hash';
 
@@ -46,6 +46,15 @@ interface Desired {
   owners: OwnerRef[];
 }
 
+/**
+ * Per `namespace/shard`, the items of the ConfigMap last written or found right, its content SHA-256 and the
+ * resourceVersion it had then: while a shard holds the same item objects (config-layout.ts keeps an unchanged
+ * API's item) and its ConfigMap is still that version, nothing of it is stringified, hashed or compared again.
+ */
+const shardMemos = new Map<string, { items: LayoutItem[]; sha256: string; rv: string | undefined }>();
+
+const sameItems = (a: LayoutItem[], b: LayoutItem[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
+
 /** Writes what the layout says; returns the number of ConfigMaps written or deleted. */
 export async function writeLayout(ctx: OperatorContext, ns: string, layout: Layout): Promise<number> {
   const cms = ctx.informers.configMaps;
@@ -73,6 +82,17 @@ export async function writeLayout(ctx: OperatorContext, ns: string, layout: Layo
     const shardOwners: OwnerRef[] = [];
     for (const s of layout.shards) {
       const name = shardName(s.index);
+      stale.delete(name);
+      const memoKey = `${ns}/${name}`;
+      const memo = shardMemos.get(memoKey);
+      const cachedRv = cms.get(ns, name)?.metadata.resourceVersion;
+      if (memo && sameItems(memo.items, s.items) && memo.rv !== undefined && memo.rv === cachedRv) {
+        // the same items as the ConfigMap this controller last wrote or checked, and that ConfigMap unchanged
+        entries.push({ name, sha256: memo.sha256 });
+        const uid = cms.get(ns, name)?.metadata.uid;
+        if (uid) shardOwners.push({ apiVersion: 'v1', kind: 'ConfigMap', name, uid });
+        continue;
+      }
       const hash = shardHash(s.items);
       const text = shardText(hash, s.items);
       const desired = {
@@ -83,8 +103,9 @@ export async function writeLayout(ctx: OperatorContext, ns: string, layout: Layo
         owners: s.items.flatMap((i) => (i.owner ? [i.owner] : [])),
       };
       if (await ensure(ctx, ns, desired)) writes++;
-      stale.delete(name);
-      entries.push({ name, sha256: sha256Of(text) });
+      const sha256 = sha256Of(text);
+      shardMemos.set(memoKey, { items: s.items, sha256, rv: cms.get(ns, name)?.metadata.resourceVersion });
+      entries.push({ name, sha256 });
       const uid = cms.get(ns, name)?.metadata.uid;
       if (uid) shardOwners.push({ apiVersion: 'v1', kind: 'ConfigMap', name, uid });
     }
@@ -100,6 +121,7 @@ export async function writeLayout(ctx: OperatorContext, ns: string, layout: Layo
     if (await ensure(ctx, ns, desired)) writes++;
   }
   for (const name of stale) {
+    shardMemos.delete(`${ns}/${name}`);
     try {
       await ctx.api.delete(resourcePath(REFS.ConfigMap, ns, name));
     } catch (e) {

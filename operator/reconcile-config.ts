@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { ApiDefinitionResource, API_VERSION, PolicyResource } from '../crds/kinds.js';
 import { compileConfig, servingApis } from '../compiler/compile-config.js';
+import { IncrementalCompiler } from '../compiler/incremental-config.js';
 import { CONFIG_MAP_NAME } from '../contract/config-schema.js';
 import { shardName } from '../contract/config-shards.js';
 import type { CompiledConfig } from '../contract/config.js';
@@ -76,6 +77,8 @@ interface ParsedEntry {
 }
 const parsedBySpec = new Map<string, Map<string, ParsedEntry>>();
 const parsedOnce = new WeakMap<KubeObject, z.ZodSafeParseResult<unknown>>();
+/** Per namespace, its compiled config kept up to date by each reconcile (one reconcile of a namespace at a time). */
+const compilers = new Map<string, IncrementalCompiler>();
 
 /**
  * The cached resources of one kind that parse: the parsed ones in cache order, the raw object of each
@@ -163,8 +166,13 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
   );
   const tParsed = performance.now();
   // the APIs this controller last compiled keep their place against a newcomer (a fresh leader has none
-  // yet: the older creationTimestamp wins, which is the one serving unless it was invalid until now)
-  const { config, problems } = compileConfig(apis, policies, servingApis(ctx.configs.get(ns)));
+  // yet: the older creationTimestamp wins, which is the one serving unless it was invalid until now); kept
+  // up to date edit by edit: the parsed objects of unchanged resources are the same objects, so an edit
+  // decides again only the APIs that share a listen path or an api_id with it (compiler/incremental-config.ts)
+  let compiler = compilers.get(ns);
+  if (!compiler) compilers.set(ns, (compiler = new IncrementalCompiler()));
+  const { config, problems } = await compiler.update(apis, policies);
+  if (!apis.length && !policies.length) compilers.delete(ns);
   ctx.configs.set(ns, config);
   for (const p of problems) {
     const raw = (p.kind === 'ApiDefinition' ? apiRaw : policyRaw).get(p.name);

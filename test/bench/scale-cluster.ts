@@ -10,7 +10,9 @@
 import { cpuTicks, memMb, parallel } from './proc.js';
 import { spawnBenchController } from './controller-proc.js';
 import { ruledApi, type RuledApi } from '../fixtures/ruled-api.js';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { request } from 'undici';
 import { startKube, applyCrds } from '../harness/kube.js';
 import { startRedis } from '../harness/redis.js';
@@ -22,6 +24,8 @@ import { startEcho } from '../../scripts/echo-upstream.js';
 import { startSidecar } from '../helpers/sidecar.js';
 
 const APIS = Number(process.env.GW_BENCH_CLUSTER_APIS ?? 10_000);
+/** The controller's log (info): GW_BENCH_CONTROLLER_LOG, else a temporary file; the edit's timeline is read from it. */
+const controllerLog = process.env.GW_BENCH_CONTROLLER_LOG ?? join(tmpdir(), `gw-bench-cluster-${process.pid}.log`);
 const NS = 'bench-shards';
 const results: Record<string, unknown> = { cluster_apis: APIS };
 
@@ -86,6 +90,27 @@ async function codes(origin: string, path: string, n: number): Promise<number[]>
   return out;
 }
 
+/**
+ * The log lines after `since` (epoch ms) that show an edit's path: the controller's config reconcile (its
+ * phases), each ConfigMap written, the sidecar's apply (its phases), each as `+ms what {fields}`.
+ */
+function editTimeline(since: number, controllerOut: string, sidecarOut: string): string[] {
+  const out: [number, string][] = [];
+  const scan = (text: string, who: string, wanted: string[]): void => {
+    for (const l of text.split('\n')) {
+      const m = /"time":(\d+)/.exec(l);
+      const msg = /"msg":"([^"]*)"/.exec(l)?.[1];
+      if (!m || !msg || Number(m[1]) < since || !wanted.includes(msg)) continue;
+      const ms = /"ms":(\{[^}]*\})/.exec(l)?.[1] ?? '';
+      const cm = /"configMap":"([^"]*)"/.exec(l)?.[1] ?? '';
+      out.push([Number(m[1]) - since, `${who} ${msg}${cm ? ` ${cm}` : ''}${ms ? ` ${ms}` : ''}`]);
+    }
+  };
+  scan(controllerOut, 'controller', ['config reconciled', 'config map updated']);
+  scan(sidecarOut, 'sidecar', ['config applied']);
+  return out.sort((a, b) => a[0] - b[0]).map(([t, w]) => `+${t} ${w}`);
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 const redisServer = await startRedis();
@@ -107,7 +132,7 @@ try {
     namespace: NS,
     redis: redisServer.url,
     metricsPort: port,
-    logFile: process.env.GW_BENCH_CONTROLLER_LOG,
+    logFile: controllerLog,
   });
   const c0 = cpuTicks(proc.pid!);
   const t1 = performance.now();
@@ -148,7 +173,11 @@ try {
     upstream: echo.url,
     redis: redisServer.url,
     kubeconfig: kube.kubeconfigPath,
-    env: { GW_LOG_LEVEL: 'info' },
+    // GW_BENCH_SIDECAR_NODE_OPTIONS: e.g. `--cpu-prof --cpu-prof-dir=DIR` (the profile is written when it stops)
+    env: {
+      GW_LOG_LEVEL: 'info',
+      ...(process.env.GW_BENCH_SIDECAR_NODE_OPTIONS ? { NODE_OPTIONS: process.env.GW_BENCH_SIDECAR_NODE_OPTIONS } : {}),
+    },
   });
   try {
     const lastApi = `/api-${APIS - 1}`;
@@ -171,6 +200,7 @@ try {
     const before = await configMaps(api);
     const cur = (await api.get(resourcePath(REFS.ApiDefinition, NS, `api-${APIS - 1}`))) as { metadata: object };
     const t3 = performance.now();
+    const editAt = Date.now();
     await api.put(resourcePath(REFS.ApiDefinition, NS, `api-${APIS - 1}`), {
       ...apiBody(APIS - 1, 1000),
       metadata: cur.metadata,
@@ -188,6 +218,8 @@ try {
     console.log(
       `cluster: one edit served by the sidecar ${editS.toFixed(2)} s after the write; shards rewritten: ${rewritten.length} (${rewritten.join(', ')})`,
     );
+    const timeline = editTimeline(editAt, readFileSync(controllerLog, 'utf8'), sidecar.out());
+    console.log(`cluster: the edit's path (ms after the write): ${timeline.join('; ')}`);
     Object.assign(results, {
       cluster_edit_s: Number(editS.toFixed(2)),
       cluster_edit_shards_rewritten: rewritten.length,
