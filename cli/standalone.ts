@@ -3,6 +3,8 @@
  * watched directory of manifests; sessions live in memory (or Redis with --redis).
  */
 import { bounded } from '../lib/store/store-calls.js';
+import { StoreLossDetector } from '../lib/store/store-loss.js';
+import { storeKeys } from '../contract/store-keys.js';
 import { errorBody } from '../lib/http/http-util.js';
 import { createLogger } from '../lib/logger.js';
 import { storeClientFromFlag, storeHealth, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
@@ -28,7 +30,6 @@ import { OAuthServer } from '../contract/oauth/grants.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 /** Present while the store holds standalone's sessions; gone after a FLUSHALL. */
-const STANDALONE_MARKER = 'gw:standalone:marker';
 const { statSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 
@@ -103,39 +104,27 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   });
   // watching before the first apply: a Secret it generates (DIR/.gw/) is seen and applied
   source.start();
-  // the marker is set before the start-up apply writes the sessions: a store emptied after it is noticed by
-  // the first check (a missing marker), one emptied before it gets the apply's writes. If the store cannot
-  // take it now, the first check learns it instead (the start-up apply wrote everything already).
-  let markerKnown = false;
-  if (redis)
-    await bounded(redis.set(STANDALONE_MARKER, '1'), 1000).then(
-      () => void (markerKnown = true),
-      () => undefined,
-    );
+  // one detector of an emptied store (SPEC.md §6, lib/store/store-loss.ts): its epoch is learnt before the
+  // start-up apply writes the sessions, so a store emptied after that is noticed by the next read (every
+  // second, and on every reconnect). If the store cannot answer now, the first read learns it instead (the
+  // start-up apply wrote everything already).
+  const loss = redis ? new StoreLossDetector(redis, logger, { epochKey: storeKeys.storeEpoch }) : undefined;
+  if (loss) await bounded(loss.check(), 1000).catch(() => undefined);
   await state.apply(source.current());
   // a store (re)connected may have lost its data (a restart without persistence), or missed writes made
   // while it was away: every session is written again from the directory, as the operator's full resync
   // does in a cluster
   redis?.on('ready', () => void state.resync(source.current()));
-  // a store emptied while connected (FLUSHALL, failover to an empty replica): its marker key is gone →
-  // every session written again (the gateway itself serves the directory's keys meanwhile)
-  const markerTimer = redis
-    ? setInterval(() => {
-        if (redis.status !== 'ready') return;
-        redis.set(STANDALONE_MARKER, '1', 'NX').then(
-          (set) => {
-            if (set !== 'OK' || !markerKnown) return void (markerKnown = true);
-            logger.info('store marker missing (emptied store): every session written again');
-            const t0 = performance.now();
-            void state
-              .resync(source.current())
-              .then(() => logger.info({ ms: Math.round(performance.now() - t0) }, 'store restored'));
-          },
-          () => undefined,
-        );
-      }, 1000)
-    : undefined;
-  markerTimer?.unref();
+  // an emptied store (FLUSHALL, failover to an empty replica): every session written again (the gateway
+  // itself serves the directory's keys meanwhile)
+  loss?.subscribe(() => {
+    logger.info('store emptied: every session written again');
+    const t0 = performance.now();
+    void state
+      .resync(source.current())
+      .then(() => logger.info({ ms: Math.round(performance.now() - t0) }, 'store restored'));
+  });
+  loss?.start();
 
   let ready = false;
   // /readyz (SPEC §1): config loaded; never the store (its state is in /healthz and gw_store_up)
@@ -216,7 +205,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
 
   onShutdown(logger, async () => {
     ready = false;
-    clearInterval(markerTimer);
+    loss?.stop();
     source.stop();
     await Promise.all([drain(runtime.server), drain(admin)]);
     quotaState?.stop(); // after the drain: the last requests are counted

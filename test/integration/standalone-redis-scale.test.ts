@@ -80,9 +80,9 @@ describe(`gw standalone --redis with ${KEYS} keys`, () => {
     if (dir) cleanup(dir);
   });
 
-  test('the store marker is set by the ready line: a store emptied any time after start-up is noticed', async () => {
-    // the marker is written before the start-up sessions; a missing marker later means an emptied store
-    expect(await redis.exists('gw:standalone:marker')).toBe(1);
+  test('the store epoch is set by the ready line: a store emptied any time after start-up is noticed', async () => {
+    // the epoch is learnt before the start-up sessions; a missing or changed epoch later means an emptied store
+    expect(await redis.exists('gw:store:epoch')).toBe(1);
   });
 
   test('every session is in Redis at the ready line, written in batches', async () => {
@@ -107,8 +107,8 @@ describe(`gw standalone --redis with ${KEYS} keys`, () => {
   });
 
   test('FLUSHALL: every session written again within 5 s, no request refused meanwhile', async () => {
-    // the gateway's marker check (every second) has seen its marker: an emptied store is noticed from then on
-    for (let i = 0; i < 100 && !(await redis.exists('gw:standalone:marker')); i++)
+    // the gateway's loss detector (every second) has learnt the epoch: an emptied store is noticed from then on
+    for (let i = 0; i < 100 && !(await redis.exists('gw:store:epoch')); i++)
       await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 1200));
     await redis.flushall();
