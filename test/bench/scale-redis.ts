@@ -120,7 +120,7 @@ try {
   results.redis_sessions_at_ready = stored;
   results.redis_peak_rss_mb = rssMb(large, 'VmHWM');
 
-  // FLUSHALL: the marker check (every second) notices it and writes every session again
+  // FLUSHALL: the loss detector (every second) notices it and writes every session again
   await new Promise((r) => setTimeout(r, 1500));
   const t1 = performance.now();
   await big.flushall();
@@ -131,7 +131,7 @@ try {
   }
   const refillMs = performance.now() - t1;
   console.log(
-    `redis: FLUSHALL → all ${KEYS} sessions written again after ${(refillMs / 1000).toFixed(2)} s (detection by the 1 s marker check included; SPEC.md §6: 10,000 keys within 5 s)`,
+    `redis: FLUSHALL → all ${KEYS} sessions written again after ${(refillMs / 1000).toFixed(2)} s (detection by the loss detector's 1 s read included; SPEC.md §6: 10,000 keys within 5 s)`,
   );
   results.redis_refill_s = Number((refillMs / 1000).toFixed(2));
 
