@@ -7,9 +7,9 @@
  * path without that slash ("/a/" serves "/a"). Of several APIs on one listen path the first in the list
  * is served.
  *
- * A new API list (a config change) updates the last list's trie in place when the two differ by a few
- * APIs (a directory edit among 10,000 APIs touches one listen path, not the whole trie); anything else
- * builds a new trie.
+ * A new API list (a config change) updates the last list's trie in place when the two differ by up to
+ * half the list (a directory edit among 10,000 APIs touches one listen path, not the whole trie; a burst
+ * of new files a few hundred); anything else builds a new trie.
  */
 import type { CompiledApi } from '../../contract/config.js';
 
@@ -58,8 +58,12 @@ function buildTrie(apis: readonly CompiledApi[]): Node {
   return root;
 }
 
-/** At most this many APIs in or out for a trie to be updated rather than built again. */
-const MAX_DELTA = 256;
+/**
+ * At most this many APIs in or out (or half the last list, when more: a burst of new files adds hundreds
+ * of APIs to thousands) for a trie to be updated rather than built again: an update walks the listen
+ * paths of the APIs in and out, a build those of every API.
+ */
+const MIN_DELTA = 256;
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 /** A compiled config's order: longest listen path first, then by listen path. */
 const order = (a: CompiledApi, b: CompiledApi): number =>
@@ -68,12 +72,13 @@ const order = (a: CompiledApi, b: CompiledApi): number =>
 /**
  * APIs out of `prev` and into `next` (by identity) such that prev − out + in = next as multisets, found by
  * merging the two lists in a compiled config's order (any order gives a correct answer, only a longer
- * one); undefined beyond MAX_DELTA.
+ * one); undefined beyond MIN_DELTA or half of `prev`, whichever is more.
  */
 function delta(
   prev: readonly CompiledApi[],
   next: readonly CompiledApi[],
 ): { out: CompiledApi[]; in: CompiledApi[] } | undefined {
+  const limit = Math.max(MIN_DELTA, prev.length >> 1);
   const out: CompiledApi[] = [];
   const inn: CompiledApi[] = [];
   let i = 0;
@@ -91,7 +96,7 @@ function delta(
     if (c >= 0) inn.push(b!);
     if (c <= 0) i++;
     if (c >= 0) j++;
-    if (out.length + inn.length > MAX_DELTA) return undefined;
+    if (out.length + inn.length > limit) return undefined;
   }
   return { out, in: inn };
 }

@@ -126,6 +126,22 @@ describe('a new API list that differs by a few APIs updates the last trie', () =
     expect(trieStats.updated - before.updated).toBeGreaterThan(250);
   });
 
+  test('a burst: hundreds of APIs in and out of thousands update the trie in place, routing as the scan', () => {
+    let apis = sorted(Array.from({ length: 2000 }, (_, i) => apiOn(`b${i}`, `/b${i}/`)));
+    route(apis, '/');
+    const before = { ...trieStats };
+    for (let step = 0; step < 3; step++) {
+      // 100 gone, 800 new (some under existing listen paths: longer prefixes), each a new list
+      const kept = apis.filter((_, i) => i % 20 !== step);
+      const added = Array.from({ length: 800 }, (_, i) => apiOn(`s${step}-${i}`, `/b${i}/s${step}/`));
+      apis = sorted([...kept, ...added]);
+      for (const p of ['/b1/x', `/b1/s${step}/x`, '/b40/', `/b799/s${step}`, '/b1999/y', '/none', `/b${step}/`])
+        expect({ step, p, r: routeOf(apis, p) }).toEqual({ step, p, r: scan(apis, p) });
+    }
+    expect(trieStats.built - before.built).toBe(0);
+    expect(trieStats.updated - before.updated).toBe(3);
+  });
+
   test('a listen path held by two APIs (not a compiled config): the first in the list, updated or built', () => {
     const one = apiOn('one', '/s/');
     const two = apiOn('two', '/s/');
