@@ -68,6 +68,7 @@ bench-drl: build
 # 10,000 APIs, gw standalone with 10,000 APIs + 100,000 keys (start-up, RSS, one edit under 500 req/s). Not in make test.
 bench-scale: build
 	node dist/test/bench/scale.js
+	node dist/test/bench/standalone-startup.js # gw standalone start-up alone, 3 runs: wall, CPU per thread, peak RSS
 	node dist/test/bench/scale-controller.js   # its own kube-apiserver + etcd + redis-server (test/harness)
 	node dist/test/bench/scale-redis.js        # gw standalone --redis, 100,000 keys: start, refill, per request (own redis-server)
 	node dist/test/bench/scale-cluster.js      # 10,000 APIs × 20 rules: controller + sidecar (own kube-apiserver, etcd, redis-server)

@@ -80,3 +80,20 @@ export async function parallel(n: number, body: (i: number) => Promise<unknown>,
     }),
   );
 }
+
+/** CPU seconds of a live process by thread name (its main thread as `main`; USER_HZ 100). */
+export function threadCpuSeconds(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended
+    }
+    const name = Number(tid) === pid ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const f = statFields(stat);
+    out[name] = (out[name] ?? 0) + (Number(f[11]) + Number(f[12])) / 100;
+  }
+  return out;
+}

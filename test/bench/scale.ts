@@ -23,6 +23,7 @@ import { startEcho } from '../../scripts/echo-upstream.js';
 import { sha256hex } from '../../lib/hash.js';
 import { startStandalone } from '../helpers/standalone.js';
 import { closedLoop as drive } from './closed-loop.js';
+import { threadCpuSeconds } from './proc.js';
 
 const skip = new Set((process.env.GW_BENCH_SCALE_SKIP ?? '').split(',').filter(Boolean));
 const APIS = Number(process.env.GW_BENCH_SCALE_APIS ?? 10_000);
@@ -188,13 +189,16 @@ async function standalone(): Promise<void> {
       { readyTimeoutMs: 600_000 },
     );
     const startMs = performance.now() - t0;
+    const cpu = threadCpuSeconds(gw.proc.pid!);
     const hwm = (): number => {
       const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${gw.proc.pid}/status`, 'utf8'));
       return m ? Number(m[1]) / 1024 : NaN;
     };
+    const others = Object.entries(cpu).filter(([n]) => n !== 'main' && cpu[n]! >= 0.05);
     console.log(
-      `standalone: ${APIS} APIs + ${KEYS} keys ready after ${(startMs / 1000).toFixed(1)} s; peak RSS ${hwm().toFixed(0)} MB (target ≤ 5 s)`,
+      `standalone: ${APIS} APIs + ${KEYS} keys ready after ${(startMs / 1000).toFixed(1)} s; peak RSS ${hwm().toFixed(0)} MB (target ≤ 5 s); CPU main thread ${(cpu.main ?? 0).toFixed(2)} s, ${others.map(([n, v]) => `${n} ${v.toFixed(2)} s`).join(', ')}; load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]}`,
     );
+    results.standalone_main_cpu_s = Number((cpu.main ?? 0).toFixed(2));
     results.standalone_start_s = Number((startMs / 1000).toFixed(1));
     results.standalone_peak_rss_mb = Math.round(hwm());
     // 500 req/s to the last API (open loop), one file edited after 2 s

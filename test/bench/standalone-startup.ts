@@ -8,19 +8,19 @@
  * Run: `node dist/test/bench/standalone-startup.js`.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sha256hex } from '../../lib/hash.js';
 import { CLI } from '../helpers/standalone.js';
 import { freePort } from '../harness/ports.js';
+import { threadCpuSeconds } from './proc.js';
 
 const APIS = Number(process.env.GW_BENCH_SCALE_APIS ?? 10_000);
 const KEYS = Number(process.env.GW_BENCH_SCALE_KEYS ?? 100_000);
 const RUNS = Number(process.env.GW_BENCH_STARTUP_RUNS ?? 3);
 const REDIS = process.env.GW_BENCH_STARTUP_REDIS;
 const NODE_ARGS = (process.env.GW_BENCH_STARTUP_ARGS ?? '').split(' ').filter(Boolean);
-const TICK = 100; // clock ticks per second (USER_HZ)
 
 /** Writes the standalone fixture of test/bench/scale.ts into dir. */
 export function writeScaleFixture(dir: string, apis: number, keys: number, target = 'http://127.0.0.1:9'): void {
@@ -37,24 +37,6 @@ export function writeScaleFixture(dir: string, apis: number, keys: number, targe
       );
     writeFileSync(join(dir, `keys-${f}.yaml`), docs.join('---\n'));
   }
-}
-
-/** CPU seconds by thread name (the main thread as `main`) of a live process. */
-function threadCpu(pid: number): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    const name = Number(tid) === pid ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const s = (Number(fields[11]) + Number(fields[12])) / TICK;
-    out[name] = (out[name] ?? 0) + s;
-  }
-  return out;
 }
 
 async function startOnce(dir: string): Promise<{ wallS: number; cpu: Record<string, number>; hwmMb: number }> {
@@ -93,7 +75,7 @@ async function startOnce(dir: string): Promise<{ wallS: number; cpu: Record<stri
       out += d.toString();
       if (!out.includes('gw standalone ready:')) return;
       const wallS = (performance.now() - t0) / 1000;
-      const cpu = threadCpu(proc.pid!);
+      const cpu = threadCpuSeconds(proc.pid!);
       const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'));
       res({ wallS, cpu, hwmMb: m ? Number(m[1]) / 1024 : NaN });
     });
