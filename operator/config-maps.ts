@@ -53,6 +53,9 @@ interface Desired {
  */
 const shardMemos = new Map<string, { items: LayoutItem[]; sha256: string; rv: string | undefined }>();
 
+/** Shard texts built (tests: an edit among many shards builds one). */
+export const shardStats = { built: 0 };
+
 const sameItems = (a: LayoutItem[], b: LayoutItem[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /** Writes what the layout says; returns the number of ConfigMaps written or deleted. */
@@ -93,6 +96,7 @@ export async function writeLayout(ctx: OperatorContext, ns: string, layout: Layo
         if (uid) shardOwners.push({ apiVersion: 'v1', kind: 'ConfigMap', name, uid });
         continue;
       }
+      shardStats.built++;
       const hash = shardHash(s.items);
       const text = shardText(hash, s.items);
       const desired = {

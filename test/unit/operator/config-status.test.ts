@@ -76,4 +76,38 @@ describe('config statuses apart from the ConfigMaps', () => {
     await plans.write(f.ctx, 'ns');
     expect(f.written.filter((w) => w.endsWith(':new'))).toHaveLength(1000);
   });
+
+  test('an outcome already written for the object version in the cache is not compared again; a new version is', async () => {
+    const withRv = (o: KubeObject, rv: string): KubeObject => ({
+      ...o,
+      metadata: { ...o.metadata, resourceVersion: rv },
+    });
+    const objs = Array.from({ length: 500 }, (_, i) => withRv(apiObj(`api-${i}`), `rv-${i}`));
+    const cache = new Map(objs.map((o) => [o.metadata.name, o]));
+    const f = fakeCtx(cache);
+    const plans = new ConfigStatusPlans();
+    const settled: Map<string, string>[] = [];
+    plans.set('ns', plan(objs, 'm'), (v) => settled.push(v));
+    await plans.write(f.ctx, 'ns');
+    expect(f.started()).toBe(500);
+    expect(settled[0]?.get('ApiDefinition/api-7')).toBe('rv-7');
+    // the next reconcile (an edit of api-7): the 499 others compared with nothing
+    const edited = withRv(apiObj('api-7'), 'rv-7b');
+    cache.set('api-7', edited);
+    plans.set(
+      'ns',
+      plan(
+        objs.map((o) => (o.metadata.name === 'api-7' ? edited : o)),
+        'm',
+      ),
+      (v) => settled.push(v),
+    );
+    await plans.write(f.ctx, 'ns');
+    expect(f.started()).toBe(501);
+    expect(settled[1]?.size).toBe(500);
+    // a changed outcome for the same version is written
+    plans.set('ns', new Map([[objs[3]!, ok('another message')]]));
+    await plans.write(f.ctx, 'ns');
+    expect(f.started()).toBe(502);
+  });
 });
