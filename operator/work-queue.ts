@@ -5,8 +5,9 @@
  * backoff (base·2^(n−1), capped), and a success forgets the failures. Timers are injected for tests.
  * Two priorities: `live` (a watch event, a retry) runs before any `bulk` key (a full resync), so a change
  * made while a resync of tens of thousands of keys is under way waits for a free slot, not for the resync;
- * a bulk key added live is promoted. Every operation is O(1) (the arrays keep stale entries of promoted
- * keys, skipped when taken).
+ * a bulk key added live is promoted; bulk keys never take the last eighth of the slots (4 of 32), so a live key
+ * starts at once instead of waiting for a bulk run to end. Every operation is O(1) (the arrays keep stale
+ * entries of promoted keys, skipped when taken).
  */
 import { backoffDelay } from '../lib/backoff.js';
 
@@ -67,6 +68,10 @@ export class WorkQueue {
   /** Keys in a queue (dirty and not running): the depth. */
   private waiting = 0;
   private readonly processing = new Set<string>();
+  /** Running keys taken from the bulk queue. */
+  private readonly runningBulk = new Set<string>();
+  /** At most this many bulk keys run at once (the rest of the slots are kept for live keys). */
+  private readonly bulkSlots: number;
   private readonly failures = new Map<string, number>();
   private readonly delayed = new Map<string, { at: number; handle: unknown }>();
   private active = 0;
@@ -79,6 +84,7 @@ export class WorkQueue {
 
   constructor(private readonly opts: WorkQueueOptions) {
     this.concurrency = Math.max(1, opts.concurrency ?? 8);
+    this.bulkSlots = this.concurrency - Math.floor(this.concurrency / 8);
     this.baseDelayMs = opts.baseDelayMs ?? 100;
     this.maxDelayMs = opts.maxDelayMs ?? 60_000;
     this.timers = opts.timers ?? systemTimers;
@@ -151,11 +157,12 @@ export class WorkQueue {
     return this.active === 0 && (this.depth() === 0 || !this.running);
   }
 
-  /** The next waiting key, live first; entries of keys promoted or already taken are skipped. */
-  private take(): string | undefined {
+  /** The next waiting key, live first (bulk only while a bulk slot is free); promoted or taken entries skipped. */
+  private take(): { key: string; bulk: boolean } | undefined {
     for (const p of ['live', 'bulk'] as const) {
+      if (p === 'bulk' && this.runningBulk.size >= this.bulkSlots) break;
       for (let k = this.queues[p].shift(); k !== undefined; k = this.queues[p].shift()) {
-        if (this.dirty.get(k) === p && !this.processing.has(k)) return k;
+        if (this.dirty.get(k) === p && !this.processing.has(k)) return { key: k, bulk: p === 'bulk' };
       }
     }
     return undefined;
@@ -163,8 +170,10 @@ export class WorkQueue {
 
   private pump(): void {
     while (this.running && this.active < this.concurrency && this.waiting > 0) {
-      const key = this.take();
-      if (key === undefined) break;
+      const taken = this.take();
+      if (taken === undefined) break;
+      const { key } = taken;
+      if (taken.bulk) this.runningBulk.add(key);
       this.waiting--;
       this.dirty.delete(key);
       this.processing.add(key);
@@ -190,6 +199,7 @@ export class WorkQueue {
       this.opts.onError?.(key, e, n, delay);
     } finally {
       this.processing.delete(key);
+      this.runningBulk.delete(key);
       this.active--;
       const again = this.dirty.get(key);
       if (again !== undefined) {

@@ -177,6 +177,31 @@ describe('operator work queue: live before bulk', () => {
     expect(q.depth()).toBe(19_998);
   });
 
+  test('bulk keys leave an eighth of the slots to live keys: a live key starts at once', async () => {
+    const timers = new FakeTimers();
+    const g = gatedHandler();
+    const q = new WorkQueue({ handler: g.handler, concurrency: 16, timers });
+    q.start();
+    for (let i = 0; i < 1000; i++) q.add(`k${i}`, 'bulk');
+    await flush();
+    expect(g.runs).toHaveLength(14); // 2 of 16 kept
+    q.add('edit');
+    q.add('edit-2');
+    await flush();
+    expect(g.runs.map((r) => r.key).slice(14)).toEqual(['edit', 'edit-2']);
+    q.add('edit-3'); // every slot busy: waits for the next one free, ahead of the bulk keys
+    g.runs[0]!.done();
+    await flush();
+    expect(g.runs.map((r) => r.key).slice(16)).toEqual(['edit-3']);
+    g.runs[14]!.done(); // a live run ends: bulk work takes it back up to 14 bulk runs (13 ran), no further
+    await flush();
+    expect(g.runs).toHaveLength(18);
+    expect(g.runs[17]!.key).toMatch(/^k/);
+    g.runs[15]!.done(); // 14 bulk runs: this slot stays free for live work
+    await flush();
+    expect(g.runs).toHaveLength(18);
+  });
+
   test('a key running and added again keeps the higher priority for its next run', async () => {
     const timers = new FakeTimers();
     const g = gatedHandler();
