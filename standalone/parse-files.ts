@@ -24,7 +24,7 @@ const INLINE_BYTES = 32 * 1024;
 /** A start-up read of more than this many bytes is split between this thread and the worker… */
 const SPLIT_BYTES = 512 * 1024;
 /** …this thread taking this share of the cost; a file costs its bytes and FILE_COST (open, read, close). */
-const HERE_SHARE = 0.2;
+const HERE_SHARE = 0.4;
 const FILE_COST = 2048;
 /** An idle worker is ended after this long (its memory given back). */
 const WORKER_IDLE_MS = 10_000;
