@@ -5,8 +5,10 @@
  * controller starts, reconciles it all (time reported), and is measured idle over
  * GW_BENCH_CONTROLLER_WINDOW seconds (65: one periodic resync included): CPU as a share of one core
  * (/proc/<pid>/stat), RSS now and peak. While the start-up pass over the keys is queued (what a full resync
- * queues), one AccessKey is created: the time until its session is in Redis. Prints each figure, then one
- * JSON line.
+ * queues), one AccessKey is created: the time until its session is in Redis. Prints each figure, the counters
+ * of the idle window (reconciles, writes, resyncs, validations, objects found unchanged), then one JSON line.
+ * GW_BENCH_CONTROLLER_RESYNC sets --resync-period (s); GW_BENCH_CONTROLLER_LOG keeps the controller's log;
+ * GW_BENCH_CONTROLLER_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles it (written when the bench stops it).
  */
 import { cpuTicks, memMb, parallel, stopChild } from './proc.js';
 import { spawnBenchController } from './controller-proc.js';
