@@ -69,6 +69,8 @@ export interface OperatorContext {
   refused: Map<string, Set<string>>;
   /** Bytes of items and owner references per config ConfigMap (default SHARD_BUDGET_BYTES). */
   shardBudget?: number;
+  /** Queues a resource again (live) whose change a reconcile's own write hid from the informer's events. */
+  requeue?: (kind: string, ns: string, name: string) => void;
   /** The one namespace this controller watches (`--namespace`); undefined: all. */
   scope?: string;
 }
@@ -120,8 +122,19 @@ export async function report(
     await ctx.events.record(ref, obj, 'Warning', outcome.reason, outcome.message);
   }
   if (!written) return obj.metadata.resourceVersion;
-  const rv = (written as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion;
-  return typeof rv === 'string' ? rv : undefined;
+  const now = (written as { metadata?: Partial<KubeObject['metadata']> }).metadata;
+  // the status landed on a newer spec, annotations or deletion than the one reconciled (a status write has no
+  // precondition): the watch event of that change can no longer tell it (the cache already holds the newer
+  // object), so the resource is reconciled again, and this status vouches for nothing
+  if (
+    now?.generation !== obj.metadata.generation ||
+    now?.deletionTimestamp !== obj.metadata.deletionTimestamp ||
+    JSON.stringify(now?.annotations ?? {}) !== JSON.stringify(obj.metadata.annotations ?? {})
+  ) {
+    ctx.requeue?.(ref.kind, obj.metadata.namespace ?? 'default', obj.metadata.name);
+    return undefined;
+  }
+  return typeof now?.resourceVersion === 'string' ? now.resourceVersion : undefined;
 }
 
 /** Adds the finalizer (optimistic: the patch tests the resourceVersion). Returns the updated object. */

@@ -65,6 +65,7 @@ export class KeyMemos {
   ): void {
     const cur = ctx.informers.keys.get(ns, name);
     const rv = cur?.metadata.resourceVersion;
+    // expectedRv is undefined when the status write landed on a newer spec (context.ts report(): requeued)
     if (!cur || rv === undefined || rv !== expectedRv) return this.forget(ns, name);
     if (m.secret !== undefined && !ctx.informers.secrets.get(ns, m.secret)) return this.forget(ns, name);
     this.memos.set(`${ns}/${name}`, { ...m, rv, uid: cur.metadata.uid, inputs: inputs(ctx, ns, m) });

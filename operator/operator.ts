@@ -138,6 +138,8 @@ export class Operator {
       settled: new SettledConfigs(),
       apiIds: new ApiIdIndex(),
       scope: o.namespace,
+      requeue: (kind, ns, name) =>
+        this.queue.add(kind === 'ApiDefinition' || kind === 'Policy' ? `Config|${ns}` : `${kind}|${ns}|${name}`),
     };
     this.queue = new WorkQueue({
       concurrency: o.concurrency ?? 32,
