@@ -141,6 +141,8 @@ export function createObserver(o: {
       } else {
         x.traceparent = childTraceparent(incoming);
       }
+      // an unsampled request without access logs: nothing to do when its response closes
+      if (x.span === undefined && accessLog === undefined) return;
       x.began = t0;
       (x.res as Watched)[OBSERVED] = x;
       x.res.on('close', onClose);
