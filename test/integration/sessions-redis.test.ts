@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { startRedis } from '../harness/redis.js';
 import { pino } from 'pino';
 import { RedisSessionStore, SESSION_PREFIX } from '../../contract/sessions-redis.js';
-import { freshRedis, suiteRedisCluster } from '../helpers/redis.js';
+import { suiteRedisCluster } from '../helpers/redis.js';
 
 const logger = pino({ level: 'silent' });
 
@@ -15,22 +15,26 @@ async function eventually(ok: () => boolean, ms = 5000): Promise<void> {
 }
 
 describe('sessions in real Redis', () => {
+  let server: Awaited<ReturnType<typeof startRedis>>;
   let writerConn: Redis;
   let readerConn: Redis;
   let writer: RedisSessionStore;
   let reader: RedisSessionStore;
 
   beforeAll(async () => {
-    writerConn = await freshRedis();
+    // a redis-server of its own: nothing another suite does to the shared one reaches this pub/sub pair
+    server = await startRedis();
+    writerConn = new Redis(server.url, { maxRetriesPerRequest: 1 });
     readerConn = writerConn.duplicate();
     writer = new RedisSessionStore(writerConn, logger);
     reader = new RedisSessionStore(readerConn, logger, 60_000); // long cache: only the notification can refresh it
     await reader.subscribe();
   });
   afterAll(async () => {
-    await reader.close();
-    writerConn.disconnect();
-    readerConn.disconnect();
+    await reader?.close();
+    writerConn?.disconnect();
+    readerConn?.disconnect();
+    await server?.stop();
   });
 
   test('a change reaches a cached reader through the notification', async () => {

@@ -65,7 +65,7 @@ beforeAll(async () => {
   });
   hangingUrl = await listen(hanging);
   closedUrl = `http://127.0.0.1:${await freePort()}`;
-  f = await startFacade({ options: { gateway_urls: [gatewayUrl, hangingUrl, closedUrl], proxy_timeout: 0.3 } });
+  f = await startFacade({ options: { gateway_urls: [gatewayUrl, hangingUrl, closedUrl], proxy_timeout: 1 } });
 });
 
 afterAll(async () => {
@@ -209,8 +209,8 @@ test('504 after proxy_timeout when the gateway never answers', async () => {
   const ms = Date.now() - t0;
   expect(r.status).toBe(504);
   expect(r.body).toEqual({ status: 'error', message: expect.any(String) });
-  expect(ms).toBeGreaterThanOrEqual(250);
-  expect(ms).toBeLessThan(3000);
+  expect(ms).toBeGreaterThanOrEqual(950);
+  expect(ms).toBeLessThan(5000);
 });
 
 test('default origins: the gateway listen address given to createFacadeServer (0.0.0.0 means loopback too)', async () => {
