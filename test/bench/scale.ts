@@ -20,7 +20,7 @@ import type { CompiledApi } from '../../contract/config.js';
 import { route } from '../../sidecar/proxy/router.js';
 import { GatewayMetrics } from '../../sidecar/metrics.js';
 import { startEcho } from '../../scripts/echo-upstream.js';
-import { sha256hex } from '../../lib/hash.js';
+import { scaleApiYaml, writeScaleFixture } from './scale-fixture.js';
 import { startStandalone } from '../helpers/standalone.js';
 import { closedLoop as drive } from './closed-loop.js';
 import { threadCpuSeconds } from './proc.js';
@@ -167,17 +167,8 @@ async function standalone(): Promise<void> {
   const echo = await startEcho();
   const dir = mkdtempSync(join(tmpdir(), 'gw-bench-scale-'));
   try {
-    const apiYaml = (i: number, listen = `/api-${i}/`): string =>
-      `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: api-${i}}\nspec:\n  api_id: api-${i}\n  use_keyless: true\n  proxy: {listen_path: ${listen}, target_url: '${echo.url}'}\n`;
-    for (let i = 0; i < APIS; i++) writeFileSync(join(dir, `api-${i}.yaml`), apiYaml(i));
-    for (let f = 0; f < KEYS / 1000; f++) {
-      const docs: string[] = [];
-      for (let k = f * 1000; k < (f + 1) * 1000 && k < KEYS; k++)
-        docs.push(
-          `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: k-${k}}\nspec: {key_hash: ${sha256hex(`bench-${k}`)}, rate: 100, per: 1}\n`,
-        );
-      writeFileSync(join(dir, `keys-${f}.yaml`), docs.join('---\n'));
-    }
+    const apiYaml = (i: number, listen = `/api-${i}/`): string => scaleApiYaml(i, echo.url, listen);
+    writeScaleFixture(dir, APIS, KEYS, echo.url);
     const t0 = performance.now();
     // as the image runs it (Dockerfile NODE_OPTIONS): its start-up GC runs before the listeners open.
     // Without --expose-gc the start-up garbage is collected while serving: a Mark-Compact of ~90 ms in the

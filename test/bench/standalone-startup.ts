@@ -8,10 +8,10 @@
  * Run: `node dist/test/bench/standalone-startup.js`.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sha256hex } from '../../lib/hash.js';
+import { writeScaleFixture } from './scale-fixture.js';
 import { CLI } from '../helpers/standalone.js';
 import { freePort } from '../harness/ports.js';
 import { threadCpuSeconds } from './proc.js';
@@ -21,23 +21,6 @@ const KEYS = Number(process.env.GW_BENCH_SCALE_KEYS ?? 100_000);
 const RUNS = Number(process.env.GW_BENCH_STARTUP_RUNS ?? 3);
 const REDIS = process.env.GW_BENCH_STARTUP_REDIS;
 const NODE_ARGS = (process.env.GW_BENCH_STARTUP_ARGS ?? '').split(' ').filter(Boolean);
-
-/** Writes the standalone fixture of test/bench/scale.ts into dir. */
-export function writeScaleFixture(dir: string, apis: number, keys: number, target = 'http://127.0.0.1:9'): void {
-  for (let i = 0; i < apis; i++)
-    writeFileSync(
-      join(dir, `api-${i}.yaml`),
-      `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: api-${i}}\nspec:\n  api_id: api-${i}\n  use_keyless: true\n  proxy: {listen_path: /api-${i}/, target_url: '${target}'}\n`,
-    );
-  for (let f = 0; f < keys / 1000; f++) {
-    const docs: string[] = [];
-    for (let k = f * 1000; k < (f + 1) * 1000 && k < keys; k++)
-      docs.push(
-        `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: k-${k}}\nspec: {key_hash: ${sha256hex(`bench-${k}`)}, rate: 100, per: 1}\n`,
-      );
-    writeFileSync(join(dir, `keys-${f}.yaml`), docs.join('---\n'));
-  }
-}
 
 async function startOnce(dir: string): Promise<{ wallS: number; cpu: Record<string, number>; hwmMb: number }> {
   const gp = await freePort();

@@ -6,6 +6,7 @@
  */
 import { CORE_SCHEMA, loadAll } from 'js-yaml';
 import { simpleYamlDocuments } from '../../lib/simple-yaml.js';
+import { rng } from '../helpers/rng.js';
 
 /** js-yaml's documents, or 'error' when it refuses the text. */
 function reference(text: string): unknown {
@@ -97,17 +98,6 @@ const KEYS = ['a', 'b', 'key_hash', 'metadata', 'spec', 'rate', 'True', 'null', 
 
 function pick<T>(xs: readonly T[], r: () => number): T {
   return xs[Math.floor(r() * xs.length)]!;
-}
-
-/** A deterministic generator (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function randomText(r: () => number): string {

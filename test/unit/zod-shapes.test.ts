@@ -7,16 +7,8 @@
 import { RESOURCE_SCHEMAS } from '../../crds/kinds.js';
 import { formatZodError } from '../../lib/errors.js';
 import { shapeValidator } from '../../lib/zod-shapes.js';
+import { rng } from '../helpers/rng.js';
 
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const pick = <T>(xs: readonly T[], r: () => number): T => xs[Math.floor(r() * xs.length)]!;
 
 const HASH = 'a'.repeat(64);
