@@ -38,6 +38,21 @@ export async function startStandalone(
   env: Record<string, string> = {},
   o: { ipc?: boolean; permissions?: boolean; readyTimeoutMs?: number } = {},
 ): Promise<Standalone> {
+  // a port free when picked can be taken by another worker's process before gw listens: new ports, once more
+  try {
+    return await startOnPorts(dir, extraArgs, env, o);
+  } catch (e) {
+    if (!(e as Error).message.includes('EADDRINUSE')) throw e;
+    return startOnPorts(dir, extraArgs, env, o);
+  }
+}
+
+async function startOnPorts(
+  dir: string,
+  extraArgs: string[],
+  env: Record<string, string>,
+  o: { ipc?: boolean; permissions?: boolean; readyTimeoutMs?: number },
+): Promise<Standalone> {
   const gp = await freePort();
   const ap = await freePort();
   const [cmd, ...prefix] = [...(o.permissions ? permissionsApply() : []), process.execPath];
