@@ -72,6 +72,7 @@ describe('gateway: HTTP proxying edges', () => {
     // a WebSocket-style upstream: 101 then an echo of every byte; /refuse declines the upgrade
     ws = createServer((_req, res) => res.end('plain'));
     ws.on('upgrade', (req: IncomingMessage, socket: Socket) => {
+      socket.on('error', () => undefined); // node's own listener is gone once upgraded; a reset would be uncaught
       if (req.url?.includes('refuse'))
         return void socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 2\r\nconnection: close\r\n\r\nno');
       socket.write(
