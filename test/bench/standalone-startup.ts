@@ -7,13 +7,11 @@
  * (a redis URL: `--redis` runs), GW_BENCH_STARTUP_ARGS (extra node flags, e.g. `--cpu-prof`).
  * Run: `node dist/test/bench/standalone-startup.js`.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeScaleFixture } from './scale-fixture.js';
-import { CLI } from '../helpers/standalone.js';
-import { freePort } from '../harness/ports.js';
+import { startStandalone } from '../helpers/standalone.js';
 import { threadCpuSeconds } from './proc.js';
 
 const APIS = Number(process.env.GW_BENCH_SCALE_APIS ?? 10_000);
@@ -23,53 +21,20 @@ const REDIS = process.env.GW_BENCH_STARTUP_REDIS;
 const NODE_ARGS = (process.env.GW_BENCH_STARTUP_ARGS ?? '').split(' ').filter(Boolean);
 
 async function startOnce(dir: string): Promise<{ wallS: number; cpu: Record<string, number>; hwmMb: number }> {
-  const gp = await freePort();
-  const ap = await freePort();
   const t0 = performance.now();
-  const proc = spawn(
-    process.execPath,
-    [
-      ...NODE_ARGS,
-      CLI,
-      'standalone',
-      '--resources',
-      dir,
-      '--listen',
-      `127.0.0.1:${gp}`,
-      '--admin-listen',
-      `127.0.0.1:${ap}`,
-      ...(REDIS ? ['--redis', REDIS] : []),
-    ],
-    {
-      env: {
-        ...process.env,
-        GW_SECRET: 'bench-secret',
-        GW_ACCESS_TOKENS: 'bench-token',
-        GW_LOG_LEVEL: 'warn',
-        NODE_OPTIONS: '--expose-gc --max-semi-space-size=8',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+  const gw = await startStandalone(
+    dir,
+    REDIS ? ['--redis', REDIS] : [],
+    { GW_SECRET: 'bench-secret', GW_ACCESS_TOKENS: 'bench-token', NODE_OPTIONS: '--expose-gc --max-semi-space-size=8' },
+    { nodeArgs: NODE_ARGS, readyTimeoutMs: 600_000 },
   );
-  let out = '';
-  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const result = await new Promise<{ wallS: number; cpu: Record<string, number>; hwmMb: number }>((res, rej) => {
-    proc.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (!out.includes('gw standalone ready:')) return;
-      const wallS = (performance.now() - t0) / 1000;
-      const cpu = threadCpuSeconds(proc.pid!);
-      const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'));
-      res({ wallS, cpu, hwmMb: m ? Number(m[1]) / 1024 : NaN });
-    });
-    proc.once('exit', (code) => rej(new Error(`standalone exited with ${code}:\n${out}`)));
-  });
-  proc.removeAllListeners('exit');
-  await new Promise<void>((r) => {
-    proc.once('exit', () => r());
-    proc.kill('SIGTERM');
-  });
-  return result;
+  // read as the ready line arrives (the helper resolves on it)
+  const wallS = (performance.now() - t0) / 1000;
+  const pid = gw.proc.pid!;
+  const cpu = threadCpuSeconds(pid);
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  await gw.stop();
+  return { wallS, cpu, hwmMb: m ? Number(m[1]) / 1024 : NaN };
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'gw-bench-startup-'));

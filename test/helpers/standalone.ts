@@ -32,11 +32,19 @@ export function permissionsApply(): string[] {
  * `ipc`: with an IPC channel to the test process, as a Node parent's fork() would give it.
  * `permissions`: file permissions apply to the gateway even when the tests run as root.
  */
+export interface StartOptions {
+  ipc?: boolean;
+  permissions?: boolean;
+  readyTimeoutMs?: number;
+  /** node's own flags, before the CLI (`--cpu-prof`, flags NODE_OPTIONS refuses). */
+  nodeArgs?: readonly string[];
+}
+
 export async function startStandalone(
   dir: string,
   extraArgs: string[] = [],
   env: Record<string, string> = {},
-  o: { ipc?: boolean; permissions?: boolean; readyTimeoutMs?: number } = {},
+  o: StartOptions = {},
 ): Promise<Standalone> {
   // a port free when picked can be taken by another worker's process before gw listens: new ports, once more
   try {
@@ -51,7 +59,7 @@ async function startOnPorts(
   dir: string,
   extraArgs: string[],
   env: Record<string, string>,
-  o: { ipc?: boolean; permissions?: boolean; readyTimeoutMs?: number },
+  o: StartOptions,
 ): Promise<Standalone> {
   const gp = await freePort();
   const ap = await freePort();
@@ -60,6 +68,7 @@ async function startOnPorts(
     cmd!,
     [
       ...prefix,
+      ...(o.nodeArgs ?? []),
       CLI,
       'standalone',
       '--resources',
