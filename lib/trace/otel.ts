@@ -1,14 +1,27 @@
 /**
- * OpenTelemetry span export (SPEC.md §7): the OpenTelemetry JS SDK's tracer provider, parent-based, with
- * new traces sampled at `samplingRatio` by `sampleRoot()` before any span is built (a request that is not
- * recorded costs no SDK call: the proxy sends a traceparent of its own), a batch span processor (bounded queue, export on a timer, off the request path)
- * and the OTLP/HTTP exporter (JSON to `endpoint` + `/v1/traces`). The SDK is imported only when span
- * export is on: a gateway without it loads none of it.
+ * OpenTelemetry span export (SPEC.md §7): parent-based sampling, new traces sampled at `samplingRatio` by
+ * `sampleRoot()` before any span is built (a request that is not recorded costs no span: the proxy sends a
+ * traceparent of its own), recorded spans queued (bounded) and exported on a timer, off the request path, by
+ * the OpenTelemetry OTLP/HTTP exporter (JSON to `endpoint` + `/v1/traces`). A recorded span is a small object
+ * of this file's, handed to the exporter as the SDK's ReadableSpan: at a sampling ratio of 0.01 the SDK's
+ * tracer and batch processor cost several times more per span than this (docs/dependencies.md). The
+ * exporter is imported only when span export is on: a gateway without it loads none of it.
  */
-import type { Attributes, Span, Tracer } from '@opentelemetry/api';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
+import type {
+  Attributes,
+  AttributeValue,
+  Exception,
+  HrTime,
+  Link,
+  Span,
+  SpanContext,
+  SpanStatus,
+  TimeInput,
+} from '@opentelemetry/api';
+import type { ReadableSpan, SpanExporter, TimedEvent } from '@opentelemetry/sdk-trace';
+import type { Resource } from '@opentelemetry/resources';
 import { throttledLog } from '../log-throttle.js';
-import { formatTraceparent, validTraceparent } from './trace-context.js';
+import { formatTraceparent, newSpanId, newTraceId, validTraceparent } from './trace-context.js';
 
 export interface TracingOptions {
   /** Collector base URL (`http://collector:4318`); spans go to `<endpoint>/v1/traces`. */
@@ -28,7 +41,6 @@ export interface TracingOptions {
 }
 
 export interface Tracing {
-  readonly tracer: Tracer;
   /** Whether a new trace is recorded (a draw at the sampling ratio). */
   sampleRoot(): boolean;
   /**
@@ -49,11 +61,171 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-/** Loads the SDK and starts export; never throws for an unreachable collector (export fails later, counted). */
+/** SpanKind of @opentelemetry/api (a const enum there, so its numbers here). */
+const KIND_SERVER = 1;
+const KIND_INTERNAL = 0;
+const SCOPE = { name: 'gw' };
+
+/** Wall-clock time as OpenTelemetry's HrTime: [seconds, nanoseconds]. */
+function hrNow(): HrTime {
+  const ms = performance.timeOrigin + performance.now();
+  const sec = Math.floor(ms / 1000);
+  return [sec, Math.round((ms - sec * 1000) * 1e6)];
+}
+
+function hrOf(t: TimeInput | undefined): HrTime {
+  if (t === undefined) return hrNow();
+  if (Array.isArray(t)) return t as HrTime;
+  const ms = t instanceof Date ? t.getTime() : (t as number);
+  const sec = Math.floor(ms / 1000);
+  return [sec, Math.round((ms - sec * 1000) * 1e6)];
+}
+
+/** What a recorded span goes to when it ends. */
+interface SpanSink {
+  resource: Resource;
+  ended(span: RecordedSpan): void;
+}
+
+/** A sampled span: what the request path writes, and what the exporter reads once it has ended. */
+class RecordedSpan implements Span, ReadableSpan {
+  readonly startTime: HrTime = hrNow();
+  endTime: HrTime = [0, 0];
+  duration: HrTime = [0, 0];
+  status: SpanStatus = { code: 0 };
+  ended = false;
+  readonly links: Link[] = [];
+  readonly events: TimedEvent[] = [];
+  readonly droppedAttributesCount = 0;
+  readonly droppedEventsCount = 0;
+  readonly droppedLinksCount = 0;
+  readonly instrumentationScope = SCOPE;
+  readonly resource: Resource;
+
+  constructor(
+    private readonly sink: SpanSink,
+    public name: string,
+    readonly kind: number,
+    private readonly ctx: SpanContext,
+    readonly parentSpanContext: SpanContext | undefined,
+    readonly attributes: Attributes,
+  ) {
+    this.resource = sink.resource;
+  }
+
+  spanContext(): SpanContext {
+    return this.ctx;
+  }
+  setAttribute(key: string, value: AttributeValue): this {
+    if (!this.ended && value !== undefined && value !== null) this.attributes[key] = value;
+    return this;
+  }
+  setAttributes(attributes: Attributes): this {
+    if (!this.ended) Object.assign(this.attributes, attributes);
+    return this;
+  }
+  addEvent(name: string, a?: Attributes | TimeInput, t?: TimeInput): this {
+    if (this.ended) return this;
+    const timed = a === undefined || typeof a === 'number' || a instanceof Date || Array.isArray(a);
+    this.events.push({
+      name,
+      attributes: timed ? {} : a,
+      time: hrOf(timed ? (a as TimeInput | undefined) : t),
+      droppedAttributesCount: 0,
+    });
+    return this;
+  }
+  addLink(link: Link): this {
+    if (!this.ended) this.links.push(link);
+    return this;
+  }
+  addLinks(links: Link[]): this {
+    for (const l of links) this.addLink(l);
+    return this;
+  }
+  setStatus(status: SpanStatus): this {
+    if (!this.ended) this.status = status;
+    return this;
+  }
+  updateName(name: string): this {
+    if (!this.ended) this.name = name;
+    return this;
+  }
+  end(endTime?: TimeInput): void {
+    if (this.ended) return;
+    this.ended = true;
+    const e = hrOf(endTime);
+    this.endTime = e;
+    let sec = e[0] - this.startTime[0];
+    let ns = e[1] - this.startTime[1];
+    if (ns < 0) {
+      sec -= 1;
+      ns += 1e9;
+    }
+    this.duration = [sec, ns];
+    this.sink.ended(this);
+  }
+  isRecording(): boolean {
+    return !this.ended;
+  }
+  recordException(exception: Exception, time?: TimeInput): void {
+    const e = typeof exception === 'string' ? { message: exception } : exception;
+    this.addEvent(
+      'exception',
+      {
+        ...(e.name !== undefined ? { 'exception.type': e.name } : {}),
+        ...(e.message !== undefined ? { 'exception.message': e.message } : {}),
+        ...(e.stack !== undefined ? { 'exception.stacktrace': e.stack } : {}),
+      },
+      time,
+    );
+  }
+}
+
+/**
+ * Ended spans waiting for export: at most `max` (more are dropped, the request path never waits), sent in
+ * batches of at most `batch` every `delayMs`, one export at a time.
+ */
+class SpanQueue {
+  private spans: RecordedSpan[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private exporting: Promise<void> | undefined;
+
+  constructor(
+    private readonly exporter: SpanExporter,
+    private readonly max: number,
+    private readonly batch: number,
+    private readonly delayMs: number,
+  ) {}
+
+  add(span: RecordedSpan): void {
+    if (this.spans.length >= this.max) return;
+    this.spans.push(span);
+    if (this.timer === undefined) {
+      this.timer = setTimeout(() => void this.flush(), this.delayMs);
+      this.timer.unref();
+    }
+  }
+
+  /** Exports everything queued, a batch at a time. */
+  async flush(): Promise<void> {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    while (this.exporting) await this.exporting;
+    while (this.spans.length) {
+      const batch = this.spans.length <= this.batch ? this.spans : this.spans.slice(0, this.batch);
+      this.spans = batch === this.spans ? [] : this.spans.slice(this.batch);
+      this.exporting = new Promise<void>((done) => this.exporter.export(batch, () => done()));
+      await this.exporting;
+      this.exporting = undefined;
+    }
+  }
+}
+
+/** Loads the exporter and starts export; never throws for an unreachable collector (export fails later, counted). */
 export async function startTracing(o: TracingOptions): Promise<Tracing> {
-  const [api, sdk, { OTLPTraceExporter }, { resourceFromAttributes }, semconv] = await Promise.all([
+  const [api, { OTLPTraceExporter }, { resourceFromAttributes }, semconv] = await Promise.all([
     import('@opentelemetry/api'),
-    import('@opentelemetry/sdk-trace'),
     import('@opentelemetry/exporter-trace-otlp-http'),
     import('@opentelemetry/resources'),
     import('@opentelemetry/semantic-conventions'),
@@ -78,54 +250,57 @@ export async function startTracing(o: TracingOptions): Promise<Tracing> {
     shutdown: () => otlp.shutdown(),
     forceFlush: () => otlp.forceFlush(),
   };
-  const provider = new sdk.TracerProvider({
+  const queue = new SpanQueue(exporter, o.maxQueueSize ?? 2048, 512, o.exportDelayMs ?? 1000);
+  const sink: SpanSink = {
     resource: resourceFromAttributes({ [semconv.ATTR_SERVICE_NAME]: o.serviceName }),
-    // roots reach the SDK only once sampleRoot() drew them
-    sampler: new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() }),
-    spanProcessors: [
-      new sdk.BatchSpanProcessor({
-        exporter,
-        maxQueueSize: o.maxQueueSize ?? 2048,
-        maxExportBatchSize: 512,
-        scheduledDelayMillis: o.exportDelayMs ?? 1000,
-        exportTimeoutMillis: 15_000,
-      }),
-    ],
-  });
-  const tracer = provider.getTracer('gw');
-  const { ROOT_CONTEXT, SpanKind, trace, createTraceState, INVALID_SPAN_CONTEXT } = api;
-  const server = { kind: SpanKind.SERVER, attributes: undefined as Attributes | undefined };
+    ended: (span) => queue.add(span),
+  };
+  const { trace, createTraceState } = api;
   const ratio = Math.min(1, Math.max(0, o.samplingRatio));
   const sampleRoot = (): boolean => ratio >= 1 || (ratio > 0 && Math.random() < ratio);
+  /** A span in `parent`'s trace (a new trace without one): recorded when the parent is sampled. */
+  const start = (name: string, kind: number, parent: SpanContext | undefined, attributes: Attributes): Span => {
+    const traceId = parent?.traceId ?? newTraceId();
+    const sampled = parent === undefined || (parent.traceFlags & 1) === 1;
+    const ctx: SpanContext = {
+      traceId,
+      spanId: newSpanId(),
+      traceFlags: sampled ? 1 : 0,
+      traceState: parent?.traceState,
+    };
+    if (!sampled) return trace.wrapSpanContext(ctx);
+    return new RecordedSpan(sink, name, kind, ctx, parent, attributes);
+  };
   return {
-    tracer,
     sampleRoot,
     startServer(name, traceparent, tracestate, attributes) {
-      let ctx = ROOT_CONTEXT;
-      if (validTraceparent(traceparent)) {
-        ctx = trace.setSpanContext(ROOT_CONTEXT, {
-          traceId: traceparent.slice(3, 35),
-          spanId: traceparent.slice(36, 52),
-          traceFlags: parseInt(traceparent.slice(53, 55), 16) & 1,
-          isRemote: true,
-          traceState: typeof tracestate === 'string' && tracestate !== '' ? createTraceState(tracestate) : undefined,
-        });
-      }
-      server.attributes = attributes;
-      return tracer.startSpan(name, server, ctx);
+      const parent = validTraceparent(traceparent)
+        ? {
+            traceId: traceparent.slice(3, 35),
+            spanId: traceparent.slice(36, 52),
+            traceFlags: parseInt(traceparent.slice(53, 55), 16) & 1,
+            isRemote: true,
+            traceState: typeof tracestate === 'string' && tracestate !== '' ? createTraceState(tracestate) : undefined,
+          }
+        : undefined;
+      return start(name, KIND_SERVER, parent, attributes);
     },
     startChild(name, parent, attributes) {
-      if (parent === undefined && !sampleRoot()) return trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
-      return tracer.startSpan(
-        name,
-        { kind: SpanKind.INTERNAL, attributes },
-        parent ? trace.setSpan(ROOT_CONTEXT, parent) : ROOT_CONTEXT,
-      );
+      if (parent === undefined) {
+        if (!sampleRoot()) return trace.wrapSpanContext(api.INVALID_SPAN_CONTEXT);
+        return start(name, KIND_INTERNAL, undefined, { ...attributes });
+      }
+      const p = parent.spanContext();
+      if (!parent.isRecording()) return trace.wrapSpanContext({ ...p, spanId: newSpanId() });
+      return start(name, KIND_INTERNAL, p, { ...attributes });
     },
     traceparentOf(span) {
       const c = span.spanContext();
       return formatTraceparent(c.traceId, c.spanId, (c.traceFlags & 1) === 1);
     },
-    shutdown: () => provider.shutdown(),
+    async shutdown() {
+      await queue.flush();
+      await otlp.shutdown();
+    },
   };
 }
