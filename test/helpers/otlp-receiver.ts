@@ -10,6 +10,12 @@ export interface ReceivedSpan {
   name: string;
   kind: number;
   attributes: Record<string, string | number | boolean>;
+  /** Start and end, nanoseconds since the epoch. */
+  startNs: bigint;
+  endNs: bigint;
+  /** Status code (0 unset, 1 ok, 2 error) and message. */
+  status: { code: number; message?: string };
+  traceState: string;
 }
 
 export interface OtlpReceiver {
@@ -38,6 +44,10 @@ interface OtlpJson {
         name: string;
         kind: number;
         attributes?: { key: string; value: AnyValue }[];
+        startTimeUnixNano?: string;
+        endTimeUnixNano?: string;
+        status?: { code?: number; message?: string };
+        traceState?: string;
       }[];
     }[];
   }[];
@@ -82,6 +92,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
                 name: s.name,
                 kind: s.kind,
                 attributes: attrs(s.attributes),
+                startNs: BigInt(s.startTimeUnixNano ?? 0),
+                endNs: BigInt(s.endTimeUnixNano ?? 0),
+                status: { code: s.status?.code ?? 0, message: s.status?.message },
+                traceState: s.traceState ?? '',
               });
         }
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
