@@ -183,13 +183,16 @@ class RecordedSpan implements Span, ReadableSpan {
 }
 
 /**
- * Ended spans waiting for export: at most `max` (more are dropped, the request path never waits), sent in
- * batches of at most `batch` every `delayMs`, one export at a time.
+ * Ended spans waiting for export: at most `max` (more are dropped, the request path never waits). A batch of
+ * at most `batch` leaves as soon as one is full, else when the oldest span has waited `delayMs`; one export
+ * at a time, and spans that end during an export wait for the next batch (no trickle of small exports).
  */
 class SpanQueue {
   private spans: RecordedSpan[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private exporting: Promise<void> | undefined;
+  private exporting = false;
+  /** flush() has taken over: no timer, no batch of the queue's own any more. */
+  private flushing = false;
 
   constructor(
     private readonly exporter: SpanExporter,
@@ -201,23 +204,40 @@ class SpanQueue {
   add(span: RecordedSpan): void {
     if (this.spans.length >= this.max) return;
     this.spans.push(span);
-    if (this.timer === undefined) {
-      this.timer = setTimeout(() => void this.flush(), this.delayMs);
-      this.timer.unref();
-    }
+    if (this.exporting) return; // the export's end looks at what waits
+    if (this.spans.length >= this.batch) void this.exportBatch();
+    else this.startTimer();
   }
 
-  /** Exports everything queued, a batch at a time. */
-  async flush(): Promise<void> {
+  private startTimer(): void {
+    if (this.flushing || this.timer !== undefined || !this.spans.length) return;
+    this.timer = setTimeout(() => void this.exportBatch(), this.delayMs);
+    this.timer.unref();
+  }
+
+  /** One batch out; then the next if a full one waits, else the timer for what is left. */
+  private async exportBatch(): Promise<void> {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
-    while (this.exporting) await this.exporting;
+    if (this.flushing || this.exporting || !this.spans.length) return;
+    this.exporting = true;
+    const batch = this.spans.splice(0, this.batch);
+    await new Promise<void>((done) => this.exporter.export(batch, () => done()));
+    this.exporting = false;
+    if (this.flushing) return;
+    if (this.spans.length >= this.batch) void this.exportBatch();
+    else this.startTimer();
+  }
+
+  /** Exports everything queued (shutdown). */
+  async flush(): Promise<void> {
+    this.flushing = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    while (this.exporting) await new Promise((r) => setTimeout(r, 5));
     while (this.spans.length) {
-      const batch = this.spans.length <= this.batch ? this.spans : this.spans.slice(0, this.batch);
-      this.spans = batch === this.spans ? [] : this.spans.slice(this.batch);
-      this.exporting = new Promise<void>((done) => this.exporter.export(batch, () => done()));
-      await this.exporting;
-      this.exporting = undefined;
+      const batch = this.spans.splice(0, this.batch);
+      await new Promise<void>((done) => this.exporter.export(batch, () => done()));
     }
   }
 }

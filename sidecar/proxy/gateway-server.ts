@@ -261,6 +261,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
         traceparent: undefined,
         span: undefined,
         began: 0,
+        clientAddress: '',
         client: clientOf,
       };
       if (observer !== undefined) observer.begin(x);
@@ -474,6 +475,7 @@ function unrouted(req: IncomingMessage, res: ServerResponse, urlPath: string): O
     traceparent: undefined,
     span: undefined,
     began: 0,
+    clientAddress: '',
   };
 }
 

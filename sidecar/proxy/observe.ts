@@ -40,6 +40,11 @@ export interface Observed {
   span: Span | undefined;
   /** performance.now() when the observer began the request (set by begin()). */
   began: number;
+  /**
+   * The client address, read by begin() while the connection is there (a client that left has no socket by
+   * the time its response closes); '' until then.
+   */
+  clientAddress: string;
 }
 
 export interface RequestObserver {
@@ -63,6 +68,20 @@ export function decisionOf(x: Observed, status: number): AccessDecision {
   return status === 401 || status === 403 ? 'auth' : 'allow';
 }
 
+/**
+ * `server.address` and `server.port` of a Host header: an IPv6 literal without its brackets; a port only when
+ * it is one (1–65535 in digits), as a client writes whatever it likes there.
+ */
+export function hostOf(host: string): { address: string; port: number | undefined } {
+  const close = host.startsWith('[') ? host.indexOf(']') : -1;
+  const colon = close >= 0 ? (host.charCodeAt(close + 1) === 58 /* : */ ? close + 1 : -1) : host.lastIndexOf(':');
+  const address = close >= 0 ? host.slice(1, close) : colon > 0 ? host.slice(0, colon) : host;
+  if (colon <= 0) return { address, port: undefined };
+  const digits = host.slice(colon + 1);
+  const port = /^\d{1,5}$/.test(digits) ? Number(digits) : 0;
+  return { address, port: port >= 1 && port <= 65535 ? port : undefined };
+}
+
 const OBSERVED = Symbol('gw.observed');
 type Watched = ServerResponse & { [OBSERVED]?: Observed };
 
@@ -80,7 +99,12 @@ export function createObserver(o: {
   // carries its Observed under a symbol
   function onClose(this: ServerResponse): void {
     const x = (this as Watched)[OBSERVED];
-    if (x !== undefined) end(x, x.began);
+    if (x === undefined) return;
+    try {
+      end(x, x.began);
+    } catch {
+      // an observation never takes the gateway down: a response event has no caller to report to
+    }
   }
 
   function end(x: Observed, t0: number): void {
@@ -104,7 +128,7 @@ export function createObserver(o: {
         decision,
         key: x.keyHash !== undefined ? x.keyHash.slice(0, 8) : null,
         trace_id: x.traceparent !== undefined ? traceIdOf(x.traceparent) : '',
-        client_ip: clientIp(x.req),
+        client_ip: x.clientAddress,
       });
     }
   }
@@ -113,24 +137,24 @@ export function createObserver(o: {
     begin(x) {
       const t0 = performance.now();
       const h = x.req.headers;
+      if (accessLog !== undefined) x.clientAddress = clientIp(x.req);
       const incoming = h.traceparent;
       const parented = validTraceparent(incoming);
       if (tracing !== undefined && !(parented ? sampledOf(incoming) : tracing.sampleRoot())) {
         // not recorded: no span is built; the next hop continues the trace, unsampled
         x.traceparent = parented ? childTraceparent(incoming) : formatTraceparent(newTraceId(), newSpanId(), false);
       } else if (tracing !== undefined) {
-        const host = h.host ?? '';
-        const colon = host.lastIndexOf(':');
+        const { address, port } = hostOf(h.host ?? '');
         const attributes: Attributes = {
           'http.request.method': x.method,
           'url.path': x.urlPath,
           'url.scheme': 'http',
-          'server.address': colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host,
-          'client.address': clientIp(x.req),
+          'server.address': address,
+          'client.address': x.clientAddress || clientIp(x.req),
           'network.protocol.version': x.req.httpVersion,
           'gw.api_id': x.api?.api_id ?? '',
         };
-        if (colon > 0 && !host.endsWith(']')) attributes['server.port'] = Number(host.slice(colon + 1));
+        if (port !== undefined) attributes['server.port'] = port;
         if (x.api !== undefined) attributes['http.route'] = x.api.listenPath;
         const ua = h['user-agent'];
         if (ua !== undefined) attributes['user_agent.original'] = ua;

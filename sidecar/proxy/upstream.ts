@@ -122,7 +122,7 @@ export interface Forwarding {
   res: ServerResponse;
   /** Our X-RateLimit-* numbers for the response (undefined: none). */
   rateLimit: HeaderNumbers | undefined;
-  /** The answer's status: the upstream's, or 502 / 504 when it failed. */
+  /** The answer's status: the upstream's, 502 / 504 when it failed, 499 when the client left first. */
   status: number;
   /** Called once the exchange is over (response ended, or failed and answered). */
   done(f: Forwarding): void;
@@ -219,7 +219,11 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     const { f } = this;
     const { res } = f;
     // once the whole body was handed to the response (this.ended), it is left to finish
-    if (!res.headersSent) {
+    if (this.gone && !this.ended) {
+      // the client left first: nothing reaches it; 499 (nginx's "client closed request") in logs and metrics
+      f.status = 499;
+      if (!res.destroyed) res.destroy();
+    } else if (!res.headersSent) {
       const timeout = err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError;
       f.status = timeout ? 504 : 502;
       sendJson(res, f.status, { error: timeout ? ERRORS.timeout : ERRORS.upstream });

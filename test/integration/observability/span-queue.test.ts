@@ -109,4 +109,28 @@ describe('recorded spans and their export queue', () => {
     expect(rx.spans.map((s) => s.name)).toEqual(['span 0', 'span 1', 'span 2']);
     expect(failures).toEqual([]);
   });
+
+  test('a full batch (512 spans) leaves at once, before the export timer', async () => {
+    tracing = await start({ exportDelayMs: 60_000 });
+    for (let i = 0; i < 512; i++) tracing.startServer('full', undefined, undefined, {}).end();
+    const end = Date.now() + 5000;
+    while (rx.spans.length < 512 && Date.now() < end) await sleep(20);
+    expect(rx.spans).toHaveLength(512);
+    expect(rx.contentTypes).toHaveLength(1);
+  });
+
+  test('spans that end during an export wait for the next batch: one export per period, not a trickle', async () => {
+    tracing = await start({ exportDelayMs: 250 });
+    const t0 = Date.now();
+    while (Date.now() - t0 < 1300) {
+      tracing.startServer('steady', undefined, undefined, {}).end();
+      await sleep(2);
+    }
+    await sleep(400);
+    const made = rx.spans.length;
+    expect(made).toBeGreaterThan(100);
+    // about one export per 250 ms over ~1.3 s (the first waits for its timer): a trickle would be dozens
+    expect(rx.contentTypes.length).toBeGreaterThanOrEqual(3);
+    expect(rx.contentTypes.length).toBeLessThanOrEqual(8);
+  });
 });

@@ -3,7 +3,7 @@
  * reaches an upstream (proxying, upgrades, the facade's /api/proxy) and the access log line of each request.
  */
 import { writeFileSync } from 'node:fs';
-import { request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { createEchoServer } from '../../../scripts/echo-upstream.js';
@@ -29,6 +29,8 @@ async function status(url: string, headers: Record<string, string> = {}): Promis
 describe('trace context and access logs (standalone, span export off)', () => {
   let upstream: Server;
   let upstreamUrl: string;
+  let slow: Server;
+  let slowUrl: string;
   const upgrades: IncomingHttpHeaders[] = [];
   let gw: Standalone;
   let dir: string;
@@ -43,6 +45,13 @@ describe('trace context and access logs (standalone, span export off)', () => {
     });
     await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
     upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
+    // answers after 800 ms (a client may have left by then)
+    slow = createServer((req, res) => {
+      req.resume();
+      setTimeout(() => res.end('late'), 800).unref();
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    slowUrl = `http://127.0.0.1:${(slow.address() as { port: number }).port}`;
     dir = tempDir();
     cfg = tempDir('gw-cfg-');
     writeFileSync(
@@ -62,6 +71,13 @@ spec:
   use_keyless: true
   proxy: {listen_path: /once/, target_url: ${upstreamUrl}}
   global_rate_limit: {rate: 1, per: 60}
+---
+apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: slow}
+spec:
+  use_keyless: true
+  proxy: {listen_path: /slow/, target_url: ${slowUrl}}
 ---
 apiVersion: gw.io/v1alpha1
 kind: ApiDefinition
@@ -93,6 +109,8 @@ spec:
     await gw?.stop();
     upstream?.closeAllConnections();
     upstream?.close();
+    slow?.closeAllConnections();
+    slow?.close();
     cleanup(dir);
     cleanup(cfg);
   });
@@ -242,5 +260,27 @@ spec:
     expect(out).not.toContain('SECRETQUERY');
     expect(out).not.toContain('raw-key-two-0001');
     expect(out).not.toContain('raw-key-quota-0001');
+  });
+
+  test('a client that leaves before a slow upstream answers: the gateway keeps serving; its access line says 499, with its address', async () => {
+    // it used to crash the process: the line read the client address from a socket that was gone
+    const gone = await request(`${gw.gateway}/slow/gone`, { signal: AbortSignal.timeout(150) }).catch(
+      (e: unknown) => e,
+    );
+    expect((gone as { name?: string }).name).toMatch(/TimeoutError|AbortError/);
+    const post = await request(`${gw.gateway}/open/after`, { method: 'POST', body: 'a=1' });
+    await post.body.dump();
+    expect(post.statusCode).toBe(200);
+    await new Promise((r) => setTimeout(r, 1200)); // the slow upstream has answered meanwhile
+    expect(gw.proc.exitCode).toBeNull();
+    expect(await status(`${gw.gateway}/open/still`)).toBe(200);
+    const line = gw
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"msg":"access"'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.path === '/slow/gone');
+    expect(line).toMatchObject({ api_id: 'slow', status: 499, decision: 'allow' });
+    expect(line?.client_ip).toMatch(/127\.0\.0\.1/);
   });
 });
