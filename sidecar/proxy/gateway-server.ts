@@ -365,11 +365,11 @@ export function createGatewayHandler(deps: GatewayDeps): {
   // the client leaving ends the wait; after a wait the client must still be there and the key still admit
   // the request (a key deleted or deactivated meanwhile: 403, as for a new request)
   function onClientGone(this: Exchange, wake: () => void): void {
-    if (this.res.destroyed || this.req.socket.destroyed) return wake();
+    if (clientLeft(this)) return wake();
     this.res.once('close', wake);
   }
   function stillWanted(this: Exchange): MaybePromise<boolean> {
-    if (this.res.destroyed || this.req.socket.destroyed) return false;
+    if (clientLeft(this)) return false;
     if (this.tokenHash !== undefined) {
       // an OAuth request: its token must still be valid (revoked or its client deleted meanwhile: 403)
       const cs = deps.oauth?.bearer(this.tokenHash, this.api);
@@ -459,6 +459,12 @@ export function createGatewayHandler(deps: GatewayDeps): {
   }
 
   return { handle, upstreams, tunnels };
+}
+
+/** Whether the client of x is gone (its response or connection destroyed; node may have let go of the socket). */
+function clientLeft(x: Exchange): boolean {
+  const socket = x.req.socket as Socket | null;
+  return x.res.destroyed || socket === null || socket.destroyed;
 }
 
 /** A request that routed to no API, as the observer sees it. */
