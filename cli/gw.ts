@@ -16,6 +16,10 @@ function fail(message: string): never {
   process.exit(1);
 }
 
+// package.json's engines: an older node fails later with an unrelated TypeError (a missing built-in API)
+if (Number(process.versions.node.split('.')[0]) < 22)
+  fail(`needs Node.js 22 or later (this is ${process.version}); \`make run\` fetches one`);
+
 /** A namespace flag: a Kubernetes namespace name (DNS-1123 label), or commander's one-line error. */
 const namespaceOption = (flag: string, envName: string, description: string, def?: string): Option =>
   env(flag, envName, description, def).argParser((v: string) => {

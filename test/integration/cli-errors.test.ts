@@ -109,4 +109,16 @@ describe('bad configuration: non-zero exit, one line on stderr', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(reason);
   });
+
+  test('a node older than 22 (package.json engines): the version named, not an unrelated TypeError', async () => {
+    // node 20 as far as gw can tell (process.version and process.versions.node)
+    const old =
+      'data:text/javascript,Object.defineProperty(process, "versions", {value: {...process.versions, node: "20.1.0"}});' +
+      'Object.defineProperty(process, "version", {value: "v20.1.0"})';
+    const r = await run(process.execPath, ['--import', old, CLI, 'standalone', '--resources', dir], {
+      timeoutMs: 20_000,
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toBe('gw: needs Node.js 22 or later (this is v20.1.0); `make run` fetches one');
+  });
 });
