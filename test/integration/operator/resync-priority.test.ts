@@ -83,6 +83,14 @@ describe(`live changes ahead of a resync of ${N} AccessKeys`, () => {
       metadata: { name: 'new' },
       spec: { key_hash: sha256hex(raw), rate: 100, per: 1 },
     });
+    // the controller's part: the new key stored while the backlog is still queued (the backlog of unchanged
+    // keys drains in about a second, about as long as a sidecar takes to serve a new key)
+    await eventually(
+      async () => (await redis.exists(`gw:session:${sha256hex(raw)}`)) === 1,
+      10_000,
+      'the new key stored',
+    );
+    const depthThen = await ctl.metric('gw_controller_queue_depth');
     await eventually(
       async () => {
         const r = await request(`${sidecar.gw}/orders/x`, { headers: { authorization: raw } });
@@ -93,14 +101,13 @@ describe(`live changes ahead of a resync of ${N} AccessKeys`, () => {
       'the new key admitted',
     );
     const servedMs = Date.now() - t1;
-    const depthThen = await ctl.metric('gw_controller_queue_depth');
     await eventually(async () => (await ctl.metric('gw_controller_queue_depth')) < 10, 60_000, 'backlog drained');
     const drainedMs = Date.now() - t1;
     console.log(
-      `[operator] priority: ${N} keys created in ${createdMs} ms; a new key served in ${servedMs} ms with ${backlog} keys of the policy edit queued at its creation (${depthThen} still queued when it was served; backlog drained after ${drainedMs} ms)`,
+      `[operator] priority: ${N} keys created in ${createdMs} ms; a new key served in ${servedMs} ms with ${backlog} keys of the policy edit queued at its creation (${depthThen} still queued when it was stored; backlog drained after ${drainedMs} ms)`,
     );
     expect(servedMs).toBeLessThan(2_000);
-    expect(depthThen).toBeGreaterThan(0); // served ahead of the backlog, not after it
+    expect(depthThen).toBeGreaterThan(0); // stored ahead of the backlog, not after it
   });
 
   test("a key created during a restarted controller's start-up pass is stored ahead of it", async () => {
