@@ -6,6 +6,7 @@
  * destroying a socket with unread input sends a reset that can discard the answer in flight).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 
 const LINGER_MS = 1000;
 const LINGER_BYTES = 256 * 1024;
@@ -14,7 +15,9 @@ export function closeIfBodyUnread(req: IncomingMessage, res: ServerResponse): vo
   if (req.complete) return;
   res.setHeader('connection', 'close');
   res.once('finish', () => {
-    const socket = req.socket;
+    const held = req.socket as Socket | null;
+    if (held === null) return; // node has let go of the connection: nothing to linger on
+    const socket = held;
     const start = socket.bytesRead;
     const timer = setInterval(() => {
       if (socket.destroyed || socket.bytesRead - start > LINGER_BYTES) stop();
@@ -30,7 +33,11 @@ export function closeIfBodyUnread(req: IncomingMessage, res: ServerResponse): vo
   });
 }
 
-/** The client went away before its request was over (an abandoned upload): there is no one to answer. */
+/**
+ * The client went away before its request was over (an abandoned upload, a wait it did not sit out): there
+ * is no one to answer. Node may already have let go of the request's socket (null).
+ */
 export function clientGone(req: IncomingMessage, res: ServerResponse): boolean {
-  return res.destroyed || req.socket.destroyed || (req.destroyed && !req.complete);
+  const socket = req.socket as Socket | null;
+  return res.destroyed || socket === null || socket.destroyed || (req.destroyed && !req.complete);
 }

@@ -9,6 +9,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { StoredSession } from '../../contract/sessions.js';
 import { StoreUnavailableError } from '../../lib/store/store-calls.js';
 import { answerClientErrorsWithJson } from '../../lib/http/client-error.js';
+import { clientGone } from '../../lib/http/unread-body.js';
 import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
 import type { ClientKey, CompiledApi, CompiledConfig } from '../../contract/config.js';
 import { ClientAddresses } from '../../lib/ip/client-address.js';
@@ -365,11 +366,11 @@ export function createGatewayHandler(deps: GatewayDeps): {
   // the client leaving ends the wait; after a wait the client must still be there and the key still admit
   // the request (a key deleted or deactivated meanwhile: 403, as for a new request)
   function onClientGone(this: Exchange, wake: () => void): void {
-    if (clientLeft(this)) return wake();
+    if (clientGone(this.req, this.res)) return wake();
     this.res.once('close', wake);
   }
   function stillWanted(this: Exchange): MaybePromise<boolean> {
-    if (clientLeft(this)) return false;
+    if (clientGone(this.req, this.res)) return false;
     if (this.tokenHash !== undefined) {
       // an OAuth request: its token must still be valid (revoked or its client deleted meanwhile: 403)
       const cs = deps.oauth?.bearer(this.tokenHash, this.api);
@@ -459,12 +460,6 @@ export function createGatewayHandler(deps: GatewayDeps): {
   }
 
   return { handle, upstreams, tunnels };
-}
-
-/** Whether the client of x is gone (its response or connection destroyed; node may have let go of the socket). */
-function clientLeft(x: Exchange): boolean {
-  const socket = x.req.socket as Socket | null;
-  return x.res.destroyed || socket === null || socket.destroyed;
 }
 
 /** A request that routed to no API, as the observer sees it. */
