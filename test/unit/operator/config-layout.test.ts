@@ -10,6 +10,7 @@ import { layoutConfig, shardHash, shardText, type Layout } from '../../../operat
 import { assembleShards } from '../../../contract/config-shards.js';
 import { parseCompiledConfig } from '../../../contract/config-schema.js';
 import { ruledApi } from '../../fixtures/ruled-api.js';
+import { layoutSources } from '../../fixtures/layout-sources.js';
 
 const api = (i: number, rules = 20, extra: Record<string, unknown> = {}): ApiDefinition =>
   ApiDefinitionResource.parse(
@@ -34,15 +35,7 @@ const policy = (name: string) =>
     spec: { rate: 5, per: 1 },
   });
 
-const sources = {
-  owner: (kind: 'ApiDefinition' | 'Policy', name: string) => ({
-    apiVersion: 'gw.io/v1alpha1',
-    kind,
-    name,
-    uid: `uid-${name}`,
-  }),
-  created: () => '',
-};
+const sources = layoutSources('');
 
 function texts(l: Layout): Map<number, string> {
   return new Map(l.shards.map((s) => [s.index, shardText(shardHash(s.items), s.items)]));

@@ -11,6 +11,7 @@ import { shardStats, writeLayout } from '../../../operator/config-maps.js';
 import type { OperatorContext } from '../../../operator/context.js';
 import type { KubeObject } from '../../../lib/kube/informer.js';
 import { ruledApi } from '../../fixtures/ruled-api.js';
+import { layoutSources } from '../../fixtures/layout-sources.js';
 
 const api = (i: number, rate = 10): ApiDefinition =>
   ApiDefinitionResource.parse(
@@ -21,15 +22,7 @@ const api = (i: number, rate = 10): ApiDefinition =>
     }),
   );
 
-const sources = {
-  owner: (kind: 'ApiDefinition' | 'Policy', name: string) => ({
-    apiVersion: 'gw.io/v1alpha1',
-    kind,
-    name,
-    uid: `uid-${name}`,
-  }),
-  created: () => '2026-01-01T00:00:00Z',
-};
+const sources = layoutSources('2026-01-01T00:00:00Z');
 
 /** ConfigMaps in memory, each write a new resourceVersion (what the informer cache holds after our writes). */
 function memoryCtx() {
