@@ -9,7 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Forwarding } from './upstream.js';
-import { requestHeaders, responseHeaders } from './upstream.js';
+import { headerObject, requestHeaders, responseHeaders } from './upstream.js';
 import { ERRORS, sendJson } from './respond.js';
 
 const http = process.getBuiltinModule('node:http');
@@ -60,7 +60,7 @@ export function forwardUpgrade(origin: string, path: string, f: Forwarding, head
   const { req, res } = f;
   const u = new URL(origin);
   const headers = {
-    ...requestHeaders(req, f.traceparent),
+    ...headerObject(requestHeaders(req, f.traceparent)),
     connection: 'upgrade',
     upgrade: String(req.headers.upgrade ?? ''),
   };
@@ -90,11 +90,11 @@ export function forwardUpgrade(origin: string, path: string, f: Forwarding, head
     }
     up.setTimeout(0);
     upSocket.setTimeout(0);
-    const h = responseHeaders(upRes.headers, f.rateLimit);
+    const h = responseHeaders(upRes.headers, f.rateLimit, 101);
     let text = `HTTP/1.1 101 ${upRes.statusMessage || 'Switching Protocols'}\r\nconnection: upgrade\r\nupgrade: ${String(upRes.headers.upgrade ?? headers.upgrade)}\r\n`;
-    for (const [k, v] of Object.entries(h)) {
-      if (v === undefined) continue;
-      for (const one of Array.isArray(v) ? v : [v]) text += `${k}: ${String(one)}\r\n`;
+    for (let i = 0; i < h.length; i += 2) {
+      const v = h[i + 1]!;
+      for (const one of Array.isArray(v) ? v : [v]) text += `${h[i] as string}: ${one}\r\n`;
     }
     client.write(`${text}\r\n`);
     if (upHead.length) client.write(upHead);
@@ -107,7 +107,7 @@ export function forwardUpgrade(origin: string, path: string, f: Forwarding, head
   up.on('response', (upRes: IncomingMessage) => {
     // the upstream declined the upgrade: its answer, as for any request
     const status = upRes.statusCode ?? 502;
-    res.writeHead(status, responseHeaders(upRes.headers, f.rateLimit));
+    res.writeHead(status, responseHeaders(upRes.headers, f.rateLimit, status));
     upRes.pipe(res);
     finish(status);
   });

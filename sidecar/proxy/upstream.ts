@@ -2,11 +2,11 @@
  * Streaming reverse proxy to the upstream over undici Pools (keep-alive, one Pool per origin).
  * Hop-by-hop headers are dropped, X-Forwarded-* added, upstream X-RateLimit-* replaced by ours.
  */
-import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Pool, errors, type Dispatcher } from '../../lib/http/undici.js';
 import type { HeaderNumbers } from '../engine/types.js';
-import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
+import { ERRORS, sendJson } from './respond.js';
 import { validTraceparent } from '../../lib/trace/trace-context.js';
 
 // `expect` too: node:http has already answered the client's `Expect: 100-continue` (and undici refuses
@@ -76,44 +76,94 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | u
   return out;
 }
 
-/** The headers sent upstream; `traceparent` (W3C, this hop as the parent) replaces the client's. */
-export function requestHeaders(req: IncomingMessage, traceparent?: string): Record<string, string | string[]> {
+/** How requestHeaders treats a client header: dropped (hop-by-hop), or replaced by the gateway's own. */
+const enum Client {
+  HopByHop = 1,
+  Forwarded = 2,
+  Traceparent = 3,
+  Tracestate = 4,
+}
+const CLIENT_HEADER = new Map<string, Client>([
+  ...[...HOP_BY_HOP].map((k): [string, Client] => [k, Client.HopByHop]),
+  ['x-forwarded-for', Client.Forwarded],
+  ['x-forwarded-proto', Client.Forwarded],
+  ['x-forwarded-host', Client.Forwarded],
+  ['traceparent', Client.Traceparent],
+  ['tracestate', Client.Tracestate],
+]);
+
+/**
+ * The headers sent upstream, as name/value pairs in one flat array (undici's and node's cheapest form: no
+ * object built and walked again): the client's minus hop-by-hop, plus X-Forwarded-*; `traceparent` (W3C,
+ * this hop as the parent) replaces the client's.
+ */
+export function requestHeaders(req: IncomingMessage, traceparent?: string): string[] {
   const h = req.headers;
   const named = connectionTokens(h.connection);
-  const out: Record<string, string | string[]> = {};
+  // a tracestate belongs to the trace of its traceparent: dropped when that one was not continued
+  const keepState = traceparent === undefined || validTraceparent(h.traceparent);
+  const out: string[] = [];
   for (const k in h) {
     const v = h[k];
-    if (v === undefined || HOP_BY_HOP.has(k) || (named !== undefined && named.has(k))) continue;
-    out[k] = v;
+    if (v === undefined || (named !== undefined && named.has(k))) continue;
+    const kind = CLIENT_HEADER.get(k);
+    if (kind !== undefined) {
+      if (kind === Client.HopByHop || kind === Client.Forwarded) continue;
+      if (traceparent !== undefined && (kind === Client.Traceparent || !keepState)) continue;
+    }
+    if (typeof v === 'string') out.push(k, v);
+    else for (const one of v) out.push(k, one);
   }
   const ip = req.socket.remoteAddress ?? '';
   const prior = h['x-forwarded-for'];
-  out['x-forwarded-for'] = prior ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${ip}` : ip;
-  out['x-forwarded-proto'] = (h['x-forwarded-proto'] as string | undefined) ?? 'http';
-  if (h.host) out['x-forwarded-host'] = (h['x-forwarded-host'] as string | undefined) ?? h.host;
-  if (traceparent !== undefined) {
-    out.traceparent = traceparent;
-    // a tracestate belongs to the trace of its traceparent: dropped when that one was not continued
-    if (out.tracestate !== undefined && !validTraceparent(h.traceparent)) delete out.tracestate;
+  out.push('x-forwarded-for', prior ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${ip}` : ip);
+  out.push('x-forwarded-proto', (h['x-forwarded-proto'] as string | undefined) ?? 'http');
+  if (h.host) out.push('x-forwarded-host', (h['x-forwarded-host'] as string | undefined) ?? h.host);
+  if (traceparent !== undefined) out.push('traceparent', traceparent);
+  return out;
+}
+
+/** Header pairs (requestHeaders, responseHeaders) as an object; repeated names become arrays. */
+export function headerObject(pairs: readonly (string | string[])[]): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (let i = 0; i < pairs.length; i += 2) {
+    const k = pairs[i] as string;
+    const v = pairs[i + 1]!;
+    const prior = out[k];
+    out[k] = prior === undefined ? v : ([] as string[]).concat(prior, v);
   }
   return out;
 }
 
-/** The upstream's headers minus hop-by-hop and X-RateLimit-*, plus ours (rateLimitHeaders). */
+/**
+ * The response headers as name/value pairs: the upstream's (names lower-case, as undici and node:http
+ * parse them) minus hop-by-hop and X-RateLimit-*, plus ours (SPEC.md §3.7). A 204 has no body, so no
+ * length (RFC 9110 §8.6): an upstream's is dropped.
+ */
 export function responseHeaders(
   raw: Record<string, string | string[] | undefined>,
   rl: HeaderNumbers | undefined,
-): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  const named = connectionTokens(raw.connection ?? raw.Connection);
+  statusCode = 200,
+): (string | string[])[] {
+  const out: (string | string[])[] = [];
+  const named = connectionTokens(raw.connection);
   for (const k in raw) {
     const v = raw[k];
-    if (v === undefined) continue;
-    const lk = k.toLowerCase();
-    if (HOP_BY_HOP.has(lk) || (named !== undefined && named.has(lk)) || lk.startsWith('x-ratelimit-')) continue;
-    out[lk] = v;
+    if (v === undefined || HOP_BY_HOP.has(k) || (named !== undefined && named.has(k))) continue;
+    if (k.charCodeAt(0) === 120 /* x */ && k.startsWith('x-ratelimit-')) continue;
+    if (statusCode === 204 && k === 'content-length') continue;
+    out.push(k, v);
   }
-  return rateLimitHeaders(rl, undefined, out);
+  if (rl !== undefined)
+    out.push(
+      'x-ratelimit-limit',
+      String(rl.limit),
+      'x-ratelimit-remaining',
+      String(Math.max(0, rl.remaining)),
+      'x-ratelimit-reset',
+      String(rl.reset),
+    );
+  return out;
 }
 
 /** One forwarded request: what forward() needs and what it reports (the gateway's per-request object). */
@@ -187,9 +237,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     f.status = statusCode;
     const cl = headers['content-length'];
     this.left = typeof cl === 'string' && f.req.method !== 'HEAD' ? Number(cl) : -1;
-    const out = responseHeaders(headers, f.rateLimit);
-    // a 204 has no body, so no length (RFC 9110 §8.6): an upstream's is dropped
-    if (statusCode === 204) delete out['content-length'];
+    const out = responseHeaders(headers, f.rateLimit, statusCode);
     // the upstream's reason phrase, as nginx relays it (node would put its own, or "unknown")
     if (statusMessage) f.res.writeHead(statusCode, statusMessage, out);
     else f.res.writeHead(statusCode, out);
