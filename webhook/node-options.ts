@@ -3,8 +3,9 @@
  * always agree (docs/helm.md, "Memory"): the young generation capped (the part of the heap that grows with
  * request concurrency), the old space at a share of the limit that leaves room for code, the young
  * generation and native buffers (V8 collects harder as it nears it instead of the kernel killing the
- * container), and `--expose-gc` for the one GC after start-up (sidecar/heap-tuning.ts). V8's memory
- * reducer stays on: it hands the heap back once the load is over. NODE_OPTIONS accepts all three flags.
+ * container), `--expose-gc` for the one GC after start-up (sidecar/heap-tuning.ts), and one V8 helper
+ * thread (V8_POOL_SIZE). V8's memory reducer stays on: it hands the heap back once the load is over.
+ * NODE_OPTIONS accepts all four flags.
  */
 
 /**
@@ -16,6 +17,14 @@ export const ENTRYPOINT_NODE_FLAGS: readonly string[] = ['--no-allocation-site-p
 
 /** Cap of each of the young generation's two semi-spaces, MiB (docs/benchmarks.md, "Memory under load"). */
 export const SIDECAR_SEMI_SPACE_MB = 8;
+/**
+ * V8's helper threads (background GC and compilation; node's default is 4). A sidecar has a fraction of a
+ * core: four helpers at the event loop's priority took the cores from it while a burst of manifests was
+ * parsed (docs/benchmarks.md, "V8 helper threads"); one costs the request path nothing measurable.
+ */
+export const V8_POOL_SIZE = 1;
+/** The image's default NODE_OPTIONS (Dockerfile `ENV NODE_OPTIONS`): the heap flags without a memory limit. */
+export const IMAGE_NODE_OPTIONS = `--expose-gc --max-semi-space-size=${SIDECAR_SEMI_SPACE_MB} --v8-pool-size=${V8_POOL_SIZE}`;
 /** The old space's share of the container memory limit. */
 export const OLD_SPACE_SHARE = 0.6;
 
@@ -39,9 +48,9 @@ export function quantityMiB(q: string): number | undefined {
   return (Number(m[1]) * UNITS[m[2] ?? '']!) / 2 ** 20;
 }
 
-/** NODE_OPTIONS for a container with memory limit `limit`: young generation capped, old space at its share. */
+/** NODE_OPTIONS for a container with memory limit `limit`: young generation capped, old space at its share, one helper thread. */
 export function heapNodeOptions(limit: string | undefined, semiSpaceMb = SIDECAR_SEMI_SPACE_MB): string {
-  const flags = ['--expose-gc', `--max-semi-space-size=${semiSpaceMb}`];
+  const flags = ['--expose-gc', `--max-semi-space-size=${semiSpaceMb}`, `--v8-pool-size=${V8_POOL_SIZE}`];
   const mib = limit === undefined ? undefined : quantityMiB(limit);
   if (mib !== undefined) flags.push(`--max-old-space-size=${Math.max(32, Math.floor(mib * OLD_SPACE_SHARE))}`);
   return flags.join(' ');

@@ -136,6 +136,7 @@ const tries = new WeakMap<readonly CompiledApi[], Node>();
 let last: { apis: readonly CompiledApi[]; trie: Node } | undefined;
 
 function trieOf(apis: readonly CompiledApi[]): Node {
+  if (last !== undefined && last.apis === apis) return last.trie; // the current config: no WeakMap lookup
   let t = tries.get(apis);
   if (t) return t;
   const d = last && delta(last.apis, apis);

@@ -24,6 +24,7 @@ import { scaleApiYaml, writeScaleFixture } from './scale-fixture.js';
 import { startStandalone } from '../helpers/standalone.js';
 import { closedLoop as drive } from './closed-loop.js';
 import { threadCpuSeconds } from './proc.js';
+import { IMAGE_NODE_OPTIONS } from '../../webhook/node-options.js';
 
 const skip = new Set((process.env.GW_BENCH_SCALE_SKIP ?? '').split(',').filter(Boolean));
 const APIS = Number(process.env.GW_BENCH_SCALE_APIS ?? 10_000);
@@ -173,12 +174,7 @@ async function standalone(): Promise<void> {
     // as the image runs it (Dockerfile NODE_OPTIONS): its start-up GC runs before the listeners open.
     // Without --expose-gc the start-up garbage is collected while serving: a Mark-Compact of ~90 ms in the
     // first seconds (docs/benchmarks.md, "gw standalone at scale").
-    const gw = await startStandalone(
-      dir,
-      [],
-      { NODE_OPTIONS: '--expose-gc --max-semi-space-size=8' },
-      { readyTimeoutMs: 600_000 },
-    );
+    const gw = await startStandalone(dir, [], { NODE_OPTIONS: IMAGE_NODE_OPTIONS }, { readyTimeoutMs: 600_000 });
     const startMs = performance.now() - t0;
     const cpu = threadCpuSeconds(gw.proc.pid!);
     const hwm = (): number => {

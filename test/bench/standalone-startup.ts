@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { writeScaleFixture } from './scale-fixture.js';
 import { startStandalone } from '../helpers/standalone.js';
 import { threadCpuSeconds } from './proc.js';
+import { IMAGE_NODE_OPTIONS } from '../../webhook/node-options.js';
 
 const APIS = Number(process.env.GW_BENCH_SCALE_APIS ?? 10_000);
 const KEYS = Number(process.env.GW_BENCH_SCALE_KEYS ?? 100_000);
@@ -25,7 +26,7 @@ async function startOnce(dir: string): Promise<{ wallS: number; cpu: Record<stri
   const gw = await startStandalone(
     dir,
     REDIS ? ['--redis', REDIS] : [],
-    { GW_SECRET: 'bench-secret', GW_ACCESS_TOKENS: 'bench-token', NODE_OPTIONS: '--expose-gc --max-semi-space-size=8' },
+    { GW_SECRET: 'bench-secret', GW_ACCESS_TOKENS: 'bench-token', NODE_OPTIONS: IMAGE_NODE_OPTIONS },
     { nodeArgs: NODE_ARGS, readyTimeoutMs: 600_000 },
   );
   // read as the ready line arrives (the helper resolves on it)

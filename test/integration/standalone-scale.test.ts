@@ -8,9 +8,8 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import type { Server } from 'node:http';
-import { Pool } from 'undici';
-import { startEcho } from '../../scripts/echo-upstream.js';
+import { startEchoProcess } from '../helpers/echo-process.js';
+import { steadyLoad } from '../helpers/steady-load.js';
 import { eventually, status } from '../helpers/sidecar.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
 import { heapNodeOptions } from '../../webhook/node-options.js';
@@ -24,48 +23,6 @@ spec:
   proxy: {listen_path: ${listen}, target_url: '${target}'}
 `;
 
-/** Requests at a fixed rate (open loop) until stop(); each latency in ms, and the non-200 count. */
-function steadyLoad(
-  origin: string,
-  path: string,
-  perSecond: number,
-): { stop: () => Promise<{ latencies: number[]; failed: number }> } {
-  const pool = new Pool(origin, { connections: 32 });
-  const latencies: number[] = [];
-  let failed = 0;
-  const inflight = new Set<Promise<void>>();
-  const every = 1000 / perSecond;
-  const started = performance.now();
-  let sent = 0;
-  const timer = setInterval(() => {
-    // catch up on the schedule: a late timer sends what it owes, so a stalled gateway shows as latency
-    const due = Math.floor((performance.now() - started) / every);
-    for (; sent < due; sent++) {
-      const t0 = performance.now();
-      const p = pool
-        .request({ method: 'GET', path })
-        .then(async (r) => {
-          await r.body.dump();
-          if (r.statusCode !== 200) failed++;
-        })
-        .catch(() => void failed++)
-        .finally(() => {
-          latencies.push(performance.now() - t0);
-          inflight.delete(p);
-        });
-      inflight.add(p);
-    }
-  }, 5);
-  return {
-    async stop() {
-      clearInterval(timer);
-      await Promise.all([...inflight]);
-      await pool.close();
-      return { latencies, failed };
-    },
-  };
-}
-
 const p99 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)] ?? NaN;
 
 async function metric(gw: Standalone, name: string): Promise<number> {
@@ -74,11 +31,12 @@ async function metric(gw: Standalone, name: string): Promise<number> {
   return m ? Number(m[1]) : NaN;
 }
 
-let echo: { server: Server; url: string };
+// the upstream and the load each in a process of their own: the latencies are the gateway's, not the test runner's
+let echo: { url: string; stop: () => void };
 beforeAll(async () => {
-  echo = await startEcho();
+  echo = await startEchoProcess();
 });
-afterAll(() => echo?.server.close());
+afterAll(() => echo?.stop());
 
 describe('gw standalone: directory changes at scale', () => {
   let gw: Standalone | undefined;
@@ -99,10 +57,10 @@ describe('gw standalone: directory changes at scale', () => {
     gw = await startStandalone(dir, [], { NODE_OPTIONS: heapNodeOptions(undefined) });
     await eventually(async () => (await status(`${gw!.gateway}/load/x`)) === 200, 10_000, 'load API served');
     // the same load on a quiet directory first: the machine's own p99, to print beside the burst's
-    const quiet = steadyLoad(gw.gateway, '/load/x', 100);
+    const quiet = await steadyLoad(gw.gateway, '/load/x', 100);
     await new Promise((r) => setTimeout(r, 3000));
     const baseline = p99((await quiet.stop()).latencies);
-    const load = steadyLoad(gw.gateway, '/load/x', 100);
+    const load = await steadyLoad(gw.gateway, '/load/x', 100);
     let written!: number;
     let applied!: number;
     let result: { latencies: number[]; failed: number };
