@@ -157,6 +157,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   const dirBackend = new DirBackend({
     dir: flags.resources,
     snapshot: () => source.current(),
+    keyIndex: (snapshot) => state.keysOf(snapshot),
     quota: liveQuota(sessions, engine),
     onWrite: (files) => source.changed(files),
     refresh: () => source.refresh(),

@@ -48,6 +48,11 @@ export interface DirBackendOptions {
   dir: string;
   /** The current validated resources of DIR (the standalone loader's DirSource.current). */
   snapshot: () => ResourceSnapshot;
+  /**
+   * The AccessKey of each key hash of a snapshot, when kept up to date elsewhere (StandaloneState.keysOf);
+   * undefined, or absent: the snapshot's keys are indexed here (compiler/key-sessions.ts keysByHash).
+   */
+  keyIndex?: (snapshot: ResourceSnapshot) => { get(keyHash: string): AccessKey | undefined } | undefined;
   /** Live quota values (the standalone quota manager); absent → GET /gw/keys shows the stored values. */
   quota?: (keyHash: string) => Promise<QuotaState | undefined>;
   /**
@@ -249,7 +254,7 @@ export class DirBackend implements ResourceBackend {
   /** A key with this hash from a manifest the facade did not write. */
   private foreignKey(keyHash: string): AccessKey | undefined {
     const snap = this.opts.snapshot();
-    const first = keysByHash(snap).get(keyHash);
+    const first = (this.opts.keyIndex?.(snap) ?? keysByHash(snap)).get(keyHash);
     if (!first || !isManaged(first.metadata.labels)) return first;
     // the facade's own key holds this hash too (a duplicate the loader refuses): look past it
     const secrets = snapshotSecrets(snap);

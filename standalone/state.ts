@@ -129,6 +129,8 @@ export class StandaloneState {
   /** The key serving each key hash, and the hashes more than one key of the directory claims. */
   private winners = new Map<string, { key: AccessKey; stored: StoredSession; json: string }>();
   private dupHashes = new Set<string>();
+  /** The snapshot `winners` is complete for (undefined while an apply is under way, or after one failed). */
+  private appliedSnapshot?: ResourceSnapshot;
   /** The compiled config, kept up to date edit by edit; how many applies changed it (tests). */
   private readonly compiler = new IncrementalCompiler();
   compiles = 0;
@@ -168,6 +170,17 @@ export class StandaloneState {
     return this.known.get(keyHash);
   }
 
+  /**
+   * The AccessKey serving each key hash of `snapshot` (the first of the directory's order with that key),
+   * when `snapshot` is the one last applied: kept edit by edit, so a facade write looks a key up without
+   * going through every key (undefined: not known here, the caller indexes the snapshot itself).
+   */
+  keysOf(snapshot: ResourceSnapshot): { get(keyHash: string): AccessKey | undefined } | undefined {
+    if (snapshot !== this.appliedSnapshot) return undefined;
+    const winners = this.winners;
+    return { get: (keyHash) => winners.get(keyHash)?.key };
+  }
+
   /** Serialised: snapshots are applied one after another, in order. */
   apply(snapshot: ResourceSnapshot, rewrite = false): Promise<void> {
     this.applying = this.applying
@@ -182,6 +195,7 @@ export class StandaloneState {
   }
 
   private async applyNow(snapshot: ResourceSnapshot): Promise<void> {
+    this.appliedSnapshot = undefined;
     // an API that claims the listen path or api_id of one being served is refused: the served one stays.
     // Only the edited ApiDefinitions (and those they clash with) are compiled and decided again; the same
     // ApiDefinition and Policy objects as the last apply (an edit of keys, Secrets, clients): the same config
@@ -261,6 +275,7 @@ export class StandaloneState {
     }
     await this.notesLog.log(notes, y);
     this.rewrite = false;
+    this.appliedSnapshot = snapshot;
   }
 
   /**

@@ -152,6 +152,31 @@ describe('DirBackend', () => {
     expect(await b.getKey(h)).toBeUndefined();
   });
 
+  test("a kept key index answers the facade's lookups: a write does not go through every key of the directory", async () => {
+    writeFileSync(
+      join(dir, 'keys.yaml'),
+      `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: hand}\nspec: {key_hash: ${'d'.repeat(64)}}\n`,
+    );
+    const real = snap();
+    const hand = real.keys[0]!;
+    let walked = 0;
+    // the snapshot's key list counts every read of an element or its length
+    const counted = { ...real, keys: new Proxy(real.keys, { get: (t, p, r) => (walked++, Reflect.get(t, p, r)) }) };
+    const index = new Map([['d'.repeat(64), hand]]);
+    const b = new DirBackend({ dir, snapshot: () => counted, keyIndex: (s) => (s === counted ? index : undefined) });
+    expect(await b.getKey('d'.repeat(64))).toMatchObject({ name: 'hand' });
+    await expect(
+      b.putKey('d'.repeat(64), { namespace: 'default', name: 'x', spec: {}, suppressReset: false }),
+    ).rejects.toBeInstanceOf(ConflictError);
+    const own = 'e'.repeat(64);
+    await b.putKey(own, { namespace: 'default', name: keyResourceName(own), spec: {}, suppressReset: false });
+    expect(walked).toBe(0);
+    // no index for this snapshot: the snapshot's keys are indexed here, with the same answers
+    const plain = new DirBackend({ dir, snapshot: () => counted, keyIndex: () => undefined });
+    expect(await plain.getKey('d'.repeat(64))).toMatchObject({ name: 'hand' });
+    expect(walked).toBeGreaterThan(0);
+  });
+
   test('the same 16-hex prefix for another hash is a conflict, not an overwrite', async () => {
     const b = new DirBackend({ dir, snapshot: emptySnapshot });
     const h1 = 'ab'.repeat(32);

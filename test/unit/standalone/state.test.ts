@@ -126,3 +126,32 @@ test('an edit that changes no key, Secret, client, api_id or policy name leaves 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('keysOf: the AccessKey serving each key hash, kept edit by edit, for the snapshot last applied only', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-state-'));
+  try {
+    const logger = pino({ level: 'silent' });
+    const state = new StandaloneState(dir, new MemorySessionStore(), logger);
+    const key = (name: string, hash: string): AnyResource =>
+      resources(
+        `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: ${name}}\nspec: {key_hash: ${hash}}\n`,
+      )[0]!;
+    const [a, b, twin] = [key('a', 'a'.repeat(64)), key('b', 'b'.repeat(64)), key('twin', 'a'.repeat(64))];
+    const files = new Map([a, b, twin].map((r) => [r, 'keys.yaml'] as [AnyResource, string]));
+    const first = toSnapshot([a, twin], files);
+    await state.apply(first);
+    // the first of two keys with one hash serves it
+    expect(state.keysOf(first)?.get('a'.repeat(64))).toBe(a);
+    expect(state.keysOf(first)?.get('b'.repeat(64))).toBeUndefined();
+    const second = toSnapshot([a, twin, b], files);
+    expect(state.keysOf(second)).toBeUndefined(); // not applied yet
+    await state.apply(second);
+    expect(state.keysOf(second)?.get('b'.repeat(64))).toBe(b);
+    expect(state.keysOf(first)).toBeUndefined(); // no longer the one applied
+    const third = toSnapshot([twin, b], files);
+    await state.apply(third);
+    expect(state.keysOf(third)?.get('a'.repeat(64))).toBe(twin);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
