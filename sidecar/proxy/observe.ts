@@ -82,6 +82,9 @@ export function hostOf(host: string): { address: string; port: number | undefine
   return { address, port: port >= 1 && port <= 65535 ? port : undefined };
 }
 
+/** The methods HTTP semantic conventions name; any other is `_OTHER`, its own name in `http.request.method_original`. */
+const KNOWN_METHODS = new Set(['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'TRACE']);
+
 const OBSERVED = Symbol('gw.observed');
 type Watched = ServerResponse & { [OBSERVED]?: Observed };
 
@@ -114,7 +117,11 @@ export function createObserver(o: {
     if (span !== undefined) {
       span.setAttribute('http.response.status_code', status);
       span.setAttribute('gw.rate_limit.decision', decision);
-      if (status >= 500) span.setStatus({ code: 2 /* ERROR */ });
+      if (status >= 500) {
+        // a server span's error: its status code (HTTP semantic conventions, error.type)
+        span.setAttribute('error.type', String(status));
+        span.setStatus({ code: 2 /* ERROR */ });
+      }
       span.end();
     }
     if (accessLog !== undefined) {
@@ -145,8 +152,9 @@ export function createObserver(o: {
         x.traceparent = parented ? childTraceparent(incoming) : formatTraceparent(newTraceId(), newSpanId(), false);
       } else if (tracing !== undefined) {
         const { address, port } = hostOf(h.host ?? '');
+        const known = KNOWN_METHODS.has(x.method);
         const attributes: Attributes = {
-          'http.request.method': x.method,
+          'http.request.method': known ? x.method : '_OTHER',
           'url.path': x.urlPath,
           'url.scheme': 'http',
           'server.address': address,
@@ -155,10 +163,12 @@ export function createObserver(o: {
           'gw.api_id': x.api?.api_id ?? '',
         };
         if (port !== undefined) attributes['server.port'] = port;
+        if (!known) attributes['http.request.method_original'] = x.method;
         if (x.api !== undefined) attributes['http.route'] = x.api.listenPath;
         const ua = h['user-agent'];
         if (ua !== undefined) attributes['user_agent.original'] = ua;
-        const name = x.api !== undefined ? `${x.method} ${x.api.listenPath}` : x.method;
+        const method = known ? x.method : 'HTTP';
+        const name = x.api !== undefined ? `${method} ${x.api.listenPath}` : method;
         const span = tracing.startServer(name, incoming, h.tracestate, attributes);
         x.traceparent = tracing.traceparentOf(span);
         if (span.isRecording()) x.span = span;

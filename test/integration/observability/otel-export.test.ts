@@ -40,6 +40,13 @@ spec:
   global_rate_limit: {rate: 1, per: 60}
 ---
 apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: down}
+spec:
+  use_keyless: true
+  proxy: {listen_path: /down/, target_url: 'http://127.0.0.1:9'}
+---
+apiVersion: gw.io/v1alpha1
 kind: AccessKey
 metadata: {name: k}
 spec:
@@ -121,6 +128,22 @@ describe('OpenTelemetry span export (standalone)', () => {
     );
     expect(limited.parentSpanId).toBe('');
     expect(limited.attributes['http.response.status_code']).toBe(429);
+    expect(limited.attributes['error.type']).toBeUndefined();
+
+    // HTTP semantic conventions: a method they do not name is _OTHER (its name kept apart, the span named
+    // "HTTP …"); a 5xx answer is an error whose type is its status code
+    const other = await request(`${gw.gateway}/down/dav`, { method: 'PROPFIND' });
+    await other.body.dump();
+    expect(other.statusCode).toBe(502);
+    const span502 = await rx.waitFor((s) => s.attributes['url.path'] === '/down/dav', 10_000, 'PROPFIND span');
+    expect(span502.name).toBe('HTTP /down/');
+    expect(span502.attributes).toMatchObject({
+      'http.request.method': '_OTHER',
+      'http.request.method_original': 'PROPFIND',
+      'http.response.status_code': 502,
+      'error.type': '502',
+    });
+    expect(span502.status).toMatchObject({ code: 2 });
   });
 
   test('sampling_ratio 0: no new trace is recorded; a sampled parent is still followed, an unsampled one is not; the header still goes upstream', async () => {
