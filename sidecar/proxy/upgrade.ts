@@ -96,7 +96,7 @@ export function forwardUpgrade(origin: string, path: string, f: Forwarding, head
       const v = h[i + 1]!;
       for (const one of Array.isArray(v) ? v : [v]) text += `${h[i] as string}: ${one}\r\n`;
     }
-    client.write(`${text}\r\n`);
+    client.write(`${text}\r\n`, 'latin1'); // header bytes as the upstream sent them (node:http parses latin1)
     if (upHead.length) client.write(upHead);
     if (head.length) upSocket.write(head);
     o.tunnels.add(client, upSocket);

@@ -115,17 +115,37 @@ export function requestHeaders(req: IncomingMessage, traceparent?: string): stri
     else for (const one of v) out.push(k, one);
   }
   const ip = req.socket.remoteAddress ?? '';
-  const prior = h['x-forwarded-for'];
-  out.push('x-forwarded-for', prior ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${ip}` : ip);
-  out.push('x-forwarded-proto', (h['x-forwarded-proto'] as string | undefined) ?? 'http');
-  if (h.host) out.push('x-forwarded-host', (h['x-forwarded-host'] as string | undefined) ?? h.host);
+  const prior = forwardedFor(h['x-forwarded-for']);
+  out.push('x-forwarded-for', prior ? `${prior}, ${ip}` : ip);
+  // an empty value is no value: the gateway's own then
+  out.push('x-forwarded-proto', (h['x-forwarded-proto'] as string | undefined) || 'http');
+  if (h.host) out.push('x-forwarded-host', (h['x-forwarded-host'] as string | undefined) || h.host);
   if (traceparent !== undefined) out.push('traceparent', traceparent);
   return out;
 }
 
-/** Header pairs (requestHeaders, responseHeaders) as an object; repeated names become arrays. */
+/**
+ * The client's X-Forwarded-For without empty elements (an empty line, `a, , b`), '' for none; node:http has
+ * joined several lines with ", ".
+ */
+function forwardedFor(v: string | string[] | undefined): string {
+  if (v === undefined) return '';
+  const s = Array.isArray(v) ? v.join(', ') : v;
+  if (s !== '' && !EMPTY_ELEMENT.test(s)) return s; // the usual case: nothing to drop
+  return s
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '')
+    .join(', ');
+}
+const EMPTY_ELEMENT = /(?:^|,)\s*(?:,|$)/;
+
+/**
+ * Header pairs (requestHeaders, responseHeaders) as an object; repeated names become arrays. No prototype:
+ * a header named `constructor` or `__proto__` is a header like any other.
+ */
 export function headerObject(pairs: readonly (string | string[])[]): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
+  const out = Object.create(null) as Record<string, string | string[]>;
   for (let i = 0; i < pairs.length; i += 2) {
     const k = pairs[i] as string;
     const v = pairs[i + 1]!;
@@ -137,8 +157,8 @@ export function headerObject(pairs: readonly (string | string[])[]): Record<stri
 
 /**
  * The response headers as name/value pairs: the upstream's (names lower-case, as undici and node:http
- * parse them) minus hop-by-hop and X-RateLimit-*, plus ours (SPEC.md §3.7). A 204 has no body, so no
- * length (RFC 9110 §8.6): an upstream's is dropped.
+ * parse them) minus hop-by-hop and X-RateLimit-*, plus ours (SPEC.md §3.7). A 204 or a 1xx (a 101) has no
+ * body, so no length (RFC 9110 §8.6): an upstream's is dropped.
  */
 export function responseHeaders(
   raw: Record<string, string | string[] | undefined>,
@@ -151,7 +171,7 @@ export function responseHeaders(
     const v = raw[k];
     if (v === undefined || HOP_BY_HOP.has(k) || (named !== undefined && named.has(k))) continue;
     if (k.charCodeAt(0) === 120 /* x */ && k.startsWith('x-ratelimit-')) continue;
-    if (statusCode === 204 && k === 'content-length') continue;
+    if ((statusCode === 204 || statusCode < 200) && k === 'content-length') continue;
     out.push(k, v);
   }
   if (rl !== undefined)

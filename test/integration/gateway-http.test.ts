@@ -75,8 +75,12 @@ describe('gateway: HTTP proxying edges', () => {
       socket.on('error', () => undefined); // node's own listener is gone once upgraded; a reset would be uncaught
       if (req.url?.includes('refuse'))
         return void socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 2\r\nconnection: close\r\n\r\nno');
+      // a Latin-1 byte in a header, and a length a 101 must not carry
       socket.write(
-        `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nX-Seen-Key: ${String(req.headers['sec-websocket-key'])}\r\nX-RateLimit-Limit: 999\r\n\r\n`,
+        Buffer.from(
+          `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nX-Seen-Key: ${String(req.headers['sec-websocket-key'])}\r\nX-RateLimit-Limit: 999\r\nX-Cafe: caf\u00e9\r\nContent-Length: 5\r\n\r\n`,
+          'latin1',
+        ),
       );
       socket.pipe(socket);
     });
@@ -260,6 +264,8 @@ spec:
     expect(head).toMatch(/\r\nsec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK\+xOo=\r\n/i);
     expect(head).toMatch(/\r\nx-seen-key: dGhlIHNhbXBsZSBub25jZQ==\r\n/i); // Sec-WebSocket-Key reached the upstream
     expect(head).toMatch(/\r\nx-ratelimit-limit: 2\r\n/i); // ours, not the upstream's 999
+    expect(head).toContain('\r\nx-cafe: caf\u00e9\r\n'); // the byte 0xE9 as sent, not re-encoded as UTF-8
+    expect(head).not.toMatch(/content-length/i);
     c.s.write('ping-1');
     await c.waitFor(/ping-1$/);
     c.s.write('ping-2');

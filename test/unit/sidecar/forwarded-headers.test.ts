@@ -57,6 +57,31 @@ describe('requestHeaders', () => {
     expect(out.filter((x, i) => i % 2 === 0 && x.startsWith('x-forwarded-'))).toHaveLength(3);
   });
 
+  test('empty values are no values: X-Forwarded-For loses its empty elements, an empty proto or host is ours', () => {
+    const out = headerObject(
+      requestHeaders(
+        client({ host: 'h', 'x-forwarded-for': '1.1.1.1, ', 'x-forwarded-proto': '', 'x-forwarded-host': '' }),
+      ),
+    );
+    expect(out).toMatchObject({
+      'x-forwarded-for': '1.1.1.1, 10.0.0.7',
+      'x-forwarded-proto': 'http',
+      'x-forwarded-host': 'h',
+    });
+    expect(headerObject(requestHeaders(client({ host: 'h', 'x-forwarded-for': ', ,' })))['x-forwarded-for']).toBe(
+      '10.0.0.7',
+    );
+    expect(headerObject(requestHeaders(client({ host: 'h', 'x-forwarded-for': ', 2.2.2.2' })))['x-forwarded-for']).toBe(
+      '2.2.2.2, 10.0.0.7',
+    );
+  });
+
+  test('headers named constructor or __proto__ are headers like any other', () => {
+    const out = headerObject(requestHeaders(client({ host: 'h', constructor: 'x', ['__proto__']: 'y' } as never)));
+    expect(out.constructor).toBe('x');
+    expect(Object.getOwnPropertyDescriptor(out, '__proto__')?.value).toBe('y');
+  });
+
   test('a header of several lines is sent as several lines', () => {
     const out = requestHeaders(client({ host: 'h', 'x-multi': ['a', 'b'] }));
     expect(pairs(out).filter(([k]) => k === 'x-multi')).toEqual([
@@ -111,8 +136,9 @@ describe('responseHeaders', () => {
     ]);
   });
 
-  test('no numbers, no X-RateLimit-*; a 204 loses its Content-Length', () => {
+  test('no numbers, no X-RateLimit-*; a 204 or a 101 loses its Content-Length', () => {
     expect(headerObject(responseHeaders({ 'content-length': '5', etag: 'x' }, undefined, 204))).toEqual({ etag: 'x' });
+    expect(headerObject(responseHeaders({ 'content-length': '5', etag: 'x' }, undefined, 101))).toEqual({ etag: 'x' });
     expect(headerObject(responseHeaders({ 'content-length': '5' }, undefined, 200))).toEqual({ 'content-length': '5' });
   });
 });
