@@ -25,6 +25,20 @@ spec:
 
 const p99 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)] ?? NaN;
 
+/**
+ * Once /load/ serves: 3 s of the load on a quiet directory (the machine's own p99, printed beside the
+ * measured one), then the load that runs during the measurement.
+ */
+async function quietThenLoad(
+  gw: Standalone,
+): Promise<{ baseline: number; load: Awaited<ReturnType<typeof steadyLoad>> }> {
+  await eventually(async () => (await status(`${gw.gateway}/load/x`)) === 200, 30_000, 'load API served');
+  const quiet = await steadyLoad(gw.gateway, '/load/x', 100);
+  await new Promise((r) => setTimeout(r, 3000));
+  const baseline = p99((await quiet.stop()).latencies);
+  return { baseline, load: await steadyLoad(gw.gateway, '/load/x', 100) };
+}
+
 async function metric(gw: Standalone, name: string): Promise<number> {
   const r = await fetch(`${gw.admin}/metrics`);
   const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(await r.text());
@@ -55,12 +69,7 @@ describe('gw standalone: directory changes at scale', () => {
     // as the image runs gw (the Dockerfile's NODE_OPTIONS: young generation capped): V8's default young
     // generation makes a scavenge of the burst's garbage a pause of tens of ms
     gw = await startStandalone(dir, [], { NODE_OPTIONS: heapNodeOptions(undefined) });
-    await eventually(async () => (await status(`${gw!.gateway}/load/x`)) === 200, 10_000, 'load API served');
-    // the same load on a quiet directory first: the machine's own p99, to print beside the burst's
-    const quiet = await steadyLoad(gw.gateway, '/load/x', 100);
-    await new Promise((r) => setTimeout(r, 3000));
-    const baseline = p99((await quiet.stop()).latencies);
-    const load = await steadyLoad(gw.gateway, '/load/x', 100);
+    const { baseline, load } = await quietThenLoad(gw);
     let written!: number;
     let applied!: number;
     let result: { latencies: number[]; failed: number };
@@ -111,11 +120,7 @@ describe('gw standalone: directory changes at scale', () => {
       writeFileSync(join(dir, `big${f}.yaml`), text);
     }
     gw = await startStandalone(dir, [], { NODE_OPTIONS: heapNodeOptions(undefined) });
-    await eventually(async () => (await status(`${gw!.gateway}/load/x`)) === 200, 30_000, 'load API served');
-    const quiet = await steadyLoad(gw.gateway, '/load/x', 100);
-    await new Promise((r) => setTimeout(r, 3000));
-    const baseline = p99((await quiet.stop()).latencies);
-    const load = await steadyLoad(gw.gateway, '/load/x', 100);
+    const { baseline, load } = await quietThenLoad(gw);
     const writes: number[] = [];
     let result: { latencies: number[]; failed: number };
     try {
