@@ -66,19 +66,21 @@ const KIND_SERVER = 1;
 const KIND_INTERNAL = 0;
 const SCOPE = { name: 'gw' };
 
-/** Wall-clock time as OpenTelemetry's HrTime: [seconds, nanoseconds]. */
-function hrNow(): HrTime {
-  const ms = performance.timeOrigin + performance.now();
+/** Milliseconds since the epoch as OpenTelemetry's HrTime: [seconds, nanoseconds]. */
+function hrOfMs(ms: number): HrTime {
   const sec = Math.floor(ms / 1000);
   return [sec, Math.round((ms - sec * 1000) * 1e6)];
+}
+
+/** Wall-clock time now as HrTime. */
+function hrNow(): HrTime {
+  return hrOfMs(performance.timeOrigin + performance.now());
 }
 
 function hrOf(t: TimeInput | undefined): HrTime {
   if (t === undefined) return hrNow();
   if (Array.isArray(t)) return t as HrTime;
-  const ms = t instanceof Date ? t.getTime() : (t as number);
-  const sec = Math.floor(ms / 1000);
-  return [sec, Math.round((ms - sec * 1000) * 1e6)];
+  return hrOfMs(t instanceof Date ? t.getTime() : (t as number));
 }
 
 /** What a recorded span goes to when it ends. */

@@ -158,7 +158,7 @@ export function createObserver(o: {
           'url.path': x.urlPath,
           'url.scheme': 'http',
           'server.address': address,
-          'client.address': x.clientAddress || clientIp(x.req),
+          'client.address': (x.clientAddress ||= clientIp(x.req)),
           'network.protocol.version': x.req.httpVersion,
           'gw.api_id': x.api?.api_id ?? '',
         };

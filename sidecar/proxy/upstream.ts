@@ -100,16 +100,16 @@ const CLIENT_HEADER = new Map<string, Client>([
 export function requestHeaders(req: IncomingMessage, traceparent?: string): string[] {
   const h = req.headers;
   const named = connectionTokens(h.connection);
-  // a tracestate belongs to the trace of its traceparent: dropped when that one was not continued
-  const keepState = traceparent === undefined || validTraceparent(h.traceparent);
   const out: string[] = [];
   for (const k in h) {
     const v = h[k];
     if (v === undefined || (named !== undefined && named.has(k))) continue;
     const kind = CLIENT_HEADER.get(k);
-    if (kind !== undefined) {
-      if (kind === Client.HopByHop || kind === Client.Forwarded) continue;
-      if (traceparent !== undefined && (kind === Client.Traceparent || !keepState)) continue;
+    if (kind === Client.HopByHop || kind === Client.Forwarded) continue;
+    if (traceparent !== undefined) {
+      if (kind === Client.Traceparent) continue; // ours replaces it
+      // a tracestate belongs to the trace of its traceparent: dropped when that one was not continued
+      if (kind === Client.Tracestate && !validTraceparent(h.traceparent)) continue;
     }
     if (typeof v === 'string') out.push(k, v);
     else for (const one of v) out.push(k, one);
