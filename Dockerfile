@@ -40,9 +40,9 @@ LABEL org.opencontainers.image.title="gw" \
       org.opencontainers.image.licenses="Apache-2.0"
 # MALLOC_ARENA_MAX: two glibc malloc arenas instead of one per thread, −1.5 to −2 MB idle RSS (docs/benchmarks.md).
 # NODE_OPTIONS: V8's young generation capped (RSS under load), the GC after start-up (sidecar/heap-tuning.ts) and
-# one V8 helper thread (webhook/node-options.ts IMAGE_NODE_OPTIONS);
+# two V8 helper threads (webhook/node-options.ts IMAGE_NODE_OPTIONS);
 # the chart replaces it per container with the old-space limit of that container's memory limit (docs/helm.md).
-ENV NODE_ENV=production MALLOC_ARENA_MAX=2 NODE_OPTIONS="--expose-gc --max-semi-space-size=8 --v8-pool-size=1"
+ENV NODE_ENV=production MALLOC_ARENA_MAX=2 NODE_OPTIONS="--expose-gc --max-semi-space-size=8 --v8-pool-size=2"
 RUN groupadd --gid 10001 gw && useradd --uid 10001 --gid gw --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin gw
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules

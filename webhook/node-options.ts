@@ -3,8 +3,8 @@
  * always agree (docs/helm.md, "Memory"): the young generation capped (the part of the heap that grows with
  * request concurrency), the old space at a share of the limit that leaves room for code, the young
  * generation and native buffers (V8 collects harder as it nears it instead of the kernel killing the
- * container), `--expose-gc` for the one GC after start-up (sidecar/heap-tuning.ts), and one V8 helper
- * thread (V8_POOL_SIZE). V8's memory reducer stays on: it hands the heap back once the load is over.
+ * container), `--expose-gc` for the one GC after start-up (sidecar/heap-tuning.ts), and two V8 helper
+ * threads (V8_POOL_SIZE). V8's memory reducer stays on: it hands the heap back once the load is over.
  * NODE_OPTIONS accepts all four flags.
  */
 
@@ -20,9 +20,10 @@ export const SIDECAR_SEMI_SPACE_MB = 8;
 /**
  * V8's helper threads (background GC and compilation; node's default is 4). A sidecar has a fraction of a
  * core: four helpers at the event loop's priority took the cores from it while a burst of manifests was
- * parsed (docs/benchmarks.md, "V8 helper threads"); one costs the request path nothing measurable.
+ * parsed; with one, background marking fell behind under client rotation and the heap peaked ~13 MB
+ * higher. Two keep both (docs/benchmarks.md, "V8 helper threads").
  */
-export const V8_POOL_SIZE = 1;
+export const V8_POOL_SIZE = 2;
 /** The image's default NODE_OPTIONS (Dockerfile `ENV NODE_OPTIONS`): the heap flags without a memory limit. */
 export const IMAGE_NODE_OPTIONS = `--expose-gc --max-semi-space-size=${SIDECAR_SEMI_SPACE_MB} --v8-pool-size=${V8_POOL_SIZE}`;
 /** The old space's share of the container memory limit. */
@@ -48,7 +49,7 @@ export function quantityMiB(q: string): number | undefined {
   return (Number(m[1]) * UNITS[m[2] ?? '']!) / 2 ** 20;
 }
 
-/** NODE_OPTIONS for a container with memory limit `limit`: young generation capped, old space at its share, one helper thread. */
+/** NODE_OPTIONS for a container with memory limit `limit`: young generation capped, old space at its share, two helper threads. */
 export function heapNodeOptions(limit: string | undefined, semiSpaceMb = SIDECAR_SEMI_SPACE_MB): string {
   const flags = ['--expose-gc', `--max-semi-space-size=${semiSpaceMb}`, `--v8-pool-size=${V8_POOL_SIZE}`];
   const mib = limit === undefined ? undefined : quantityMiB(limit);

@@ -144,7 +144,7 @@ describe('what the chart renders', () => {
     // what the webhook then injects for that limit
     const flags = { listen: '0.0.0.0:8443', tlsCert: 'c', tlsKey: 'k', image: 'gw', imagePullPolicy: 'IfNotPresent', sidecarListenPort: '15080', sidecarMetricsPort: '15090', redisSecret: '', sidecarCpuRequest: '50m', sidecarMemoryRequest: '128Mi', sidecarMemoryLimit: '256Mi', runAsUser: '10001' };
     const injected = sidecarContainer(injectOptionsFromFlags(flags), { upstreamPort: 8080, listenPort: 15080, metricsPort: 15090, group: 'g', portName: 'http', config: false }) as C;
-    expect(nodeOptions(injected)).toBe('--expose-gc --max-semi-space-size=8 --v8-pool-size=1 --max-old-space-size=153');
+    expect(nodeOptions(injected)).toBe('--expose-gc --max-semi-space-size=8 --v8-pool-size=2 --max-old-space-size=153');
 
     const changed = docs(await template(['--set', 'controller.resources.limits.memory=1Gi', '--set', 'sidecar.nodeOptions=--max-old-space-size=100']));
     expect(nodeOptions(container(changed, 'gw-controller'))).toBe('--max-semi-space-size=2 --max-old-space-size=614');

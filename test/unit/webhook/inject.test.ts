@@ -79,7 +79,7 @@ describe('injectSidecar', () => {
     expect(s.env).toEqual([
       { name: 'GW_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
       { name: 'MALLOC_ARENA_MAX', value: '2' },
-      { name: 'NODE_OPTIONS', value: '--expose-gc --max-semi-space-size=8 --v8-pool-size=1 --max-old-space-size=153' },
+      { name: 'NODE_OPTIONS', value: '--expose-gc --max-semi-space-size=8 --v8-pool-size=2 --max-old-space-size=153' },
       { name: 'GW_REDIS', valueFrom: { secretKeyRef: { name: 'gw-redis', key: 'url', optional: true } } },
     ]);
     expect(after.metadata?.annotations?.[ANN.status]).toBe('injected');
@@ -286,12 +286,12 @@ describe('gw webhook flags', () => {
           config: false,
         }).env as { name: string; value?: string }[]
       ).find((e) => e.name === 'NODE_OPTIONS')?.value;
-    expect(env(flags)).toBe('--expose-gc --max-semi-space-size=8 --v8-pool-size=1 --max-old-space-size=307');
+    expect(env(flags)).toBe('--expose-gc --max-semi-space-size=8 --v8-pool-size=2 --max-old-space-size=307');
     expect(env({ ...flags, sidecarMemoryLimit: '1Gi' })).toBe(
-      '--expose-gc --max-semi-space-size=8 --v8-pool-size=1 --max-old-space-size=614',
+      '--expose-gc --max-semi-space-size=8 --v8-pool-size=2 --max-old-space-size=614',
     );
     expect(env({ ...flags, sidecarMemoryLimit: '268435456' })).toBe(
-      '--expose-gc --max-semi-space-size=8 --v8-pool-size=1 --max-old-space-size=153',
+      '--expose-gc --max-semi-space-size=8 --v8-pool-size=2 --max-old-space-size=153',
     );
     expect(env({ ...flags, sidecarNodeOptions: ' --max-old-space-size=100 ' })).toBe('--max-old-space-size=100');
   });
