@@ -99,6 +99,18 @@ function addTo(slots: SlotCounts, slot: number, n: number): void {
   if (n > 0) slots.push(slot, n);
 }
 
+/**
+ * A changed slot length (`per` edited): each slot's tokens move to the new slot holding its last ms, so
+ * they stay counted at least as long as before (the script does the same).
+ */
+function renumber(slots: SlotCounts, slotMs: number): void {
+  const was = slots[0]!;
+  const pairs = slots.splice(PAIRS);
+  slots[0] = slotMs;
+  for (let i = 0; i < pairs.length; i += 2)
+    addTo(slots, Math.floor(((pairs[i]! + 1) * was - 1) / slotMs), pairs[i + 1]!);
+}
+
 /** The rule of one call on one bucket's slot counts (shared by the memory counter; the script mirrors it). */
 function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
   const cur = Math.floor(c.now / c.slotMs);
@@ -159,7 +171,7 @@ export class MemoryLeaseCounter implements LeaseCounter {
   lease(bucket: string, c: LeaseCall): LeaseAnswer {
     const held = this.buckets.get(bucket);
     const slots = held ?? [c.slotMs];
-    slots[0] = c.slotMs; // a changed window: the slots are read in the new length, as the store's are
+    if (slots[0] !== c.slotMs) renumber(slots, c.slotMs);
     const a = leaseOn(slots, c);
     // a new bucket's array is kept as an exact-size copy (a pushed-to array reserves 17 elements)
     if (slots.length > PAIRS) {

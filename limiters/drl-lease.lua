@@ -1,8 +1,10 @@
 -- The DRL counter's lease (drl-counter.ts, the same rule as its memory twin).
--- KEYS[1] = gw:{bucket}:drl, a hash of slot index -> tokens granted in (recorded for) that slot.
+-- KEYS[1] = gw:{bucket}:drl, a hash of slot index -> tokens granted in (recorded for) that slot, and
+-- field `ms`: the slot length the indexes count in.
 -- ARGV = asked, rate, slotMs, now, backSlot, back, life.
 -- Returns { granted, left, nextFreeMs, slot }. Slots out of the window are deleted as they are read; the
--- key expires one slot after its last counted slot leaves the window.
+-- key expires one slot after its last counted slot leaves the window. A changed slot length (`per` edited)
+-- renumbers the slots first, each to the new slot holding its last ms (counted at least as long as before).
 local key = KEYS[1]
 local asked = tonumber(ARGV[1])
 local rate = math.floor(tonumber(ARGV[2]))
@@ -15,6 +17,22 @@ local life = tonumber(ARGV[7])
 local w = {{WINDOW_SLOTS}}
 local cur = math.floor(now / slotMs)
 local low = cur - w
+local ms = tonumber(redis.call('HGET', key, 'ms'))
+if ms ~= nil and ms ~= slotMs then
+  local old = redis.call('HGETALL', key)
+  local moved = {}
+  for i = 1, #old, 2 do
+    if old[i] ~= 'ms' then
+      local t = math.floor(((tonumber(old[i]) + 1) * ms - 1) / slotMs)
+      moved[t] = (moved[t] or 0) + tonumber(old[i + 1])
+      redis.call('HDEL', key, old[i])
+    end
+  end
+  for t, n in pairs(moved) do
+    if n > 0 then redis.call('HSET', key, t, n) end
+  end
+  redis.call('HSET', key, 'ms', slotMs)
+end
 if back > 0 and backSlot > low then
   local n = redis.call('HINCRBY', key, backSlot, -back)
   if n <= 0 then redis.call('HDEL', key, backSlot) end
@@ -27,7 +45,9 @@ local last = nil
 for i = 1, #flat, 2 do
   local s = tonumber(flat[i])
   local n = tonumber(flat[i + 1])
-  if s <= low then
+  if s == nil then
+    -- the `ms` field
+  elseif s <= low then
     redis.call('HDEL', key, flat[i])
   else
     used = used + n
@@ -48,6 +68,7 @@ if asked < granted then granted = asked end
 if granted < 0 then granted = 0 end
 if granted > 0 then
   redis.call('HINCRBY', key, slot, granted)
+  if ms ~= slotMs then redis.call('HSET', key, 'ms', slotMs) end
   if oldest == nil or slot < oldest then oldest = slot end
   if last == nil or slot > last then last = slot end
 end

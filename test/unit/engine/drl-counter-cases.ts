@@ -149,6 +149,25 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
       expect(await leaseFor(10, 1, 100, 7 * SLOT)).toMatchObject({ granted: 1, slot: slot0 + 7 + 7 });
     });
 
+    /** A lease of `asked` at another window length (`slotMs`), short. */
+    const leaseIn = async (slotMs: number, asked: number, rate: number, at: number): Promise<LeaseAnswer> =>
+      c.lease(bucket, { asked, rate, slotMs, now: T0 + at, life: LEASE_SLOTS, backSlot: 0, back: 0 });
+
+    test('a longer window (per edited 4 s → 20 s): the grants made stay counted for the new window, then free', async () => {
+      expect((await lease(10, 10, 0)).granted).toBe(10);
+      // 500 ms slots from now on: the 10 granted in the 100 ms slot are counted in the 500 ms slot holding its end
+      expect(await leaseIn(500, 0, 25, 1000)).toMatchObject({ granted: 0, left: 15 });
+      expect(await leaseIn(500, 0, 25, 19_000)).toMatchObject({ left: 15 });
+      expect(await leaseIn(500, 0, 25, 21_000)).toMatchObject({ left: 25 }); // 41 slots of 500 ms later: freed
+    });
+
+    test('a shorter window (per edited 20 s → 4 s): the grants made stay counted for the new window, then free', async () => {
+      expect((await leaseIn(500, 10, 10, 0)).granted).toBe(10);
+      expect(await lease(0, 10, 1000)).toMatchObject({ granted: 0, left: 0 });
+      expect(await lease(0, 10, 4400)).toMatchObject({ left: 0 });
+      expect(await lease(0, 10, 4700)).toMatchObject({ left: 10 }); // the 500 ms slot's end + 41 slots of 100 ms
+    });
+
     test('reset forgets the bucket', async () => {
       await lease(10, 10, 0);
       await c.reset(bucket);
