@@ -8,7 +8,9 @@
  * counting the same bucket shares one allowance.
  *   Memory: one process (standalone without a store, unit tests).
  *   Redis: one hash per bucket (`gw:{<bucket>}:drl`, field = slot index), one script call per lease
- *   (drl-lease.lua).
+ *   (drl-lease.lua). The bucket's sliding log in the window counts as granted, and the log counts this
+ *   hash's window (sliding-log.lua): a limit drl_threshold moves between the two (N crossed it) keeps
+ *   one allowance. In memory N is 1, so no limit moves.
  * Both run the same rule (`test/unit/engine/drl-counter.test.ts` runs one table against both).
  */
 import type { Clock } from '../lib/clock.js';
@@ -207,12 +209,12 @@ export class RedisLeaseCounter implements LeaseCounter {
   private readonly run: ScriptRunner<[number, number, number, number]>;
 
   constructor(private readonly redis: StoreClient) {
-    this.run = defineScript(redis, 'gwDrlLease', 1, LEASE_LUA);
+    this.run = defineScript(redis, 'gwDrlLease', 2, LEASE_LUA);
   }
 
   lease(bucket: string, c: LeaseCall): Promise<LeaseAnswer> {
     return this.run(
-      [storeKeys.drl(bucket)],
+      [storeKeys.drl(bucket), storeKeys.log(bucket)],
       [Math.floor(c.asked), c.rate, c.slotMs, Math.floor(c.now), c.backSlot, Math.floor(c.back), Math.floor(c.life)],
     ).then(([granted, left, nextFreeMs, slot]) => ({ granted, slot, left, nextFreeMs }));
   }

@@ -1,6 +1,8 @@
 -- The DRL counter's lease (drl-counter.ts, the same rule as its memory twin).
 -- KEYS[1] = gw:{bucket}:drl, a hash of slot index -> tokens granted in (recorded for) that slot, and
 -- field `ms`: the slot length the indexes count in.
+-- KEYS[2] = gw:{bucket}:log, the bucket's sliding window log: a limit that drl_threshold moves from the
+-- log to the DRL (its N fell) finds what the log counted in the window counted here too.
 -- ARGV = asked, rate, slotMs, now, backSlot, back, life.
 -- Returns { granted, left, nextFreeMs, slot }. Slots out of the window are deleted as they are read; the
 -- key expires one slot after its last counted slot leaves the window. A changed slot length (`per` edited)
@@ -56,6 +58,8 @@ for i = 1, #flat, 2 do
     if last == nil or s > last then last = s end
   end
 end
+local logged = redis.call('ZCOUNT', KEYS[2], '(' .. (now - w * slotMs), '+inf')
+used = used + logged
 local room = rate - used
 local slot = cur
 local longRoom = math.floor(rate / {{LONG_SHARE_DIVISOR}}) - future
@@ -79,5 +83,11 @@ local nextFree = 0
 if left == 0 and oldest ~= nil then
   nextFree = (oldest + w) * slotMs - now
   if nextFree < 1 then nextFree = 1 end
+end
+if left == 0 and logged > 0 then
+  local first = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. (now - w * slotMs), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local free = tonumber(first[2]) + w * slotMs - now
+  if free < 1 then free = 1 end
+  if nextFree == 0 or free < nextFree then nextFree = free end
 end
 return { granted, left, nextFree, slot }

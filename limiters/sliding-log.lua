@@ -2,6 +2,23 @@ local now = tonumber(ARGV[1]); local win = tonumber(ARGV[2]); local rate = tonum
 local mode = ARGV[5]
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - win)
 local count = redis.call('ZCARD', KEYS[1])
+-- KEYS[5]: the bucket's DRL counter (drl-lease.lua). A limit drl_threshold moved here from the DRL (its N
+-- rose) counts the tokens granted there in that counter's window (`pre`); preFree: when the first leaves.
+local pre = 0
+local preFree = nil
+local dms = tonumber(redis.call('HGET', KEYS[5], 'ms'))
+if dms ~= nil then
+  local dlow = math.floor(now / dms) - {{WINDOW_SLOTS}}
+  local flat = redis.call('HGETALL', KEYS[5])
+  for i = 1, #flat, 2 do
+    local s = tonumber(flat[i])
+    if flat[i] ~= 'ms' and s ~= nil and s > dlow then
+      pre = pre + tonumber(flat[i + 1])
+      local f = (s + {{WINDOW_SLOTS}}) * dms
+      if preFree == nil or f < preFree then preFree = f end
+    end
+  end
+end
 local allowance = rate
 local ev = 0
 local old = rate
@@ -31,8 +48,10 @@ if #ARGV >= 9 then
 end
 if mode == '3' then return {0, count, tostring(allowance), tostring(now), ev, tostring(old)} end
 local whole = math.floor(allowance)
+-- what the log may hold besides the DRL's grants
+local room = whole - pre
 local allowed = 0
-if count < whole then allowed = 1 end
+if count < room then allowed = 1 end
 local n = count
 if allowed == 1 or mode ~= '2' then
   redis.call('ZADD', KEYS[1], now, ARGV[4])
@@ -42,12 +61,15 @@ end
 local nextTs = now
 if whole == 0 then
   nextTs = now + win
-elseif n - whole >= 0 then
-  local e = redis.call('ZRANGE', KEYS[1], n - whole, n - whole, 'WITHSCORES')
+elseif room <= 0 then
+  nextTs = preFree or (now + win)
+elseif n - room >= 0 then
+  local e = redis.call('ZRANGE', KEYS[1], n - room, n - room, 'WITHSCORES')
   if e[2] then nextTs = tonumber(e[2]) + win end
+  if preFree ~= nil and preFree < nextTs then nextTs = preFree end
 end
-if mode == '1' and n >= whole then
+if mode == '1' and n + pre >= whole then
   local until_ = tonumber(redis.call('GET', KEYS[3]) or '0')
   if until_ <= now then redis.call('SET', KEYS[3], tostring(now + win), 'PX', win) end
 end
-return {allowed, n, tostring(allowance), tostring(nextTs), ev, tostring(old)}
+return {allowed, n + pre, tostring(allowance), tostring(nextTs), ev, tostring(old)}

@@ -5,7 +5,8 @@
  * for a whole window. Optional smoothing moves the allowance between threshold and rate (smoothing.ts).
  *   Memory: exact in one process.
  *   Redis: one EVALSHA per check, atomic across gateways; with `enable_non_transactional_rate_limiter`
- *   one pipeline without MULTI (ZREMRANGEBYSCORE, ZADD, ZCARD, PEXPIRE, ZRANGE). Counting after the add
+ *   one pipeline without MULTI (ZREMRANGEBYSCORE, ZADD, ZCARD, PEXPIRE, ZRANGE, and HGETALL of the bucket's
+ *   DRL counter: tokens the DRL granted in its window count as logged). Counting after the add
  *   means interleaved pipelines can only refuse too much, never admit too much. A smoothed limit always
  *   uses the script (the allowance must move atomically with the count).
  */
@@ -16,6 +17,7 @@ import { defineScript, luaScript, type ScriptRunner } from '../lib/store/scripts
 import { bucketKeys, storeKeys, uniqueMember } from '../contract/store-keys.js';
 import type { LimitSpec } from '../contract/config.js';
 import { initialState, smoothingActive, smoothingStep, type SmoothingState } from './smoothing.js';
+import { WINDOW_SLOTS } from './drl-counter.js';
 import { allowanceOf, result, type Limiter, type LimitResult, type SmoothingListener } from './types.js';
 
 const windowMs = (per: number): number => Math.max(1, Math.round(per * 1000));
@@ -147,7 +149,27 @@ export class MemorySlidingLog implements Limiter {
  * A stored allowance is first brought within [threshold, rate] of the limit as it is now (the limit may
  * have changed since it was stored).
  */
-const SCRIPT = luaScript(import.meta.url, 'sliding-log.lua', { SMOOTHING_MIN_TTL_MS });
+const SCRIPT = luaScript(import.meta.url, 'sliding-log.lua', { SMOOTHING_MIN_TTL_MS, WINDOW_SLOTS });
+
+/**
+ * The tokens the bucket's DRL counter (drl-counter.ts) granted in its window, and when the first of them
+ * leaves it (ms, Infinity: none): a limit drl_threshold moved from the DRL to the log counts them (the
+ * script's `pre`, for the pipelined check).
+ */
+export function drlGranted(hash: Record<string, string>, now: number): { pre: number; free: number } {
+  const ms = Number(hash.ms);
+  let pre = 0;
+  let free = Infinity;
+  if (!(ms > 0)) return { pre, free };
+  const low = Math.floor(now / ms) - WINDOW_SLOTS;
+  for (const k in hash) {
+    const s = Number(k);
+    if (k === 'ms' || !(s > low)) continue;
+    pre += Number(hash[k]);
+    free = Math.min(free, (s + WINDOW_SLOTS) * ms);
+  }
+  return { pre, free };
+}
 
 type ScriptReply = [number, number, string, string, number, string];
 
@@ -169,7 +191,7 @@ export class RedisLogScript {
     private readonly smoothingEnabled: boolean,
     private readonly onSmoothing: SmoothingListener,
   ) {
-    this.run = defineScript<ScriptReply>(redis, 'gwSlidingLog', 4, SCRIPT);
+    this.run = defineScript<ScriptReply>(redis, 'gwSlidingLog', 5, SCRIPT);
   }
 
   /** `refused`: a smoothed limit's request the sentinel refused (counted in R, smoothing stepped, nothing logged). */
@@ -181,7 +203,7 @@ export class RedisLogScript {
     if (smooth) args.push(smooth.threshold, smooth.step, smooth.trigger, Math.round(smooth.delay * 1000));
     coalesceWrites(this.redis);
     const [allowed, n, allowanceStr, nextStr, ev, oldStr] = await this.run(
-      [k.log, k.smoothing, k.sentinel, k.unlogged],
+      [k.log, k.smoothing, k.sentinel, k.unlogged, storeKeys.drl(bucket)],
       args,
     );
     const allowance = Number(allowanceStr);
@@ -235,14 +257,17 @@ export class RedisSlidingLog implements Limiter {
       .zcard(log)
       .pexpire(log, win)
       .zrange(log, String(-Math.max(allowance, 1)), String(-Math.max(allowance, 1)), 'WITHSCORES')
+      .hgetall(storeKeys.drl(bucket))
       .exec();
     if (!res) throw new Error('pipeline aborted');
     for (const [err] of res) if (err) throw err;
-    const n = Number(res[2]![1]);
+    const { pre, free } = drlGranted(res[5]![1] as Record<string, string>, now);
+    const n = Number(res[2]![1]) + pre;
     const allowed = n <= allowance;
     const edge = res[4]![1] as string[];
-    const next = allowance === 0 ? now + win : n >= allowance && edge[1] !== undefined ? Number(edge[1]) + win : now;
-    return result(allowed, allowance, allowance - n, now, next);
+    let next = allowance === 0 ? now + win : n >= allowance && edge[1] !== undefined ? Number(edge[1]) + win : now;
+    if (pre > 0 && !allowed) next = Math.min(next > now ? next : Infinity, free);
+    return result(allowed, allowance, allowance - n, now, next === Infinity ? now + win : next);
   }
 
   async reset(bucket: string): Promise<void> {
