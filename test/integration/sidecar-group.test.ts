@@ -129,8 +129,12 @@ describe('gw sidecar processes of one group', () => {
   test('Redis sliding log: three sidecars admit exactly rate in total under concurrent requests', async () => {
     // a generous store deadline: the test shares two cores with builds; a missed deadline would admit (open)
     const options = 'enable_kv_rolling_limiter: true\nkv_deadline_ms: 3000\n';
+    // a namespace of its own: the log counts what the DRL granted a bucket in its window, and the tests
+    // above spent /c/ of `ns` with the DRL
+    const logNs = await freshNamespace('sidecars-log');
+    await writeConfigMap(logNs, configOf(logNs, apis(100000)));
     const sc = await Promise.all(
-      [0, 1, 2].map(() => startSidecar({ ns, upstream, redis: redisUrl(), group: 'log', options })),
+      [0, 1, 2].map(() => startSidecar({ ns: logNs, upstream, redis: redisUrl(), group: 'log', options })),
     );
     try {
       const codes = await Promise.all(Array.from({ length: 60 }, (_, i) => status(`${sc[i % 3]!.gw}/c/x`)));
