@@ -203,6 +203,26 @@ export class MemoryLeaseCounter implements LeaseCounter {
   }
 }
 
+/**
+ * The tokens a bucket's counter hash (as HGETALL gives it) holds in the window, and when the first of them
+ * leaves it (ms, Infinity: none): a limit drl_threshold moved from the DRL to the sliding log counts them
+ * (sliding-log.ts's pipelined check; sliding-log.lua's `pre` is its script twin).
+ */
+export function drlGranted(hash: Record<string, string>, now: number): { pre: number; free: number } {
+  const ms = Number(hash.ms);
+  let pre = 0;
+  let free = Infinity;
+  if (!(ms > 0)) return { pre, free };
+  const low = Math.floor(now / ms) - WINDOW_SLOTS;
+  for (const k in hash) {
+    const s = Number(k);
+    if (k === 'ms' || !(s > low)) continue;
+    pre += Number(hash[k]);
+    free = Math.min(free, (s + WINDOW_SLOTS) * ms);
+  }
+  return { pre, free };
+}
+
 const LEASE_LUA = luaScript(import.meta.url, 'drl-lease.lua', { WINDOW_SLOTS, LEASE_SLOTS, LONG_SHARE_DIVISOR });
 
 export class RedisLeaseCounter implements LeaseCounter {

@@ -19,15 +19,18 @@ local life = tonumber(ARGV[7])
 local w = {{WINDOW_SLOTS}}
 local cur = math.floor(now / slotMs)
 local low = cur - w
-local ms = tonumber(redis.call('HGET', key, 'ms'))
+local flat = redis.call('HGETALL', key)
+local ms = nil
+for i = 1, #flat, 2 do
+  if flat[i] == 'ms' then ms = tonumber(flat[i + 1]) end
+end
 if ms ~= nil and ms ~= slotMs then
-  local old = redis.call('HGETALL', key)
   local moved = {}
-  for i = 1, #old, 2 do
-    if old[i] ~= 'ms' then
-      local t = math.floor(((tonumber(old[i]) + 1) * ms - 1) / slotMs)
-      moved[t] = (moved[t] or 0) + tonumber(old[i + 1])
-      redis.call('HDEL', key, old[i])
+  for i = 1, #flat, 2 do
+    if flat[i] ~= 'ms' then
+      local t = math.floor(((tonumber(flat[i]) + 1) * ms - 1) / slotMs)
+      moved[t] = (moved[t] or 0) + tonumber(flat[i + 1])
+      redis.call('HDEL', key, flat[i])
     end
   end
   for t, n in pairs(moved) do
@@ -35,11 +38,13 @@ if ms ~= nil and ms ~= slotMs then
   end
   redis.call('HSET', key, 'ms', slotMs)
 end
+local changed = ms ~= nil and ms ~= slotMs
 if back > 0 and backSlot > low then
   local n = redis.call('HINCRBY', key, backSlot, -back)
   if n <= 0 then redis.call('HDEL', key, backSlot) end
+  changed = true
 end
-local flat = redis.call('HGETALL', key)
+if changed then flat = redis.call('HGETALL', key) end
 local used = 0
 local future = 0
 local oldest = nil

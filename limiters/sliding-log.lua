@@ -6,10 +6,13 @@ local count = redis.call('ZCARD', KEYS[1])
 -- rose) counts the tokens granted there in that counter's window (`pre`); preFree: when the first leaves.
 local pre = 0
 local preFree = nil
-local dms = tonumber(redis.call('HGET', KEYS[5], 'ms'))
+local flat = redis.call('HGETALL', KEYS[5])
+local dms = nil
+for i = 1, #flat, 2 do
+  if flat[i] == 'ms' then dms = tonumber(flat[i + 1]) end
+end
 if dms ~= nil then
   local dlow = math.floor(now / dms) - {{WINDOW_SLOTS}}
-  local flat = redis.call('HGETALL', KEYS[5])
   for i = 1, #flat, 2 do
     local s = tonumber(flat[i])
     if flat[i] ~= 'ms' and s ~= nil and s > dlow then

@@ -17,7 +17,7 @@ import { defineScript, luaScript, type ScriptRunner } from '../lib/store/scripts
 import { bucketKeys, storeKeys, uniqueMember } from '../contract/store-keys.js';
 import type { LimitSpec } from '../contract/config.js';
 import { initialState, smoothingActive, smoothingStep, type SmoothingState } from './smoothing.js';
-import { WINDOW_SLOTS } from './drl-counter.js';
+import { drlGranted, WINDOW_SLOTS } from './drl-counter.js';
 import { allowanceOf, result, type Limiter, type LimitResult, type SmoothingListener } from './types.js';
 
 const windowMs = (per: number): number => Math.max(1, Math.round(per * 1000));
@@ -150,26 +150,6 @@ export class MemorySlidingLog implements Limiter {
  * have changed since it was stored).
  */
 const SCRIPT = luaScript(import.meta.url, 'sliding-log.lua', { SMOOTHING_MIN_TTL_MS, WINDOW_SLOTS });
-
-/**
- * The tokens the bucket's DRL counter (drl-counter.ts) granted in its window, and when the first of them
- * leaves it (ms, Infinity: none): a limit drl_threshold moved from the DRL to the log counts them (the
- * script's `pre`, for the pipelined check).
- */
-export function drlGranted(hash: Record<string, string>, now: number): { pre: number; free: number } {
-  const ms = Number(hash.ms);
-  let pre = 0;
-  let free = Infinity;
-  if (!(ms > 0)) return { pre, free };
-  const low = Math.floor(now / ms) - WINDOW_SLOTS;
-  for (const k in hash) {
-    const s = Number(k);
-    if (k === 'ms' || !(s > low)) continue;
-    pre += Number(hash[k]);
-    free = Math.min(free, (s + WINDOW_SLOTS) * ms);
-  }
-  return { pre, free };
-}
 
 type ScriptReply = [number, number, string, string, number, string];
 
