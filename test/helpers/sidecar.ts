@@ -69,22 +69,25 @@ export async function writeConfigMap(ns: string, text: string): Promise<void> {
   if (r.code !== 0) throw new Error(r.stderr);
 }
 
-export async function startSidecar(o: {
-  ns: string;
-  upstream: string;
-  redis?: string;
-  group?: string;
-  options?: string;
-  /** An existing --config file (instead of `options` written to a new one). */
-  configFile?: string;
-  kubeconfig?: string;
-  /** Extra environment for the process (e.g. NODE_OPTIONS). */
-  env?: Record<string, string>;
-  /** The compiled CLI to run (default: this tree's dist/cli/gw.js). */
-  cli?: string;
-  /** What to wait for before returning (default /readyz; /healthz when no config is there yet). */
-  waitFor?: '/readyz' | '/healthz';
-}): Promise<Sidecar> {
+export async function startSidecar(
+  o: {
+    ns: string;
+    upstream: string;
+    redis?: string;
+    group?: string;
+    options?: string;
+    /** An existing --config file (instead of `options` written to a new one). */
+    configFile?: string;
+    kubeconfig?: string;
+    /** Extra environment for the process (e.g. NODE_OPTIONS). */
+    env?: Record<string, string>;
+    /** The compiled CLI to run (default: this tree's dist/cli/gw.js). */
+    cli?: string;
+    /** What to wait for before returning (default /readyz; /healthz when no config is there yet). */
+    waitFor?: '/readyz' | '/healthz';
+  },
+  retried = false,
+): Promise<Sidecar> {
   const [gp, mp] = [await freePort(), await freePort()];
   const args = [
     o.cli ?? CLI,
@@ -128,13 +131,22 @@ export async function startSidecar(o: {
       }),
   };
   const path = o.waitFor ?? '/readyz';
-  await eventually(
-    async () => (await status(`${s.ops}${path}`)) === 200,
-    20_000,
-    `sidecar ${path === '/readyz' ? 'ready' : 'alive'}`,
-  ).catch((e: Error) => {
+  const exited = new Promise<void>((_, reject) => proc.once('exit', () => reject(new Error('sidecar exited'))));
+  exited.catch(() => undefined);
+  try {
+    await Promise.race([
+      eventually(
+        async () => (await status(`${s.ops}${path}`)) === 200,
+        20_000,
+        `sidecar ${path === '/readyz' ? 'ready' : 'alive'}`,
+      ),
+      exited,
+    ]);
+  } catch (e) {
     proc.kill('SIGKILL');
-    throw new Error(`${e.message}\n${out}`);
-  });
+    // a port freePort gave was taken by another process before the sidecar listened: new ports, once
+    if (!retried && out.includes('EADDRINUSE')) return startSidecar(o, true);
+    throw new Error(`${(e as Error).message}\n${out}`, { cause: e });
+  }
   return s;
 }
