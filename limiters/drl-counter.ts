@@ -22,17 +22,21 @@ import type { MaybePromise } from './types.js';
 /** Slots in one `per`: a lease is counted at slot precision. */
 export const SLOTS_PER_WINDOW = 40;
 /**
- * Slots a grant is counted in: the current one and SLOTS_PER_WINDOW before it, so a grant is counted for
- * at least `per` (the current slot may have only begun).
+ * Two windows bound the grants. Any SLOTS_PER_WINDOW consecutive slots hold at most `rate`: a grant stops
+ * counting there at most `per` after it was made (its slot began before it), so a demand that comes back
+ * exactly `per` later (a client paced at the rate, gateways asking in step) finds its token again. Any
+ * WINDOW_SLOTS consecutive slots hold at most `rate + over`, where `over` (an argument, 0 by default) is
+ * the few tokens the upper bound's margin can spare (`overOf`): with over = 0 a grant is counted for
+ * WINDOW_SLOTS slots, at least `per` after it whichever part of its slot it was made in.
  */
 export const WINDOW_SLOTS = SLOTS_PER_WINDOW + 1;
 /**
  * Slots a lease may be spent in: the slot that granted it and the next LEASE_SLOTS − 1. Admissions in any
  * span of 3 × per fall in at most 3 × SLOTS_PER_WINDOW + 1 slots and come from grants of at most
- * 3 × SLOTS_PER_WINDOW + LEASE_SLOTS = 3 × WINDOW_SLOTS consecutive slots, so they are at most 3 × rate.
- * The price: a grant is counted for up to WINDOW_SLOTS slots, so a window spent in a burst frees again
- * after `per` + 1/40 of it (a long demand ≥ rate admits ≥ rate × 40/41 per `per`; the worst window of
- * `per` at demand D × rate, ≥ rate × (1 − D / 40)).
+ * 3 × SLOTS_PER_WINDOW + LEASE_SLOTS = 3 × WINDOW_SLOTS consecutive slots, so they are at most
+ * 3 × (rate + over). The price: beyond `over`, a grant is counted for up to WINDOW_SLOTS slots, so a window
+ * spent in a burst frees again after `per` + 1/40 of it (a long demand ≥ rate admits ≥ rate × 40/41 per
+ * `per`; the worst window of `per` at demand D × rate, ≥ rate × (1 − D / 40)).
  */
 export const LEASE_SLOTS = 3;
 /**
@@ -44,6 +48,19 @@ export const LEASE_SLOTS = 3;
  * span, all counted at once just after it).
  */
 export const LONG_SHARE_DIVISOR = 20;
+
+/**
+ * The tokens beyond `rate` that WINDOW_SLOTS slots may hold, within SPEC.md §3.2's upper bound: over any
+ * 3 × per, 3 × (rate + over) + the long share ≤ 1.1 × 3 × rate, + 1 per gateway when rate < N (N: the
+ * gateways the limiter knows of). At most what a demand at the rate asks for in one slot (rate / 40, at
+ * least 1): enough for a paced demand to find its token back a window later, no more.
+ */
+export function overOf(rate: number, gateways: number): number {
+  const r = Math.max(0, Math.floor(rate));
+  const bound = Math.floor((33 * r) / 10) + (r < gateways ? gateways : 0);
+  const spare = Math.floor((bound - Math.floor(r / LONG_SHARE_DIVISOR)) / 3) - r;
+  return Math.max(0, Math.min(spare, Math.ceil(r / SLOTS_PER_WINDOW)));
+}
 
 /** Slot length (ms, whole): SLOTS_PER_WINDOW slots cover at least `per`. */
 export function slotMsOf(per: number): number {
@@ -70,6 +87,8 @@ export interface LeaseCall {
   /** Give back `back` unused tokens granted in `backSlot` first (0 = nothing to give back). */
   backSlot: number;
   back: number;
+  /** Tokens beyond `rate` the WINDOW_SLOTS window may hold (`overOf`; absent = 0). */
+  over?: number;
 }
 
 export interface LeaseCounter {
@@ -117,10 +136,13 @@ function renumber(slots: SlotCounts, slotMs: number): void {
 function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
   const cur = Math.floor(c.now / c.slotMs);
   const low = cur - WINDOW_SLOTS; // slots ≤ low have left the window
+  const low40 = cur - SLOTS_PER_WINDOW; // slots ≤ low40 have left the window of `per`
   if (c.back > 0 && c.backSlot > low) addTo(slots, c.backSlot, -c.back);
   let used = 0;
+  let used40 = 0;
   let future = 0;
   let oldest = Infinity;
+  let oldest40 = Infinity;
   for (let i = PAIRS; i < slots.length;) {
     const s = slots[i]!;
     const n = slots[i + 1]!;
@@ -131,10 +153,15 @@ function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
     used += n;
     if (s > cur) future += n;
     if (n > 0 && s < oldest) oldest = s;
+    if (s > low40) {
+      used40 += n;
+      if (n > 0 && s < oldest40) oldest40 = s;
+    }
     i += 2;
   }
   const rate = Math.max(0, Math.floor(c.rate));
-  let room = rate - used;
+  const cap = rate + Math.max(0, Math.floor(c.over ?? 0));
+  let room = Math.min(rate - used40, cap - used);
   let slot = cur;
   const longRoom = Math.floor(rate / LONG_SHARE_DIVISOR) - future;
   if (c.life > LEASE_SLOTS && longRoom >= 1) {
@@ -145,10 +172,20 @@ function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
   if (granted > 0) {
     addTo(slots, slot, granted);
     if (slot < oldest) oldest = slot;
+    if (slot < oldest40) oldest40 = slot;
   }
-  const left = Math.max(0, rate - used - granted);
-  const nextFreeMs = left > 0 || oldest === Infinity ? 0 : Math.max(1, (oldest + WINDOW_SLOTS) * c.slotMs - c.now);
-  return { granted, slot, left, nextFreeMs };
+  const left40 = rate - used40 - granted;
+  const left41 = cap - used - granted;
+  const left = Math.max(0, Math.min(left40, left41));
+  return { granted, slot, left, nextFreeMs: left > 0 ? 0 : nextFree(c, left40, oldest40, left41, oldest) };
+}
+
+/** A spent window: ms until both windows have room (the oldest grant of each window that is full leaves it). */
+function nextFree(c: LeaseCall, left40: number, oldest40: number, left41: number, oldest: number): number {
+  let at = 0;
+  if (left40 <= 0 && oldest40 !== Infinity) at = (oldest40 + SLOTS_PER_WINDOW) * c.slotMs;
+  if (left41 <= 0 && oldest !== Infinity) at = Math.max(at, (oldest + WINDOW_SLOTS) * c.slotMs);
+  return at === 0 ? 0 : Math.max(1, at - c.now);
 }
 
 /** Whether every counted slot of a bucket has left the window: its state may be dropped. */
@@ -223,7 +260,12 @@ export function drlGranted(hash: Record<string, string>, now: number): { pre: nu
   return { pre, free };
 }
 
-const LEASE_LUA = luaScript(import.meta.url, 'drl-lease.lua', { WINDOW_SLOTS, LEASE_SLOTS, LONG_SHARE_DIVISOR });
+const LEASE_LUA = luaScript(import.meta.url, 'drl-lease.lua', {
+  WINDOW_SLOTS,
+  SLOTS_PER_WINDOW,
+  LEASE_SLOTS,
+  LONG_SHARE_DIVISOR,
+});
 
 export class RedisLeaseCounter implements LeaseCounter {
   private readonly run: ScriptRunner<[number, number, number, number]>;
@@ -235,7 +277,16 @@ export class RedisLeaseCounter implements LeaseCounter {
   lease(bucket: string, c: LeaseCall): Promise<LeaseAnswer> {
     return this.run(
       [storeKeys.drl(bucket), storeKeys.log(bucket)],
-      [Math.floor(c.asked), c.rate, c.slotMs, Math.floor(c.now), c.backSlot, Math.floor(c.back), Math.floor(c.life)],
+      [
+        Math.floor(c.asked),
+        c.rate,
+        c.slotMs,
+        Math.floor(c.now),
+        c.backSlot,
+        Math.floor(c.back),
+        Math.floor(c.life),
+        Math.floor(c.over ?? 0),
+      ],
     ).then(([granted, left, nextFreeMs, slot]) => ({ granted, slot, left, nextFreeMs }));
   }
 

@@ -3,7 +3,8 @@
 -- field `ms`: the slot length the indexes count in.
 -- KEYS[2] = gw:{bucket}:log, the bucket's sliding window log: a limit that drl_threshold moves from the
 -- log to the DRL (its N fell) finds what the log counted in the window counted here too.
--- ARGV = asked, rate, slotMs, now, backSlot, back, life.
+-- ARGV = asked, rate, slotMs, now, backSlot, back, life, over. The last SLOTS_PER_WINDOW slots hold at most
+-- rate, the last WINDOW_SLOTS at most rate + over.
 -- Returns { granted, left, nextFreeMs, slot }. Slots out of the window are deleted as they are read; the
 -- key expires one slot after its last counted slot leaves the window. A changed slot length (`per` edited)
 -- renumbers the slots first, each to the new slot holding its last ms (counted at least as long as before).
@@ -16,9 +17,12 @@ local now = tonumber(ARGV[4])
 local backSlot = tonumber(ARGV[5])
 local back = tonumber(ARGV[6])
 local life = tonumber(ARGV[7])
+local over = tonumber(ARGV[8])
 local w = {{WINDOW_SLOTS}}
+local w40 = {{SLOTS_PER_WINDOW}}
 local cur = math.floor(now / slotMs)
 local low = cur - w
+local low40 = cur - w40
 local flat = redis.call('HGETALL', key)
 local ms = nil
 for i = 1, #flat, 2 do
@@ -46,8 +50,10 @@ if back > 0 and backSlot > low then
 end
 if changed then flat = redis.call('HGETALL', key) end
 local used = 0
+local used40 = 0
 local future = 0
 local oldest = nil
+local oldest40 = nil
 local last = nil
 for i = 1, #flat, 2 do
   local s = tonumber(flat[i])
@@ -61,11 +67,18 @@ for i = 1, #flat, 2 do
     if s > cur then future = future + n end
     if n > 0 and (oldest == nil or s < oldest) then oldest = s end
     if last == nil or s > last then last = s end
+    if s > low40 then
+      used40 = used40 + n
+      if n > 0 and (oldest40 == nil or s < oldest40) then oldest40 = s end
+    end
   end
 end
 local logged = redis.call('ZCOUNT', KEYS[2], '(' .. (now - w * slotMs), '+inf')
 used = used + logged
-local room = rate - used
+used40 = used40 + logged
+local cap = rate + over
+local room = rate - used40
+if cap - used < room then room = cap - used end
 local slot = cur
 local longRoom = math.floor(rate / {{LONG_SHARE_DIVISOR}}) - future
 if life > {{LEASE_SLOTS}} and longRoom >= 1 then
@@ -79,15 +92,25 @@ if granted > 0 then
   redis.call('HINCRBY', key, slot, granted)
   if ms ~= slotMs then redis.call('HSET', key, 'ms', slotMs) end
   if oldest == nil or slot < oldest then oldest = slot end
+  if oldest40 == nil or slot < oldest40 then oldest40 = slot end
   if last == nil or slot > last then last = slot end
 end
 if last ~= nil then redis.call('PEXPIRE', key, (last + w + 1) * slotMs - now) end
-local left = rate - used - granted
+local left40 = rate - used40 - granted
+local left41 = cap - used - granted
+local left = left40
+if left41 < left then left = left41 end
 if left < 0 then left = 0 end
+-- a spent window: until both windows have room (the oldest grant of each full one leaves it)
 local nextFree = 0
-if left == 0 and oldest ~= nil then
-  nextFree = (oldest + w) * slotMs - now
-  if nextFree < 1 then nextFree = 1 end
+if left == 0 then
+  local at = 0
+  if left40 <= 0 and oldest40 ~= nil then at = (oldest40 + w40) * slotMs end
+  if left41 <= 0 and oldest ~= nil and (oldest + w) * slotMs > at then at = (oldest + w) * slotMs end
+  if at > 0 then
+    nextFree = at - now
+    if nextFree < 1 then nextFree = 1 end
+  end
 end
 if left == 0 and logged > 0 then
   local first = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. (now - w * slotMs), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)

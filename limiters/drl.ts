@@ -11,11 +11,11 @@
  * counter says the window is spent, the gateway refuses locally until the next slot frees (no call per
  * refused request).
  *
- * Bounds: every lease is counted for WINDOW_SLOTS slots from the last slot it may be spent in and its
- * unspent tokens go back, so over any 3 × per span the gateways admit at most 3 × rate, plus the long
- * share (rate / LONG_SHARE_DIVISOR), from the first request (the counter starts empty: no free burst at
- * start or restart). A dead gateway takes at most its outstanding leases with it, counted until they
- * leave the window.
+ * Bounds: every lease is counted in the counter's windows (any WINDOW_SLOTS slots hold at most rate + over,
+ * `overOf`: what §3.2's margin spares) and its unspent tokens go back, so over any 3 × per span the
+ * gateways admit at most 3 × (rate + over), plus the long share (rate / LONG_SHARE_DIVISOR), from the
+ * first request (the counter starts empty: no free burst at start or restart). A dead gateway takes at
+ * most its outstanding leases with it, counted until they leave the window.
  *
  * Store unreachable: an even split over the last known peers (drl-even-split.ts), reported once through
  * `onFallback` and again when leases work again. Leased tokens still held are spent first. A request whose
@@ -27,7 +27,7 @@
 import type { Clock } from '../lib/clock.js';
 import type { StoreCalls } from '../lib/store/store-calls.js';
 import type { LimitSpec } from '../contract/config.js';
-import { LEASE_SLOTS, slotMsOf, type LeaseAnswer, type LeaseCall, type LeaseCounter } from './drl-counter.js';
+import { LEASE_SLOTS, overOf, slotMsOf, type LeaseAnswer, type LeaseCall, type LeaseCounter } from './drl-counter.js';
 import { EvenSplitLimiter, type PeerCount } from './drl-even-split.js';
 import { allowanceOf, result, type Limiter, type LimitResult, type MaybePromise } from './types.js';
 
@@ -117,6 +117,7 @@ export class DrlLimiter implements Limiter {
   private readonly clock: Clock;
   private readonly calls: StoreCalls | undefined;
   private readonly onFallback: (active: boolean, e?: Error) => void;
+  private readonly peers: PeerCount;
   private fallbackUntil = 0;
   private degraded = false;
   private timer: NodeJS.Timeout | undefined;
@@ -129,6 +130,7 @@ export class DrlLimiter implements Limiter {
     this.calls = d.calls;
     this.even = new EvenSplitLimiter(d.clock, d.peers);
     this.onFallback = d.onFallback ?? (() => {});
+    this.peers = d.peers;
   }
 
   check(bucket: string, limit: LimitSpec): MaybePromise<LimitResult> {
@@ -312,7 +314,17 @@ export class DrlLimiter implements Limiter {
       asked = Math.min(cap, expected >= LONG_REQUESTS ? LONG_REQUESTS : 1);
       b.refill = expected >= 1 ? 0 : -1;
     }
-    return this.exchange(b, bucket, { asked, rate, slotMs: b.slotMs, now, life, backSlot: b.backSlot, back: b.back });
+    const over = overOf(rate, this.peers());
+    return this.exchange(b, bucket, {
+      asked,
+      rate,
+      slotMs: b.slotMs,
+      now,
+      life,
+      backSlot: b.backSlot,
+      back: b.back,
+      over,
+    });
   }
 
   private giveBack(b: Lease, bucket: string): void {

@@ -8,8 +8,9 @@
  *   rate < N); lower bound: ≥ 0.9 × rate in each window of per (from the first request) once
  *   2 × drl_notification_frequency has passed, while demand ≥ rate.
  * Shapes: even over 3 at 2×; 70/20/10 at 2×; all on one gateway through one keep-alive connection at
- * 1.5×; hot pod 90/5/5 at 1.2×; 30 per 1 s on 2 gateways (first second); rate < number of gateways;
- * a limit changed mid-run (the manifest rewritten; the new rate applies at the next lease).
+ * 1.5×; hot pod 90/5/5 at 1.2×; 30 per 1 s on 2 gateways (first second); rate < number of gateways
+ * (2 per 3 s at 3/s each, and 2 per 1 s at 2/s each: every gateway asks in step, each request per / 2
+ * after the last); a limit changed mid-run (the manifest rewritten; the new rate applies at the next lease).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -95,6 +96,7 @@ describe('DRL: SPEC.md §3.2 bounds through three gw standalone processes on one
       ['hot', 90, 3],
       ['fast', 30, 1],
       ['few', 2, 3],
+      ['step', 2, 1],
       ['change', 60, 1],
     ];
     for (const [name, rate, per] of shapes) writeFileSync(join(dir, `${name}.yaml`), api(name, up.url, rate, per));
@@ -149,6 +151,10 @@ describe('DRL: SPEC.md §3.2 bounds through three gw standalone processes on one
       ['few', a, 3, 1],
       ['few', b, 3, 1],
       ['few', c, 3, 1],
+      // rate 2 per 1 s on 3 gateways, each 2 requests a second, all three at once
+      ['step', a, 2, 1],
+      ['step', b, 2, 1],
+      ['step', c, 2, 1],
       // 60 → 40 per 1 s at 2.5 s; 75/s over two gateways
       ['change', b, 37.5, 2],
       ['change', c, 37.5, 2],
@@ -169,6 +175,7 @@ describe('DRL: SPEC.md §3.2 bounds through three gw standalone processes on one
       ['one', 90, 3, 3],
       ['hot', 90, 3, 3],
       ['few', 2, 3, 3],
+      ['step', 2, 1, 3],
     ] as const) {
       const perMs = per * 1000;
       // a rate below the number of gateways is held to its average over the whole run: with 2 per window one

@@ -36,6 +36,7 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
       rate: number,
       at: number,
       back?: [slot: number, n: number],
+      over?: number,
     ): Promise<LeaseAnswer> =>
       c.lease(bucket, {
         asked,
@@ -45,6 +46,7 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
         life,
         backSlot: back?.[0] ?? 0,
         back: back?.[1] ?? 0,
+        over,
       });
     /** A short lease; the answer without its slot (always the current one). */
     const lease = async (
@@ -52,8 +54,9 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
       rate: number,
       at: number,
       back?: [slot: number, n: number],
+      over?: number,
     ): Promise<Omit<LeaseAnswer, 'slot'>> => {
-      const { slot, ...rest } = await leaseFor(LEASE_SLOTS, asked, rate, at, back);
+      const { slot, ...rest } = await leaseFor(LEASE_SLOTS, asked, rate, at, back, over);
       expect(slot).toBe(Math.floor((T0 + at) / SLOT));
       return rest;
     };
@@ -78,6 +81,18 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
       expect((await lease(10, 10, 99)).granted).toBe(10);
       expect((await lease(10, 10, 40 * SLOT + 99)).granted).toBe(0); // slot 40: still counted
       expect(await lease(10, 10, 41 * SLOT)).toEqual({ granted: 10, left: 0, nextFreeMs: WINDOW_SLOTS * SLOT });
+    });
+
+    test('with `over`, a grant stops counting in the window of per after 40 slots; 41 slots hold rate + over', async () => {
+      expect((await lease(10, 10, 99, undefined, 1)).granted).toBe(10); // slot 0, late in it
+      expect((await lease(1, 10, 20 * SLOT, undefined, 1)).granted).toBe(0); // the window of per is full
+      // slot 40: exactly per after slot 0 began, less than per after the grant; the 41 slots hold 10 + 1 at most
+      expect(await lease(10, 10, 40 * SLOT, undefined, 1)).toEqual({ granted: 1, left: 0, nextFreeMs: SLOT });
+      expect(await lease(10, 10, 40 * SLOT + 50, undefined, 1)).toEqual({ granted: 0, left: 0, nextFreeMs: 50 });
+      // slot 41: slot 0 has left both windows; 40 slots hold the 1 of slot 40
+      expect(await lease(10, 10, 41 * SLOT, undefined, 1)).toEqual({ granted: 9, left: 0, nextFreeMs: 39 * SLOT });
+      // 41 slots from slot 40 hold 10; the window of per from slot 41 holds 9: the next token when slot 40 leaves it
+      expect(await lease(10, 10, 80 * SLOT, undefined, 1)).toEqual({ granted: 1, left: 0, nextFreeMs: SLOT });
     });
 
     test('grants in several slots free one slot at a time (Retry-After is the oldest one)', async () => {

@@ -145,6 +145,12 @@ describe('DRL leases: the bounds of SPEC.md §3.2 for every traffic shape', () =
     ['30 per 1 s on 2 gateways', { rate: 30, per: 1, demand: [30, 30], seconds: 8 }],
     ['rate below the number of gateways (2 per 2 s on 3)', { rate: 2, per: 2, demand: [5, 5, 5], seconds: 12 }],
     [
+      'rate below the number of gateways, requests in step every per / 2 (2 per 1 s on 3, 2/s each)',
+      { rate: 2, per: 1, demand: [2, 2, 2], seconds: 12 },
+    ],
+    ['one gateway paced at the rate (10 per 1 s, 10/s)', { rate: 10, per: 1, demand: [10], seconds: 12 }],
+    ['one gateway paced at the rate (50 per 1 s, 50/s)', { rate: 50, per: 1, demand: [50], seconds: 12 }],
+    [
       'ten gateways at low demand (long leases) beside a hot one, 1.4×',
       { rate: 100, per: 1, demand: [120, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2], seconds: 8 },
     ],
@@ -207,7 +213,7 @@ describe('DRL leases: the request path', () => {
     // headers: the configured limit, the group's remaining; a refusal waits for the first grant to leave
     expect([answers[0]!.limit, answers[0]!.remaining]).toEqual([10, 9]);
     expect([answers[9]!.allowed, answers[9]!.remaining]).toEqual([true, 0]);
-    expect([answers[10]!.allowed, answers[10]!.remaining, answers[10]!.retryAfter]).toEqual([false, 0, 3]);
+    expect([answers[10]!.allowed, answers[10]!.remaining, answers[10]!.retryAfter]).toEqual([false, 0, 2]);
   });
 
   test('while the window is spent, refusals make no counter call (one poll per slot at most)', () => {
