@@ -79,6 +79,18 @@ const SHAPES: Shape[] = [
       [2, 1, 1],
     ],
   },
+  {
+    name: 'step',
+    label: 'rate < gateways in step: 2 per 1 s over 3, 2 req/s each at the same instants',
+    rate: 2,
+    per: 1,
+    gateways: 3,
+    load: [
+      [0, 2, 1],
+      [1, 2, 1],
+      [2, 2, 1],
+    ],
+  },
   // gateways 3 and 4 are P and Q, a group of two on its own database
   {
     name: 'fast',

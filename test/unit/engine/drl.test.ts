@@ -9,7 +9,9 @@ import { StoreCalls } from '../../../lib/store/store-calls.js';
 import { DrlLimiter } from '../../../limiters/drl.js';
 import {
   LEASE_SLOTS,
+  LONG_SHARE_DIVISOR,
   MemoryLeaseCounter,
+  overOf,
   slotMsOf,
   type LeaseCall,
   type LeaseCounter,
@@ -21,6 +23,21 @@ import { counterCases } from './drl-counter-cases.js';
 import { options, T0 } from './fixtures.js';
 
 counterCases('memory', () => ({ counter: new MemoryLeaseCounter(new ManualClock(T0)) }));
+
+test('over: what the upper bound of §3.2 spares beyond rate in 41 slots, at most a slot of a demand at the rate', () => {
+  expect([overOf(2, 3), overOf(10, 1), overOf(100, 1), overOf(4, 1), overOf(9, 1), overOf(0, 3)]).toEqual([
+    1, 1, 3, 0, 0, 0,
+  ]);
+  const beyond: string[] = [];
+  for (let rate = 0; rate <= 2000; rate++)
+    for (let n = 1; n <= 12; n++) {
+      const over = overOf(rate, n);
+      const bound = Math.floor((33 * rate) / 10) + (rate < n ? n : 0);
+      if (3 * (rate + over) + Math.floor(rate / LONG_SHARE_DIVISOR) > bound || over > Math.ceil(rate / 40))
+        beyond.push(`rate ${rate}, ${n} gateways: over ${over}`);
+    }
+  expect(beyond).toEqual([]);
+});
 
 test('the memory counter holds a bucket until all its counted slots have left the window, then drops it', () => {
   const clock = new ManualClock(T0);
