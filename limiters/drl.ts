@@ -379,6 +379,9 @@ export class DrlLimiter implements Limiter {
     }
     if (c.asked === 0 && c.rate === 0) return; // a give-back alone says nothing of the window
     if (a.granted > 0) this.addLot(b, a.granted, a.slot, bucket);
+    // a long lease asked, a short one granted (no long share left, or a rate under LONG_SHARE_DIVISOR): a
+    // renewal in the background would hold a token the next request comes too late for, so none is made
+    if (c.life > LEASE_SLOTS && a.slot === Math.floor(c.now / b.slotMs)) b.refill = -1;
     b.left = a.left;
     if (a.left === 0) {
       // spent: refuse locally until the counter frees the next token; ask again at least every POLL_SLOTS

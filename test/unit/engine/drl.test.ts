@@ -405,6 +405,20 @@ describe('DRL leases: low demand', () => {
   });
 });
 
+test('a long lease asked and a short one granted (no long share): no renewal that would expire unspent', () => {
+  const clock = new ManualClock(T0);
+  const drl = new DrlLimiter({ clock, counter: new MemoryLeaseCounter(clock), peers: () => 2 });
+  let admitted = 0;
+  for (let t = 0; t < 20_000; t += 5) {
+    if (t % 250 === 0 && sync(drl.check('k', { rate: 10, per: 1 })).allowed) admitted++;
+    clock.advance(5);
+    if (t % 200 === 0) drl.sweep();
+  }
+  // 4 requests a second, each served by its own lease (a renewal after each would live 75 ms and go back)
+  expect(admitted).toBe(80);
+  expect(drl.calls_made).toBeLessThanOrEqual(84);
+});
+
 describe('DRL leases: store unreachable', () => {
   test('falls back to an even split over the last known peers, reported once, and back to leases', async () => {
     const clock = new ManualClock(T0);
