@@ -87,8 +87,14 @@ export interface LeaseCall {
   /** Give back `back` unused tokens granted in `backSlot` first (0 = nothing to give back). */
   backSlot: number;
   back: number;
-  /** Tokens beyond `rate` the WINDOW_SLOTS window may hold (`overOf`; absent = 0). */
+  /** Tokens beyond `rate` the wide window may hold (`overOf`; absent = 0). */
   over?: number;
+  /**
+   * Slots in the window of `per` (absent: SLOTS_PER_WINDOW), and in the wide window (absent: WINDOW_SLOTS).
+   * An exact window (a small rate, slots of 1 ms) has both at per in ms: a grant counts for exactly `per`.
+   */
+  window?: number;
+  wide?: number;
 }
 
 export interface LeaseCounter {
@@ -99,14 +105,14 @@ export interface LeaseCounter {
 }
 
 /**
- * One bucket in process: [slotMs, slot, tokens, slot, tokens, …], a handful of pairs at most. A plain
- * array held directly by the counter's map, with the slot length first so the bucket's expiry can be
- * computed when the map is swept: no wrapper object or boxed expiry per bucket (a limit_by gateway holds
+ * One bucket in process: [slotMs, wide, slot, tokens, slot, tokens, …], a handful of pairs at most. A plain
+ * array held directly by the counter's map, with the slot length and the wide window first so the
+ * bucket's expiry can be computed when the map is swept: no wrapper object or boxed expiry per bucket (a limit_by gateway holds
  * max_client_buckets of them; a Map per bucket cost ~300 B of heap, an expiring-map entry ~56 B).
  */
 type SlotCounts = number[];
 /** Index of the first (slot, tokens) pair. */
-const PAIRS = 1;
+const PAIRS = 2;
 
 /** Adds `n` (may be negative) to a slot's count; a count that falls to 0 or below is removed. */
 function addTo(slots: SlotCounts, slot: number, n: number): void {
@@ -135,8 +141,10 @@ function renumber(slots: SlotCounts, slotMs: number): void {
 /** The rule of one call on one bucket's slot counts (shared by the memory counter; the script mirrors it). */
 function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
   const cur = Math.floor(c.now / c.slotMs);
-  const low = cur - WINDOW_SLOTS; // slots ≤ low have left the window
-  const low40 = cur - SLOTS_PER_WINDOW; // slots ≤ low40 have left the window of `per`
+  const n40 = c.window ?? SLOTS_PER_WINDOW;
+  const wide = c.wide ?? WINDOW_SLOTS;
+  const low = cur - wide; // slots ≤ low have left the wide window
+  const low40 = cur - n40; // slots ≤ low40 have left the window of `per`
   if (c.back > 0 && c.backSlot > low) addTo(slots, c.backSlot, -c.back);
   let used = 0;
   let used40 = 0;
@@ -177,14 +185,23 @@ function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
   const left40 = rate - used40 - granted;
   const left41 = cap - used - granted;
   const left = Math.max(0, Math.min(left40, left41));
-  return { granted, slot, left, nextFreeMs: left > 0 ? 0 : nextFree(c, left40, oldest40, left41, oldest) };
+  const nextFreeMs = left > 0 ? 0 : nextFree(c, n40, wide, left40, oldest40, left41, oldest);
+  return { granted, slot, left, nextFreeMs };
 }
 
 /** A spent window: ms until both windows have room (the oldest grant of each window that is full leaves it). */
-function nextFree(c: LeaseCall, left40: number, oldest40: number, left41: number, oldest: number): number {
+function nextFree(
+  c: LeaseCall,
+  n40: number,
+  wide: number,
+  left40: number,
+  oldest40: number,
+  left41: number,
+  oldest: number,
+): number {
   let at = 0;
-  if (left40 <= 0 && oldest40 !== Infinity) at = (oldest40 + SLOTS_PER_WINDOW) * c.slotMs;
-  if (left41 <= 0 && oldest !== Infinity) at = Math.max(at, (oldest + WINDOW_SLOTS) * c.slotMs);
+  if (left40 <= 0 && oldest40 !== Infinity) at = (oldest40 + n40) * c.slotMs;
+  if (left41 <= 0 && oldest !== Infinity) at = Math.max(at, (oldest + wide) * c.slotMs);
   return at === 0 ? 0 : Math.max(1, at - c.now);
 }
 
@@ -192,7 +209,7 @@ function nextFree(c: LeaseCall, left40: number, oldest40: number, left41: number
 function spentOut(slots: SlotCounts, now: number): boolean {
   let last = -Infinity;
   for (let i = PAIRS; i < slots.length; i += 2) if (slots[i]! > last) last = slots[i]!;
-  return (last + WINDOW_SLOTS + 1) * slots[0]! <= now;
+  return (last + slots[1]! + 1) * slots[0]! <= now;
 }
 
 /**
@@ -209,8 +226,10 @@ export class MemoryLeaseCounter implements LeaseCounter {
 
   lease(bucket: string, c: LeaseCall): LeaseAnswer {
     const held = this.buckets.get(bucket);
-    const slots = held ?? [c.slotMs];
+    const wide = c.wide ?? WINDOW_SLOTS;
+    const slots = held ?? [c.slotMs, wide];
     if (slots[0] !== c.slotMs) renumber(slots, c.slotMs);
+    slots[1] = wide;
     const a = leaseOn(slots, c);
     // a new bucket's array is kept as an exact-size copy (a pushed-to array reserves 17 elements)
     if (slots.length > PAIRS) {
@@ -247,25 +266,21 @@ export class MemoryLeaseCounter implements LeaseCounter {
  */
 export function drlGranted(hash: Record<string, string>, now: number): { pre: number; free: number } {
   const ms = Number(hash.ms);
+  const wide = Number(hash.w) || WINDOW_SLOTS;
   let pre = 0;
   let free = Infinity;
   if (!(ms > 0)) return { pre, free };
-  const low = Math.floor(now / ms) - WINDOW_SLOTS;
+  const low = Math.floor(now / ms) - wide;
   for (const k in hash) {
     const s = Number(k);
-    if (k === 'ms' || !(s > low)) continue;
+    if (k === 'ms' || k === 'w' || !(s > low)) continue;
     pre += Number(hash[k]);
-    free = Math.min(free, (s + WINDOW_SLOTS) * ms);
+    free = Math.min(free, (s + wide) * ms);
   }
   return { pre, free };
 }
 
-const LEASE_LUA = luaScript(import.meta.url, 'drl-lease.lua', {
-  WINDOW_SLOTS,
-  SLOTS_PER_WINDOW,
-  LEASE_SLOTS,
-  LONG_SHARE_DIVISOR,
-});
+const LEASE_LUA = luaScript(import.meta.url, 'drl-lease.lua', { LEASE_SLOTS, LONG_SHARE_DIVISOR });
 
 export class RedisLeaseCounter implements LeaseCounter {
   private readonly run: ScriptRunner<[number, number, number, number]>;
@@ -286,6 +301,8 @@ export class RedisLeaseCounter implements LeaseCounter {
         Math.floor(c.back),
         Math.floor(c.life),
         Math.floor(c.over ?? 0),
+        c.window ?? SLOTS_PER_WINDOW,
+        c.wide ?? WINDOW_SLOTS,
       ],
     ).then(([granted, left, nextFreeMs, slot]) => ({ granted, slot, left, nextFreeMs }));
   }

@@ -3,8 +3,8 @@
 -- field `ms`: the slot length the indexes count in.
 -- KEYS[2] = gw:{bucket}:log, the bucket's sliding window log: a limit that drl_threshold moves from the
 -- log to the DRL (its N fell) finds what the log counted in the window counted here too.
--- ARGV = asked, rate, slotMs, now, backSlot, back, life, over. The last SLOTS_PER_WINDOW slots hold at most
--- rate, the last WINDOW_SLOTS at most rate + over.
+-- ARGV = asked, rate, slotMs, now, backSlot, back, life, over, window, wide. The last `window` slots (per)
+-- hold at most rate, the last `wide` at most rate + over; field `w` records `wide` for the log's count.
 -- Returns { granted, left, nextFreeMs, slot }. Slots out of the window are deleted as they are read; the
 -- key expires one slot after its last counted slot leaves the window. A changed slot length (`per` edited)
 -- renumbers the slots first, each to the new slot holding its last ms (counted at least as long as before).
@@ -18,20 +18,22 @@ local backSlot = tonumber(ARGV[5])
 local back = tonumber(ARGV[6])
 local life = tonumber(ARGV[7])
 local over = tonumber(ARGV[8])
-local w = {{WINDOW_SLOTS}}
-local w40 = {{SLOTS_PER_WINDOW}}
+local w40 = tonumber(ARGV[9])
+local w = tonumber(ARGV[10])
 local cur = math.floor(now / slotMs)
 local low = cur - w
 local low40 = cur - w40
 local flat = redis.call('HGETALL', key)
 local ms = nil
+local storedW = nil
 for i = 1, #flat, 2 do
   if flat[i] == 'ms' then ms = tonumber(flat[i + 1]) end
+  if flat[i] == 'w' then storedW = tonumber(flat[i + 1]) end
 end
 if ms ~= nil and ms ~= slotMs then
   local moved = {}
   for i = 1, #flat, 2 do
-    if flat[i] ~= 'ms' then
+    if flat[i] ~= 'ms' and flat[i] ~= 'w' then
       local t = math.floor(((tonumber(flat[i]) + 1) * ms - 1) / slotMs)
       moved[t] = (moved[t] or 0) + tonumber(flat[i + 1])
       redis.call('HDEL', key, flat[i])
@@ -40,7 +42,7 @@ if ms ~= nil and ms ~= slotMs then
   for t, n in pairs(moved) do
     if n > 0 then redis.call('HSET', key, t, n) end
   end
-  redis.call('HSET', key, 'ms', slotMs)
+  redis.call('HSET', key, 'ms', slotMs, 'w', w)
 end
 local changed = ms ~= nil and ms ~= slotMs
 if back > 0 and backSlot > low then
@@ -90,7 +92,7 @@ if asked < granted then granted = asked end
 if granted < 0 then granted = 0 end
 if granted > 0 then
   redis.call('HINCRBY', key, slot, granted)
-  if ms ~= slotMs then redis.call('HSET', key, 'ms', slotMs) end
+  if ms ~= slotMs or storedW ~= w then redis.call('HSET', key, 'ms', slotMs, 'w', w) end
   if oldest == nil or slot < oldest then oldest = slot end
   if oldest40 == nil or slot < oldest40 then oldest40 = slot end
   if last == nil or slot > last then last = slot end

@@ -27,7 +27,15 @@
 import type { Clock } from '../lib/clock.js';
 import type { StoreCalls } from '../lib/store/store-calls.js';
 import type { LimitSpec } from '../contract/config.js';
-import { LEASE_SLOTS, overOf, slotMsOf, type LeaseAnswer, type LeaseCall, type LeaseCounter } from './drl-counter.js';
+import {
+  LEASE_SLOTS,
+  overOf,
+  SLOTS_PER_WINDOW,
+  slotMsOf,
+  type LeaseAnswer,
+  type LeaseCall,
+  type LeaseCounter,
+} from './drl-counter.js';
 import { EvenSplitLimiter, type PeerCount } from './drl-even-split.js';
 import { allowanceOf, result, type Limiter, type LimitResult, type MaybePromise } from './types.js';
 
@@ -53,11 +61,28 @@ export const LONG_REQUESTS = 2;
 export const LONG_LIFE_REQUESTS = 3;
 /** …at most this long, and at most 2 × per (ms). */
 export const LONG_LEASE_MAX_MS = 10_000;
+/**
+ * A rate below the number of gateways (and below this) is counted in an exact window: slots of 1 ms, a
+ * grant counted for exactly `per` (as the sliding log counts), leases only for the requests waiting (no
+ * prefetch). A slot window holds a grant up to per/40 longer than `per`, so a demand coming back exactly
+ * `per` later (a client paced at the rate, gateways asking in step) lost a request a window: most of a
+ * small rate. An exact window admits what the log admits, measured where it decides; measured after it
+ * (at an upstream), a late first admission can put one more in a span of 3 × per, which SPEC.md §3.2's
+ * one more per gateway when rate < N covers (a whole extra window of the rate included: 0.7 × rate < N).
+ * Such a rate has no long share (rate / LONG_SHARE_DIVISOR < 1).
+ */
+export const EXACT_BELOW = 20;
+/**
+ * In an exact window, a request that finds the window spent waits for the next token when it frees within
+ * this many slots of per/40, and asks once more: a demand paced exactly at the rate (a client, or gateways
+ * in step) arrives a hair before its token frees as often as after it.
+ */
+export const HOLD_SLOTS = 1;
 
 /**
  * One bucket's leases on this gateway: two lots (older, newer) of tokens with the slot that granted them.
- * A lot may be spent until (slot + LEASE_SLOTS) × slotMs (endOf): computed, not stored, since a limit_by
- * gateway holds max_client_buckets of these (two stored expiries cost 48 B each: fields and boxed doubles).
+ * A lot may be spent until slot × slotMs + lifeMs (endOf): computed, not stored, since a limit_by gateway
+ * holds max_client_buckets of these (two stored expiries cost 48 B each: fields and boxed doubles).
  */
 class Lease {
   t1 = 0;
@@ -83,19 +108,44 @@ class Lease {
   backSlot = 0;
   back = 0;
 
+  /** The counter's slot length: per / 40, or 1 ms in an exact window. */
+  readonly slotMs: number;
+  /** How long a lot may be spent after its slot began: LEASE_SLOTS slots of per / 40. */
+  readonly lifeMs: number;
+
   constructor(
     now: number,
     readonly perMs: number,
-    readonly slotMs: number,
+    exact: boolean,
   ) {
+    const step = slotMsOf(perMs / 1000);
+    this.slotMs = exact ? 1 : step;
+    this.lifeMs = LEASE_SLOTS * step;
     this.seenSince = now;
     this.lastSeen = now;
+  }
+
+  /** Counted in an exact window (slots of 1 ms, the window `per` long). */
+  get exact(): boolean {
+    return this.slotMs * LEASE_SLOTS < this.lifeMs;
+  }
+
+  /** The slot length of per / 40: lease lives, polls and idle spells are counted in it in either window. */
+  get step(): number {
+    return this.lifeMs / LEASE_SLOTS;
   }
 }
 
 /** The end of a lot granted in `slot`: it may be spent until then (ms). */
-function endOf(slot: number, slotMs: number): number {
-  return (slot + LEASE_SLOTS) * slotMs;
+function endOf(slot: number, b: Lease): number {
+  return slot * b.slotMs + b.lifeMs;
+}
+
+/** The counter's windows of a bucket: 40 and 41 slots of per / 40, or `per` exactly in slots of 1 ms. */
+function windowsOf(b: Lease): { window?: number; wide?: number } {
+  if (!b.exact) return {};
+  const n = Math.ceil(b.perMs);
+  return { window: n, wide: n };
 }
 
 export interface DrlDeps {
@@ -107,7 +157,11 @@ export interface DrlDeps {
   calls?: StoreCalls;
   /** The store became unreachable (true; leases fall back to the even split) or answers again (false). */
   onFallback?: (active: boolean, e?: Error) => void;
+  /** Resolves after `ms` (a request waiting for a token that frees; tests drive it with their clock). */
+  sleep?: (ms: number) => Promise<void>;
 }
+
+const timerSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 export class DrlLimiter implements Limiter {
   readonly name = 'drl';
@@ -118,6 +172,7 @@ export class DrlLimiter implements Limiter {
   private readonly calls: StoreCalls | undefined;
   private readonly onFallback: (active: boolean, e?: Error) => void;
   private readonly peers: PeerCount;
+  private readonly sleep: (ms: number) => Promise<void>;
   private fallbackUntil = 0;
   private degraded = false;
   private timer: NodeJS.Timeout | undefined;
@@ -131,6 +186,7 @@ export class DrlLimiter implements Limiter {
     this.even = new EvenSplitLimiter(d.clock, d.peers);
     this.onFallback = d.onFallback ?? (() => {});
     this.peers = d.peers;
+    this.sleep = d.sleep ?? timerSleep;
   }
 
   check(bucket: string, limit: LimitSpec): MaybePromise<LimitResult> {
@@ -139,15 +195,17 @@ export class DrlLimiter implements Limiter {
     if (rate <= 0 || !(limit.per > 0)) return result(false, rate, 0, now, now + Math.max(1000, limit.per * 1000));
     const perMs = limit.per * 1000;
     let b = this.leases.get(bucket);
-    if (b === undefined || b.perMs !== perMs) {
+    // (slots of per / 40 longer than 1 ms; N asked only for a small rate)
+    const exact = rate < EXACT_BELOW && perMs > SLOTS_PER_WINDOW && rate < this.peers();
+    if (b === undefined || b.perMs !== perMs || b.exact !== exact) {
       // a new bucket, or a changed window: leases of the old slot length are dropped (they stay counted
       // until they leave the window)
-      b = new Lease(now, perMs, slotMsOf(limit.per));
+      b = new Lease(now, perMs, exact);
       this.leases.set(bucket, b);
     }
     b.seen++;
     b.lastSeen = now;
-    if (b.t1 > 0 && now >= endOf(b.s1, b.slotMs)) this.expire(b, bucket, now);
+    if (b.t1 > 0 && now >= endOf(b.s1, b)) this.expire(b, bucket, now);
     if (b.t1 === 0) return this.noToken(b, bucket, limit, rate, now);
     return this.admit(b, bucket, rate, now);
   }
@@ -182,7 +240,7 @@ export class DrlLimiter implements Limiter {
 
   /** Lots past their last slot: their tokens are owed back. */
   private expire(b: Lease, bucket: string, now: number): void {
-    while (b.t1 > 0 && now >= endOf(b.s1, b.slotMs)) {
+    while (b.t1 > 0 && now >= endOf(b.s1, b)) {
       this.owe(b, bucket, b.s1, b.t1);
       b.t1 = 0;
       if (b.t2 > 0) this.shift(b);
@@ -197,13 +255,13 @@ export class DrlLimiter implements Limiter {
 
   /** Lots are kept in the order they expire (lot 1 first, spent first); of three, the first to expire goes back. */
   private addLot(b: Lease, n: number, slot: number, bucket: string): void {
-    const expires = endOf(slot, b.slotMs);
+    const expires = endOf(slot, b);
     if (b.t1 > 0 && b.s1 === slot) b.t1 += n;
     else if (b.t2 > 0 && b.s2 === slot) b.t2 += n;
     else if (b.t1 === 0) {
       b.t1 = n;
       b.s1 = slot;
-    } else if (expires < endOf(b.s1, b.slotMs)) {
+    } else if (expires < endOf(b.s1, b)) {
       if (b.t2 > 0) {
         this.owe(b, bucket, slot, n);
         return;
@@ -218,7 +276,7 @@ export class DrlLimiter implements Limiter {
     } else {
       this.owe(b, bucket, b.s1, b.t1);
       this.shift(b);
-      if (expires < endOf(b.s1, b.slotMs)) {
+      if (expires < endOf(b.s1, b)) {
         b.t2 = b.t1;
         b.s2 = b.s1;
         b.t1 = n;
@@ -236,7 +294,7 @@ export class DrlLimiter implements Limiter {
     if (now < b.pollAt) return this.refusal(b, rate, now);
     b.waiters++;
     if (b.pending !== undefined) return this.waitLease(b, bucket, limit, rate, b.pending);
-    const p = this.lease(b, bucket, rate, now);
+    const p = this.lease(b, bucket, rate, now, true);
     if (p !== undefined) return this.waitLease(b, bucket, limit, rate, p);
     b.waiters--;
     return this.afterLease(b, bucket, limit, rate, this.clock.now()) ?? this.refusal(b, rate, now);
@@ -244,7 +302,7 @@ export class DrlLimiter implements Limiter {
 
   /** Spend a token if the lease brought one; the even split if the store failed; undefined = none. */
   private afterLease(b: Lease, bucket: string, limit: LimitSpec, rate: number, now: number): LimitResult | undefined {
-    if (b.t1 > 0 && now >= endOf(b.s1, b.slotMs)) this.expire(b, bucket, now);
+    if (b.t1 > 0 && now >= endOf(b.s1, b)) this.expire(b, bucket, now);
     if (b.t1 > 0) return this.admit(b, bucket, rate, now);
     return now < this.fallbackUntil ? this.even.check(bucket, limit) : undefined;
   }
@@ -287,8 +345,12 @@ export class DrlLimiter implements Limiter {
     return result(false, rate, 0, now, Math.max(b.retryAt, now + 1));
   }
 
-  /** One exchange with the counter: owed tokens back, a lease sized to demand. Undefined when it answered synchronously. */
-  private lease(b: Lease, bucket: string, rate: number, now: number): Promise<void> | undefined {
+  /**
+   * One exchange with the counter: owed tokens back, a lease sized to demand. Undefined when it answered
+   * synchronously (and nothing waits). `mayHold`: asked for waiting requests, which in an exact window wait
+   * for a token that frees within HOLD_SLOTS rather than be refused.
+   */
+  private lease(b: Lease, bucket: string, rate: number, now: number, mayHold = false): Promise<void> | undefined {
     const dt = now - b.seenSince;
     if (dt >= 10) {
       // the first measure is taken whole; later ones weigh by their length (time constant: the horizon)
@@ -302,7 +364,11 @@ export class DrlLimiter implements Limiter {
     let life = LEASE_SLOTS;
     let asked = Math.max(1, b.waiters, Math.min(cap, Math.ceil(b.demand * Math.min(LEASE_HORIZON_MS, shortMs))));
     b.refill = asked / 2;
-    if (b.demand > 0 && b.demand * shortMs < LONG_BELOW && b.waiters <= 1) {
+    if (b.exact) {
+      // an exact window: tokens for the requests waiting, none ahead (one would hold a token of a small rate)
+      asked = Math.max(1, b.waiters);
+      b.refill = -1;
+    } else if (b.demand > 0 && b.demand * shortMs < LONG_BELOW && b.waiters <= 1) {
       // a short lease would expire before the next request: a long one lasts for the next few (the counter
       // grants it within its long share, else a short one)
       const maxMs = Math.min(LONG_LEASE_MAX_MS, 2 * b.perMs);
@@ -314,17 +380,39 @@ export class DrlLimiter implements Limiter {
       asked = Math.min(cap, expected >= LONG_REQUESTS ? LONG_REQUESTS : 1);
       b.refill = expected >= 1 ? 0 : -1;
     }
-    const over = overOf(rate, this.peers());
-    return this.exchange(b, bucket, {
-      asked,
-      rate,
-      slotMs: b.slotMs,
-      now,
-      life,
-      backSlot: b.backSlot,
-      back: b.back,
-      over,
+    const over = b.exact ? 0 : overOf(rate, this.peers());
+    const c = { asked, rate, slotMs: b.slotMs, now, life, backSlot: b.backSlot, back: b.back, over, ...windowsOf(b) };
+    return this.exchange(b, bucket, c, mayHold);
+  }
+
+  /** Whether a lease for waiting requests that brought nothing waits for the token the counter frees next (an exact window). */
+  private holds(b: Lease, c: LeaseCall, a: LeaseAnswer | Error): a is LeaseAnswer {
+    return (
+      !(a instanceof Error) &&
+      b.exact &&
+      c.asked > 0 &&
+      a.granted === 0 &&
+      a.left === 0 &&
+      a.nextFreeMs > 0 &&
+      a.nextFreeMs <= HOLD_SLOTS * b.step &&
+      b.waiters > 0
+    );
+  }
+
+  /**
+   * Waits until the counter frees the next token, then asks once more for the requests still waiting (no
+   * further wait). The lease is made as of the moment the token frees, so a demand paced at the rate keeps
+   * its pace rather than drifting by a timer's lateness every window.
+   */
+  private hold(b: Lease, bucket: string, rate: number, at: number): Promise<void> {
+    const h: Promise<void> = this.sleep(at - this.clock.now()).then(() => {
+      if (b.pending === h) b.pending = undefined;
+      if (b.waiters === 0 || b.t1 > 0) return;
+      return this.lease(b, bucket, rate, Math.max(at, this.clock.now() - b.step));
     });
+    b.pending = h;
+    b.pollAt = at;
+    return h;
   }
 
   private giveBack(b: Lease, bucket: string): void {
@@ -336,10 +424,11 @@ export class DrlLimiter implements Limiter {
       life: LEASE_SLOTS,
       backSlot: b.backSlot,
       back: b.back,
+      ...windowsOf(b),
     });
   }
 
-  private exchange(b: Lease, bucket: string, c: LeaseCall): Promise<void> | undefined {
+  private exchange(b: Lease, bucket: string, c: LeaseCall, mayHold = false): Promise<void> | undefined {
     b.back = 0;
     this.calls_made++;
     let r: MaybePromise<LeaseAnswer | Error>;
@@ -352,11 +441,12 @@ export class DrlLimiter implements Limiter {
     }
     if (!(r instanceof Promise)) {
       this.apply(b, bucket, c, r);
-      return undefined;
+      return mayHold && this.holds(b, c, r) ? this.hold(b, bucket, c.rate, c.now + r.nextFreeMs) : undefined;
     }
-    const p = r.then((a) => {
+    const p: Promise<void> = r.then((a) => {
       if (b.pending === p) b.pending = undefined;
       this.apply(b, bucket, c, a);
+      if (mayHold && this.holds(b, c, a)) return this.hold(b, bucket, c.rate, c.now + a.nextFreeMs);
     });
     if (c.asked > 0) b.pending = p;
     return p;
@@ -386,8 +476,8 @@ export class DrlLimiter implements Limiter {
     if (a.left === 0) {
       // spent: refuse locally until the counter frees the next token; ask again at least every POLL_SLOTS
       // slots, for tokens other gateways give back
-      const wait = a.nextFreeMs > 0 ? a.nextFreeMs : b.slotMs;
-      b.pollAt = c.now + Math.min(wait, POLL_SLOTS * b.slotMs);
+      const wait = a.nextFreeMs > 0 ? a.nextFreeMs : b.step;
+      b.pollAt = c.now + Math.min(wait, POLL_SLOTS * b.step);
       b.retryAt = c.now + wait;
     } else b.pollAt = 0;
   }
@@ -399,9 +489,9 @@ export class DrlLimiter implements Limiter {
   sweep(): void {
     const now = this.clock.now();
     for (const [bucket, b] of this.leases) {
-      if (b.t1 > 0 && now >= endOf(b.s1, b.slotMs)) this.expire(b, bucket, now);
+      if (b.t1 > 0 && now >= endOf(b.s1, b)) this.expire(b, bucket, now);
       if (b.back > 0 && b.pending === undefined) this.giveBack(b, bucket);
-      if (b.t1 === 0 && b.back === 0 && b.pending === undefined && now - b.lastSeen > b.perMs + b.slotMs)
+      if (b.t1 === 0 && b.back === 0 && b.pending === undefined && now - b.lastSeen > b.perMs + b.step)
         this.leases.delete(bucket);
     }
   }
@@ -436,6 +526,7 @@ export class DrlLimiter implements Limiter {
           life: LEASE_SLOTS,
           backSlot: b.backSlot,
           back: b.back,
+          ...windowsOf(b),
         });
         if (p) out.push(p.catch(() => undefined));
       }

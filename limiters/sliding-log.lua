@@ -8,16 +8,18 @@ local pre = 0
 local preFree = nil
 local flat = redis.call('HGETALL', KEYS[5])
 local dms = nil
+local dw = {{WINDOW_SLOTS}}
 for i = 1, #flat, 2 do
   if flat[i] == 'ms' then dms = tonumber(flat[i + 1]) end
+  if flat[i] == 'w' then dw = tonumber(flat[i + 1]) end
 end
 if dms ~= nil then
-  local dlow = math.floor(now / dms) - {{WINDOW_SLOTS}}
+  local dlow = math.floor(now / dms) - dw
   for i = 1, #flat, 2 do
     local s = tonumber(flat[i])
-    if flat[i] ~= 'ms' and s ~= nil and s > dlow then
+    if flat[i] ~= 'ms' and flat[i] ~= 'w' and s ~= nil and s > dlow then
       pre = pre + tonumber(flat[i + 1])
-      local f = (s + {{WINDOW_SLOTS}}) * dms
+      local f = (s + dw) * dms
       if preFree == nil or f < preFree then preFree = f end
     end
   end

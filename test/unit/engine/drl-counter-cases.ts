@@ -95,6 +95,29 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
       expect(await lease(10, 10, 80 * SLOT, undefined, 1)).toEqual({ granted: 1, left: 0, nextFreeMs: SLOT });
     });
 
+    test('an exact window (slots of 1 ms, window = wide = per in ms): a grant counts for exactly per', async () => {
+      const exact = (asked: number, at: number): Promise<LeaseAnswer> =>
+        Promise.resolve(
+          c.lease(bucket, {
+            asked,
+            rate: 3,
+            slotMs: 1,
+            now: T0 + at,
+            life: LEASE_SLOTS,
+            backSlot: 0,
+            back: 0,
+            window: PER * 1000,
+            wide: PER * 1000,
+          }),
+        );
+      expect(await exact(2, 7)).toEqual({ granted: 2, left: 1, nextFreeMs: 0, slot: T0 + 7 });
+      expect(await exact(2, 1500)).toEqual({ granted: 1, left: 0, nextFreeMs: 2507, slot: T0 + 1500 });
+      expect(await exact(1, 4006)).toEqual({ granted: 0, left: 0, nextFreeMs: 1, slot: T0 + 4006 });
+      // per after the first grant, to the ms: its two tokens are free again
+      expect(await exact(3, 4007)).toEqual({ granted: 2, left: 0, nextFreeMs: 1493, slot: T0 + 4007 });
+      expect((await exact(1, 5500)).granted).toBe(1);
+    });
+
     test('grants in several slots free one slot at a time (Retry-After is the oldest one)', async () => {
       await lease(3, 10, 0); // slot 0
       await lease(7, 10, 5 * SLOT); // slot 5

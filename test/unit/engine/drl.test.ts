@@ -66,6 +66,8 @@ test('the memory counter holds a bucket until all its counted slots have left th
   expect(counter.lease('b1', call(100)).granted).toBe(100);
 });
 
+const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
 const sync = (r: MaybePromise<LimitResult>): LimitResult => {
   if (r instanceof Promise) throw new Error('the memory counter answers synchronously');
   return r;
@@ -82,39 +84,78 @@ interface Shape {
   join?: { at: number; gateway: number };
   /** [second, new rate] */
   change?: [number, number];
+  /** Requests on whole ms, each gateway's `per / demand` apart from its first at 0 (a client paced at its rate). */
+  paced?: boolean;
 }
 
-/** Runs the shape on one clock in 5 ms steps; returns every admission's time (ms from start) and each gateway's count. */
-function simulate(s: Shape): { admits: number[]; perGateway: number[]; calls: number; limiters: DrlLimiter[] } {
+/** Sleeps on a manual clock: each resolves once `wake` runs with the clock at or past its time. */
+class ClockSleeps {
+  private readonly sleepers: { at: number; done: () => void }[] = [];
+  constructor(private readonly clock: ManualClock) {}
+  readonly sleep = (ms: number): Promise<void> =>
+    new Promise((done) => this.sleepers.push({ at: this.clock.now() + ms, done }));
+  get waiting(): number {
+    return this.sleepers.length;
+  }
+  /** Resolves the sleeps that are due and lets what they started run. */
+  async wake(): Promise<void> {
+    const now = this.clock.now();
+    for (let i = 0; i < this.sleepers.length;)
+      if (this.sleepers[i]!.at <= now) this.sleepers.splice(i, 1)[0]!.done();
+      else i++;
+    await turn();
+  }
+}
+
+/**
+ * Runs the shape on one clock in 5 ms steps (1 ms with `paced`: each gateway's requests fall on whole ms,
+ * `per / demand` apart); a request waiting for a token resolves when the clock reaches it. Returns every
+ * admission's time (ms from start) and each gateway's count.
+ */
+async function simulate(
+  s: Shape,
+): Promise<{ admits: number[]; perGateway: number[]; calls: number; limiters: DrlLimiter[]; waited: number }> {
   const clock = new ManualClock(T0);
   const counter = new MemoryLeaseCounter(clock);
-  const limiters = s.demand.map(() => new DrlLimiter({ clock, counter, peers: () => s.demand.length }));
+  const sleeps = new ClockSleeps(clock);
+  const limiters = s.demand.map(
+    () => new DrlLimiter({ clock, counter, peers: () => s.demand.length, sleep: sleeps.sleep }),
+  );
   const admits: number[] = [];
   const perGateway = s.demand.map(() => 0);
   const owed = s.demand.map(() => 0);
-  const step = 5;
+  const step = s.paced ? 1 : 5;
   let rate = s.rate;
+  let waited = 0;
+  const admitted = (r: LimitResult, g: number): void => {
+    if (!r.allowed) return;
+    admits.push(clock.now() - T0);
+    perGateway[g]!++;
+  };
   for (let t = 0; t < s.seconds * 1000; t += step) {
     if (s.change && t === s.change[0] * 1000) rate = s.change[1];
     s.demand.forEach((d, g) => {
       if (s.kill && g === s.kill.gateway && t >= s.kill.at * 1000) return;
       if (s.join && g === s.join.gateway && t < s.join.at * 1000) return;
       owed[g]! += (d * step) / 1000;
-      while (owed[g]! >= 1) {
+      while (owed[g]! >= 1 - 1e-9) {
         owed[g]! -= 1;
-        if (sync(limiters[g]!.check('k:b', { rate, per: s.per })).allowed) {
-          admits.push(t);
-          perGateway[g]!++;
-        }
+        const r = limiters[g]!.check('k:b', { rate, per: s.per });
+        if (r instanceof Promise) {
+          waited++;
+          void r.then((v) => admitted(v, g));
+        } else admitted(r, g);
       }
     });
     clock.advance(step);
+    if (sleeps.waiting > 0) await sleeps.wake();
     if (t % 200 === 0)
       limiters.forEach((l, g) => {
         if (!(s.kill && g === s.kill.gateway && t >= s.kill.at * 1000)) l.sweep();
       });
   }
-  return { admits, perGateway, calls: limiters.reduce((n, l) => n + l.calls_made, 0), limiters };
+  admits.sort((x, y) => x - y);
+  return { admits, perGateway, calls: limiters.reduce((n, l) => n + l.calls_made, 0), limiters, waited };
 }
 
 /** The most admissions in any span of `ms` (half-open), sliding over the admission times. */
@@ -165,14 +206,36 @@ describe('DRL leases: the bounds of SPEC.md §3.2 for every traffic shape', () =
       'rate below the number of gateways, requests in step every per / 2 (2 per 1 s on 3, 2/s each)',
       { rate: 2, per: 1, demand: [2, 2, 2], seconds: 12 },
     ],
-    ['one gateway paced at the rate (10 per 1 s, 10/s)', { rate: 10, per: 1, demand: [10], seconds: 12 }],
-    ['one gateway paced at the rate (50 per 1 s, 50/s)', { rate: 50, per: 1, demand: [50], seconds: 12 }],
+    ...[1, 2].map((rate): [string, Shape] => [
+      `rate below N: one client paced at the rate on one gateway of 3 (${rate} per 1 s)`,
+      { rate, per: 1, demand: [rate, 0, 0], seconds: 12, paced: true },
+    ]),
+    ...[10, 19, 50].map((rate): [string, Shape] => [
+      `one client paced at the rate (${rate} per 1 s, one every ${Math.round(1000 / rate)} ms)`,
+      { rate, per: 1, demand: [rate], seconds: 12, paced: true },
+    ]),
+    [
+      'rate below N: 4 gateways, 3 in step at the rate (3 per 1 s, 1/s each)',
+      { rate: 3, per: 1, demand: [1, 1, 1, 0], seconds: 12 },
+    ],
+    [
+      'rate below N: 4 gateways, 3 in step, 2× (3 per 1 s, 2/s each)',
+      { rate: 3, per: 1, demand: [2, 2, 2, 0], seconds: 12 },
+    ],
+    [
+      'rate below N: 7 gateways, 3 in step, 2× (6 per 1 s, 4/s each)',
+      { rate: 6, per: 1, demand: [4, 4, 4, 0, 0, 0, 0], seconds: 12 },
+    ],
+    [
+      'rate below N: 4 gateways, 3 in step, 8× (3 per 1 s, 8/s each)',
+      { rate: 3, per: 1, demand: [8, 8, 8, 0], seconds: 12 },
+    ],
     [
       'ten gateways at low demand (long leases) beside a hot one, 1.4×',
       { rate: 100, per: 1, demand: [120, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2], seconds: 8 },
     ],
-  ])('%s', (_name, s: Shape) => {
-    const { admits } = simulate(s);
+  ])('%s', async (_name, s: Shape) => {
+    const { admits } = await simulate(s);
     expectBounds(s, admits, 2 * 2);
     // no full-bucket burst at start: the first window admits at most the rate (+1 per gateway when rate < N)
     expect(between(admits, 0, s.per * 1000)).toBeLessThanOrEqual(
@@ -180,22 +243,22 @@ describe('DRL leases: the bounds of SPEC.md §3.2 for every traffic shape', () =
     );
   });
 
-  test('a peer that dies mid-run takes at most its outstanding lease; the others take its share', () => {
+  test('a peer that dies mid-run takes at most its outstanding lease; the others take its share', async () => {
     const s: Shape = { rate: 300, per: 2, demand: [100, 100, 100], seconds: 16, kill: { at: 5, gateway: 0 } };
-    const { admits } = simulate(s);
+    const { admits } = await simulate(s);
     expectBounds(s, admits, 5 + 4); // converged again 2 heartbeats after the death
   });
 
-  test('a peer joining mid-run gets no free burst', () => {
+  test('a peer joining mid-run gets no free burst', async () => {
     const s: Shape = { rate: 300, per: 2, demand: [200, 200, 200], seconds: 14, join: { at: 5, gateway: 2 } };
-    const { admits, perGateway } = simulate(s);
+    const { admits, perGateway } = await simulate(s);
     expectBounds(s, admits, 4);
     expect(perGateway[2]).toBeGreaterThan(0);
   });
 
-  test('a limit changed mid-run applies at the next lease', () => {
+  test('a limit changed mid-run applies at the next lease', async () => {
     const s: Shape = { rate: 300, per: 2, demand: [150, 150], seconds: 16, change: [6, 240] };
-    const { admits } = simulate(s);
+    const { admits } = await simulate(s);
     expect(
       maxInAnySpan(
         admits.filter((t) => t < 6000),
@@ -208,13 +271,13 @@ describe('DRL leases: the bounds of SPEC.md §3.2 for every traffic shape', () =
     for (let t = 10_000; t + 2000 <= 16_000; t += 2000)
       expect(between(admits, t, t + 2000)).toBeGreaterThanOrEqual(216);
     // and raised back: the new rate at the next lease
-    const up = simulate({ ...s, rate: 120, change: [6, 300] }).admits;
+    const up = (await simulate({ ...s, rate: 120, change: [6, 300] })).admits;
     for (let t = 10_000; t + 2000 <= 16_000; t += 2000) expect(between(up, t, t + 2000)).toBeGreaterThanOrEqual(270);
   });
 
-  test('one gateway at 20,000 req/s: at most 0.02 counter calls per admitted request', () => {
+  test('one gateway at 20,000 req/s: at most 0.02 counter calls per admitted request', async () => {
     const s: Shape = { rate: 1e9, per: 60, demand: [20_000], seconds: 3 };
-    const { admits, calls } = simulate(s);
+    const { admits, calls } = await simulate(s);
     expect(admits.length).toBeGreaterThan(59_000);
     expect(calls / admits.length).toBeLessThanOrEqual(0.02);
   });
@@ -327,8 +390,6 @@ class FlakyCounter implements LeaseCounter {
   }
 }
 
-const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
-
 describe('DRL leases: low demand', () => {
   test('a bucket whose short leases would expire unspent is served from long leases: no request waits after the first few', async () => {
     const clock = new ManualClock(T0);
@@ -354,11 +415,11 @@ describe('DRL leases: low demand', () => {
     expect(drl.calls_made / N).toBeLessThanOrEqual(0.6);
   });
 
-  test('long leases stay within rate / 20 of future grants: a burst after a quiet spell keeps the bound', () => {
+  test('long leases stay within rate / 20 of future grants: a burst after a quiet spell keeps the bound', async () => {
     const s: Shape = { rate: 200, per: 1, demand: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], seconds: 6 };
-    const quiet = simulate(s);
+    const quiet = await simulate(s);
     expect(quiet.admits.length).toBeGreaterThan(0.9 * 12 * 6);
-    const busy = simulate({ ...s, demand: s.demand.map((_, g) => (g === 0 ? 400 : 1)) });
+    const busy = await simulate({ ...s, demand: s.demand.map((_, g) => (g === 0 ? 400 : 1)) });
     expect(maxInAnySpan(busy.admits, 3000)).toBeLessThanOrEqual(3 * 200 + 200 / 20);
   });
 
