@@ -8,6 +8,7 @@ import { ManualClock } from '../../../lib/clock.js';
 import { StoreCalls } from '../../../lib/store/store-calls.js';
 import { DrlLimiter } from '../../../limiters/drl.js';
 import {
+  drlGranted,
   LEASE_SLOTS,
   LONG_SHARE_DIVISOR,
   MemoryLeaseCounter,
@@ -37,6 +38,18 @@ test('over: what the upper bound of §3.2 spares beyond rate in 41 slots, at mos
         beyond.push(`rate ${rate}, ${n} gateways: over ${over}`);
     }
   expect(beyond).toEqual([]);
+});
+
+test("the log's view of a counter (drlGranted) counts its grants in the window the counter recorded", () => {
+  const t = 1_700_000_000_000;
+  // an exact window: 1 ms slots, `per` = 1,000 of them
+  const exact = { ms: '1', w: '1000', [String(t)]: '2' };
+  expect(drlGranted(exact, t + 999)).toEqual({ pre: 2, free: t + 1000 });
+  expect(drlGranted(exact, t + 1000).pre).toBe(0);
+  // slots of per / 40 (no `w`: 41 of them)
+  const slots = { ms: '25', [String(t / 25)]: '3' };
+  expect(drlGranted(slots, t + 41 * 25 - 1)).toEqual({ pre: 3, free: t + 41 * 25 });
+  expect(drlGranted(slots, t + 41 * 25).pre).toBe(0);
 });
 
 test('the memory counter holds a bucket until all its counted slots have left the window, then drops it', () => {
