@@ -411,7 +411,7 @@ export class DrlLimiter implements Limiter {
       return this.lease(b, bucket, rate, Math.max(at, this.clock.now() - b.step));
     });
     b.pending = h;
-    b.pollAt = at;
+    b.pollAt = 0; // requests arriving meanwhile wait with it (a burst that came a hair early)
     return h;
   }
 

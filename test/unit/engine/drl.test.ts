@@ -99,6 +99,8 @@ interface Shape {
   change?: [number, number];
   /** Requests on whole ms, each gateway's `per / demand` apart from its first at 0 (a client paced at its rate). */
   paced?: boolean;
+  /** Each gateway sends its demand (per second) at once every this many ms instead (bursts). */
+  burstEvery?: number;
 }
 
 /** Sleeps on a manual clock: each resolves once `wake` runs with the clock at or past its time. */
@@ -137,7 +139,7 @@ async function simulate(
   const admits: number[] = [];
   const perGateway = s.demand.map(() => 0);
   const owed = s.demand.map(() => 0);
-  const step = s.paced ? 1 : 5;
+  const step = s.paced || s.burstEvery !== undefined ? 1 : 5;
   let rate = s.rate;
   let waited = 0;
   const admitted = (r: LimitResult, g: number): void => {
@@ -150,7 +152,8 @@ async function simulate(
     s.demand.forEach((d, g) => {
       if (s.kill && g === s.kill.gateway && t >= s.kill.at * 1000) return;
       if (s.join && g === s.join.gateway && t < s.join.at * 1000) return;
-      owed[g]! += (d * step) / 1000;
+      if (s.burstEvery === undefined) owed[g]! += (d * step) / 1000;
+      else if (t % s.burstEvery === 0) owed[g]! += d;
       while (owed[g]! >= 1 - 1e-9) {
         owed[g]! -= 1;
         const r = limiters[g]!.check('k:b', { rate, per: s.per });
@@ -223,6 +226,10 @@ describe('DRL leases: the bounds of SPEC.md §3.2 for every traffic shape', () =
       `rate below N: one client paced at the rate on one gateway of 3 (${rate} per 1 s)`,
       { rate, per: 1, demand: [rate, 0, 0], seconds: 12, paced: true },
     ]),
+    [
+      'rate below N: bursts of the rate at once, each 1 ms early for its window (3 per 1 s, one gateway of 4)',
+      { rate: 3, per: 1, demand: [3, 0, 0, 0], seconds: 12, burstEvery: 999 },
+    ],
     ...[10, 19, 50].map((rate): [string, Shape] => [
       `one client paced at the rate (${rate} per 1 s, one every ${Math.round(1000 / rate)} ms)`,
       { rate, per: 1, demand: [rate], seconds: 12, paced: true },
