@@ -291,10 +291,16 @@ export class DrlLimiter implements Limiter {
   /** No local token: the even split while the store is unreachable, a local refusal while the window is spent, else a lease. */
   private noToken(b: Lease, bucket: string, limit: LimitSpec, rate: number, now: number): MaybePromise<LimitResult> {
     if (now < this.fallbackUntil) return this.even.check(bucket, limit);
-    if (now < b.pollAt) return this.refusal(b, rate, now);
+    const until = b.exact ? now + HOLD_SLOTS * b.step : 0;
+    if (now < b.pollAt) {
+      // the window is spent; in an exact window a request whose token frees within the hold waits for it
+      if (b.pollAt !== b.retryAt || b.pollAt > until) return this.refusal(b, rate, now);
+      b.waiters++;
+      return this.waitLease(b, bucket, limit, rate, b.pending ?? this.hold(b, bucket, rate, b.pollAt, until));
+    }
     b.waiters++;
     if (b.pending !== undefined) return this.waitLease(b, bucket, limit, rate, b.pending);
-    const p = this.lease(b, bucket, rate, now, true);
+    const p = this.lease(b, bucket, rate, now, until);
     if (p !== undefined) return this.waitLease(b, bucket, limit, rate, p);
     b.waiters--;
     return this.afterLease(b, bucket, limit, rate, this.clock.now()) ?? this.refusal(b, rate, now);
@@ -347,10 +353,10 @@ export class DrlLimiter implements Limiter {
 
   /**
    * One exchange with the counter: owed tokens back, a lease sized to demand. Undefined when it answered
-   * synchronously (and nothing waits). `mayHold`: asked for waiting requests, which in an exact window wait
-   * for a token that frees within HOLD_SLOTS rather than be refused.
+   * synchronously (and nothing waits). `until`: asked for waiting requests, which in an exact window wait
+   * for a token that frees by then rather than be refused (0: they do not wait).
    */
-  private lease(b: Lease, bucket: string, rate: number, now: number, mayHold = false): Promise<void> | undefined {
+  private lease(b: Lease, bucket: string, rate: number, now: number, until = 0): Promise<void> | undefined {
     const dt = now - b.seenSince;
     if (dt >= 10) {
       // the first measure is taken whole; later ones weigh by their length (time constant: the horizon)
@@ -382,33 +388,33 @@ export class DrlLimiter implements Limiter {
     }
     const over = b.exact ? 0 : overOf(rate, this.peers());
     const c = { asked, rate, slotMs: b.slotMs, now, life, backSlot: b.backSlot, back: b.back, over, ...windowsOf(b) };
-    return this.exchange(b, bucket, c, mayHold);
+    return this.exchange(b, bucket, c, until);
   }
 
-  /** Whether a lease for waiting requests that brought nothing waits for the token the counter frees next (an exact window). */
-  private holds(b: Lease, c: LeaseCall, a: LeaseAnswer | Error): a is LeaseAnswer {
+  /** Whether a lease for waiting requests that brought nothing waits for the token the counter frees next, by `until`. */
+  private holds(b: Lease, c: LeaseCall, a: LeaseAnswer | Error, until: number): a is LeaseAnswer {
     return (
       !(a instanceof Error) &&
-      b.exact &&
       c.asked > 0 &&
       a.granted === 0 &&
       a.left === 0 &&
       a.nextFreeMs > 0 &&
-      a.nextFreeMs <= HOLD_SLOTS * b.step &&
+      c.now + a.nextFreeMs <= until &&
       b.waiters > 0
     );
   }
 
   /**
-   * Waits until the counter frees the next token, then asks once more for the requests still waiting (no
-   * further wait). The lease is made as of the moment the token frees, so a demand paced at the rate keeps
-   * its pace rather than drifting by a timer's lateness every window.
+   * Waits until the counter frees the next token, then asks once more for the requests still waiting (and
+   * again while the next one frees by `until`: others may take the first). The lease is made as of the
+   * moment the token frees, so a demand paced at the rate keeps its pace rather than drifting by a timer's
+   * lateness every window.
    */
-  private hold(b: Lease, bucket: string, rate: number, at: number): Promise<void> {
+  private hold(b: Lease, bucket: string, rate: number, at: number, until: number): Promise<void> {
     const h: Promise<void> = this.sleep(at - this.clock.now()).then(() => {
       if (b.pending === h) b.pending = undefined;
       if (b.waiters === 0 || b.t1 > 0) return;
-      return this.lease(b, bucket, rate, Math.max(at, this.clock.now() - b.step));
+      return this.lease(b, bucket, rate, Math.max(at, this.clock.now() - b.step), until);
     });
     b.pending = h;
     b.pollAt = 0; // requests arriving meanwhile wait with it (a burst that came a hair early)
@@ -428,7 +434,7 @@ export class DrlLimiter implements Limiter {
     });
   }
 
-  private exchange(b: Lease, bucket: string, c: LeaseCall, mayHold = false): Promise<void> | undefined {
+  private exchange(b: Lease, bucket: string, c: LeaseCall, until = 0): Promise<void> | undefined {
     b.back = 0;
     this.calls_made++;
     let r: MaybePromise<LeaseAnswer | Error>;
@@ -441,12 +447,12 @@ export class DrlLimiter implements Limiter {
     }
     if (!(r instanceof Promise)) {
       this.apply(b, bucket, c, r);
-      return mayHold && this.holds(b, c, r) ? this.hold(b, bucket, c.rate, c.now + r.nextFreeMs) : undefined;
+      return this.holds(b, c, r, until) ? this.hold(b, bucket, c.rate, c.now + r.nextFreeMs, until) : undefined;
     }
     const p: Promise<void> = r.then((a) => {
       if (b.pending === p) b.pending = undefined;
       this.apply(b, bucket, c, a);
-      if (mayHold && this.holds(b, c, a)) return this.hold(b, bucket, c.rate, c.now + a.nextFreeMs);
+      if (this.holds(b, c, a, until)) return this.hold(b, bucket, c.rate, c.now + a.nextFreeMs, until);
     });
     if (c.asked > 0) b.pending = p;
     return p;

@@ -410,6 +410,60 @@ class FlakyCounter implements LeaseCounter {
   }
 }
 
+describe('DRL leases: an exact window (rate below N)', () => {
+  const limit = { rate: 2, per: 1 };
+  const gateways = (clock: ManualClock, n: number): { g: DrlLimiter[]; sleeps: ClockSleeps } => {
+    const counter = new MemoryLeaseCounter(clock);
+    const sleeps = new ClockSleeps(clock);
+    return {
+      g: Array.from({ length: n }, () => new DrlLimiter({ clock, counter, peers: () => 3, sleep: sleeps.sleep })),
+      sleeps,
+    };
+  };
+  /** Moves the clock a ms at a time, waking what waits. */
+  const run = async (clock: ManualClock, sleeps: ClockSleeps, ms: number): Promise<void> => {
+    for (let i = 0; i < ms; i++) {
+      clock.advance(1);
+      await sleeps.wake();
+    }
+  };
+
+  test('a grant counts for exactly per; requests a hair early wait for their tokens, each for the next that frees', async () => {
+    const clock = new ManualClock(T0);
+    const { g, sleeps } = gateways(clock, 2);
+    expect(sync(g[0]!.check('k', limit)).allowed).toBe(true); // granted at 0
+    await run(clock, sleeps, 1);
+    expect(sync(g[1]!.check('k', limit)).allowed).toBe(true); // granted at 1
+    await run(clock, sleeps, 997); // 998: both ask again, their tokens free at 1,000 and 1,001
+    const a = g[0]!.check('k', limit);
+    const b = g[1]!.check('k', limit);
+    expect(a).toBeInstanceOf(Promise);
+    await run(clock, sleeps, 5);
+    // the first to wake takes the token freed at 1,000; the other waits once more for 1,001
+    expect([(await a).allowed, (await b).allowed]).toEqual([true, true]);
+    // 1,003: nothing frees within a slot of per / 40 (25 ms): refused at once
+    expect(sync(g[0]!.check('k', limit)).allowed).toBe(false);
+  });
+
+  test('a request refused locally until a token frees waits for it when that is within a slot', async () => {
+    const clock = new ManualClock(T0);
+    const { g, sleeps } = gateways(clock, 1);
+    const gw = g[0]!;
+    expect(sync(gw.check('k', limit)).allowed).toBe(true);
+    expect(sync(gw.check('k', limit)).allowed).toBe(true);
+    await run(clock, sleeps, 900);
+    expect(sync(gw.check('k', limit)).allowed).toBe(false); // asks: the first token frees in 100 ms
+    const calls = gw.calls_made;
+    await run(clock, sleeps, 50);
+    expect(sync(gw.check('k', limit)).allowed).toBe(false); // 50 ms early: refused without a store call
+    expect(gw.calls_made).toBe(calls);
+    await run(clock, sleeps, 40);
+    const r = gw.check('k', limit); // 10 ms early: waits, then leases
+    await run(clock, sleeps, 12);
+    expect((await r).allowed).toBe(true);
+  });
+});
+
 describe('DRL leases: low demand', () => {
   test('a bucket whose short leases would expire unspent is served from long leases: no request waits after the first few', async () => {
     const clock = new ManualClock(T0);
