@@ -62,6 +62,11 @@ export function overOf(rate: number, gateways: number): number {
   return Math.max(0, Math.min(spare, Math.ceil(r / SLOTS_PER_WINDOW)));
 }
 
+/** A call's windows in slots: the window of `per` and the wide one (defaults: SLOTS_PER_WINDOW, WINDOW_SLOTS). */
+export function windowsOfCall(c: LeaseCall): { window: number; wide: number } {
+  return { window: c.window ?? SLOTS_PER_WINDOW, wide: c.wide ?? WINDOW_SLOTS };
+}
+
 /** Slot length (ms, whole): SLOTS_PER_WINDOW slots cover at least `per`. */
 export function slotMsOf(per: number): number {
   return Math.max(1, Math.ceil((per * 1000) / SLOTS_PER_WINDOW));
@@ -141,16 +146,15 @@ function renumber(slots: SlotCounts, slotMs: number): void {
 /** The rule of one call on one bucket's slot counts (shared by the memory counter; the script mirrors it). */
 function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
   const cur = Math.floor(c.now / c.slotMs);
-  const n40 = c.window ?? SLOTS_PER_WINDOW;
-  const wide = c.wide ?? WINDOW_SLOTS;
+  const { window, wide } = windowsOfCall(c);
   const low = cur - wide; // slots ≤ low have left the wide window
-  const low40 = cur - n40; // slots ≤ low40 have left the window of `per`
+  const lowPer = cur - window; // slots ≤ lowPer have left the window of `per`
   if (c.back > 0 && c.backSlot > low) addTo(slots, c.backSlot, -c.back);
   let used = 0;
-  let used40 = 0;
+  let usedPer = 0;
   let future = 0;
   let oldest = Infinity;
-  let oldest40 = Infinity;
+  let oldestPer = Infinity;
   for (let i = PAIRS; i < slots.length;) {
     const s = slots[i]!;
     const n = slots[i + 1]!;
@@ -161,15 +165,15 @@ function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
     used += n;
     if (s > cur) future += n;
     if (n > 0 && s < oldest) oldest = s;
-    if (s > low40) {
-      used40 += n;
-      if (n > 0 && s < oldest40) oldest40 = s;
+    if (s > lowPer) {
+      usedPer += n;
+      if (n > 0 && s < oldestPer) oldestPer = s;
     }
     i += 2;
   }
   const rate = Math.max(0, Math.floor(c.rate));
   const cap = rate + Math.max(0, Math.floor(c.over ?? 0));
-  let room = Math.min(rate - used40, cap - used);
+  let room = Math.min(rate - usedPer, cap - used);
   let slot = cur;
   const longRoom = Math.floor(rate / LONG_SHARE_DIVISOR) - future;
   if (c.life > LEASE_SLOTS && longRoom >= 1) {
@@ -180,28 +184,28 @@ function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
   if (granted > 0) {
     addTo(slots, slot, granted);
     if (slot < oldest) oldest = slot;
-    if (slot < oldest40) oldest40 = slot;
+    if (slot < oldestPer) oldestPer = slot;
   }
-  const left40 = rate - used40 - granted;
-  const left41 = cap - used - granted;
-  const left = Math.max(0, Math.min(left40, left41));
-  const nextFreeMs = left > 0 ? 0 : nextFree(c, n40, wide, left40, oldest40, left41, oldest);
+  const leftPer = rate - usedPer - granted;
+  const leftWide = cap - used - granted;
+  const left = Math.max(0, Math.min(leftPer, leftWide));
+  const nextFreeMs = left > 0 ? 0 : nextFree(c, window, wide, leftPer, oldestPer, leftWide, oldest);
   return { granted, slot, left, nextFreeMs };
 }
 
 /** A spent window: ms until both windows have room (the oldest grant of each window that is full leaves it). */
 function nextFree(
   c: LeaseCall,
-  n40: number,
+  window: number,
   wide: number,
-  left40: number,
-  oldest40: number,
-  left41: number,
+  leftPer: number,
+  oldestPer: number,
+  leftWide: number,
   oldest: number,
 ): number {
   let at = 0;
-  if (left40 <= 0 && oldest40 !== Infinity) at = (oldest40 + n40) * c.slotMs;
-  if (left41 <= 0 && oldest !== Infinity) at = Math.max(at, (oldest + wide) * c.slotMs);
+  if (leftPer <= 0 && oldestPer !== Infinity) at = (oldestPer + window) * c.slotMs;
+  if (leftWide <= 0 && oldest !== Infinity) at = Math.max(at, (oldest + wide) * c.slotMs);
   return at === 0 ? 0 : Math.max(1, at - c.now);
 }
 
@@ -226,7 +230,7 @@ export class MemoryLeaseCounter implements LeaseCounter {
 
   lease(bucket: string, c: LeaseCall): LeaseAnswer {
     const held = this.buckets.get(bucket);
-    const wide = c.wide ?? WINDOW_SLOTS;
+    const { wide } = windowsOfCall(c);
     const slots = held ?? [c.slotMs, wide];
     if (slots[0] !== c.slotMs) renumber(slots, c.slotMs);
     slots[1] = wide;
@@ -290,6 +294,7 @@ export class RedisLeaseCounter implements LeaseCounter {
   }
 
   lease(bucket: string, c: LeaseCall): Promise<LeaseAnswer> {
+    const { window, wide } = windowsOfCall(c);
     return this.run(
       [storeKeys.drl(bucket), storeKeys.log(bucket)],
       [
@@ -301,8 +306,8 @@ export class RedisLeaseCounter implements LeaseCounter {
         Math.floor(c.back),
         Math.floor(c.life),
         Math.floor(c.over ?? 0),
-        c.window ?? SLOTS_PER_WINDOW,
-        c.wide ?? WINDOW_SLOTS,
+        window,
+        wide,
       ],
     ).then(([granted, left, nextFreeMs, slot]) => ({ granted, slot, left, nextFreeMs }));
   }

@@ -18,11 +18,11 @@ local backSlot = tonumber(ARGV[5])
 local back = tonumber(ARGV[6])
 local life = tonumber(ARGV[7])
 local over = tonumber(ARGV[8])
-local w40 = tonumber(ARGV[9])
+local wPer = tonumber(ARGV[9])
 local w = tonumber(ARGV[10])
 local cur = math.floor(now / slotMs)
 local low = cur - w
-local low40 = cur - w40
+local lowPer = cur - wPer
 local flat = redis.call('HGETALL', key)
 local ms = nil
 local storedW = nil
@@ -52,16 +52,16 @@ if back > 0 and backSlot > low then
 end
 if changed then flat = redis.call('HGETALL', key) end
 local used = 0
-local used40 = 0
+local usedPer = 0
 local future = 0
 local oldest = nil
-local oldest40 = nil
+local oldestPer = nil
 local last = nil
 for i = 1, #flat, 2 do
   local s = tonumber(flat[i])
   local n = tonumber(flat[i + 1])
   if s == nil then
-    -- the `ms` field
+    -- the `ms` and `w` fields
   elseif s <= low then
     redis.call('HDEL', key, flat[i])
   else
@@ -69,17 +69,17 @@ for i = 1, #flat, 2 do
     if s > cur then future = future + n end
     if n > 0 and (oldest == nil or s < oldest) then oldest = s end
     if last == nil or s > last then last = s end
-    if s > low40 then
-      used40 = used40 + n
-      if n > 0 and (oldest40 == nil or s < oldest40) then oldest40 = s end
+    if s > lowPer then
+      usedPer = usedPer + n
+      if n > 0 and (oldestPer == nil or s < oldestPer) then oldestPer = s end
     end
   end
 end
 local logged = redis.call('ZCOUNT', KEYS[2], '(' .. (now - w * slotMs), '+inf')
 used = used + logged
-used40 = used40 + logged
+usedPer = usedPer + logged
 local cap = rate + over
-local room = rate - used40
+local room = rate - usedPer
 if cap - used < room then room = cap - used end
 local slot = cur
 local longRoom = math.floor(rate / {{LONG_SHARE_DIVISOR}}) - future
@@ -94,21 +94,21 @@ if granted > 0 then
   redis.call('HINCRBY', key, slot, granted)
   if ms ~= slotMs or storedW ~= w then redis.call('HSET', key, 'ms', slotMs, 'w', w) end
   if oldest == nil or slot < oldest then oldest = slot end
-  if oldest40 == nil or slot < oldest40 then oldest40 = slot end
+  if oldestPer == nil or slot < oldestPer then oldestPer = slot end
   if last == nil or slot > last then last = slot end
 end
 if last ~= nil then redis.call('PEXPIRE', key, (last + w + 1) * slotMs - now) end
-local left40 = rate - used40 - granted
-local left41 = cap - used - granted
-local left = left40
-if left41 < left then left = left41 end
+local leftPer = rate - usedPer - granted
+local leftWide = cap - used - granted
+local left = leftPer
+if leftWide < left then left = leftWide end
 if left < 0 then left = 0 end
 -- a spent window: until both windows have room (the oldest grant of each full one leaves it)
 local nextFree = 0
 if left == 0 then
   local at = 0
-  if left40 <= 0 and oldest40 ~= nil then at = (oldest40 + w40) * slotMs end
-  if left41 <= 0 and oldest ~= nil and (oldest + w) * slotMs > at then at = (oldest + w) * slotMs end
+  if leftPer <= 0 and oldestPer ~= nil then at = (oldestPer + wPer) * slotMs end
+  if leftWide <= 0 and oldest ~= nil and (oldest + w) * slotMs > at then at = (oldest + w) * slotMs end
   if at > 0 then
     nextFree = at - now
     if nextFree < 1 then nextFree = 1 end

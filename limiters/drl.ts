@@ -148,6 +148,20 @@ function windowsOf(b: Lease): { window?: number; wide?: number } {
   return { window: n, wide: n };
 }
 
+/** A call that only gives back what a bucket owes (asks for nothing). */
+function backCall(b: Lease, now: number): LeaseCall {
+  return {
+    asked: 0,
+    rate: 0,
+    slotMs: b.slotMs,
+    now,
+    life: LEASE_SLOTS,
+    backSlot: b.backSlot,
+    back: b.back,
+    ...windowsOf(b),
+  };
+}
+
 export interface DrlDeps {
   clock: Clock;
   counter: LeaseCounter;
@@ -422,16 +436,7 @@ export class DrlLimiter implements Limiter {
   }
 
   private giveBack(b: Lease, bucket: string): void {
-    void this.exchange(b, bucket, {
-      asked: 0,
-      rate: 0,
-      slotMs: b.slotMs,
-      now: this.clock.now(),
-      life: LEASE_SLOTS,
-      backSlot: b.backSlot,
-      back: b.back,
-      ...windowsOf(b),
-    });
+    void this.exchange(b, bucket, backCall(b, this.clock.now()));
   }
 
   private exchange(b: Lease, bucket: string, c: LeaseCall, until = 0): Promise<void> | undefined {
@@ -524,16 +529,7 @@ export class DrlLimiter implements Limiter {
       if (b.t2 > 0) this.owe(b, bucket, b.s2, b.t2);
       b.t1 = b.t2 = 0;
       if (b.back > 0) {
-        const p = this.exchange(b, bucket, {
-          asked: 0,
-          rate: 0,
-          slotMs: b.slotMs,
-          now,
-          life: LEASE_SLOTS,
-          backSlot: b.backSlot,
-          back: b.back,
-          ...windowsOf(b),
-        });
+        const p = this.exchange(b, bucket, backCall(b, now));
         if (p) out.push(p.catch(() => undefined));
       }
     }
