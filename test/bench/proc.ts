@@ -34,6 +34,18 @@ function overFamily(pid: number | undefined, own: (pid: string, stat: string) =>
   }
 }
 
+/** A process and its direct children (nginx's worker); empty when there is no such process. */
+export function family(pid: number | undefined): number[] {
+  const pids: number[] = [];
+  overFamily(pid, (p) => (pids.push(Number(p)), 0));
+  return pids;
+}
+
+/** Moves every thread of each process to `cpu` (taskset -a -p). */
+export function pinTo(cpu: string, pids: number[]): void {
+  for (const pid of pids) spawnSync('taskset', ['-a', '-p', '-c', cpu, String(pid)], { stdio: 'ignore' });
+}
+
 /** The command line of a process (argv, from /proc/PID/cmdline). */
 export function cmdline(pid: number): string[] {
   return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
