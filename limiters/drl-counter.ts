@@ -62,6 +62,18 @@ export function overOf(rate: number, gateways: number): number {
   return Math.max(0, Math.min(spare, Math.ceil(r / SLOTS_PER_WINDOW)));
 }
 
+/**
+ * An exact window's `over` (a window of `per` in slots of 1 ms, its wide window one slot of per / 40 longer):
+ * 1 where 3 × rate + 1 ≤ 1.1 × 3 × rate, else 0. A span of 3 × per and up to that slot more lies in one wide
+ * window and two of `per`, so it holds at most 3 × rate + over grants: admissions measured late by up to a
+ * slot (an upstream's view: timers, round trips) stay within §3.2's bound, and a demand paced at the rate
+ * finds its token back exactly `per` later.
+ */
+export function exactOverOf(rate: number): number {
+  const r = Math.max(0, Math.floor(rate));
+  return 3 * r + 1 <= Math.floor((33 * r) / 10) ? 1 : 0;
+}
+
 /** A call's windows in slots: the window of `per` and the wide one (defaults: SLOTS_PER_WINDOW, WINDOW_SLOTS). */
 export function windowsOfCall(c: LeaseCall): { window: number; wide: number } {
   return { window: c.window ?? SLOTS_PER_WINDOW, wide: c.wide ?? WINDOW_SLOTS };
@@ -100,6 +112,12 @@ export interface LeaseCall {
    */
   window?: number;
   wide?: number;
+  /**
+   * Record a short lease this many slots after the current one (absent = 0). It is counted from now all the
+   * same, so it only holds its tokens longer: an exact window's first grants make room for a first
+   * admission that reaches the upstream late (a cold connection and code path).
+   */
+  delay?: number;
 }
 
 export interface LeaseCounter {
@@ -174,7 +192,7 @@ function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
   const rate = Math.max(0, Math.floor(c.rate));
   const cap = rate + Math.max(0, Math.floor(c.over ?? 0));
   let room = Math.min(rate - usedPer, cap - used);
-  let slot = cur;
+  let slot = cur + Math.max(0, Math.floor(c.delay ?? 0));
   const longRoom = Math.floor(rate / LONG_SHARE_DIVISOR) - future;
   if (c.life > LEASE_SLOTS && longRoom >= 1) {
     room = Math.min(room, longRoom);
@@ -308,6 +326,7 @@ export class RedisLeaseCounter implements LeaseCounter {
         Math.floor(c.over ?? 0),
         window,
         wide,
+        Math.floor(c.delay ?? 0),
       ],
     ).then(([granted, left, nextFreeMs, slot]) => ({ granted, slot, left, nextFreeMs }));
   }

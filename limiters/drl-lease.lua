@@ -3,8 +3,9 @@
 -- field `ms`: the slot length the indexes count in.
 -- KEYS[2] = gw:{bucket}:log, the bucket's sliding window log: a limit that drl_threshold moves from the
 -- log to the DRL (its N fell) finds what the log counted in the window counted here too.
--- ARGV = asked, rate, slotMs, now, backSlot, back, life, over, window, wide. The last `window` slots (per)
--- hold at most rate, the last `wide` at most rate + over; field `w` records `wide` for the log's count.
+-- ARGV = asked, rate, slotMs, now, backSlot, back, life, over, window, wide, delay. The last `window` slots
+-- (per) hold at most rate, the last `wide` at most rate + over; field `w` records `wide` for the log's count.
+-- A short lease is recorded `delay` slots ahead (counted from now all the same: it holds its tokens longer).
 -- Returns { granted, left, nextFreeMs, slot }. Slots out of the window are deleted as they are read; the
 -- key expires one slot after its last counted slot leaves the window. A changed slot length (`per` edited)
 -- renumbers the slots first, each to the new slot holding its last ms (counted at least as long as before).
@@ -20,6 +21,8 @@ local life = tonumber(ARGV[7])
 local over = tonumber(ARGV[8])
 local wPer = tonumber(ARGV[9])
 local w = tonumber(ARGV[10])
+local delay = tonumber(ARGV[11])
+if delay == nil or delay < 0 then delay = 0 end
 local cur = math.floor(now / slotMs)
 local low = cur - w
 local lowPer = cur - wPer
@@ -81,7 +84,7 @@ usedPer = usedPer + logged
 local cap = rate + over
 local room = rate - usedPer
 if cap - used < room then room = cap - used end
-local slot = cur
+local slot = cur + delay
 local longRoom = math.floor(rate / {{LONG_SHARE_DIVISOR}}) - future
 if life > {{LEASE_SLOTS}} and longRoom >= 1 then
   if longRoom < room then room = longRoom end

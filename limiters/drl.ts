@@ -28,6 +28,7 @@ import type { Clock } from '../lib/clock.js';
 import type { StoreCalls } from '../lib/store/store-calls.js';
 import type { LimitSpec } from '../contract/config.js';
 import {
+  exactOverOf,
   LEASE_SLOTS,
   overOf,
   SLOTS_PER_WINDOW,
@@ -62,22 +63,30 @@ export const LONG_LIFE_REQUESTS = 3;
 /** …at most this long, and at most 2 × per (ms). */
 export const LONG_LEASE_MAX_MS = 10_000;
 /**
- * A rate below the number of gateways (and below this) is counted in an exact window: slots of 1 ms, a
- * grant counted for exactly `per` (as the sliding log counts), leases only for the requests waiting (no
- * prefetch). A slot window holds a grant up to per/40 longer than `per`, so a demand coming back exactly
- * `per` later (a client paced at the rate, gateways asking in step) lost a request a window: most of a
- * small rate. An exact window admits what the log admits, measured where it decides; measured after it
- * (at an upstream), a late first admission can put one more in a span of 3 × per, which SPEC.md §3.2's
- * one more per gateway when rate < N covers (a whole extra window of the rate included: 0.7 × rate < N).
- * Such a rate has no long share (rate / LONG_SHARE_DIVISOR < 1).
+ * A rate below this whose slot window has no token to spare (`overOf` 0: under 10 per window, or below the
+ * number of gateways) is counted in an exact window: slots of 1 ms, a grant counted for exactly `per` (as
+ * the sliding log counts), leases only for the requests waiting (no prefetch). A slot window holds a grant
+ * up to per/40 longer than `per`, so a demand coming back exactly `per` later (a client paced at the rate,
+ * gateways asking in step) lost a request a window: more than a tenth of a rate under 10. Such a rate has no
+ * long share (rate / LONG_SHARE_DIVISOR < 1).
  */
 export const EXACT_BELOW = 20;
 /**
  * In an exact window, a request that finds the window spent waits for the next token when it frees within
  * this many slots of per/40, and asks once more: a demand paced exactly at the rate (a client, or gateways
- * in step) arrives a hair before its token frees as often as after it.
+ * in step) arrives a hair before its token frees as often as after it, and a bucket's first grants on a
+ * gateway free COLD_DELAY_SLOTS late.
  */
-export const HOLD_SLOTS = 1;
+export const HOLD_SLOTS = 2;
+/**
+ * An exact window counts what the gateway admits where it decides. Measured at the upstream, a gateway's
+ * first admissions of a bucket arrive late (a new upstream connection, code not yet compiled: 20–40 ms
+ * seen), and a token used again exactly `per` after each would put a fourth use in a span of 3 × per. So for
+ * a bucket's first window on a gateway the counter records its grants this many slots of per/40 ahead:
+ * counted from the grant all the same, freed that much later. A demand paced at the rate waits for them once
+ * (within the hold) and keeps that pace, no drift: later grants are exact.
+ */
+export const COLD_DELAY_SLOTS = 1;
 
 /**
  * One bucket's leases on this gateway: two lots (older, newer) of tokens with the slot that granted them.
@@ -112,22 +121,26 @@ class Lease {
   readonly slotMs: number;
   /** How long a lot may be spent after its slot began: LEASE_SLOTS slots of per / 40. */
   readonly lifeMs: number;
+  /** In an exact window, grants until then are recorded COLD_DELAY_SLOTS ahead (the bucket's first window here). */
+  readonly coldUntil: number;
 
+  /** `wideMs`: an exact window's wide window (exactWideMs), 0 for a slot window. */
   constructor(
     now: number,
     readonly perMs: number,
-    exact: boolean,
+    readonly wideMs: number,
   ) {
     const step = slotMsOf(perMs / 1000);
-    this.slotMs = exact ? 1 : step;
+    this.slotMs = wideMs > 0 ? 1 : step;
     this.lifeMs = LEASE_SLOTS * step;
     this.seenSince = now;
     this.lastSeen = now;
+    this.coldUntil = wideMs > 0 ? now + perMs : 0;
   }
 
   /** Counted in an exact window (slots of 1 ms, the window `per` long). */
   get exact(): boolean {
-    return this.slotMs * LEASE_SLOTS < this.lifeMs;
+    return this.wideMs > 0;
   }
 
   /** The slot length of per / 40: lease lives, polls and idle spells are counted in it in either window. */
@@ -141,11 +154,19 @@ function endOf(slot: number, b: Lease): number {
   return slot * b.slotMs + b.lifeMs;
 }
 
-/** The counter's windows of a bucket: 40 and 41 slots of per / 40, or `per` exactly in slots of 1 ms. */
+/** The counter's windows of a bucket: 40 and 41 slots of per / 40, or `per` and `wideMs` in slots of 1 ms. */
 function windowsOf(b: Lease): { window?: number; wide?: number } {
   if (!b.exact) return {};
-  const n = Math.ceil(b.perMs);
-  return { window: n, wide: n };
+  return { window: Math.ceil(b.perMs), wide: b.wideMs };
+}
+
+/**
+ * An exact window's wide window (ms): per and one slot of per / 40 where the rate can spare a token in it
+ * (EXACT_OVER), else per.
+ */
+function exactWideMs(rate: number, perMs: number): number {
+  const n = Math.ceil(perMs);
+  return exactOverOf(rate) > 0 ? n + slotMsOf(perMs / 1000) : n;
 }
 
 /** A call that only gives back what a bucket owes (asks for nothing). */
@@ -210,11 +231,11 @@ export class DrlLimiter implements Limiter {
     const perMs = limit.per * 1000;
     let b = this.leases.get(bucket);
     // (slots of per / 40 longer than 1 ms; N asked only for a small rate)
-    const exact = rate < EXACT_BELOW && perMs > SLOTS_PER_WINDOW && rate < this.peers();
-    if (b === undefined || b.perMs !== perMs || b.exact !== exact) {
+    const wideMs = rate < EXACT_BELOW && perMs > SLOTS_PER_WINDOW && this.noSpare(rate) ? exactWideMs(rate, perMs) : 0;
+    if (b === undefined || b.perMs !== perMs || b.wideMs !== wideMs) {
       // a new bucket, or a changed window: leases of the old slot length are dropped (they stay counted
       // until they leave the window)
-      b = new Lease(now, perMs, exact);
+      b = new Lease(now, perMs, wideMs);
       this.leases.set(bucket, b);
     }
     b.seen++;
@@ -222,6 +243,12 @@ export class DrlLimiter implements Limiter {
     if (b.t1 > 0 && now >= endOf(b.s1, b)) this.expire(b, bucket, now);
     if (b.t1 === 0) return this.noToken(b, bucket, limit, rate, now);
     return this.admit(b, bucket, rate, now);
+  }
+
+  /** Whether a small rate's slot window would have no token to spare: below N, or `overOf` 0 (EXACT_BELOW). */
+  private noSpare(rate: number): boolean {
+    const n = this.peers();
+    return rate < n || overOf(rate, n) === 0;
   }
 
   /**
@@ -384,10 +411,12 @@ export class DrlLimiter implements Limiter {
     let life = LEASE_SLOTS;
     let asked = Math.max(1, b.waiters, Math.min(cap, Math.ceil(b.demand * Math.min(LEASE_HORIZON_MS, shortMs))));
     b.refill = asked / 2;
+    let delay = 0;
     if (b.exact) {
       // an exact window: tokens for the requests waiting, none ahead (one would hold a token of a small rate)
       asked = Math.max(1, b.waiters);
       b.refill = -1;
+      if (now < b.coldUntil) delay = COLD_DELAY_SLOTS * b.step;
     } else if (b.demand > 0 && b.demand * shortMs < LONG_BELOW && b.waiters <= 1) {
       // a short lease would expire before the next request: a long one lasts for the next few (the counter
       // grants it within its long share, else a short one)
@@ -400,8 +429,19 @@ export class DrlLimiter implements Limiter {
       asked = Math.min(cap, expected >= LONG_REQUESTS ? LONG_REQUESTS : 1);
       b.refill = expected >= 1 ? 0 : -1;
     }
-    const over = b.exact ? 0 : overOf(rate, this.peers());
-    const c = { asked, rate, slotMs: b.slotMs, now, life, backSlot: b.backSlot, back: b.back, over, ...windowsOf(b) };
+    const over = b.exact ? exactOverOf(rate) : overOf(rate, this.peers());
+    const c = {
+      asked,
+      rate,
+      slotMs: b.slotMs,
+      now,
+      life,
+      backSlot: b.backSlot,
+      back: b.back,
+      over,
+      delay,
+      ...windowsOf(b),
+    };
     return this.exchange(b, bucket, c, until);
   }
 

@@ -11,7 +11,9 @@
  * 1.5×; hot pod 90/5/5 at 1.2×; 30 per 1 s on 2 gateways (first second); rate < number of gateways
  * (2 per 3 s at 3/s each, and 2 per 1 s at 2/s each: every gateway asks in step, each request per / 2
  * after the last); one client paced at a rate below N (2 per 1 s, a request every 500 ms on one
- * connection to one gateway: its tokens come back exactly per later); a limit changed mid-run (the manifest rewritten; the new rate applies at the next lease).
+ * connection to one gateway: its tokens come back exactly per later); the same at a rate at or above N
+ * under 10 (4 per 1 s), and 6 per 1 s on 3 gateways asked in step at 2×; a limit changed mid-run (the
+ * manifest rewritten; the new rate applies at the next lease).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -101,6 +103,8 @@ describe('DRL: SPEC.md §3.2 bounds through three gw standalone processes on one
       ['few', 2, 3],
       ['step', 2, 1],
       ['paced', 2, 1],
+      ['small', 4, 1],
+      ['smallstep', 6, 1],
       ['change', 60, 1],
     ];
     for (const [name, rate, per] of shapes) writeFileSync(join(dir, `${name}.yaml`), api(name, up.url, rate, per));
@@ -161,6 +165,12 @@ describe('DRL: SPEC.md §3.2 bounds through three gw standalone processes on one
       ['step', c, 2, 1],
       // one client paced at the rate, 2 per 1 s
       ['paced', b, 2, 1],
+      // a rate at or above N with no token to spare in a slot window: one client paced at 4 per 1 s, and
+      // 6 per 1 s on 3 gateways, each 4 requests a second at the same instants (2×)
+      ['small', c, 4, 1],
+      ['smallstep', a, 4, 1],
+      ['smallstep', b, 4, 1],
+      ['smallstep', c, 4, 1],
       // 60 → 40 per 1 s at 2.5 s; 75/s over two gateways
       ['change', b, 37.5, 2],
       ['change', c, 37.5, 2],
@@ -183,6 +193,8 @@ describe('DRL: SPEC.md §3.2 bounds through three gw standalone processes on one
       ['few', 2, 3, 3],
       ['step', 2, 1, 3],
       ['paced', 2, 1, 3],
+      ['small', 4, 1, 3],
+      ['smallstep', 6, 1, 3],
     ] as const) {
       const perMs = per * 1000;
       // a rate under 10 per window is held to its average over the whole run: with a few per window one

@@ -118,6 +118,30 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
       expect((await exact(1, 5500)).granted).toBe(1);
     });
 
+    test('a delayed grant is recorded ahead: counted from now all the same, freed that much later', async () => {
+      const exact = (asked: number, at: number, delay?: number): Promise<LeaseAnswer> =>
+        Promise.resolve(
+          c.lease(bucket, {
+            asked,
+            rate: 3,
+            slotMs: 1,
+            now: T0 + at,
+            life: LEASE_SLOTS,
+            backSlot: 0,
+            back: 0,
+            window: PER * 1000,
+            wide: PER * 1000,
+            delay,
+          }),
+        );
+      expect(await exact(2, 0, 100)).toEqual({ granted: 2, left: 1, nextFreeMs: 0, slot: T0 + 100 });
+      // counted at once (the window holds 2 of 3), though recorded 100 ms ahead
+      expect(await exact(2, 1)).toEqual({ granted: 1, left: 0, nextFreeMs: 4000, slot: T0 + 1 });
+      // per after the grants, the one made at 1 is free; the delayed two stay counted until per after 100
+      expect(await exact(3, 4050)).toEqual({ granted: 1, left: 0, nextFreeMs: 50, slot: T0 + 4050 });
+      expect(await exact(3, 4100)).toEqual({ granted: 2, left: 0, nextFreeMs: 3950, slot: T0 + 4100 });
+    });
+
     test('grants in several slots free one slot at a time (Retry-After is the oldest one)', async () => {
       await lease(3, 10, 0); // slot 0
       await lease(7, 10, 5 * SLOT); // slot 5

@@ -230,10 +230,19 @@ describe('DRL leases: the bounds of SPEC.md §3.2 for every traffic shape', () =
       'rate below N: bursts of the rate at once, each 1 ms early for its window (3 per 1 s, one gateway of 4)',
       { rate: 3, per: 1, demand: [3, 0, 0, 0], seconds: 12, burstEvery: 999 },
     ],
-    ...[10, 19, 50].map((rate): [string, Shape] => [
+    ...[3, 6, 9, 10, 19, 50].map((rate): [string, Shape] => [
       `one client paced at the rate (${rate} per 1 s, one every ${Math.round(1000 / rate)} ms)`,
       { rate, per: 1, demand: [rate], seconds: 12, paced: true },
     ]),
+    ...[3, 4, 9].map((rate): [string, Shape] => [
+      `rate at or above N, under 10: one client paced at the rate on one gateway of 3 (${rate} per 1 s)`,
+      { rate, per: 1, demand: [rate, 0, 0], seconds: 12, paced: true },
+    ]),
+    [
+      'rate at or above N, under 10: 3 gateways in step, 2× (6 per 1 s, 4/s each)',
+      { rate: 6, per: 1, demand: [4, 4, 4], seconds: 12 },
+    ],
+
     [
       'rate below N: 4 gateways, 3 in step at the rate (3 per 1 s, 1/s each)',
       { rate: 3, per: 1, demand: [1, 1, 1, 0], seconds: 12 },
@@ -431,35 +440,73 @@ describe('DRL leases: an exact window (rate below N)', () => {
   test('a grant counts for exactly per; requests a hair early wait for their tokens, each for the next that frees', async () => {
     const clock = new ManualClock(T0);
     const { g, sleeps } = gateways(clock, 2);
-    expect(sync(g[0]!.check('k', limit)).allowed).toBe(true); // granted at 0
+    // a bucket's first window on a gateway: its grants are recorded a slot of per / 40 (25 ms) ahead
+    expect(sync(g[0]!.check('k', limit)).allowed).toBe(true); // granted at 0, counted until 1,025
     await run(clock, sleeps, 1);
-    expect(sync(g[1]!.check('k', limit)).allowed).toBe(true); // granted at 1
-    await run(clock, sleeps, 997); // 998: both ask again, their tokens free at 1,000 and 1,001
+    expect(sync(g[1]!.check('k', limit)).allowed).toBe(true); // granted at 1, counted until 1,026
+    await run(clock, sleeps, 997); // 998: both ask again, their tokens free at 1,025 and 1,026
     const a = g[0]!.check('k', limit);
     const b = g[1]!.check('k', limit);
     expect(a).toBeInstanceOf(Promise);
-    await run(clock, sleeps, 5);
-    // the first to wake takes the token freed at 1,000; the other waits once more for 1,001
-    expect([(await a).allowed, (await b).allowed]).toEqual([true, true]);
-    // 1,003: nothing frees within a slot of per / 40 (25 ms): refused at once
-    expect(sync(g[0]!.check('k', limit)).allowed).toBe(false);
+    expect(b).toBeInstanceOf(Promise);
+    await run(clock, sleeps, 27);
+    expect(await a).toMatchObject({ allowed: true });
+    const admittedAt = clock.now() - T0;
+    await run(clock, sleeps, 3);
+    // the first to wake takes the token freed at 1,025; the other waits once more for 1,026
+    expect(await b).toMatchObject({ allowed: true });
+    expect(admittedAt).toBe(1025);
+    // later grants are exact: these two were made at 1,025 and 1,026 and free at 2,025 and 2,026
+    await run(clock, sleeps, 975); // 2,003
+    const times: number[] = [];
+    const c = g[0]!.check('k', limit);
+    const d = g[1]!.check('k', limit);
+    for (const p of [c, d]) void Promise.resolve(p).then((v) => v.allowed && times.push(clock.now() - T0));
+    await run(clock, sleeps, 25); // 2,028
+    expect(times.sort()).toEqual([2025, 2026]);
+    // nothing frees within the hold (2 slots of per / 40, 50 ms): refused at once
+    expect(sync(g[1]!.check('k', limit)).allowed).toBe(false);
   });
 
-  test('a request refused locally until a token frees waits for it when that is within a slot', async () => {
+  test('a request refused locally until a token frees waits for it when that is within the hold', async () => {
     const clock = new ManualClock(T0);
     const { g, sleeps } = gateways(clock, 1);
     const gw = g[0]!;
     expect(sync(gw.check('k', limit)).allowed).toBe(true);
-    expect(sync(gw.check('k', limit)).allowed).toBe(true);
+    expect(sync(gw.check('k', limit)).allowed).toBe(true); // both counted until 1,025
     await run(clock, sleeps, 900);
-    expect(sync(gw.check('k', limit)).allowed).toBe(false); // asks: the first token frees in 100 ms
+    expect(sync(gw.check('k', limit)).allowed).toBe(false); // asks: the first token frees in 125 ms
     const calls = gw.calls_made;
     await run(clock, sleeps, 50);
-    expect(sync(gw.check('k', limit)).allowed).toBe(false); // 50 ms early: refused without a store call
+    expect(sync(gw.check('k', limit)).allowed).toBe(false); // 75 ms early: refused without a store call
     expect(gw.calls_made).toBe(calls);
-    await run(clock, sleeps, 40);
-    const r = gw.check('k', limit); // 10 ms early: waits, then leases
-    await run(clock, sleeps, 12);
+    await run(clock, sleeps, 60);
+    const r = gw.check('k', limit); // 15 ms early: asks, waits, then leases
+    await run(clock, sleeps, 16);
+    expect((await r).allowed).toBe(true);
+  });
+
+  test('a rate at or above N with no token to spare in a slot window (under 10 per window) is counted exactly too', async () => {
+    const clock = new ManualClock(T0);
+    const counter = new MemoryLeaseCounter(clock);
+    const sleeps = new ClockSleeps(clock);
+    const gw = new DrlLimiter({ clock, counter, peers: () => 1, sleep: sleeps.sleep });
+    const six = { rate: 6, per: 1 };
+    for (let i = 0; i < 6; i++) expect(sync(gw.check('k', six)).allowed).toBe(true);
+    // one lease per request (none ahead), each recorded 25 ms ahead in the bucket's first window here
+    expect(gw.calls_made).toBe(6);
+    // ten per window: a slot window, whose wide window spares a token (overOf(10, 1) = 1)
+    const ten = { rate: 10, per: 1 };
+    for (let i = 0; i < 10; i++) expect(sync(gw.check('t', ten)).allowed).toBe(true);
+    await run(clock, sleeps, 1000);
+    // at 1,000 the slot window's spare admits one at once; the exact window's first grants free at 1,025
+    expect(sync(gw.check('t', ten)).allowed).toBe(true);
+    const r = gw.check('k', six);
+    expect(r).toBeInstanceOf(Promise);
+    await run(clock, sleeps, 24);
+    const early = await Promise.race([r, Promise.resolve(undefined)]);
+    expect(early).toBeUndefined();
+    await run(clock, sleeps, 2);
     expect((await r).allowed).toBe(true);
   });
 });
