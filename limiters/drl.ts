@@ -14,8 +14,9 @@
  * Bounds: every lease is counted in the counter's windows (any WINDOW_SLOTS slots hold at most rate + over,
  * `overOf`: what §3.2's margin spares) and its unspent tokens go back, so over any 3 × per span the
  * gateways admit at most 3 × (rate + over), plus the long share (rate / LONG_SHARE_DIVISOR), from the
- * first request (the counter starts empty: no free burst at start or restart). A dead gateway takes at
- * most its outstanding leases with it, counted until they leave the window.
+ * first request (the counter starts empty: no free burst at start or restart). A small rate with no token
+ * to spare there is counted in an exact window instead (EXACT_BELOW): at most 3 × rate + exactOverOf(rate).
+ * A dead gateway takes at most its outstanding leases with it, counted until they leave the window.
  *
  * Store unreachable: an even split over the last known peers (drl-even-split.ts), reported once through
  * `onFallback` and again when leases work again. Leased tokens still held are spent first. A request whose

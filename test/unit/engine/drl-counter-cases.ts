@@ -62,6 +62,23 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
     };
     const slot0 = Math.floor(T0 / SLOT);
 
+    /** A lease of 3 per `PER` in an exact window (slots of 1 ms, window = wide = per in ms), recorded `delay` ms ahead. */
+    const exact = (asked: number, at: number, delay?: number): Promise<LeaseAnswer> =>
+      Promise.resolve(
+        c.lease(bucket, {
+          asked,
+          rate: 3,
+          slotMs: 1,
+          now: T0 + at,
+          life: LEASE_SLOTS,
+          backSlot: 0,
+          back: 0,
+          window: PER * 1000,
+          wide: PER * 1000,
+          delay,
+        }),
+      );
+
     test('slot length: 40 slots cover the window, whole ms', () => {
       expect(slotMsOf(4)).toBe(100);
       expect(slotMsOf(1)).toBe(25);
@@ -96,20 +113,6 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
     });
 
     test('an exact window (slots of 1 ms, window = wide = per in ms): a grant counts for exactly per', async () => {
-      const exact = (asked: number, at: number): Promise<LeaseAnswer> =>
-        Promise.resolve(
-          c.lease(bucket, {
-            asked,
-            rate: 3,
-            slotMs: 1,
-            now: T0 + at,
-            life: LEASE_SLOTS,
-            backSlot: 0,
-            back: 0,
-            window: PER * 1000,
-            wide: PER * 1000,
-          }),
-        );
       expect(await exact(2, 7)).toEqual({ granted: 2, left: 1, nextFreeMs: 0, slot: T0 + 7 });
       expect(await exact(2, 1500)).toEqual({ granted: 1, left: 0, nextFreeMs: 2507, slot: T0 + 1500 });
       expect(await exact(1, 4006)).toEqual({ granted: 0, left: 0, nextFreeMs: 1, slot: T0 + 4006 });
@@ -119,21 +122,6 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
     });
 
     test('a delayed grant is recorded ahead: counted from now all the same, freed that much later', async () => {
-      const exact = (asked: number, at: number, delay?: number): Promise<LeaseAnswer> =>
-        Promise.resolve(
-          c.lease(bucket, {
-            asked,
-            rate: 3,
-            slotMs: 1,
-            now: T0 + at,
-            life: LEASE_SLOTS,
-            backSlot: 0,
-            back: 0,
-            window: PER * 1000,
-            wide: PER * 1000,
-            delay,
-          }),
-        );
       expect(await exact(2, 0, 100)).toEqual({ granted: 2, left: 1, nextFreeMs: 0, slot: T0 + 100 });
       // counted at once (the window holds 2 of 3), though recorded 100 ms ahead
       expect(await exact(2, 1)).toEqual({ granted: 1, left: 0, nextFreeMs: 4000, slot: T0 + 1 });
