@@ -73,21 +73,27 @@ export const LONG_LEASE_MAX_MS = 10_000;
  */
 export const EXACT_BELOW = 20;
 /**
- * In an exact window, a request that finds the window spent waits for the next token when it frees within
- * this many slots of per/40, and asks once more: a demand paced exactly at the rate (a client, or gateways
- * in step) arrives a hair before its token frees as often as after it, and a bucket's first grants on a
- * gateway free COLD_DELAY_SLOTS late.
+ * An exact window's cushion (ms): a slot of per / 40, at most this. Its wide window is `per` and a cushion
+ * (where the rate spares a token in it, exactOverOf), and a bucket's first grants on a gateway are recorded
+ * a cushion ahead. An exact window counts what the gateway admits where it decides; measured at the
+ * upstream, admissions arrive a few ms late and unevenly (timers, round trips, the proxy), a gateway's first
+ * ones of a bucket 20–40 ms late (a new upstream connection, code not yet compiled), and a token used again
+ * exactly `per` after each would put a fourth use in a span of 3 × per. Timing jitter does not grow with
+ * `per`, so neither does the cushion past this.
  */
-export const HOLD_SLOTS = 2;
+export const CUSHION_MAX_MS = 50;
 /**
- * An exact window counts what the gateway admits where it decides. Measured at the upstream, a gateway's
- * first admissions of a bucket arrive late (a new upstream connection, code not yet compiled: 20–40 ms
- * seen), and a token used again exactly `per` after each would put a fourth use in a span of 3 × per. So for
- * a bucket's first window on a gateway the counter records its grants this many slots of per/40 ahead:
- * counted from the grant all the same, freed that much later. A demand paced at the rate waits for them once
- * (within the hold) and keeps that pace, no drift: later grants are exact.
+ * In an exact window, a request that finds the window spent waits for the next token when it frees within
+ * this many cushions of its arrival, and asks once more: a demand paced exactly at the rate (a client, or
+ * gateways in step) arrives a hair before its token frees as often as after it, and a burst that comes
+ * back about `per` later finds its tokens freeing a cushion apart (the wide window's one spare token each).
  */
-export const COLD_DELAY_SLOTS = 1;
+export const HOLD_CUSHIONS = 4;
+
+/** An exact window's cushion (ms) for a window of `perMs`. */
+function cushionMs(perMs: number): number {
+  return Math.min(slotMsOf(perMs / 1000), CUSHION_MAX_MS);
+}
 
 /**
  * One bucket's leases on this gateway: two lots (older, newer) of tokens with the slot that granted them.
@@ -122,7 +128,7 @@ class Lease {
   readonly slotMs: number;
   /** How long a lot may be spent after its slot began: LEASE_SLOTS slots of per / 40. */
   readonly lifeMs: number;
-  /** In an exact window, grants until then are recorded COLD_DELAY_SLOTS ahead (the bucket's first window here). */
+  /** In an exact window, grants until then are recorded a cushion ahead (the bucket's first window here). */
   readonly coldUntil: number;
 
   /** `wideMs`: an exact window's wide window (exactWideMs), 0 for a slot window. */
@@ -161,13 +167,10 @@ function windowsOf(b: Lease): { window?: number; wide?: number } {
   return { window: Math.ceil(b.perMs), wide: b.wideMs };
 }
 
-/**
- * An exact window's wide window (ms): per and one slot of per / 40 where the rate can spare a token in it
- * (EXACT_OVER), else per.
- */
+/** An exact window's wide window (ms): per and a cushion where the rate can spare a token in it (exactOverOf), else per. */
 function exactWideMs(rate: number, perMs: number): number {
   const n = Math.ceil(perMs);
-  return exactOverOf(rate) > 0 ? n + slotMsOf(perMs / 1000) : n;
+  return exactOverOf(rate) > 0 ? n + cushionMs(perMs) : n;
 }
 
 /** A call that only gives back what a bucket owes (asks for nothing). */
@@ -202,6 +205,8 @@ const timerSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(
 export class DrlLimiter implements Limiter {
   readonly name = 'drl';
   private readonly leases = new Map<string, Lease>();
+  /** The holds in flight (a request waiting on one is not retrying a lease that expired). */
+  private readonly holding = new WeakSet<Promise<void>>();
   private readonly even: EvenSplitLimiter;
   private readonly counter: LeaseCounter;
   private readonly clock: Clock;
@@ -333,7 +338,7 @@ export class DrlLimiter implements Limiter {
   /** No local token: the even split while the store is unreachable, a local refusal while the window is spent, else a lease. */
   private noToken(b: Lease, bucket: string, limit: LimitSpec, rate: number, now: number): MaybePromise<LimitResult> {
     if (now < this.fallbackUntil) return this.even.check(bucket, limit);
-    const until = b.exact ? now + HOLD_SLOTS * b.step : 0;
+    const until = b.exact ? now + HOLD_CUSHIONS * cushionMs(b.perMs) : 0;
     if (now < b.pollAt) {
       // the window is spent; in an exact window a request whose token frees within the hold waits for it
       if (b.pollAt !== b.retryAt || b.pollAt > until) return this.refusal(b, rate, now);
@@ -378,7 +383,9 @@ export class DrlLimiter implements Limiter {
       if (now < b.pollAt) return this.refusal(b, rate, now);
       // the window has room but three leases expired on their way (a store slower than a lease lives): for this
       // request the store is as good as unreachable, so the even split answers (as during an outage)
-      if (attempt >= 2) return this.even.check(bucket, limit);
+      // (a hold is a wait for a token that frees, not a lease that expired)
+      if (attempt >= 2 && !(b.pending !== undefined && this.holding.has(b.pending)))
+        return this.even.check(bucket, limit);
       b.waiters++;
       const next = b.pending ?? this.lease(b, bucket, rate, now);
       if (next === undefined) {
@@ -415,9 +422,9 @@ export class DrlLimiter implements Limiter {
     let delay = 0;
     if (b.exact) {
       // an exact window: tokens for the requests waiting, none ahead (one would hold a token of a small rate)
-      asked = Math.max(1, b.waiters);
+      asked = Math.max(1, b.waiters - b.t1 - b.t2);
       b.refill = -1;
-      if (now < b.coldUntil) delay = COLD_DELAY_SLOTS * b.step;
+      if (now < b.coldUntil) delay = cushionMs(b.perMs);
     } else if (b.demand > 0 && b.demand * shortMs < LONG_BELOW && b.waiters <= 1) {
       // a short lease would expire before the next request: a long one lasts for the next few (the counter
       // grants it within its long share, else a short one)
@@ -446,12 +453,12 @@ export class DrlLimiter implements Limiter {
     return this.exchange(b, bucket, c, until);
   }
 
-  /** Whether a lease for waiting requests that brought nothing waits for the token the counter frees next, by `until`. */
+  /** Whether a lease for waiting requests that brought fewer tokens than they are waits for the token the counter frees next, by `until`. */
   private holds(b: Lease, c: LeaseCall, a: LeaseAnswer | Error, until: number): a is LeaseAnswer {
     return (
       !(a instanceof Error) &&
       c.asked > 0 &&
-      a.granted === 0 &&
+      a.granted < b.waiters &&
       a.left === 0 &&
       a.nextFreeMs > 0 &&
       c.now + a.nextFreeMs <= until &&
@@ -468,12 +475,29 @@ export class DrlLimiter implements Limiter {
   private hold(b: Lease, bucket: string, rate: number, at: number, until: number): Promise<void> {
     const h: Promise<void> = this.sleep(at - this.clock.now()).then(() => {
       if (b.pending === h) b.pending = undefined;
-      if (b.waiters === 0 || b.t1 > 0) return;
+      if (b.waiters <= b.t1 + b.t2) return;
       return this.lease(b, bucket, rate, Math.max(at, this.clock.now() - b.step), until);
     });
     b.pending = h;
+    this.holding.add(h);
     b.pollAt = 0; // requests arriving meanwhile wait with it (a burst that came a hair early)
     return h;
+  }
+
+  /**
+   * After a lease for waiting requests: a hold for those it brought no token (holds), which the call waits for
+   * only when it brought none — the requests it served go on, the others wait for the hold (b.pending).
+   */
+  private holdFor(
+    b: Lease,
+    bucket: string,
+    c: LeaseCall,
+    a: LeaseAnswer | Error,
+    until: number,
+  ): Promise<void> | undefined {
+    if (!this.holds(b, c, a, until)) return undefined;
+    const h = this.hold(b, bucket, c.rate, c.now + a.nextFreeMs, until);
+    return a.granted === 0 ? h : undefined;
   }
 
   private giveBack(b: Lease, bucket: string): void {
@@ -493,12 +517,12 @@ export class DrlLimiter implements Limiter {
     }
     if (!(r instanceof Promise)) {
       this.apply(b, bucket, c, r);
-      return this.holds(b, c, r, until) ? this.hold(b, bucket, c.rate, c.now + r.nextFreeMs, until) : undefined;
+      return this.holdFor(b, bucket, c, r, until);
     }
     const p: Promise<void> = r.then((a) => {
       if (b.pending === p) b.pending = undefined;
       this.apply(b, bucket, c, a);
-      if (this.holds(b, c, a, until)) return this.hold(b, bucket, c.rate, c.now + a.nextFreeMs, until);
+      return this.holdFor(b, bucket, c, a, until);
     });
     if (c.asked > 0) b.pending = p;
     return p;

@@ -243,6 +243,10 @@ describe('DRL leases: the bounds of SPEC.md §3.2 for every traffic shape', () =
       { rate: 6, per: 1, demand: [4, 4, 4], seconds: 12 },
     ],
 
+    ...[1010, 1020, 1050].map((every): [string, Shape] => [
+      `rate at or above N, under 10: bursts of the rate at once every ${every} ms (5 per 1 s, one gateway of 3)`,
+      { rate: 5, per: 1, demand: [5, 0, 0], seconds: 12, burstEvery: every },
+    ]),
     [
       'rate below N: 4 gateways, 3 in step at the rate (3 per 1 s, 1/s each)',
       { rate: 3, per: 1, demand: [1, 1, 1, 0], seconds: 12 },
@@ -464,7 +468,7 @@ describe('DRL leases: an exact window (rate below N)', () => {
     for (const p of [c, d]) void Promise.resolve(p).then((v) => v.allowed && times.push(clock.now() - T0));
     await run(clock, sleeps, 25); // 2,028
     expect(times.sort()).toEqual([2025, 2026]);
-    // nothing frees within the hold (2 slots of per / 40, 50 ms): refused at once
+    // nothing frees within the hold (4 cushions of 25 ms): refused at once
     expect(sync(g[1]!.check('k', limit)).allowed).toBe(false);
   });
 
