@@ -90,6 +90,9 @@ export const CUSHION_MAX_MS = 50;
  */
 export const HOLD_CUSHIONS = 4;
 
+/** A hold's lease is made as of when its token freed if the timer woke at most this late (ms), else this before now. */
+export const HOLD_LATE_MS = 5;
+
 /** An exact window's cushion (ms) for a window of `perMs`. */
 function cushionMs(perMs: number): number {
   return Math.min(slotMsOf(perMs / 1000), CUSHION_MAX_MS);
@@ -470,13 +473,14 @@ export class DrlLimiter implements Limiter {
    * Waits until the counter frees the next token, then asks once more for the requests still waiting (and
    * again while the next one frees by `until`: others may take the first). The lease is made as of the
    * moment the token frees, so a demand paced at the rate keeps its pace rather than drifting by a timer's
-   * lateness every window.
+   * lateness every window — by at most HOLD_LATE_MS: a grant recorded earlier than its admission uses up the
+   * cushion that keeps admissions measured late within the bound.
    */
   private hold(b: Lease, bucket: string, rate: number, at: number, until: number): Promise<void> {
     const h: Promise<void> = this.sleep(at - this.clock.now()).then(() => {
       if (b.pending === h) b.pending = undefined;
       if (b.waiters <= b.t1 + b.t2) return;
-      return this.lease(b, bucket, rate, Math.max(at, this.clock.now() - b.step), until);
+      return this.lease(b, bucket, rate, Math.max(at, this.clock.now() - HOLD_LATE_MS), until);
     });
     b.pending = h;
     this.holding.add(h);
