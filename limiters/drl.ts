@@ -74,12 +74,13 @@ export const LONG_LEASE_MAX_MS = 10_000;
 export const EXACT_BELOW = 20;
 /**
  * An exact window's cushion (ms): a slot of per / 40, at most this. Its wide window is `per` and a cushion
- * (where the rate spares a token in it, exactOverOf), and a bucket's first grants on a gateway are recorded
+ * (where the rate spares a token in it, exactOverOf), and a bucket's first lease on a gateway is recorded
  * a cushion ahead. An exact window counts what the gateway admits where it decides; measured at the
  * upstream, admissions arrive a few ms late and unevenly (timers, round trips, the proxy), a gateway's first
- * ones of a bucket 20–40 ms late (a new upstream connection, code not yet compiled), and a token used again
- * exactly `per` after each would put a fourth use in a span of 3 × per. Timing jitter does not grow with
- * `per`, so neither does the cushion past this.
+ * one of a bucket 20–40 ms late (a new upstream connection, code not yet compiled), and a token used again
+ * exactly `per` after each would put a fourth use in a span of 3 × per. Only the first lease: a demand paced
+ * at the rate keeps the cushion in the pace of that token's requests (it waits for it each time). Timing
+ * jitter does not grow with `per`, so neither does the cushion past this.
  */
 export const CUSHION_MAX_MS = 50;
 /**
@@ -131,8 +132,8 @@ class Lease {
   readonly slotMs: number;
   /** How long a lot may be spent after its slot began: LEASE_SLOTS slots of per / 40. */
   readonly lifeMs: number;
-  /** In an exact window, grants until then are recorded a cushion ahead (the bucket's first window here). */
-  readonly coldUntil: number;
+  /** In an exact window, until the bucket's first lease here: that lease is recorded a cushion ahead. */
+  cold: boolean;
 
   /** `wideMs`: an exact window's wide window (exactWideMs), 0 for a slot window. */
   constructor(
@@ -145,7 +146,7 @@ class Lease {
     this.lifeMs = LEASE_SLOTS * step;
     this.seenSince = now;
     this.lastSeen = now;
-    this.coldUntil = wideMs > 0 ? now + perMs : 0;
+    this.cold = wideMs > 0;
   }
 
   /** Counted in an exact window (slots of 1 ms, the window `per` long). */
@@ -427,7 +428,8 @@ export class DrlLimiter implements Limiter {
       // an exact window: tokens for the requests waiting, none ahead (one would hold a token of a small rate)
       asked = Math.max(1, b.waiters - b.t1 - b.t2);
       b.refill = -1;
-      if (now < b.coldUntil) delay = cushionMs(b.perMs);
+      if (b.cold) delay = cushionMs(b.perMs);
+      b.cold = false;
     } else if (b.demand > 0 && b.demand * shortMs < LONG_BELOW && b.waiters <= 1) {
       // a short lease would expire before the next request: a long one lasts for the next few (the counter
       // grants it within its long share, else a short one)

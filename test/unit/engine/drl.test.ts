@@ -476,17 +476,18 @@ describe('DRL leases: an exact window (rate below N)', () => {
     const clock = new ManualClock(T0);
     const { g, sleeps } = gateways(clock, 1);
     const gw = g[0]!;
-    expect(sync(gw.check('k', limit)).allowed).toBe(true);
-    expect(sync(gw.check('k', limit)).allowed).toBe(true); // both counted until 1,025
-    await run(clock, sleeps, 900);
-    expect(sync(gw.check('k', limit)).allowed).toBe(false); // asks: the first token frees in 125 ms
+    expect(sync(gw.check('k', limit)).allowed).toBe(true); // the first lease: counted until 1,025
+    expect(sync(gw.check('k', limit)).allowed).toBe(true); // counted until 1,000
+    await run(clock, sleeps, 800);
+    expect(sync(gw.check('k', limit)).allowed).toBe(false); // asks: the first token frees in 200 ms
     const calls = gw.calls_made;
     await run(clock, sleeps, 50);
-    expect(sync(gw.check('k', limit)).allowed).toBe(false); // 75 ms early: refused without a store call
+    expect(sync(gw.check('k', limit)).allowed).toBe(false); // refused without a store call until it asks again
     expect(gw.calls_made).toBe(calls);
-    await run(clock, sleeps, 60);
-    const r = gw.check('k', limit); // 15 ms early: asks, waits, then leases
-    await run(clock, sleeps, 16);
+    await run(clock, sleeps, 70);
+    const r = gw.check('k', limit); // 920: asks, the token frees in 80 ms, within the hold: waits
+    expect(r).toBeInstanceOf(Promise);
+    await run(clock, sleeps, 81);
     expect((await r).allowed).toBe(true);
   });
 
@@ -497,21 +498,20 @@ describe('DRL leases: an exact window (rate below N)', () => {
     const gw = new DrlLimiter({ clock, counter, peers: () => 1, sleep: sleeps.sleep });
     const six = { rate: 6, per: 1 };
     for (let i = 0; i < 6; i++) expect(sync(gw.check('k', six)).allowed).toBe(true);
-    // one lease per request (none ahead), each recorded 25 ms ahead in the bucket's first window here
+    // one lease per request (none ahead); the first recorded 25 ms ahead
     expect(gw.calls_made).toBe(6);
     // ten per window: a slot window, whose wide window spares a token (overOf(10, 1) = 1)
     const ten = { rate: 10, per: 1 };
     for (let i = 0; i < 10; i++) expect(sync(gw.check('t', ten)).allowed).toBe(true);
-    await run(clock, sleeps, 1000);
-    // at 1,000 the slot window's spare admits one at once; the exact window's first grants free at 1,025
-    expect(sync(gw.check('t', ten)).allowed).toBe(true);
+    await run(clock, sleeps, 999);
+    // a ms early: the exact window's request waits for the token that frees exactly per after its grant (a
+    // slot window with nothing to spare would hold it until 1,025)
     const r = gw.check('k', six);
     expect(r).toBeInstanceOf(Promise);
-    await run(clock, sleeps, 24);
-    const early = await Promise.race([r, Promise.resolve(undefined)]);
-    expect(early).toBeUndefined();
-    await run(clock, sleeps, 2);
+    await run(clock, sleeps, 1);
     expect((await r).allowed).toBe(true);
+    // at 1,000 the slot window's spare admits one at once
+    expect(sync(gw.check('t', ten)).allowed).toBe(true);
   });
 });
 
