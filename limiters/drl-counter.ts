@@ -114,8 +114,8 @@ export interface LeaseCall {
   wide?: number;
   /**
    * Record a short lease this many slots after the current one (absent = 0). It is counted from now all the
-   * same, so it only holds its tokens longer: an exact window's first grants make room for a first
-   * admission that reaches the upstream late (a cold connection and code path).
+   * same, so it only holds its tokens longer: a bucket's first lease on a gateway, in an exact window, makes
+   * room for a first admission that reaches the upstream late (a cold connection and code path).
    */
   delay?: number;
 }
