@@ -6,6 +6,7 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -46,18 +47,48 @@ async function ping(port: number): Promise<boolean> {
   }
 }
 
-/** Starts a redis-server on `port` (a fresh free port by default) with extra arguments. */
+/** Whether `port` can be bound on 127.0.0.1 now. */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** A free port whose cluster bus port (port + 10000, which a cluster node listens on too) is free as well. */
+async function freeClusterPort(): Promise<number> {
+  for (;;) {
+    const p = await freePort();
+    if (p + 10_000 <= 65_535 && (await bindable(p + 10_000))) return p;
+  }
+}
+
+/**
+ * Starts a redis-server on `port` (a fresh free port by default) with extra arguments. A server that exits
+ * before it answers (its port, or its cluster bus port, taken in the meantime by another process) is started
+ * again on other ports, twice at most, unless the port was given.
+ */
 export async function startNode(extra: string[] = [], port?: number, dir?: string): Promise<Node> {
-  const p = port ?? (await freePort());
-  const d = dir ?? mkdtempSync(join(tmpdir(), 'gw-node-'));
-  const bin = process.env.GW_REDIS_SERVER ?? 'redis-server';
-  const proc = spawn(
-    bin,
-    ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', d, ...extra],
-    { stdio: 'ignore', cwd: d },
-  );
-  await waitFor(() => ping(p), `redis-server on ${p}`);
-  return { port: p, proc, dir: d };
+  const cluster = extra.includes('--cluster-enabled');
+  for (let attempt = 0; ; attempt++) {
+    const p = port ?? (cluster ? await freeClusterPort() : await freePort());
+    const d = dir ?? mkdtempSync(join(tmpdir(), 'gw-node-'));
+    const bin = process.env.GW_REDIS_SERVER ?? 'redis-server';
+    const proc = spawn(
+      bin,
+      ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', d, ...extra],
+      { stdio: 'ignore', cwd: d },
+    );
+    const exited = (): boolean => proc.exitCode !== null || proc.signalCode !== null;
+    await waitFor(async () => exited() || (await ping(p)), `redis-server on ${p}`);
+    if (!exited()) return { port: p, proc, dir: d };
+    if (port !== undefined || attempt >= 2) throw new Error(`redis-server on ${p} exited (${proc.exitCode})`);
+    if (dir === undefined) rmSync(d, { recursive: true, force: true });
+    // a cluster node may have written its config (its id, its ports) before it failed to bind
+    const conf = extra[extra.indexOf('--cluster-config-file') + 1];
+    if (cluster && conf !== undefined && extra.includes('--cluster-config-file')) rmSync(conf, { force: true });
+  }
 }
 
 /** SIGKILL-free stop: SIGTERM and wait for the exit. `keepDir` to restart on the same port and dir. */
