@@ -466,8 +466,7 @@ export class DrlLimiter implements Limiter {
       a.granted < b.waiters &&
       a.left === 0 &&
       a.nextFreeMs > 0 &&
-      c.now + a.nextFreeMs <= until &&
-      b.waiters > 0
+      c.now + a.nextFreeMs <= until
     );
   }
 

@@ -25,3 +25,12 @@ export async function freePort(): Promise<number> {
     }
   }
 }
+
+/** Whether `port` can be bound on 127.0.0.1 now. */
+export function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}

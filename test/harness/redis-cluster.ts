@@ -6,12 +6,11 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { freePort } from './ports.js';
+import { bindable, freePort } from './ports.js';
 
 const run = promisify(execFile);
 
@@ -47,15 +46,6 @@ async function ping(port: number): Promise<boolean> {
   }
 }
 
-/** Whether `port` can be bound on 127.0.0.1 now. */
-function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
-  });
-}
-
 /** A free port whose cluster bus port (port + 10000, which a cluster node listens on too) is free as well. */
 async function freeClusterPort(): Promise<number> {
   for (;;) {
@@ -86,8 +76,8 @@ export async function startNode(extra: string[] = [], port?: number, dir?: strin
     if (port !== undefined || attempt >= 2) throw new Error(`redis-server on ${p} exited (${proc.exitCode})`);
     if (dir === undefined) rmSync(d, { recursive: true, force: true });
     // a cluster node may have written its config (its id, its ports) before it failed to bind
-    const conf = extra[extra.indexOf('--cluster-config-file') + 1];
-    if (cluster && conf !== undefined && extra.includes('--cluster-config-file')) rmSync(conf, { force: true });
+    const conf = extra.indexOf('--cluster-config-file');
+    if (conf >= 0) rmSync(extra[conf + 1]!, { force: true });
   }
 }
 
