@@ -93,11 +93,16 @@ describe('gw sidecar processes of one group', () => {
         5000,
         'three DRL peers',
       );
-      // 30 per 60 s leased from one counter: 30 in total, not 10 per sidecar
+      // 30 per 60 s leased from one counter: the group's 30 in total (the DRL's bounds: at least 0.9 × rate,
+      // at most 1.1 × rate), not 30 per sidecar (45 of the 45 sent)
       const each = await Promise.all(sc.map((s) => admitted(s, '/a/x', 15)));
-      expect(each.reduce((a, b) => a + b, 0)).toBe(30);
-      // all the traffic on one sidecar (one client, one connection): the whole limit, not a third of it
-      expect(await admitted(sc[1]!, '/b/x', 40)).toBe(30);
+      const total = each.reduce((a, b) => a + b, 0);
+      expect(total).toBeGreaterThanOrEqual(27);
+      expect(total).toBeLessThanOrEqual(33);
+      // all the traffic on one sidecar (one client, one connection): the whole limit, not a third of it (10)
+      const one = await admitted(sc[1]!, '/b/x', 40);
+      expect(one).toBeGreaterThanOrEqual(27);
+      expect(one).toBeLessThanOrEqual(33);
       expect(await sc[2]!.stop()).toBe(0); // graceful: deregisters from the group
       await eventually(
         async () => (await Promise.all(sc.slice(0, 2).map(metricsText))).every((t) => gauge(t, 'gw_drl_peers') === 2),
@@ -120,7 +125,10 @@ describe('gw sidecar processes of one group', () => {
     try {
       await new Promise((r) => setTimeout(r, 1000)); // five heartbeat periods
       expect((await Promise.all(sc.map(metricsText))).map((t) => gauge(t, 'gw_drl_peers'))).toEqual([1, 1]);
-      expect(await admitted(sc[0]!, '/c/x', 25)).toBe(20); // the whole 20 per 60 s: no split with the other namespace
+      // the whole 20 per 60 s within the DRL's bounds (18–22): no split with the other namespace (10)
+      const alone = await admitted(sc[0]!, '/c/x', 25);
+      expect(alone).toBeGreaterThanOrEqual(18);
+      expect(alone).toBeLessThanOrEqual(22);
     } finally {
       await Promise.all(sc.map((s) => s.stop()));
     }
