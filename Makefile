@@ -16,10 +16,15 @@ deps: node_modules/.stamp
 # tsc compiles the TypeScript; the Lua scripts the limiters load at start are copied beside their modules.
 LUA_COPY := find cli lib contract compiler limiters operator facade webhook standalone sidecar streams -name '*.lua' -exec install -D -m 644 {} dist/{} \;
 
+# The git commit the build comes from, for `gw version`, /healthz and gw_build_info (lib/build-info.ts):
+# written only when git answers (a tarball or an image build has no checkout, and builds without it).
+BUILD_INFO := commit=$$(git rev-parse HEAD 2>/dev/null) && printf '{"commit":"%s"}\n' "$$commit" > dist/build-info.json || true
+
 build: deps
 	rm -rf dist
 	npx tsc -p tsconfig.json
 	$(LUA_COPY)
+	@$(BUILD_INFO)
 
 # Regenerate crds/*.yaml from the zod schemas (and the chart's copy, which a test keeps identical).
 crds: build

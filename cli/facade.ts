@@ -1,6 +1,7 @@
 /** `gw facade`: the management endpoints over the custom resources of a cluster. */
 import { errorBody } from '../lib/http/http-util.js';
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { registerBuildInfo } from '../lib/build-info-metric.js';
 import { createFacadeServer } from '../facade/server.js';
 import { KubeBackend } from '../facade/backend-kube.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
@@ -126,6 +127,7 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  registerBuildInfo(registry);
   // ready while the API server (the facade's store: every route reads or writes custom resources)
   // answers; probed every 5 s. Redis only feeds live quota values: GET /gw/keys falls back to the stored
   // ones without it, so it does not make the facade unready.

@@ -6,10 +6,12 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { ControllerFlags } from './controller.js';
 import type { FacadeFlags } from './facade.js';
 import type { SidecarFlags } from './sidecar.js';
+import type { ValidateFlags } from './validate.js';
 import type { WebhookFlags } from './webhook.js';
 // The injection defaults have one home (inject.ts, no runtime imports, cheap to load).
 import { defaultInjectOptions as D } from '../webhook/inject.js';
 import { parseHostPort } from '../lib/serve.js';
+import { buildInfo, formatBuildInfo } from '../lib/build-info.js';
 
 function fail(message: string): never {
   process.stderr.write(`gw: ${message}\n`);
@@ -62,7 +64,16 @@ const env = (flag: string, envName: string, description: string, def?: string): 
 
 const program = new Command('gw')
   .description('gw: a Kubernetes-native API gateway that rate-limits traffic')
-  .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  .configureOutput({ writeErr: (s) => process.stderr.write(s) })
+  .version(formatBuildInfo().trimEnd(), '-V, --version', 'print the version, the Node.js version and the git commit');
+
+program
+  .command('version')
+  .description('The package version, the Node.js version and the git commit of the build (when built from a checkout)')
+  .addOption(new Option('--output <format>', 'text or json').choices(['text', 'json']).default('text'))
+  .action((opts: { output: 'text' | 'json' }) => {
+    process.stdout.write(opts.output === 'json' ? `${JSON.stringify(buildInfo())}\n` : formatBuildInfo());
+  });
 
 program
   .command('standalone')
@@ -167,9 +178,43 @@ program
     import('./sidecar.js').then((m) => m.runSidecar(opts)).catch((e: unknown) => fail((e as Error).message)),
   );
 
+// Manifests checked offline (docs/standalone.md, "Checking manifests before they are applied"): exit 0
+// valid, 1 errors, 2 usage — commander's own usage errors (unknown flag, bad --output) included.
+program
+  .command('validate')
+  .description('Check manifests (files, directories, - for stdin) with the checks the controller and standalone apply')
+  .argument('[paths...]', 'manifest files and directories (- reads stdin)')
+  .addOption(
+    new Option('-f, --filename <path>', 'a file, a directory, or - for stdin (repeatable)').argParser(
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    ),
+  )
+  .addOption(new Option('--strict', 'a reference to something the input does not have is an error, not a warning'))
+  .addOption(
+    new Option('--output <format>', 'text or json (one JSON object per problem and line)')
+      .choices(['text', 'json'])
+      .default('text'),
+  )
+  .exitOverride((e) => {
+    if (e.exitCode !== 0) process.exit(2);
+  })
+  .action((paths: string[], opts: ValidateFlags) =>
+    import('./validate.js')
+      .then((m) => {
+        try {
+          process.exitCode = m.runValidate(paths, opts);
+        } catch (e) {
+          if (!(e instanceof m.UsageError)) throw e;
+          process.stderr.write(`gw validate: ${e.message}\n`);
+          process.exitCode = m.ValidateExit.USAGE;
+        }
+      })
+      .catch((e: unknown) => fail((e as Error).message)),
+  );
+
 // Clients of the facade for CI pipelines: gw keys|oauth|proxy (docs/facade.md, exit-code table).
 // A server command does not load the client commands: less code held by every sidecar.
-const SERVER_COMMANDS = new Set(['standalone', 'controller', 'facade', 'sidecar', 'webhook']);
+const SERVER_COMMANDS = new Set(['standalone', 'controller', 'facade', 'sidecar', 'webhook', 'validate', 'version']);
 if (!SERVER_COMMANDS.has(process.argv[2] ?? '')) (await import('./client/index.js')).registerClientCommands(program);
 
 program

@@ -3,7 +3,7 @@
  * without the secret, the secret as its SHA-256 only, the resource's uid. The operator writes it to
  * Redis; standalone keeps it in memory. dcr_registration.access_token is a credential too and is left out.
  */
-import type { OAuthClient } from '../crds/kinds.js';
+import { secretValue, type OAuthClient, type Secret } from '../crds/kinds.js';
 import { sha256hex } from '../lib/hash.js';
 import type { ClientRecord } from '../contract/oauth/clients.js';
 
@@ -26,4 +26,28 @@ export function clientRecordOf(c: OAuthClient, secret: string): ClientRecord {
       : {}),
     secret_hash: sha256hex(secret),
   };
+}
+
+export type MissingClientReference = [reason: 'ApiNotFound' | 'PolicyNotFound' | 'SecretNotFound', message: string];
+
+/**
+ * What an OAuthClient needs that does not exist, every one named (the reason of its Ready condition is
+ * the first one's): its API, its policy when it names one, its Secret holding the named key. The
+ * operator (reconcile-client.ts) and `gw validate` pass how they know what exists.
+ */
+export function missingClientReferences(
+  c: OAuthClient,
+  hasApi: (apiId: string) => boolean,
+  hasPolicy: (name: string) => boolean,
+  secret: Secret | undefined,
+): MissingClientReference[] {
+  const ns = c.metadata.namespace;
+  const ref = c.spec.secretRef;
+  const missing: MissingClientReference[] = [];
+  if (!hasApi(c.spec.api_id)) missing.push(['ApiNotFound', `API ${c.spec.api_id} not found in namespace ${ns}`]);
+  if (c.spec.policy_id && !hasPolicy(c.spec.policy_id))
+    missing.push(['PolicyNotFound', `policy ${c.spec.policy_id} not found in namespace ${ns}`]);
+  if (!(secret && secretValue(secret, ref.key)))
+    missing.push(['SecretNotFound', `Secret ${ns}/${ref.name} with key ${JSON.stringify(ref.key)} not found`]);
+  return missing;
 }

@@ -247,7 +247,22 @@ export const facadeOpenApi: Json = {
         required: ['active'],
         additionalProperties: false,
       },
-      Health: { type: 'object', properties: { status: str }, required: ['status'], additionalProperties: false },
+      Health: {
+        type: 'object',
+        properties: {
+          status: str,
+          build: {
+            type: 'object',
+            description:
+              '/healthz only: the package version, the Node.js version, the git commit when built from a checkout',
+            properties: { version: str, node: str, commit: str },
+            required: ['version', 'node'],
+            additionalProperties: false,
+          },
+        },
+        required: ['status'],
+        additionalProperties: false,
+      },
     },
   },
   paths: {

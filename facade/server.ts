@@ -3,6 +3,7 @@
  * through a ResourceBackend so one facade serves `gw standalone` (manifests directory) and `gw facade`
  * (custom resources). Logs name the route template, never the raw path (a keyID is a raw key).
  */
+import { buildInfo } from '../lib/build-info.js';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Agent } from '../lib/http/undici.js';
 import type { Logger } from '../lib/logger.js';
@@ -126,7 +127,7 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
     if ((path === '/healthz' || path === '/readyz') && method !== 'GET' && method !== 'HEAD')
       throw new HttpError(405, `method ${method} not allowed on ${path}`, { allow: 'GET, HEAD' });
     if (path === '/healthz') {
-      sendJson(res, 200, { status: 'ok' });
+      sendJson(res, 200, { status: 'ok', build: buildInfo() });
       return path;
     }
     if (path === '/readyz') {

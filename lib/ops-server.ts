@@ -2,6 +2,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import { answerClientErrorsWithJson } from './http/client-error.js';
+import { buildInfo } from './build-info.js';
 const { createServer } = process.getBuiltinModule('node:http');
 
 /** A JSON answer with its length (the ops endpoints, the webhook). */
@@ -13,7 +14,9 @@ export function json(res: ServerResponse, status: number, body: unknown): void {
 
 /**
  * A process's probes: `ready` answers /readyz; `health` adds to /healthz's body what a process reports
- * without failing its liveness (a gateway's shared store: its readiness never depends on it).
+ * without failing its liveness (a gateway's shared store: its readiness never depends on it). The body
+ * also names the build (lib/build-info.ts); only these operational listeners say it, never the gateway's
+ * public one (a version is a hint to an attacker).
  */
 export type Probes = (() => boolean) | { ready: () => boolean; health?: () => Record<string, unknown> };
 
@@ -31,7 +34,7 @@ export function handleOps(req: IncomingMessage, res: ServerResponse, registry: R
   }
   const { ready, health } = probesOf(probes);
   if (path === '/healthz') {
-    json(res, 200, { status: 'ok', ...health?.() });
+    json(res, 200, { status: 'ok', build: buildInfo(), ...health?.() });
     return true;
   }
   if (path === '/readyz') {

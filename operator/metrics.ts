@@ -1,5 +1,6 @@
 /** The controller's Prometheus metrics (its own registry; served at --metrics-listen /metrics). */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { registerBuildInfo } from '../lib/build-info-metric.js';
 
 export class OperatorMetrics {
   readonly registry = new Registry();
@@ -96,5 +97,6 @@ export class OperatorMetrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'gw_controller_' });
+    registerBuildInfo(this.registry);
   }
 }

@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { OAuthClientResource, secretValue } from '../crds/kinds.js';
-import { clientRecordOf } from '../compiler/client-records.js';
+import { clientRecordOf, missingClientReferences } from '../compiler/client-records.js';
 import {
   CLIENT_CHANNEL,
   CLIENT_PREFIX,
@@ -32,7 +32,7 @@ import {
   type OperatorContext,
 } from './context.js';
 import type { KubeObject } from '../lib/kube/informer.js';
-import { notReady, notReadyAll, ok, type Reason } from './status.js';
+import { notReady, notReadyAll, ok } from './status.js';
 
 export const CLIENT_FINALIZER = 'gw.io/client-cleanup';
 export { CLIENT_CHANNEL, CLIENT_PREFIX, clientRecordKey, readClientRecord, verifyClientSecret };
@@ -77,17 +77,14 @@ export async function reconcileClient(ctx: OperatorContext, ns: string, name: st
   const secretObj = await referencedSecret(ctx, ns, c.spec.secretRef.name);
   const secret = secretObj && secretValue(secretObj, c.spec.secretRef.key);
   // every missing reference is named (the reason is the first one's)
-  const missing: [Reason, string][] = [];
-  if (!ctx.apiIds.has(ns, c.spec.api_id))
-    missing.push(['ApiNotFound', `API ${c.spec.api_id} not found in namespace ${ns}`]);
-  if (c.spec.policy_id && !ctx.informers.policies.get(ns, c.spec.policy_id))
-    missing.push(['PolicyNotFound', `policy ${c.spec.policy_id} not found in namespace ${ns}`]);
-  if (!secret)
-    missing.push([
-      'SecretNotFound',
-      `Secret ${ns}/${c.spec.secretRef.name} with key ${JSON.stringify(c.spec.secretRef.key)} not found`,
-    ]);
-  const problem = notReadyAll(missing);
+  const problem = notReadyAll(
+    missingClientReferences(
+      c,
+      (id) => ctx.apiIds.has(ns, id),
+      (p) => ctx.informers.policies.get(ns, p) !== undefined,
+      secretObj,
+    ),
+  );
 
   if (!ctx.redis)
     return void (await report(

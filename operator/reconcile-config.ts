@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { ApiDefinitionResource, API_VERSION, PolicyResource } from '../crds/kinds.js';
 import { compileConfig, servingApis } from '../compiler/compile-config.js';
 import { IncrementalCompiler } from '../compiler/incremental-config.js';
+import { missingPolicyApis } from '../compiler/key-references.js';
 import { CONFIG_MAP_NAME } from '../contract/config-schema.js';
 import { shardName } from '../contract/config-shards.js';
 import type { CompiledConfig } from '../contract/config.js';
@@ -231,15 +232,11 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
     const raw = policyRaw.get(p.metadata.name)!;
     const referenced = Object.keys(p.spec.access_rights ?? {});
     const present = referenced.filter((id) => apiIds.has(id)).sort();
-    const missing = referenced.filter((id) => !apiIds.has(id)).sort();
+    const missing = missingPolicyApis(p.spec.access_rights, ns, (id) => apiIds.has(id));
     const keys = (keysByPolicy.get(p.metadata.name) ?? []).sort();
     const extra = { apis: present, keys: keys.slice(0, POLICY_STATUS_KEYS), keyCount: keys.length };
     if (outcomes.has(raw)) continue;
-    if (missing.length)
-      outcomes.set(
-        raw,
-        notReady('ApiNotFound', `access_rights name API(s) not found in namespace ${ns}: ${missing.join(', ')}`, extra),
-      );
+    if (missing) outcomes.set(raw, notReady(missing[0], missing[1], extra));
     else outcomes.set(raw, ok(`applied to ${keys.length} key(s)`, extra));
   }
   // written by the ConfigStatus|ns key (config-status.ts): the next edit's ConfigMaps do not wait for them

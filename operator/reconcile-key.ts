@@ -43,7 +43,7 @@ import {
 } from './context.js';
 import type { KubeObject } from '../lib/kube/informer.js';
 import { codeOf, resourcePath } from '../lib/kube/api.js';
-import { missingKeyReferences } from '../compiler/key-references.js';
+import { inactivePolicyReference, missingKeyReferences } from '../compiler/key-references.js';
 import { notReady, notReadyAll, ok, type Outcome } from './status.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 
@@ -258,11 +258,8 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
     (a) => ctx.apiIds.has(ns, a),
   );
   // the gateway refuses a key that applies an inactive policy (fail closed): its Ready says so
-  if (inactive.length)
-    refs.unshift([
-      'PolicyInactive',
-      `policy inactive in namespace ${ns} (active: false; the key is refused): ${inactive.join(', ')}`,
-    ]);
+  const inactiveRef = inactivePolicyReference(ns, inactive);
+  if (inactiveRef) refs.unshift(inactiveRef);
   if (invalid.length)
     refs.unshift([
       'PolicyNotFound',

@@ -1,5 +1,6 @@
 /** Prometheus metrics of the gateway (prom-client). Labels carry api ids and scopes, never keys. */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { registerBuildInfo } from '../lib/build-info-metric.js';
 import { HotCounter, HotHistogram } from './hot-metrics.js';
 
 /** APIs that get their own `api` label value on the per-API series; later ones share API_OTHER. */
@@ -173,5 +174,6 @@ export class GatewayMetrics {
 
   constructor(defaults = true) {
     if (defaults) collectDefaultMetrics({ register: this.registry });
+    registerBuildInfo(this.registry);
   }
 }

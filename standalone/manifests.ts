@@ -5,7 +5,7 @@
 import { parseAllDocuments } from 'yaml';
 import { CORE_SCHEMA, loadAll } from 'js-yaml';
 import { RESOURCE_SCHEMAS, type AnyResource } from '../crds/kinds.js';
-import { firstLine, formatZodError } from '../lib/errors.js';
+import { firstLine, formatZodError, zodIssues, type FieldIssue } from '../lib/errors.js';
 import { isProblem, listManifests, type Listing } from '../lib/manifest-walk.js';
 import { facadeJson, readManifestFile } from '../lib/manifest-read.js';
 import { simpleYamlDocuments } from '../lib/simple-yaml.js';
@@ -16,6 +16,10 @@ export interface LoadError {
   /** The document in the file; absent when the whole path was refused (unreadable, a loop, too large…). */
   index?: number;
   message: string;
+  /** A document refused by its kind's schema: each issue (field path and rule), the first as the operator names it. */
+  issues?: FieldIssue[];
+  /** What the refused document says it is, where it says it (kind, metadata.namespace or `default`, metadata.name). */
+  doc?: DocumentId;
   /** The path is a directory that could not be listed (its files' previous versions are kept). */
   dir?: boolean;
 }
@@ -32,19 +36,43 @@ const VALIDATORS = Object.fromEntries(
   Object.entries(RESOURCE_SCHEMAS).map(([kind, schema]) => [kind, shapeValidator(schema)]),
 ) as { [K in keyof typeof RESOURCE_SCHEMAS]: ShapeValidator<AnyResource> };
 
+export interface DocumentId {
+  kind?: string;
+  namespace?: string;
+  name?: string;
+}
+
+/** The identity a document claims, as far as it states one in strings (a refused document's report names it). */
+export function documentId(doc: unknown): DocumentId | undefined {
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return undefined;
+  const { kind, metadata } = doc as { kind?: unknown; metadata?: unknown };
+  const meta = typeof metadata === 'object' && metadata !== null ? (metadata as Record<string, unknown>) : {};
+  const id: DocumentId = {};
+  if (typeof kind === 'string') id.kind = kind;
+  if (typeof meta.name === 'string') {
+    id.name = meta.name;
+    id.namespace = typeof meta.namespace === 'string' ? meta.namespace : 'default';
+  }
+  return id;
+}
+
 /** Validates one parsed document. */
-export function validateDocument(doc: unknown): { ok: true; resource: AnyResource } | { ok: false; message: string } {
+export function validateDocument(
+  doc: unknown,
+): { ok: true; resource: AnyResource } | { ok: false; message: string; issues: FieldIssue[] } {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
-    return { ok: false, message: '(root): must be an object' };
-  const kind = (doc as { kind?: unknown }).kind;
-  if (typeof kind !== 'string' || !(kind in RESOURCE_SCHEMAS)) {
     return {
       ok: false,
-      message: `kind: must be one of ${Object.keys(RESOURCE_SCHEMAS).join(', ')} (got ${JSON.stringify(kind)})`,
+      message: '(root): must be an object',
+      issues: [{ field: '(root)', message: 'must be an object' }],
     };
+  const kind = (doc as { kind?: unknown }).kind;
+  if (typeof kind !== 'string' || !(kind in RESOURCE_SCHEMAS)) {
+    const message = `must be one of ${Object.keys(RESOURCE_SCHEMAS).join(', ')} (got ${JSON.stringify(kind)})`;
+    return { ok: false, message: `kind: ${message}`, issues: [{ field: 'kind', message }] };
   }
   const parsed = VALIDATORS[kind as keyof typeof RESOURCE_SCHEMAS].safeParse(doc);
-  if (!parsed.success) return { ok: false, message: formatZodError(parsed.error) };
+  if (!parsed.success) return { ok: false, message: formatZodError(parsed.error), issues: zodIssues(parsed.error) };
   return { ok: true, resource: parsed.data as AnyResource };
 }
 
@@ -120,10 +148,14 @@ export function loadManifestText(text: string, file: string, into: LoadResult): 
     try {
       v = validateDocument(doc);
     } catch (e) {
-      v = { ok: false, message: `cannot validate: ${(e as Error).message}` }; // e.g. nesting deeper than the stack
+      const message = `cannot validate: ${(e as Error).message}`; // e.g. nesting deeper than the stack
+      v = { ok: false, message, issues: [{ field: '(root)', message }] };
     }
     if (v.ok) into.resources.push({ file, index, resource: v.resource });
-    else into.errors.push({ file, index, message: v.message });
+    else {
+      const id = documentId(doc);
+      into.errors.push({ file, index, message: v.message, issues: v.issues, ...(id ? { doc: id } : {}) });
+    }
   });
 }
 

@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from '../lib/logger.js';
 import { handleOps, json } from '../lib/ops-server.js';
+import { registerBuildInfo } from '../lib/build-info-metric.js';
 import {
   AdmissionReviewSchema,
   PodSchema,
@@ -69,6 +70,7 @@ export function review(
 export function createWebhookServer(o: WebhookServerOptions): { server: Server; close: () => void } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  registerBuildInfo(registry);
   const admissions = new Counter({
     name: 'gw_webhook_admissions_total',
     help: 'Pod admissions by outcome',

@@ -12,28 +12,7 @@ import { startEcho } from '../../scripts/echo-upstream.js';
 import { run } from '../helpers/chart-tools.js';
 import { eventually } from '../helpers/sidecar.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
-
-const apiYaml = (
-  name: string,
-  listen: string,
-  target: string,
-  o: { rate?: number; keyless?: boolean } = {},
-): string => `
-apiVersion: gw.io/v1alpha1
-kind: ApiDefinition
-metadata: {name: ${name}}
-spec:
-  use_keyless: ${o.keyless ?? true}
-  proxy: {listen_path: ${listen}, target_url: ${target}}
-  global_rate_limit: {rate: ${o.rate ?? 1000}, per: 60}
-`;
-
-/** "Billion laughs": 10 aliases per level, 10 levels. */
-const aliasBomb =
-  [
-    'a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]',
-    ...Array.from({ length: 9 }, (_, i) => `a${i + 1}: &a${i + 1} [${Array(10).fill(`*a${i}`).join(', ')}]`),
-  ].join('\n') + '\n';
+import { aliasBomb, apiYaml, writeRefusedManifests } from '../fixtures/refused-manifests.js';
 
 async function status(url: string, headers: Record<string, string> = {}): Promise<number> {
   const r = await request(url, { headers });
@@ -72,29 +51,14 @@ describe('gw standalone: a hostile directory at start-up', () => {
     mkdirSync(join(dir, 'loopdir'));
     symlinkSync('../loopdir', join(dir, 'loopdir', 'self'));
     writeFileSync(join(dir, 'loopdir', 'inner.yaml'), apiYaml('inner', '/inner/', echo.url));
-    writeFileSync(join(dir, 'bomb.yaml'), aliasBomb);
-    // over the 1 MiB limit per file: a valid manifest padded with a comment
-    writeFileSync(join(dir, 'huge.yaml'), apiYaml('huge', '/huge/', echo.url) + `# ${'x'.repeat(1024 * 1024)}\n`);
+    // an alias bomb, a file over 1 MiB, conflicts, a Secret without the named key (test/fixtures/refused-manifests.ts)
+    writeRefusedManifests(dir, echo.url);
     writeFileSync(join(dir, 'locked.yaml'), apiYaml('locked', '/locked/', echo.url));
     chmodSync(join(dir, 'locked.yaml'), 0o000);
     mkdirSync(join(dir, 'locked-dir'));
     writeFileSync(join(dir, 'locked-dir', 'hidden.yaml'), apiYaml('hidden', '/hidden/', echo.url));
     chmodSync(join(dir, 'locked-dir'), 0o000);
     await mkfifo(join(dir, 'pipe.yaml'));
-    // conflicts: the same ApiDefinition in two files; two APIs on one listen path
-    writeFileSync(join(dir, 'twin-a.yaml'), apiYaml('twin', '/twin-a/', echo.url));
-    writeFileSync(join(dir, 'twin-b.yaml'), apiYaml('twin', '/twin-b/', echo.url));
-    writeFileSync(join(dir, 'path-a.yaml'), apiYaml('path-a', '/shared/', echo.url));
-    writeFileSync(join(dir, 'path-b.yaml'), apiYaml('path-b', '/shared/', echo.url));
-    // keys: a Secret without the named key; a Secret that does not exist (generated, SPEC §2)
-    writeFileSync(join(dir, 'keyed.yaml'), apiYaml('keyed', '/keyed/', echo.url, { keyless: false }));
-    writeFileSync(
-      join(dir, 'otherkey.yaml'),
-      'apiVersion: v1\nkind: Secret\nmetadata: {name: otherkey}\nstringData: {notthekey: not-the-key-0123456789}\n',
-    );
-    const key = (name: string, secret: string): string =>
-      `apiVersion: gw.io/v1alpha1\nkind: AccessKey\nmetadata: {name: ${name}}\nspec: {secretRef: {name: ${secret}, key: key}, access_rights: {keyed: {api_id: keyed}}}\n`;
-    writeFileSync(join(dir, 'keys.yaml'), `${key('wrongkey', 'otherkey')}---\n${key('generated', 'absent')}`);
     gw = await startStandalone(dir, [], { GW_LOG_LEVEL: 'info' }, { permissions: true });
   });
   afterAll(async () => {

@@ -1,4 +1,5 @@
 /** The management facade over a real resources directory: OAuth clients, keys, errors, limits, persistence. */
+import { buildInfo } from '../../../lib/build-info.js';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
@@ -570,7 +571,8 @@ describe('HTTP errors', () => {
   });
 
   test('healthz / readyz', async () => {
-    expect((await f.call('GET', '/healthz')).body).toEqual({ status: 'ok' });
+    // the build it runs (lib/build-info.ts): version, Node.js, the commit of `make build`'s checkout
+    expect((await f.call('GET', '/healthz')).body).toEqual({ status: 'ok', build: buildInfo() });
     expect((await f.call('GET', '/readyz')).status).toBe(200);
   });
 });

@@ -1,0 +1,295 @@
+/**
+ * `gw validate`'s checks (docs/standalone.md, "Checking manifests before they are applied"): manifests
+ * read by standalone's reader (manifests.ts), then the checks the controller and standalone make once
+ * they hold the resources, each by the function they call — nothing here decides a rule of its own:
+ * - the kinds' zod schemas (validateDocument: fields, types, limit_by, enums, path patterns a linear-time
+ *   matcher refuses, bounds), each issue its own problem, the first the one the controller's Ready names;
+ * - compileConfig per namespace, as the controller compiles it (compile errors such as an OAS middleware
+ *   entry naming no operation; a listen path or api_id another ApiDefinition already has), then over every
+ *   namespace at once, as `gw standalone` serves them on one listener (a listen path two namespaces share:
+ *   a warning, as a cluster serves each namespace apart);
+ * - references within a namespace: a key's policies and access_rights APIs (missingKeyReferences), a
+ *   key's inactive policies (inactivePolicyReference), a Policy's access_rights APIs (missingPolicyApis),
+ *   an OAuthClient's API, policy and Secret (missingClientReferences), an AccessKey's Secret when it is in
+ *   the input (keyMaterial: a Secret without the named key; a Secret not there at all is generated);
+ * - two AccessKeys with one key (keysByHash: the first keeps it, the other is refused).
+ * A reference to something the input does not have may be in the cluster: a warning, an error with
+ * `strict`. A reference to something the input has but refused is already an error of its own.
+ */
+import type { AccessKey, AnyResource, ApiDefinition, OAuthClient, Policy } from '../crds/kinds.js';
+import { compileConfig, compiledOf, type CompileProblem } from '../compiler/compile-config.js';
+import { missingClientReferences } from '../compiler/client-records.js';
+import {
+  inactivePolicyReference,
+  missingKeyReferences,
+  missingPolicyApis,
+  type MissingReference,
+} from '../compiler/key-references.js';
+import { keyMaterial, keysByHash, sessionOf, snapshotSecrets } from '../compiler/key-sessions.js';
+import { findSecret, toSnapshot, type ResourceSnapshot } from '../compiler/snapshot.js';
+import { referenceIndex } from './references.js';
+import type { LoadResult } from './manifests.js';
+
+export type Severity = 'error' | 'warning';
+
+/** One problem: where (file, document, resource, field), which rule, what. */
+export interface Problem {
+  severity: Severity;
+  file: string;
+  /** The document in the file (absent: the whole file). */
+  document?: number;
+  kind?: string;
+  namespace?: string;
+  name?: string;
+  /** The field path (`spec.global_rate_limit.rate`), `(root)` for a document, `(file)` for a whole file. */
+  field: string;
+  /**
+   * The rule: `file` (unreadable, not a regular file, too large), `yaml`, `schema`, `compile`, `conflict`,
+   * `standalone-conflict`, `reference`, `secret`, `duplicate-key`, `duplicate-name`.
+   */
+  rule: string;
+  /** The reason of the controller's Ready condition for it (`InvalidSpec`, `ApiNotFound`…), when it writes one. */
+  reason?: string;
+  message: string;
+}
+
+interface Located {
+  file: string;
+  index: number;
+}
+
+/** The field a compile error names: compileApi's messages start with it (`spec.…: …`). */
+function splitField(message: string): { field: string; message: string } {
+  const i = message.indexOf(': ');
+  return i > 0 && message.startsWith('spec.')
+    ? { field: message.slice(0, i), message: message.slice(i + 2) }
+    : { field: 'spec', message };
+}
+
+/** The field two conflicting ApiDefinitions share: the listen path, else the api_id (compileConfig's two keys). */
+function conflictField(api: ApiDefinition, other: ApiDefinition): string {
+  const a = compiledOf(api);
+  const b = compiledOf(other);
+  const oas = api.spec.oas !== undefined;
+  if ('api' in a && 'api' in b && a.api.listenPath === b.api.listenPath)
+    return oas ? 'spec.oas.x-gw-api-gateway.server.listenPath.value' : 'spec.proxy.listen_path';
+  if (oas && api.spec.oas?.['x-gw-api-gateway'].info?.id !== undefined) return 'spec.oas.x-gw-api-gateway.info.id';
+  return api.spec.api_id !== undefined ? 'spec.api_id' : 'metadata.name';
+}
+
+/** The field a missing reference of an AccessKey is in. */
+function keyReferenceField(key: AccessKey, reason: MissingReference[0]): string {
+  if (reason === 'ApiNotFound') return 'spec.access_rights';
+  return key.spec.apply_policies?.length ? 'spec.apply_policies' : 'spec.apply_policy_id';
+}
+
+const CLIENT_FIELDS = {
+  ApiNotFound: 'spec.api_id',
+  PolicyNotFound: 'spec.policy_id',
+  SecretNotFound: 'spec.secretRef',
+};
+
+function byNamespace<T extends AnyResource>(list: readonly T[]): Map<string, T[]> {
+  const m = new Map<string, T[]>();
+  for (const r of list) {
+    const l = m.get(r.metadata.namespace);
+    if (l) l.push(r);
+    else m.set(r.metadata.namespace, [r]);
+  }
+  return m;
+}
+
+/** Every problem of a read (its refusals first, in read order), then of the resources it holds. */
+export function validateLoad(load: LoadResult, o: { strict?: boolean } = {}): Problem[] {
+  const problems: Problem[] = [];
+  for (const e of load.errors) {
+    const where = {
+      file: e.file,
+      ...(e.index !== undefined ? { document: e.index } : {}),
+      ...(e.doc?.kind !== undefined ? { kind: e.doc.kind } : {}),
+      ...(e.doc?.name !== undefined ? { namespace: e.doc.namespace!, name: e.doc.name } : {}),
+    };
+    if (e.issues)
+      for (const i of e.issues)
+        problems.push({ severity: 'error', ...where, ...i, rule: 'schema', reason: 'InvalidSpec' });
+    else
+      problems.push({
+        severity: 'error',
+        ...where,
+        field: e.index === undefined ? '(file)' : '(root)',
+        rule: /^invalid (YAML|JSON)/.test(e.message) ? 'yaml' : 'file',
+        message: e.message,
+      });
+  }
+  const at = new Map<AnyResource, Located>(load.resources.map((r) => [r.resource, r]));
+  problems.push(...validateResources(toSnapshot(load.resources.map((r) => r.resource)), at, o));
+  // in read order: by file, then document (a stable sort keeps each document's problems in check order)
+  const fileOrder = new Map(load.files.map((f, i) => [f, i]));
+  const rank = (p: Problem): number => fileOrder.get(p.file) ?? fileOrder.size;
+  return problems.sort((a, b) => rank(a) - rank(b) || (a.document ?? -1) - (b.document ?? -1));
+}
+
+function validateResources(
+  s: ResourceSnapshot,
+  at: ReadonlyMap<AnyResource, Located>,
+  o: { strict?: boolean },
+): Problem[] {
+  const problems: Problem[] = [];
+  const missing: Severity = o.strict ? 'error' : 'warning';
+  const add = (r: AnyResource, p: Omit<Problem, 'file' | 'kind' | 'namespace' | 'name'>): void => {
+    const loc = at.get(r);
+    problems.push({
+      file: loc?.file ?? '-',
+      ...(loc ? { document: loc.index } : {}),
+      kind: r.kind,
+      namespace: r.metadata.namespace,
+      name: r.metadata.name,
+      ...p,
+    });
+  };
+  const label = (r: AnyResource): string => {
+    const loc = at.get(r);
+    return `${r.kind} ${r.metadata.namespace}/${r.metadata.name}${loc ? ` (${loc.file})` : ''}`;
+  };
+
+  // the same kind/namespace/name twice: the later apply replaces the earlier one
+  const seen = new Map<string, AnyResource>();
+  for (const r of [...s.apis, ...s.policies, ...s.keys, ...s.clients, ...s.secrets]) {
+    const id = `${r.kind}/${r.metadata.namespace}/${r.metadata.name}`;
+    const first = seen.get(id);
+    if (!first) seen.set(id, r);
+    else
+      add(r, {
+        severity: 'warning',
+        field: 'metadata.name',
+        rule: 'duplicate-name',
+        message: `${label(first)} has the same kind, namespace and name: applied after it, this one replaces it`,
+      });
+  }
+
+  // compiled per namespace, as the controller does; what it refuses, then what standalone also refuses
+  const compileRefusal = (p: CompileProblem, severity: Severity, rule: string, note = ''): void => {
+    const api = p.resource as ApiDefinition;
+    if (p.conflictsWith)
+      add(api, {
+        severity,
+        field: conflictField(api, p.conflictsWith),
+        rule,
+        reason: 'InvalidSpec',
+        message: `${p.message.replace(/^conflicts with ApiDefinition \S+/, `conflicts with ${label(p.conflictsWith)}`)}${note}`,
+      });
+    else add(api, { severity, ...splitField(p.message), rule: 'compile', reason: 'InvalidSpec' });
+  };
+  const apisByNs = byNamespace(s.apis);
+  const policiesByNs = byNamespace(s.policies);
+  const servedIds = new Map<string, Set<string>>();
+  const refused = new Set<AnyResource>();
+  for (const ns of new Set([...apisByNs.keys(), ...policiesByNs.keys()])) {
+    const { config, problems: ps } = compileConfig(apisByNs.get(ns) ?? [], policiesByNs.get(ns) ?? []);
+    servedIds.set(ns, new Set(config.apis.map((a) => a.api_id)));
+    for (const p of ps) {
+      refused.add(p.resource);
+      compileRefusal(p, 'error', 'conflict');
+    }
+  }
+  if (apisByNs.size > 1)
+    for (const p of compileConfig(s.apis, s.policies).problems)
+      if (!refused.has(p.resource))
+        compileRefusal(
+          p,
+          'warning',
+          'standalone-conflict',
+          ' in gw standalone, which serves every namespace on one listener (a cluster serves each namespace apart)',
+        );
+
+  // references
+  const index = referenceIndex(s);
+  const hasApi = (ns: string) => (id: string) => index.apis.has(`${ns}/${id}`);
+  const hasPolicy = (ns: string) => (name: string) => index.policies.has(`${ns}/${name}`);
+  const policyOf = new Map(s.policies.map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p] as const));
+  for (const p of s.policies as Policy[]) {
+    const ns = p.metadata.namespace;
+    const m = missingPolicyApis(p.spec.access_rights, ns, (id) => servedIds.get(ns)?.has(id) ?? false);
+    if (m)
+      add(p, {
+        // an API of the input that is refused is not served either: the input's own error
+        severity: Object.keys(p.spec.access_rights ?? {}).some((id) => !hasApi(ns)(id)) ? missing : 'error',
+        field: 'spec.access_rights',
+        rule: 'reference',
+        reason: m[0],
+        message: m[1],
+      });
+  }
+  const secrets = snapshotSecrets(s);
+  for (const key of s.keys) {
+    const ns = key.metadata.namespace;
+    const session = sessionOf(key).session;
+    for (const [reason, message] of missingKeyReferences(session, ns, hasPolicy(ns), hasApi(ns)))
+      add(key, { severity: missing, field: keyReferenceField(key, reason), rule: 'reference', reason, message });
+    const inactive = (session.apply_policies ?? []).filter((n) => policyOf.get(`${ns}/${n}`)?.spec.active === false);
+    const i = inactivePolicyReference(ns, inactive);
+    if (i)
+      add(key, {
+        severity: 'warning',
+        field: keyReferenceField(key, i[0]),
+        rule: 'reference',
+        reason: i[0],
+        message: i[1],
+      });
+    // a Secret that does not exist is generated (controller and standalone); one without the key is refused
+    const ref = key.spec.secretRef;
+    if (ref && findSecret(s, ns, ref.name)) {
+      const m = keyMaterial(key, secrets);
+      if (!m.ok)
+        add(key, {
+          severity: 'error',
+          field: 'spec.secretRef.key',
+          rule: 'secret',
+          reason: m.reason,
+          message: m.message,
+        });
+    }
+  }
+  for (const c of s.clients as OAuthClient[]) {
+    const ns = c.metadata.namespace;
+    const secret = findSecret(s, ns, c.spec.secretRef.name);
+    for (const [reason, message] of missingClientReferences(c, hasApi(ns), hasPolicy(ns), secret))
+      add(c, {
+        // a Secret of the input without the named key: the input's own error
+        severity: reason === 'SecretNotFound' && secret ? 'error' : missing,
+        field: reason === 'SecretNotFound' && secret ? 'spec.secretRef.key' : CLIENT_FIELDS[reason],
+        rule: reason === 'SecretNotFound' ? 'secret' : 'reference',
+        reason,
+        message,
+      });
+  }
+
+  // one key, two AccessKeys (any namespace: a session is found by its key alone)
+  const owners = keysByHash(s);
+  for (const key of s.keys) {
+    const m = keyMaterial(key, secrets);
+    if (!m.ok) continue;
+    const owner = owners.get(m.keyHash);
+    if (owner && owner !== key)
+      add(key, {
+        severity: 'error',
+        field: key.spec.key_hash ? 'spec.key_hash' : 'spec.secretRef',
+        rule: 'duplicate-key',
+        reason: 'InvalidSpec',
+        message: `the same key is already used by ${label(owner)}`,
+      });
+  }
+  return problems;
+}
+
+/** `ApiDefinition default/petstore`, `(document 2)`, or what is known of it. */
+function documentLabel(p: Problem): string {
+  const doc = p.document !== undefined ? `[${p.document}]` : '';
+  const id = p.kind ? ` ${p.kind}${p.name !== undefined ? ` ${p.namespace}/${p.name}` : ''}` : '';
+  return `${p.file}${doc}${id}`;
+}
+
+/** One line: `error file[doc] Kind ns/name field: message (rule[, Reason])`. */
+export function formatProblem(p: Problem): string {
+  return `${p.severity} ${documentLabel(p)} ${p.field}: ${p.message} (${p.rule}${p.reason ? `, ${p.reason}` : ''})`;
+}

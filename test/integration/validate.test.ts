@@ -1,0 +1,387 @@
+/**
+ * `gw validate` (the real binary): the project's examples pass; every bad manifest the schema, operator and
+ * standalone suites use is refused naming the field (and the Ready reason) the controller's status names;
+ * stdin; a 10,000-manifest directory; the exit codes. And `gw version` / `gw --version`, with the same
+ * facts in a running gw's /healthz and its gw_build_info gauge.
+ */
+import { jest } from '@jest/globals';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { stringify } from 'yaml';
+import { RESOURCE_SCHEMAS } from '../../crds/kinds.js';
+import { firstIssue } from '../../operator/context.js';
+import { sha256hex } from '../../lib/hash.js';
+import { buildInfo } from '../../lib/build-info.js';
+import type { Problem } from '../../standalone/validate.js';
+import { bad } from '../fixtures/bad-manifests.js';
+import { apiYaml, writeRefusedManifests } from '../fixtures/refused-manifests.js';
+import { runGw, type Run } from '../helpers/gw-cli.js';
+import { cleanup, startStandalone, tempDir } from '../helpers/standalone.js';
+import { accessKey, apiDef, oauthClient, policy, secret } from './operator/helpers.js';
+
+jest.setTimeout(60_000);
+
+const gw = (args: string[], stdin?: string): Promise<Run> =>
+  runGw(args, { url: 'http://127.0.0.1:1', ...(stdin !== undefined ? { stdin } : {}) });
+
+/** `--output json`: one problem per line. */
+const problemsOf = (r: Run): Problem[] =>
+  r.stdout
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as Problem);
+
+const yamlDocs = (docs: unknown[]): string => docs.map((d) => stringify(d)).join('---\n');
+
+let dir: string;
+beforeAll(() => {
+  dir = tempDir('gw-validate-');
+});
+afterAll(() => cleanup(dir));
+
+describe('gw validate', () => {
+  test("the project's examples/ are valid: exit 0, no problem printed, the summary on stderr", async () => {
+    const r = await gw(['validate', 'examples']);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^gw validate: \d+ file\(s\), \d+ document\(s\): 0 error\(s\), 0 warning\(s\)\n$/);
+    expect(r.code).toBe(0);
+  });
+
+  test('stdin (-f -): the examples piped in are valid; a bad document on stdin is named as file "-"', async () => {
+    const text = readdirSync('examples')
+      .filter((f) => /\.ya?ml$/.test(f))
+      .map((f) => readFileSync(join('examples', f), 'utf8'))
+      .join('\n---\n');
+    const ok = await gw(['validate', '-f', '-'], text);
+    expect({ code: ok.code, stdout: ok.stdout }).toEqual({ code: 0, stdout: '' });
+    const bad1 = await gw(
+      ['validate', '--output', 'json', '-f', '-'],
+      yamlDocs([apiDef('neg', { proxy: { listen_path: '/neg/' }, global_rate_limit: { rate: -1, per: 1 } })]),
+    );
+    expect(bad1.code).toBe(1);
+    expect(problemsOf(bad1)).toEqual([
+      expect.objectContaining({
+        severity: 'error',
+        file: '-',
+        document: 0,
+        kind: 'ApiDefinition',
+        namespace: 'default',
+        name: 'neg',
+        field: 'spec.global_rate_limit.rate',
+        rule: 'schema',
+        reason: 'InvalidSpec',
+      }),
+    ]);
+  });
+
+  test("every document of the schema table (zod vs the API server) is refused naming the field the controller's Ready names", async () => {
+    const d = join(dir, 'schema');
+    mkdirSync(d);
+    bad.forEach(([, doc], i) => writeFileSync(join(d, `case-${String(i).padStart(3, '0')}.yaml`), stringify(doc)));
+    const r = await gw(['validate', '--output', 'json', d]);
+    expect(r.code).toBe(1);
+    const problems = problemsOf(r);
+    bad.forEach(([name, doc, zodNeedle], i) => {
+      const mine = problems.filter((p) => p.file === join(d, `case-${String(i).padStart(3, '0')}.yaml`));
+      const kind = (doc as { kind: keyof typeof RESOURCE_SCHEMAS }).kind;
+      const parsed = RESOURCE_SCHEMAS[kind].safeParse(doc);
+      // what reconcile-key/-config/-client write into Ready (InvalidSpec): the first issue, `field: message`
+      const status = parsed.success ? 'accepted' : firstIssue(parsed.error);
+      expect({ name, first: mine[0] && `${mine[0].field}: ${mine[0].message}`, rule: mine[0]?.rule }).toEqual({
+        name,
+        first: status,
+        rule: 'schema',
+      });
+      expect(mine.map((p) => `${p.field}: ${p.message}`).join('; ')).toContain(zodNeedle);
+    });
+  });
+
+  test("the operator suite's refusals and missing references: each named with the controller's Ready reason and its field", async () => {
+    const d = join(dir, 'operator');
+    mkdirSync(d);
+    const h = (s: string): string => sha256hex(s);
+    // test/integration/operator/operator.test.ts, as applied there (namespace default here)
+    writeFileSync(
+      join(d, 'apis.yaml'),
+      yamlDocs([
+        apiDef('petstore', {
+          api_id: 'pets',
+          proxy: { listen_path: '/pets/' },
+          global_rate_limit: { rate: 10, per: 1 },
+        }),
+        policy('gold', { rate: 100, per: 60, access_rights: { pets: {} } }),
+        apiDef('petstore-2', { api_id: 'pets2', proxy: { listen_path: '/pets/' } }),
+      ]),
+    );
+    writeFileSync(
+      join(d, 'refs.yaml'),
+      yamlDocs([
+        accessKey('kp', { key_hash: h('kp'), apply_policies: ['silver'] }),
+        accessKey('ka2', { key_hash: h('ka2'), access_rights: { ghost: {} } }),
+        oauthClient('c2', { api_id: 'pets', client_id: 'cid-2', secretRef: { name: 'client-2', key: 'secret' } }),
+        policy('bronze', { rate: 1, per: 1, access_rights: { ghost: {} } }),
+        accessKey('kboth', { key_hash: h('kboth'), apply_policies: ['silver'], access_rights: { ghost: {} } }),
+        oauthClient('c3', { api_id: 'ghost', client_id: 'cid-3', secretRef: { name: 'client-3', key: 'secret' } }),
+      ]),
+    );
+    writeFileSync(
+      join(d, 'keys.yaml'),
+      yamlDocs([
+        accessKey('dup-a', { key_hash: h('dup-key'), rate: 3, per: 1 }),
+        accessKey('dup-b', { key_hash: h('dup-key'), rate: 9, per: 1 }),
+        accessKey('edited', {
+          key_hash: h('edit-key'),
+          rate: 100,
+          per: 60,
+          is_inactive: true,
+          access_rights: { a: { allowed_urls: [{ url: '/only(', methods: ['GET'] }] } },
+        }),
+        policy('broken', {
+          rate: 5,
+          per: 1,
+          access_rights: { pets: { allowed_urls: [{ url: '(', methods: ['GET'] }] } },
+        }),
+        secret('rev', { renamed: 'revocable-key' }),
+        accessKey('krev', { secretRef: { name: 'rev', key: 'key' }, rate: 100, per: 60 }),
+        policy('sleepy', { rate: 5, per: 1, active: false }),
+        accessKey('ksleepy', { key_hash: h('ksleepy'), apply_policies: ['sleepy'] }),
+      ]),
+    );
+    const r = await gw(['validate', '--output', 'json', d]);
+    expect(r.code).toBe(1); // errors: the conflict, the duplicate key, the bad regexes, the Secret without its key
+    const ps = problemsOf(r);
+    const of = (name: string): Problem[] => ps.filter((p) => p.name === name);
+    const one = (name: string, reason: string): Problem => {
+      const found = of(name).filter((p) => p.reason === reason);
+      expect({ name, reason, n: found.length }).toEqual({ name, reason, n: 1 });
+      return found[0]!;
+    };
+    // the reasons and message parts operator.test.ts waits for in each Ready condition
+    expect(one('kp', 'PolicyNotFound')).toMatchObject({ severity: 'warning', field: 'spec.apply_policies' });
+    expect(one('kp', 'PolicyNotFound').message).toContain('silver');
+    expect(one('kboth', 'PolicyNotFound').message).toBe('policy not found in namespace default: silver');
+    expect(one('kboth', 'ApiNotFound').message).toBe('access_rights name API(s) not found in namespace default: ghost');
+    expect(one('ka2', 'ApiNotFound')).toMatchObject({ field: 'spec.access_rights', severity: 'warning' });
+    expect(one('c3', 'ApiNotFound')).toMatchObject({
+      field: 'spec.api_id',
+      message: 'API ghost not found in namespace default',
+    });
+    expect(one('c3', 'SecretNotFound').message).toContain('Secret default/client-3');
+    expect(one('c2', 'SecretNotFound')).toMatchObject({ field: 'spec.secretRef', severity: 'warning' });
+    expect(one('bronze', 'ApiNotFound')).toMatchObject({
+      field: 'spec.access_rights',
+      message: expect.stringContaining('ghost'),
+    });
+    expect(one('petstore-2', 'InvalidSpec')).toMatchObject({
+      severity: 'error',
+      field: 'spec.proxy.listen_path',
+      rule: 'conflict',
+      message: expect.stringContaining('conflicts with ApiDefinition default/petstore'),
+    });
+    expect(of('petstore')).toEqual([]);
+    expect(one('dup-b', 'InvalidSpec')).toMatchObject({
+      severity: 'error',
+      field: 'spec.key_hash',
+      rule: 'duplicate-key',
+    });
+    expect(one('dup-b', 'InvalidSpec').message).toContain('dup-a');
+    expect(of('dup-a')).toEqual([]);
+    expect(one('edited', 'InvalidSpec')).toMatchObject({
+      severity: 'error',
+      field: 'spec.access_rights.a.allowed_urls.0.url',
+    });
+    expect(one('broken', 'InvalidSpec')).toMatchObject({
+      severity: 'error',
+      field: 'spec.access_rights.pets.allowed_urls.0.url',
+    });
+    expect(one('krev', 'SecretNotFound')).toMatchObject({ severity: 'error', field: 'spec.secretRef.key' });
+    expect(one('krev', 'SecretNotFound').message).toContain('has no key');
+    expect(one('ksleepy', 'PolicyInactive').message).toBe(
+      'policy inactive in namespace default (active: false; the key is refused): sleepy',
+    );
+    expect(of('gold')).toEqual([]);
+
+    // --strict: the references to what the input lacks become errors; what is wrong stays wrong
+    const strict = problemsOf(await gw(['validate', '--strict', '--output', 'json', d]));
+    expect(strict.find((p) => p.name === 'kp')?.severity).toBe('error');
+    expect(strict.filter((p) => p.severity === 'warning').map((p) => p.reason)).toEqual(['PolicyInactive']);
+  });
+
+  test("the standalone suites' bad files: YAML, an alias bomb, over 1 MiB, two APIs on one path, a Secret without the key", async () => {
+    const d = join(dir, 'standalone');
+    mkdirSync(d);
+    // test/integration/standalone.test.ts's bad.yaml and broken option file, standalone-dir.test.ts's files
+    writeFileSync(join(d, 'bad.yaml'), apiYaml('bad', '/bad/', 'http://127.0.0.1:1', { rate: -1 }));
+    writeFileSync(join(d, 'good.yaml'), apiYaml('good', '/good/', 'http://127.0.0.1:1'));
+    writeRefusedManifests(d, 'http://127.0.0.1:1');
+    writeFileSync(join(d, 'broken.yaml'), 'enable_kv_rolling_limiter: [\n');
+    const r = await gw(['validate', '--output', 'json', d]);
+    expect(r.code).toBe(1);
+    const ps = problemsOf(r);
+    const at = (file: string): Problem[] => ps.filter((p) => p.file === join(d, file));
+    expect(at('bad.yaml')).toEqual([expect.objectContaining({ field: 'spec.global_rate_limit.rate', rule: 'schema' })]);
+    expect(at('bomb.yaml')).toEqual([
+      expect.objectContaining({ rule: 'yaml', message: expect.stringContaining('Excessive alias count') }),
+    ]);
+    expect(at('broken.yaml')).toEqual([
+      expect.objectContaining({ rule: 'yaml', message: expect.stringContaining('invalid YAML') }),
+    ]);
+    expect(at('huge.yaml')).toEqual([
+      expect.objectContaining({ rule: 'file', field: '(file)', message: expect.stringContaining('1048576 bytes') }),
+    ]);
+    // the same ApiDefinition in two files: standalone refuses the second (same api_id); applied to a
+    // cluster, the second replaces the first
+    expect(
+      at('twin-b.yaml')
+        .map((p) => `${p.severity} ${p.rule} ${p.field}`)
+        .sort(),
+    ).toEqual(['error conflict metadata.name', 'warning duplicate-name metadata.name']);
+    expect(at('path-b.yaml')).toEqual([
+      expect.objectContaining({
+        rule: 'conflict',
+        field: 'spec.proxy.listen_path',
+        message: expect.stringContaining('path-a.yaml'),
+      }),
+    ]);
+    expect(at('keys.yaml')).toEqual([
+      expect.objectContaining({
+        name: 'wrongkey',
+        severity: 'error',
+        reason: 'SecretNotFound',
+        message: 'Secret default/otherkey has no key "key"',
+      }),
+    ]); // `generated`'s Secret does not exist: the controller and standalone generate it
+    expect(at('good.yaml')).toEqual([]);
+    expect(at('keyed.yaml')).toEqual([]);
+  });
+
+  test('one listen path in two namespaces: valid for a cluster (namespaces apart), a warning for gw standalone', async () => {
+    const a = apiDef('one', { proxy: { listen_path: '/same/' } });
+    const b = { ...apiDef('two', { proxy: { listen_path: '/same/' } }), metadata: { name: 'two', namespace: 'other' } };
+    const r = await gw(['validate', '--output', 'json', '-'], yamlDocs([a, b]));
+    expect(r.code).toBe(0);
+    expect(problemsOf(r)).toEqual([
+      expect.objectContaining({
+        severity: 'warning',
+        name: 'two',
+        rule: 'standalone-conflict',
+        field: 'spec.proxy.listen_path',
+      }),
+    ]);
+  });
+
+  test('a directory of 10,000 manifests: every one read and checked, the one bad document found', async () => {
+    const d = join(dir, 'many');
+    mkdirSync(d);
+    for (let i = 0; i < 10_000; i++) {
+      const g = Math.floor(i / 4);
+      const ns = `ns-${g % 10}`;
+      let doc: unknown;
+      if (i % 4 === 0)
+        doc = {
+          ...apiDef(`api-${g}`, {
+            proxy: { listen_path: `/api-${g}/`, target_url: 'http://127.0.0.1:9000' },
+            global_rate_limit: { rate: 100, per: 60, limit_by: 'ip' },
+            use_extended_paths: true,
+            extended_paths: {
+              rate_limit: [
+                { path: '/users/{id}', method: 'GET', rate: 5, per: 1 },
+                { path: '/orders/[0-9]+', method: 'POST', rate: 2, per: 1 },
+              ],
+            },
+          }),
+          metadata: { name: `api-${g}`, namespace: ns },
+        };
+      else if (i % 4 === 1)
+        doc = {
+          ...policy(`pol-${g}`, { rate: 10, per: 1, access_rights: { [`api-${g}`]: {} } }),
+          metadata: { name: `pol-${g}`, namespace: ns },
+        };
+      else
+        doc = {
+          ...accessKey(`key-${i}`, {
+            key_hash: sha256hex(`k${i}`),
+            rate: i === 5002 ? -5 : 5,
+            per: 1,
+            apply_policies: [`pol-${g}`],
+          }),
+          metadata: { name: `key-${i}`, namespace: ns },
+        };
+      writeFileSync(join(d, `m-${String(i).padStart(5, '0')}.yaml`), stringify(doc));
+    }
+    const r = await gw(['validate', '--output', 'json', d]);
+    expect(r.stderr).toBe('gw validate: 10000 file(s), 10000 document(s): 1 error(s), 0 warning(s)\n');
+    expect(problemsOf(r)).toEqual([
+      expect.objectContaining({ file: join(d, 'm-05002.yaml'), name: 'key-5002', field: 'spec.rate', rule: 'schema' }),
+    ]);
+    expect(r.code).toBe(1);
+  });
+
+  test('exit codes: 0 valid (warnings allowed), 1 errors, 2 usage — no path, an unknown flag, a bad --output, a missing path', async () => {
+    const warnOnly = yamlDocs([accessKey('k', { key_hash: sha256hex('w'), apply_policies: ['elsewhere'] })]);
+    expect((await gw(['validate', '-'], warnOnly)).code).toBe(0);
+    expect((await gw(['validate', '--strict', '-'], warnOnly)).code).toBe(1);
+    const text = await gw(['validate', '-'], warnOnly);
+    expect(text.stdout).toBe(
+      'warning -[0] AccessKey default/k spec.apply_policies: policy not found in namespace default: elsewhere (reference, PolicyNotFound)\n',
+    );
+    for (const [args, pattern] of [
+      [['validate'], /^gw validate: name the manifests to check/],
+      [['validate', '--bogus', 'examples'], /^gw validate: unknown option '--bogus'/],
+      [
+        ['validate', '--output', 'xml', 'examples'],
+        /^gw validate: option '--output <format>' argument 'xml' is invalid/,
+      ],
+      [['validate', join(dir, 'no-such-dir')], /^gw validate: .*no-such-dir: no such file or directory\n$/],
+      [['validate', '-', '-f', '-'], /^gw validate: stdin \(-\) named twice\n$/],
+    ] as const) {
+      const r = await gw([...args]);
+      expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: '' });
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(pattern);
+    }
+  });
+});
+
+describe('gw version', () => {
+  const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+  /** What `make build` wrote from `git rev-parse HEAD` (absent: built without a checkout). */
+  const commit = ((): string | undefined => {
+    try {
+      return (JSON.parse(readFileSync('dist/build-info.json', 'utf8')) as { commit?: string }).commit;
+    } catch {
+      return undefined;
+    }
+  })();
+
+  test('gw version and gw --version: package version, Node.js version, the commit of the build', async () => {
+    const want = { version: pkg.version, node: process.version, ...(commit ? { commit } : {}) };
+    const json = await gw(['version', '--output', 'json']);
+    expect({ code: json.code, body: json.json }).toEqual({ code: 0, body: want });
+    const text = `gw ${pkg.version}\nnode ${process.version}\ncommit ${commit ?? 'unknown (not built from a git checkout)'}\n`;
+    expect((await gw(['version'])).stdout).toBe(text);
+    const v = await gw(['--version']);
+    expect({ code: v.code, stdout: v.stdout }).toEqual({ code: 0, stdout: text });
+    expect(buildInfo()).toEqual(want);
+  });
+
+  test("a running gw's /healthz names its build and /metrics has gw_build_info", async () => {
+    const d = tempDir('gw-version-');
+    writeFileSync(join(d, 'api.yaml'), stringify(apiDef('v', { use_keyless: true, proxy: { listen_path: '/v/' } })));
+    const s = await startStandalone(d);
+    try {
+      const h = await request(`${s.admin}/healthz`);
+      expect(await h.body.json()).toMatchObject({ status: 'ok', build: buildInfo() });
+      const m = await (await request(`${s.admin}/metrics`)).body.text();
+      const b = buildInfo();
+      expect(m).toContain(`gw_build_info{version="${b.version}",node="${b.node}",commit="${b.commit ?? 'unknown'}"} 1`);
+      // the gateway's public listener does not say which version runs
+      const g = await request(`${s.gateway}/healthz`);
+      expect(await g.body.json()).not.toHaveProperty('build');
+    } finally {
+      await s.stop();
+      cleanup(d);
+    }
+  });
+});
