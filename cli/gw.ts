@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** The gw CLI: one binary, four subcommands (SPEC.md §1). Flags win over GW_* environment variables. */
+/** The gw CLI: one binary, four subcommands (docs/contract.md#processes). Flags win over GW_* environment variables. */
 import { Command, InvalidArgumentError, Option } from 'commander';
 // Subcommands load on demand: each process carries only its own dependencies (the controller, for
 // one, never loads @kubernetes/client-node's generated API code).

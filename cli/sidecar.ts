@@ -68,7 +68,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   const closeOAuth: (() => Promise<void>)[] = [];
   let loss: StoreLossDetector | undefined;
   if (redis) {
-    // one detector of an emptied store (SPEC.md §6) for the token keeper and the sessions; it reads the
+    // one detector of an emptied store (docs/contract.md#faults) for the token keeper and the sessions; it reads the
     // markers of the controllers that write this namespace's sessions: while one says the store is being
     // restored, a missing session is not taken for a deleted key
     loss = new StoreLossDetector(redis, logger, {
@@ -76,8 +76,8 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
       markers: { keys: [storeMarkerKey(flags.namespace), storeMarkerKey(undefined)], complete: markerComplete },
     });
     loss.start();
-    // OAuth tokens and clients (SPEC.md §5): revocations and client changes reach this cache at once
-    // keeps the records it issues or reads, written back if the store loses its data (SPEC.md §6)
+    // OAuth tokens and clients (docs/contract.md#oauth-tokens): revocations and client changes reach this cache at once
+    // keeps the records it issues or reads, written back if the store loses its data (docs/contract.md#faults)
     const tokens = new RedisTokenStore(redis, logger, 1000, DEFAULT_STORE_DEADLINE_MS, { loss });
     const clients = new RedisClientDirectory(redis, logger);
     await Promise.all([tokens.subscribe(), clients.subscribe()]).catch((e: unknown) =>

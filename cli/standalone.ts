@@ -69,7 +69,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     ? new RedisSessionStore(redis, logger, { known: (h) => holder.state?.session(h), knownFirst: true })
     : new MemorySessionStore();
   const source = new DirSource(flags.resources, logger, (errs) => metrics.configErrors.inc(errs.length));
-  // OAuth tokens in memory, persisted under DIR/.gw (SPEC.md §5), with or without --redis
+  // OAuth tokens in memory, persisted under DIR/.gw (docs/contract.md#oauth-tokens), with or without --redis
   const oauthTokens = new OAuthTokenPersistence(join(flags.resources, '.gw'), logger);
   oauthTokens.load();
   oauthTokens.start();
@@ -104,7 +104,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   });
   // watching before the first apply: a Secret it generates (DIR/.gw/) is seen and applied
   source.start();
-  // one detector of an emptied store (SPEC.md §6, lib/store/store-loss.ts): its epoch is learnt before the
+  // one detector of an emptied store (docs/contract.md#faults, lib/store/store-loss.ts): its epoch is learnt before the
   // start-up apply writes the sessions, so a store emptied after that is noticed by the next read (every
   // second, and on every reconnect). If the store cannot answer now, the first read learns it instead (the
   // start-up apply wrote everything already).
@@ -127,7 +127,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   loss?.start();
 
   let ready = false;
-  // /readyz (SPEC §1): config loaded; never the store (its state is in /healthz and gw_store_up)
+  // /readyz (docs/contract.md#health-and-readiness): config loaded; never the store (its state is in /healthz and gw_store_up)
   const isReady = (): boolean => ready && configLoaded;
   const health = (): Record<string, unknown> => storeHealth(redis);
   const runtime = await createGatewayRuntime({
@@ -162,7 +162,7 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     onWrite: (files) => source.changed(files),
     refresh: () => source.refresh(),
   });
-  // Adding a key through the facade resets its quota unless suppress_reset=1 (SPEC.md §3.5).
+  // Adding a key through the facade resets its quota unless suppress_reset=1 (docs/contract.md#quotas).
   const backend: ResourceBackend = Object.assign(Object.create(dirBackend) as ResourceBackend, {
     putKey: async (hash: string, record: Parameters<ResourceBackend['putKey']>[1]) => {
       await dirBackend.putKey(hash, record);

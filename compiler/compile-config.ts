@@ -2,7 +2,7 @@
  * The set of ApiDefinitions and Policies → CompiledConfig (what sidecars enforce). A bad or
  * conflicting ApiDefinition is reported and left out; the others still compile. The result depends on
  * the resources only, not on the order they arrive in (an informer's order differs between a
- * long-running controller and a fresh one): of two conflicting APIs the one serving keeps serving (SPEC §8:
+ * long-running controller and a fresh one): of two conflicting APIs the one serving keeps serving (docs/contract.md#hostile-input:
  * `serving`, the namespace/names of the APIs in the config in force), else the older one wins
  * (creationTimestamp, then namespace/name; without timestamps, as in a manifests directory, the one read
  * first), and the policies are keyed in sorted order. Equal inputs, equal hash: a restart or a new leader rewrites nothing.

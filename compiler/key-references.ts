@@ -1,5 +1,5 @@
 /**
- * What an AccessKey's session refers to that does not exist (SPEC.md §2: a resource that refers to
+ * What an AccessKey's session refers to that does not exist (docs/contract.md#resources: a resource that refers to
  * something missing says what is missing): its policies and the APIs of its access_rights; and what a
  * Policy's access_rights name that does not exist. One check for the operator (Ready condition),
  * standalone (log line) and `gw validate`; each passes how it knows what exists.

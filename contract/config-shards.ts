@@ -55,7 +55,7 @@ export type ShardIndex = z.infer<typeof ShardIndexSchema>;
 export const sha256Of = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 /**
- * The routing order of the compiled config: longest listen path first (SPEC §3.1), then by path in
+ * The routing order of the compiled config: longest listen path first (docs/contract.md#request-path), then by path in
  * code-unit order (the same on every machine; localeCompare would load ICU's collation data).
  */
 export const byListenPath = (a: CompiledApi, b: CompiledApi): number =>

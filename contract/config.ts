@@ -13,7 +13,7 @@ export interface LimitSpec {
 }
 
 /**
- * Whose allowance an API-level limit is (SPEC.md §3.9; `limit_by` of the resources): one per client
+ * Whose allowance an API-level limit is (docs/contract.md#limit-by; `limit_by` of the resources): one per client
  * address, or one per value of a request header (`name` lower case). Absent: one for every caller.
  */
 export type ClientKey = { kind: 'ip' } | { kind: 'header'; name: string };
@@ -48,7 +48,7 @@ export interface CompiledApi {
   apiLimit?: ApiLimitSpec;
   /** Per-endpoint API-level rules (enabled ones only), in evaluation order. */
   endpointRules: EndpointRule[];
-  /** OAuth 2.0 (SPEC.md §5): bearer access tokens issued by the gateway instead of keys; absent: keys. */
+  /** OAuth 2.0 (docs/contract.md#oauth-tokens): bearer access tokens issued by the gateway instead of keys; absent: keys. */
   oauth?: CompiledOAuth;
   /** Raw streaming section of the ApiDefinition, if any (streams issue). */
   streaming?: unknown;

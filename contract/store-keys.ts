@@ -10,7 +10,7 @@
  *   gw:{<bucket>}:quota      hash: used, renews (ms, 0 = never)
  *   gw:{<bucket>}:drl        hash: DRL leases, slot index (floor(ms / slot)) → tokens granted in that slot
  *   gw:drl:{<group>}:peers   sorted set: DRL heartbeats (score = ms, member = peer id)
- * OAuth (SPEC.md §5; values hold hashes and ids, never a raw token, code or secret; every key expires):
+ * OAuth (docs/contract.md#oauth-tokens; values hold hashes and ids, never a raw token, code or secret; every key expires):
  *   gw:oauth:tok:{<sha256>}        string: JSON token record (access or refresh), expiring at its exp
  *   gw:oauth:code:{<sha256>}       string: JSON authorization code record, 60 s
  *   gw:oauth:code-used:{<sha256>}  string: the family a redeemed code gave (a second redemption revokes it)

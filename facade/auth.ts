@@ -1,4 +1,4 @@
-/** Credentials of the management endpoints, compared in constant time (SPEC §4). */
+/** Credentials of the management endpoints, compared in constant time (docs/contract.md#management-endpoints). */
 import type { IncomingMessage } from 'node:http';
 import { safeEqual } from '../lib/hash.js';
 import { HttpError } from '../lib/http/http-util.js';

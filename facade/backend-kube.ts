@@ -325,7 +325,7 @@ export class KubeBackend implements ResourceBackend {
     const annotations = { ...(existing?.metadata.annotations ?? {}) };
     delete annotations[SUPPRESS_RESET_ANNOTATION];
     delete annotations[QUOTA_RESET_ANNOTATION];
-    // Without suppress_reset every write resets the live quota (SPEC §3.5), also when the key existed:
+    // Without suppress_reset every write resets the live quota (docs/contract.md#quotas), also when the key existed:
     // a fresh token asks the controller to, and the answer waits until it reports having done it.
     const resetToken = record.suppressReset ? undefined : randomUUID();
     if (record.suppressReset) annotations[SUPPRESS_RESET_ANNOTATION] = 'true';

@@ -148,7 +148,7 @@ export const facadeOpenApi: Json = {
     title: 'gw management facade',
     version: '1',
     description:
-      'Management endpoints of gw (SPEC.md §4). Errors are {"status":"error","message":"..."}; a known path with an ' +
+      'Management endpoints of gw (docs/contract.md#management-endpoints). Errors are {"status":"error","message":"..."}; a known path with an ' +
       'undocumented method answers 405 with an Allow header; any path that is not listed answers 404.',
   },
   components: {

@@ -1,5 +1,5 @@
 /**
- * The facade's part of OAuth at the gateway (SPEC.md §5), X-Gw-Authorization:
+ * The facade's part of OAuth at the gateway (docs/contract.md#oauth), X-Gw-Authorization:
  *   POST /gw/oauth/authorize-client: the API owner's login page, once the user consented, gets a code for
  *     the client (the same checks as the gateway's oauth/authorize) → {code, redirect_to}.
  *   POST /gw/oauth/introspect (RFC 7662): JSON or form `token` → {active: false} or what the token is.

@@ -1,5 +1,5 @@
 /**
- * The management facade (SPEC.md §4) on node:http: OAuth clients, the gateway proxy and keys, written
+ * The management facade (docs/contract.md#management-endpoints) on node:http: OAuth clients, the gateway proxy and keys, written
  * through a ResourceBackend so one facade serves `gw standalone` (manifests directory) and `gw facade`
  * (custom resources). Logs name the route template, never the raw path (a keyID is a raw key).
  */
@@ -38,7 +38,7 @@ export interface FacadeServerOptions {
   rateLimit?: FacadeRateLimit | false;
   /** GET /readyz answers 503 while this returns false. */
   ready?: () => boolean;
-  /** OAuth codes and introspection (SPEC.md §5); absent: those routes answer 503. */
+  /** OAuth codes and introspection (docs/contract.md#oauth-endpoints); absent: those routes answer 503. */
   oauth?: FacadeOAuth;
 }
 

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 
 /**
  * The first line of a parser's message: the yaml package appends a code frame (the offending line and a
- * caret) after "… at line L, column C:", and gw reports bad input in one line (SPEC.md §1).
+ * caret) after "… at line L, column C:", and gw reports bad input in one line (docs/contract.md#processes).
  */
 export function firstLine(message: string): string {
   const nl = message.indexOf('\n');

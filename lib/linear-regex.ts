@@ -1,5 +1,5 @@
 /**
- * Path patterns matched in time linear in the path's length (SPEC.md §8): the JavaScript regex dialect
+ * Path patterns matched in time linear in the path's length (docs/contract.md#hostile-input): the JavaScript regex dialect
  * that classic paths, policy endpoint paths and `allowed_urls` are written in, compiled to a DFA when the
  * pattern is loaded, so matching is one table step per character whatever the pattern. V8's own engine
  * backtracks: `/docs/([a-z0-9]+-?)+/view` took seconds on a 32-character path, and the whole process

@@ -1,4 +1,4 @@
-/** Gateway configuration file (--config, YAML). Option names follow SPEC.md §1. */
+/** Gateway configuration file (--config, YAML). Option names follow docs/contract.md#gateway-configuration. */
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { firstLine, formatZodError } from './errors.js';
@@ -36,7 +36,7 @@ export const GatewayOptions = z.strictObject({
    * (docs/limiter-engine.md, "Store deadline").
    */
   kv_deadline_ms: z.number().positive().default(DEFAULT_KV_DEADLINE_MS),
-  /** Upper bound of requests waiting in throttling at once (SPEC §3.6). */
+  /** Upper bound of requests waiting in throttling at once (docs/contract.md#throttling). */
   max_throttled_requests: z.number().int().min(0).default(1000),
   /** Seconds the gateway waits for an upstream's response headers (and between body chunks): 504 after. */
   upstream_timeout: z.number().positive().default(30),
@@ -44,7 +44,7 @@ export const GatewayOptions = z.strictObject({
   proxy_timeout: z.number().positive().default(30),
   /**
    * CIDR blocks (or addresses) of proxies whose X-Forwarded-For is believed when finding the client
-   * address of a `limit_by: ip` limit (SPEC §3.9; lib/ip/client-address.ts).
+   * address of a `limit_by: ip` limit (docs/contract.md#limit-by; lib/ip/client-address.ts).
    */
   trusted_proxies: z
     .array(
@@ -60,7 +60,7 @@ export const GatewayOptions = z.strictObject({
   max_client_buckets: z.number().int().min(1).default(100_000),
   /** Per-client-IP limit of the management facade itself (429 + Retry-After past it); default 100 per 1 s. */
   facade_rate_limit: z.strictObject({ rate: z.number().int().min(1), per: z.number().positive() }).optional(),
-  /** Span export over OTLP/HTTP (SPEC §7); trace context is propagated whether it is on or not. */
+  /** Span export over OTLP/HTTP (docs/contract.md#observability); trace context is propagated whether it is on or not. */
   opentelemetry: z
     .strictObject({
       enabled: z.boolean().default(false),
@@ -73,16 +73,16 @@ export const GatewayOptions = z.strictObject({
       sampling_ratio: z.number().min(0).max(1).default(1),
     })
     .prefault({}),
-  /** One JSON line per gateway request on stdout (SPEC §7). */
+  /** One JSON line per gateway request on stdout (docs/contract.md#observability). */
   access_logs: z.strictObject({ enabled: z.boolean().default(false) }).prefault({}),
   /**
-   * SPEC §1: 400 for request paths upstreams read differently from the gateway (`;`, `\\`, `%2F`, `%5C`,
+   * docs/contract.md#gateway-configuration: 400 for request paths upstreams read differently from the gateway (`;`, `\\`, `%2F`, `%5C`,
    * `%00`); endpoint rules then match in any case and HEAD as GET (docs/proxy.md, "Path forms").
    */
   strict_paths: z.boolean().default(false),
-  /** Seconds a client has to send a request's head on every listener (SPEC §8): 408 and close after. */
+  /** Seconds a client has to send a request's head on every listener (docs/contract.md#hostile-input): 408 and close after. */
   headers_timeout: z.number().positive().default(DEFAULT_HEADERS_TIMEOUT_S),
-  /** Open connections of the gateway listener at once; a new one past it is closed at once (SPEC §8). */
+  /** Open connections of the gateway listener at once; a new one past it is closed at once (docs/contract.md#hostile-input). */
   max_connections: z.number().int().min(1).default(DEFAULT_MAX_CONNECTIONS),
   /** Open connections of one client address (an IPv6 /64) on the gateway listener; past it, closed at once. */
   max_connections_per_client: z.number().int().min(1).default(DEFAULT_MAX_CONNECTIONS_PER_CLIENT),
@@ -102,7 +102,7 @@ export function ignoredAlgorithmFlags(o: GatewayOptionsT): string[] {
   ).filter((f) => o[f]);
 }
 
-/** The one algorithm the gateway runs for store-backed limits (DRL may still take fast limits, §3.2). */
+/** The one algorithm the gateway runs for store-backed limits (DRL may still take fast limits, docs/contract.md#algorithms). */
 export function selectedAlgorithm(o: GatewayOptionsT): Algorithm {
   if (o.enable_fixed_window_rate_limiter) return 'fixed_window';
   if (o.enable_sentinel_rate_limiter) return 'sentinel';

@@ -46,7 +46,7 @@ function decodeUnreserved(escape: string, hex: string): string {
 }
 
 /**
- * strict_paths (SPEC.md §1): why a request path (raw, as sent, without its query) is refused with 400, or
+ * strict_paths (docs/contract.md#gateway-configuration): why a request path (raw, as sent, without its query) is refused with 400, or
  * undefined. Each is a form the gateway and common upstreams read differently: a `;` path parameter
  * (Tomcat and Spring drop it, so `/public/..;/admin` is `/admin` there), a backslash (a separator to IIS
  * and some routers), an encoded slash or backslash (`%2F`, `%5C`: decoded into separators downstream)

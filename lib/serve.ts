@@ -1,4 +1,4 @@
-/** Listening on HOST:PORT with slow-client and connection bounds (SPEC.md §8), and draining on shutdown. */
+/** Listening on HOST:PORT with slow-client and connection bounds (docs/contract.md#hostile-input), and draining on shutdown. */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { addressGroup } from './ip/client-address.js';
@@ -16,7 +16,7 @@ export const hostPort = (host: string, port: number | string): string =>
   host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 
 /**
- * The bounds of a listener (SPEC.md §8): a client that sends its request head slowly is cut (408, then
+ * The bounds of a listener (docs/contract.md#hostile-input): a client that sends its request head slowly is cut (408, then
  * closed), and open connections are counted, in total and per client address (addressGroup): past either
  * cap a new connection is closed as soon as it is accepted, while the connections already open are served.
  */

@@ -50,7 +50,7 @@ export const LEASE_SLOTS = 3;
 export const LONG_SHARE_DIVISOR = 20;
 
 /**
- * The tokens beyond `rate` that WINDOW_SLOTS slots may hold, within SPEC.md §3.2's upper bound: over any
+ * The tokens beyond `rate` that WINDOW_SLOTS slots may hold, within the upper bound of docs/contract.md#drl-bounds: over any
  * 3 × per, 3 × (rate + over) + the long share ≤ 1.1 × 3 × rate, + 1 per gateway when rate < N (N: the
  * gateways the limiter knows of). At most what a demand at the rate asks for in one slot (rate / 40, at
  * least 1): enough for a paced demand to find its token back a window later, no more.
@@ -66,7 +66,7 @@ export function overOf(rate: number, gateways: number): number {
  * An exact window's `over` (a window of `per` in slots of 1 ms, its wide window one slot of per / 40 longer):
  * 1 where 3 × rate + 1 ≤ 1.1 × 3 × rate, else 0. A span of 3 × per and up to that slot more lies in one wide
  * window and two of `per`, so it holds at most 3 × rate + over grants: admissions measured late by up to a
- * slot (an upstream's view: timers, round trips) stay within §3.2's bound, and a demand paced at the rate
+ * slot (an upstream's view: timers, round trips) stay within the bound of docs/contract.md#drl-bounds, and a demand paced at the rate
  * finds its token back exactly `per` later.
  */
 export function exactOverOf(rate: number): number {

@@ -1,10 +1,10 @@
 /**
- * The DRL's fallback while the shared store is unreachable (SPEC.md §3.2: an even split over the last
+ * The DRL's fallback while the shared store is unreachable (docs/contract.md#drl-bounds: an even split over the last
  * known peers): a local token bucket per limit with capacity and refill rate / N per `per`, N = live
  * gateways of the group at the last heartbeat that reached the store (drl-peers.ts). Every gateway admits at
  * least one request per window (the share never drops below 1). No store access.
  * When N changes, a bucket's capacity follows at once (tokens above the new capacity are dropped).
- * Its header numbers describe the limit as configured, not this gateway's share (SPEC.md §3.7,
+ * Its header numbers describe the limit as configured, not this gateway's share (docs/contract.md#responses,
  * X-RateLimit-Limit = the effective rate): limit = rate, remaining = the whole local tokens × N (what the
  * group has left when traffic is balanced), at most rate; 0 on a refusal.
  */

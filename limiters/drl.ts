@@ -1,5 +1,5 @@
 /**
- * Distributed rate limiter (default, SPEC.md §3.2): leases from a shared counter per bucket
+ * Distributed rate limiter (default, docs/contract.md#algorithms): leases from a shared counter per bucket
  * (drl-counter.ts). A gateway admits while it holds leased tokens (synchronously, no store call); below
  * half of its last lease it asks for the next one in the background (one call in flight per bucket). A
  * lease is sized to the gateway's own demand over the next LEASE_HORIZON_MS (at least 1, at most
@@ -12,7 +12,7 @@
  * refused request).
  *
  * Bounds: every lease is counted in the counter's windows (any WINDOW_SLOTS slots hold at most rate + over,
- * `overOf`: what §3.2's margin spares) and its unspent tokens go back, so over any 3 × per span the
+ * `overOf`: what the margin of docs/contract.md#drl-bounds spares) and its unspent tokens go back, so over any 3 × per span the
  * gateways admit at most 3 × (rate + over), plus the long share (rate / LONG_SHARE_DIVISOR), from the
  * first request (the counter starts empty: no free burst at start or restart). A small rate with no token
  * to spare there is counted in an exact window instead (EXACT_BELOW): at most 3 × rate + exactOverOf(rate).

@@ -1,5 +1,5 @@
 /**
- * Quotas (SPEC.md §3.5): exactly quota_max requests per quota_renewal_rate seconds (≤ 0: never
+ * Quotas (docs/contract.md#quotas): exactly quota_max requests per quota_renewal_rate seconds (≤ 0: never
  * renews); quota_max ≤ 0 is unlimited (the engine never asks). The period starts with the first request
  * after a reset or a renewal. Memory: exact. Redis: one Lua script per request, atomic across gateways.
  */

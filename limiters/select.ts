@@ -1,5 +1,5 @@
 /**
- * Picks the algorithm for a limit (SPEC.md §3.2). One store algorithm for the whole gateway from the
+ * Picks the algorithm for a limit (docs/contract.md#algorithms). One store algorithm for the whole gateway from the
  * options (selectedAlgorithm); with the default DRL, the drl_threshold switch: DRL when
  * rate / per > drl_threshold × N, else the sliding window log (Redis, or memory with no store). The DRL
  * leases from the store's counter (or the memory one with no store).
@@ -53,7 +53,7 @@ export interface Limiters {
   settled(): Promise<void>;
 }
 
-/** drl_threshold (§3.2): a limit faster than drl_threshold req/s per gateway goes to the DRL. */
+/** drl_threshold (docs/contract.md#algorithms): a limit faster than drl_threshold req/s per gateway goes to the DRL. */
 export function usesDrl(limit: LimitSpec, drlThreshold: number, peers: number): boolean {
   const perSecond = limit.per > 0 ? limit.rate / limit.per : Infinity;
   return perSecond > drlThreshold * Math.max(1, peers);

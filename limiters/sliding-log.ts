@@ -25,7 +25,7 @@ const windowMs = (per: number): number => Math.max(1, Math.round(per * 1000));
 /**
  * How long an idle bucket's smoothing state (allowance, last event) is kept: at least a day, so the first
  * requests after an idle spell step the allowance down with their RateLimitSmoothingDown events (and gauge
- * moves) instead of it restarting silently at the threshold (SPEC §3.8).
+ * moves) instead of it restarting silently at the threshold (docs/contract.md#smoothing).
  */
 const SMOOTHING_MIN_TTL_MS = 86_400_000;
 const smoothingTtlMs = (win: number, delayMs: number): number =>

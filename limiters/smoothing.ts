@@ -1,5 +1,5 @@
 /**
- * Rate-limit smoothing (SPEC.md §3.8): a current allowance A in [threshold, rate], starting at threshold.
+ * Rate-limit smoothing (docs/contract.md#smoothing): a current allowance A in [threshold, rate], starting at threshold.
  * With R the requests in the trailing window (the current one included):
  *   R > A − step·trigger and hold-off expired      → A = min(A + step, rate), RateLimitSmoothingUp
  *   R < A − step·(1 + trigger) and hold-off expired → A = max(A − step, threshold), RateLimitSmoothingDown

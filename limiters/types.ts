@@ -36,7 +36,7 @@ export interface Limiter {
   readonly name: string;
   /**
    * In-process limiters answer synchronously; store-backed ones with a promise. `tentative`: the check of
-   * a request that throttling may still retry (SPEC.md §3.6): a limiter that logs refused requests (the
+   * a request that throttling may still retry (docs/contract.md#throttling): a limiter that logs refused requests (the
    * sliding log) counts it only when it is admitted; its final refusal is counted by an ordinary check.
    */
   check(bucket: string, limit: LimitSpec, tentative?: boolean): MaybePromise<LimitResult>;

@@ -1,5 +1,5 @@
 /**
- * Status of the four kinds (SPEC §2): observedGeneration and the Ready condition with a reason and a
+ * Status of the four kinds (docs/contract.md#resources): observedGeneration and the Ready condition with a reason and a
  * short message, plus kind-specific fields. Written through the status subresource only when it
  * differs from what the object already says (lastTransitionTime ignored), so a resync writes nothing.
  */

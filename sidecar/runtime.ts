@@ -50,7 +50,7 @@ export interface RuntimeDeps {
   redisUrl?: string;
   /** `service.name` of exported spans (default gw-sidecar). */
   serviceName?: string;
-  /** OAuth (SPEC.md §5): where tokens and clients live (standalone: memory; cluster: Redis). */
+  /** OAuth (docs/contract.md#oauth-tokens): where tokens and clients live (standalone: memory; cluster: Redis). */
   oauth: { tokens: TokenStore; clients: ClientDirectory };
 }
 

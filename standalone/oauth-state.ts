@@ -1,5 +1,5 @@
 /**
- * Standalone's OAuth tokens (SPEC.md §5: memory, persisted under DIR/.gw/ so a restart loses no token):
+ * Standalone's OAuth tokens (docs/contract.md#oauth-tokens: memory, persisted under DIR/.gw/ so a restart loses no token):
  * `DIR/.gw/.oauth-tokens.json` (hidden: the directory loader skips it), mode 0600, written atomically (a
  * temporary file renamed over it) after every change and before the change is answered: a token handed
  * out is on disk. Changes that arrive while a write runs are coalesced into the next one. It holds only

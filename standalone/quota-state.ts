@@ -1,6 +1,6 @@
 /**
  * Standalone without `--redis` counts quotas in memory; this carries the running periods across a
- * restart (SPEC.md §1: "a restart loses nothing"). The file `DIR/.gw/.quota-state.json` (hidden: the
+ * restart (docs/contract.md#commands-and-flags: "a restart loses nothing"). The file `DIR/.gw/.quota-state.json` (hidden: the
  * directory loader skips it) holds, per quota bucket (a key hash or a rate-limit-pattern identity,
  * never a raw key), the requests used and the renewal time. It is written when the counters changed,
  * at most every `everyMs`, and once more at shutdown, atomically (a temporary file renamed over it),

@@ -1,5 +1,5 @@
 /**
- * What a standalone AccessKey or OAuthClient refers to that the manifests directory lacks (SPEC.md §2: a
+ * What a standalone AccessKey or OAuthClient refers to that the manifests directory lacks (docs/contract.md#resources: a
  * resource that refers to something missing says what is missing). In a cluster the operator writes it
  * into the resource's Ready condition; standalone has no status, so it is logged (state.ts).
  */

@@ -432,7 +432,7 @@ export class StandaloneState {
         const ns = key.metadata.namespace;
         const ref = key.spec.secretRef!;
         const secret = secrets(ns, ref.name);
-        // SPEC §2: only a Secret that does not exist is generated; one without the named key is the
+        // docs/contract.md#resources: only a Secret that does not exist is generated; one without the named key is the
         // operator's SecretNotFound: the key is not served (a generated Secret would shadow the user's)
         if (!secret) {
           const failed = this.generateSecret(ns, ref.name, ref.key, key.metadata.name);

@@ -1,5 +1,5 @@
 /**
- * The bucket of one client of a per-client API-level limit (SPEC.md §3.9, `limit_by`): the API-scope
+ * The bucket of one client of a per-client API-level limit (docs/contract.md#limit-by, `limit_by`): the API-scope
  * bucket with the client's identity, so distinct clients never share a bucket and every limiter (DRL,
  * sliding log, sentinel, fixed window) counts them apart without knowing about clients.
  *   `a:<ns>/<api>:ip:<address>[:e:<rule>]`  the address (or IPv6 network) text, `%` and `:` escaped (%25, %3A)

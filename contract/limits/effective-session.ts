@@ -1,5 +1,5 @@
 /**
- * A key's effective session (SPEC.md §3.3): with apply_policies, the policies set the limits and the
+ * A key's effective session (docs/contract.md#policies): with apply_policies, the policies set the limits and the
  * access rights become the union of theirs. For the global limit, each per-API limit and each
  * per-endpoint limit (`METHOD path`) the policy with the highest rate/per wins and its rate, per and
  * smoothing are taken together (90/30 + 100/10 → 100/10, never the pre-5.4.0 100/30). Ties keep the
@@ -23,7 +23,7 @@ export interface EffectiveSession {
   throttle_retry_limit?: number;
   access_rights: Record<string, AccessDefinitionT>;
   meta_data: Record<string, unknown>;
-  /** rate_limit_pattern of the applied policies (SPEC.md §3.4), unexpanded. */
+  /** rate_limit_pattern of the applied policies (docs/contract.md#rate-limit-pattern), unexpanded. */
   rate_limit_pattern?: string;
   /**
    * The policy (metadata.name, the key's namespace) whose rate, per and smoothing won, for the global

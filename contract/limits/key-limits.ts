@@ -21,7 +21,7 @@ export interface KeyLimit {
   scope: 'endpoint' | 'api' | 'global';
   /** The policy whose limit this is (its smoothing events go on it); undefined: the key's own limit. */
   policy?: string;
-  /** Throttling of a refusal (SPEC.md §3.6): the per-API limit's fields for a per-API or per-endpoint limit when it sets them, else the key's; ≤ 0 retries = none. */
+  /** Throttling of a refusal (docs/contract.md#throttling): the per-API limit's fields for a per-API or per-endpoint limit when it sets them, else the key's; ≤ 0 retries = none. */
   throttle: { interval: number; retries: number };
 }
 
@@ -112,8 +112,8 @@ export function quotaFor(eff: EffectiveSession, identity: string, apiId: string)
 
 /**
  * The quota buckets a key's reset clears (global and per-API). None when the key counts against a custom
- * rate-limit key (`p:` identity, §3.4): that quota is shared with every key of the same pattern value, and
- * adding or editing one member key must not hand the whole group a fresh quota (§3.5 resets *its* counter).
+ * rate-limit key (`p:` identity, docs/contract.md#rate-limit-pattern): that quota is shared with every key of the same pattern value, and
+ * adding or editing one member key must not hand the whole group a fresh quota (docs/contract.md#quotas resets *its* counter).
  */
 export function quotaBuckets(eff: EffectiveSession | undefined, identity: string): string[] {
   if (identity.startsWith('p:')) return [];

@@ -1,5 +1,5 @@
 /**
- * Custom rate-limit keys (SPEC.md §3.4): `$gw_meta.NAME` expands to the key's metadata value (missing →
+ * Custom rate-limit keys (docs/contract.md#rate-limit-pattern): `$gw_meta.NAME` expands to the key's metadata value (missing →
  * empty); everything else, `|` included, is literal. A non-empty result replaces the key identity for
  * rate limits, quotas and throttling; an empty one falls back to the key.
  */

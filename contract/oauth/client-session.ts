@@ -1,5 +1,5 @@
 /**
- * The session a bearer token gets (SPEC.md §5): its client's Policy (`policy_id`) applied at request time,
+ * The session a bearer token gets (docs/contract.md#oauth-tokens): its client's Policy (`policy_id`) applied at request time,
  * as a key's apply_policies are, so a changed policy applies at the next request. The limiter identity is
  * the client's, not the token's: every token of one client shares one allowance and one quota (a policy's
  * rate_limit_pattern still replaces it, expanded against the client's meta_data).

@@ -1,5 +1,5 @@
 /**
- * OAuth client records: what a gateway knows of an OAuthClient (SPEC.md §5). In a cluster the controller
+ * OAuth client records: what a gateway knows of an OAuthClient (docs/contract.md#oauth). In a cluster the controller
  * writes them to Redis (`gw:oauth:client:<namespace>/<api_id>/<client_id>`, each part URI-encoded; writes
  * and removals published on `gw:oauth:clients`); standalone builds them from its directory. The client
  * secret is only its SHA-256 (`secret_hash`), compared in constant time. `uid` tells two clients of the

@@ -1,6 +1,6 @@
 /**
  * What a gateway keeps of the OAuth tokens it has issued or read, so that a store that lost its data
- * (FLUSHALL, an empty restart or failover) refuses no valid token (SPEC.md §6).
+ * (FLUSHALL, an empty restart or failover) refuses no valid token (docs/contract.md#faults).
  *
  * Kept: the token hash and its record (no raw token), until the record's `exp`, at most `max` entries (an
  * LRU: the token least recently issued, read or answered from here goes first). A revocation (this

@@ -1,5 +1,5 @@
 /**
- * OAuth tokens and authorization codes (SPEC.md §5), stored by the SHA-256 hex of the token or code:
+ * OAuth tokens and authorization codes (docs/contract.md#oauth-tokens), stored by the SHA-256 hex of the token or code:
  * the raw value is known only to the client it was given to.
  *   token: an access or refresh token, with the client it was issued to (namespace, api_id, client_id,
  *     the client's uid) and its lifetime (iat, exp: unix seconds). `fam` (family) names the authorization
@@ -35,7 +35,7 @@ export const CodeRecordSchema = z.object({
 });
 export type CodeRecord = z.infer<typeof CodeRecordSchema>;
 
-/** How long a code lives (SPEC.md §5). */
+/** How long a code lives (docs/contract.md#oauth). */
 export const CODE_TTL_SECONDS = 60;
 
 export interface TokenStore {

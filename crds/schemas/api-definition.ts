@@ -48,7 +48,7 @@ const OasRateLimit = z
   })
   .describe('A rate limit of the OAS form: rate requests per duration.');
 
-/** The grants an OAuth API allows (SPEC.md §5). */
+/** The grants an OAuth API allows (docs/contract.md#oauth-endpoints). */
 export const OAUTH_GRANTS = ['client_credentials', 'authorization_code', 'refresh_token'] as const;
 export type OAuthGrant = (typeof OAUTH_GRANTS)[number];
 const AccessType = z.enum(OAUTH_GRANTS);
@@ -87,7 +87,7 @@ const OasOAuth2 = z
     access_token_expires: z.number().int().min(1).optional().describe('Alias of accessTokenExpires.'),
     refresh_token_expires: z.number().int().min(1).optional().describe('Alias of refreshTokenExpires.'),
   })
-  .describe('OAuth 2.0 at the gateway (SPEC.md §5); spec.oauth_meta fills what is not given here.');
+  .describe('OAuth 2.0 at the gateway (docs/contract.md#oauth); spec.oauth_meta fills what is not given here.');
 
 /** An API id, in either form: it names the API's buckets and its access rights, so no separators (`:`, `/`…). */
 const ApiId = z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, . _ -');

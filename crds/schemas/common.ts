@@ -36,7 +36,7 @@ export const RateLimitPair = z
 export const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /**
- * Whose allowance an API-level limit is (SPEC.md §3.9): `api` one for every caller, `ip` one per client
+ * Whose allowance an API-level limit is (docs/contract.md#limit-by): `api` one for every caller, `ip` one per client
  * address, `header:NAME` one per value of that request header (a request without it shares the empty
  * value's). Absent = `api`.
  */
@@ -77,7 +77,7 @@ export const Smoothing = z
   })
   .describe('Rate limit smoothing (sliding window log and sentinel limiters only). The upper bound is rate.');
 
-/** Throttling (SPEC.md §3.6); Tyk writes -1 for "off", so any value ≤ 0 is accepted and means no throttling. */
+/** Throttling (docs/contract.md#throttling); Tyk writes -1 for "off", so any value ≤ 0 is accepted and means no throttling. */
 export const ThrottleInterval = z
   .number()
   .describe('Seconds to wait before re-checking a request refused by the key-level limit (≤ 0: no wait).');

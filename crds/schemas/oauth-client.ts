@@ -18,7 +18,7 @@ export const ClientId = z
   .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
 /**
- * A client's redirect URI (SPEC.md §5): an absolute https URL, or http on a loopback host (127.0.0.0/8,
+ * A client's redirect URI (docs/contract.md#oauth): an absolute https URL, or http on a loopback host (127.0.0.0/8,
  * [::1], localhost: a native app's local listener, RFC 8252 §7.3); no fragment (RFC 6749 §3.1.2), no
  * credentials, no whitespace. Anything else (`javascript:`, `data:`, relative, plain http elsewhere) is
  * refused. One regex (RE2- and ECMAScript-compatible) so the CRD refuses what zod refuses.

@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { formatZodError } from '../errors.js';
 import { formatShapeProblem, jsonShapeProblem } from '../json-shape.js';
 
-/** Largest request body the facade reads (SPEC.md §4); the CLI's client commands check it before sending. */
+/** Largest request body the facade reads (docs/contract.md#management-endpoints); the CLI's client commands check it before sending. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 /** The message of the facade's 404 for a path it has no route for (the CLI tells it from an unknown key). */
 export const NO_SUCH_ROUTE = 'no such route';
@@ -47,7 +47,7 @@ export function sendJson(
   res.end(text);
 }
 
-/** The facade's error body (SPEC.md §4). */
+/** The facade's error body (docs/contract.md#management-endpoints). */
 export const errorBody = (_status: number, message: string): { status: 'error'; message: string } => ({
   status: 'error',
   message,

@@ -1,5 +1,5 @@
 /**
- * The client address of a request, for limits per client address (SPEC.md §3.9):
+ * The client address of a request, for limits per client address (docs/contract.md#limit-by):
  *   - the TCP peer, unless the peer is a trusted proxy (`trusted_proxies`);
  *   - then the rightmost `X-Forwarded-For` entry that is not a trusted proxy: each trusted proxy appends
  *     the address it saw, so walking from the right over trusted hops reaches the first address no

@@ -213,7 +213,7 @@ export async function closeStoreClient(client: StoreClient, ms = 1000): Promise<
 
 /**
  * The shared store's state for `/healthz`'s body: `up` (connected and ready), `down` (anything else:
- * connecting, reconnecting, closed). A gateway's readiness never depends on it (SPEC.md §1).
+ * connecting, reconnecting, closed). A gateway's readiness never depends on it (docs/contract.md#health-and-readiness).
  */
 export function storeHealth(client: { status: string } | undefined): { store: 'up' | 'down' | 'none' } {
   return { store: client === undefined ? 'none' : client.status === 'ready' ? 'up' : 'down' };

@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry span export (SPEC.md §7): parent-based sampling, new traces sampled at `samplingRatio` by
+ * OpenTelemetry span export (docs/contract.md#observability): parent-based sampling, new traces sampled at `samplingRatio` by
  * `sampleRoot()` before any span is built (a request that is not recorded costs no span: the proxy sends a
  * traceparent of its own), recorded spans queued (bounded) and exported on a timer, off the request path, by
  * the OpenTelemetry OTLP/HTTP exporter (JSON to `endpoint` + `/v1/traces`). A recorded span is a small object

@@ -1,13 +1,13 @@
 /**
- * The limiter engine (SPEC.md §3.1 steps 2–4): API scope, then key scope, then quota.
+ * The limiter engine (docs/contract.md#request-path steps 2–4): API scope, then key scope, then quota.
  *   API scope: the first matching per-endpoint rule, else the API's global limit (absent when
  *     disabled). A refusal here consumes no key allowance and no quota.
  *   Key scope: the most specific limit of the key (key-limits.ts), one check, throttled retries
  *     (throttle.ts), then refusal.
  *   Quota: per-API quota when the access definition sets quota_max, else the key's.
- * Headers (§3.7): `rate_limits` → the checked limit; with both scopes checked, the one with fewer
+ * Headers (docs/contract.md#responses): `rate_limits` → the checked limit; with both scopes checked, the one with fewer
  * requests remaining (the key's on a tie). `quotas` → quota_max, quota_remaining, quota_renews.
- * Per-client API limits (§3.9, `limit_by`): the API-scope bucket gets the client's identity
+ * Per-client API limits (docs/contract.md#limit-by, `limit_by`): the API-scope bucket gets the client's identity
  * (client-bucket.ts), so every algorithm counts clients apart; the in-process state of those buckets is
  * bounded by a set of max_client_buckets recently used names, whose evictions the limiters forget.
  */
@@ -103,7 +103,7 @@ interface Who {
 
 export function createEngine(d: EngineDeps): GatewayEngine {
   const o = d.options;
-  // strict_paths (SPEC §1): endpoint rules match in any ASCII case, and HEAD as GET
+  // strict_paths (docs/contract.md#gateway-configuration): endpoint rules match in any ASCII case, and HEAD as GET
   const strict = o.strict_paths;
   const ruleMethod = (m: string): string => (strict && m === 'HEAD' ? 'GET' : m);
   const redis = d.redis ?? d.store;
@@ -176,7 +176,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
   }
 
   /**
-   * `quotas` mode, a 429: the headers still carry the key's quota (§3.7), read without consuming it (the
+   * `quotas` mode, a 429: the headers still carry the key's quota (docs/contract.md#responses), read without consuming it (the
    * refused request does not count against the quota). No quota, or a store that does not answer in
    * time: no headers.
    */
@@ -256,7 +256,7 @@ export function createEngine(d: EngineDeps): GatewayEngine {
     const apiId = req.api.api_id;
     const kl = keyLimitFor(w.eff, w.identity, apiId, ruleMethod(req.method), req.path, strict);
     if (!kl) return quotaStep(req, w, apiResult, undefined);
-    // Throttling (§3.6): while a request may still be retried its checks are tentative (counted only if
+    // Throttling (docs/contract.md#throttling): while a request may still be retried its checks are tentative (counted only if
     // admitted); the refusal it finally gets is counted once, by a last ordinary check. So one request is
     // one entry of the sliding log, and its own refused attempts never hold its retries back.
     const throttling = kl.throttle.retries > 0;

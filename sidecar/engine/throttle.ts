@@ -1,5 +1,5 @@
 /**
- * Throttling (SPEC.md §3.6): a request refused by the key-level limit waits throttle_interval seconds
+ * Throttling (docs/contract.md#throttling): a request refused by the key-level limit waits throttle_interval seconds
  * and is checked again, up to throttle_retry_limit times. Waiting is a timer (no worker held); the
  * number of requests waiting at once is bounded, and a request over the bound is refused at once.
  * A request whose client leaves stops waiting at once (its slot is freed) and is never checked again,

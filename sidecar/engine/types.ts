@@ -24,7 +24,7 @@ export interface CheckRequest extends ThrottleWait {
   keyHash?: string;
   session?: StoredSession;
   /**
-   * The client of a per-client API limit (SPEC.md §3.9), asked only when the matched limit has one: its
+   * The client of a per-client API limit (docs/contract.md#limit-by), asked only when the matched limit has one: its
    * address identity (`ip`: client-address.ts) or the header's value ('' when absent). Absent: ''.
    */
   client?(by: ClientKey): string;

@@ -1,5 +1,5 @@
 /**
- * A bearer access token on an OAuth API (SPEC.md §5) → the session of its client's policy, or undefined
+ * A bearer access token on an OAuth API (docs/contract.md#oauth-tokens) → the session of its client's policy, or undefined
  * (unknown, expired, revoked, another API's, or its client deleted or replaced: 401 invalid_token).
  * Looked up like a key: by SHA-256 (hashed once per distinct token, auth.ts's cache), from caches that
  * answer synchronously, so a busy token costs the request path no promise.

@@ -1,5 +1,5 @@
 /**
- * The OAuth endpoints under an OAuth API's listen path (SPEC.md §5): POST oauth/token, GET oauth/authorize,
+ * The OAuth endpoints under an OAuth API's listen path (docs/contract.md#oauth-endpoints): POST oauth/token, GET oauth/authorize,
  * POST oauth/revoke. Bodies form-encoded (RFC 6749 §3.2), answers JSON with `Cache-Control: no-store`;
  * errors as RFC 6749 §5.2 (401 invalid_client with WWW-Authenticate, else 400). The rules themselves are
  * contract/oauth/grants.ts; this file is HTTP: parsing, client authentication, the guess limits, metrics.

@@ -1,5 +1,5 @@
 /**
- * Failed client authentications at the token and revoke endpoints (SPEC.md §5), limited per client id and
+ * Failed client authentications at the token and revoke endpoints (docs/contract.md#oauth-endpoints), limited per client id and
  * per source address: over `max` failures within `windowMs`, every attempt of that client or address is
  * refused (429, Retry-After) until the window that counted them ends, a right secret included (else
  * guessing would go on). Counted in this process: in a cluster each gateway counts its own (a guesser

@@ -1,5 +1,5 @@
 /**
- * Access logs (SPEC.md §7, `access_logs.enabled`): one JSON line per request on stdout, in pino's line
+ * Access logs (docs/contract.md#observability, `access_logs.enabled`): one JSON line per request on stdout, in pino's line
  * format (`level`, `time`, `component`, the record, `msg`), written through pino's
  * asynchronous destination (sonic-boom).
  *   The line is built by a serialiser of this one fixed shape (accessLine): pino's generic one walks the
@@ -16,7 +16,7 @@
  */
 import { pino } from 'pino';
 
-/** SPEC §7's five, and `unavailable`: a limit needed the unreachable store (kv_failure_mode closed, 503). */
+/** The five decisions of docs/contract.md#observability, and `unavailable`: a limit needed the unreachable store (kv_failure_mode closed, 503). */
 export type AccessDecision = 'allow' | 'api_limited' | 'key_limited' | 'quota' | 'auth' | 'unavailable';
 
 export interface AccessRecord {

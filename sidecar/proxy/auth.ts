@@ -1,5 +1,5 @@
 /**
- * Key authentication (SPEC.md §3.1 step 1): key from the API's auth header, raw or "Bearer <key>",
+ * Key authentication (docs/contract.md#request-path step 1): key from the API's auth header, raw or "Bearer <key>",
  * looked up by SHA-256 hash; inactive, expired, or not authorised for this API / path / method → 403.
  */
 import type { IncomingHttpHeaders } from 'node:http';
@@ -90,7 +90,7 @@ export function accessAllowed(
  * promise or result object is allocated per request for them.
  *
  * The namespace: sessions live in one store by key hash, shared by every namespace whose sidecars use
- * that Redis; a key reaches only the APIs of its own namespace (SPEC.md §2: references resolve within
+ * that Redis; a key reaches only the APIs of its own namespace (docs/contract.md#resources: references resolve within
  * one namespace), so empty access_rights mean every API of that namespace, not of the cluster.
  */
 export function sessionUsable(

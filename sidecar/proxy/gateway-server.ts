@@ -1,5 +1,5 @@
 /**
- * The gateway a request meets (SPEC.md §3.1): route → authenticate → API scope → key scope → quota →
+ * The gateway a request meets (docs/contract.md#request-path): route → authenticate → API scope → key scope → quota →
  * proxy. The limiter engine decides; this file turns decisions into HTTP.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -51,9 +51,9 @@ export interface GatewayDeps {
   /** What /healthz's body adds (the shared store's state). */
   health?(): Record<string, unknown>;
   upstreamTimeoutMs?: number;
-  /** strict_paths (SPEC §1): 400 for path forms upstreams read differently (lib/request-path.ts). */
+  /** strict_paths (docs/contract.md#gateway-configuration): 400 for path forms upstreams read differently (lib/request-path.ts). */
   strictPaths?: boolean;
-  /** OAuth APIs (SPEC.md §5): the oauth/* endpoints and bearer token lookups. */
+  /** OAuth APIs (docs/contract.md#oauth-endpoints): the oauth/* endpoints and bearer token lookups. */
   oauth?: { endpoints: OAuthEndpoints; bearer: BearerLookup };
   /** Finds the client address of a `limit_by: ip` limit (trusted_proxies, ipv6_prefix); default: the TCP peer. */
   clientAddresses?: ClientAddresses;
@@ -209,7 +209,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
       // normalised (lib/request-path.ts): routing, allowed_urls, endpoint rules and the forwarded path all
       // see the path the upstream will serve
       const urlPath = normalizePath(rawPath);
-      // the health paths answer GET and HEAD (SPEC §1), 405 otherwise
+      // the health paths answer GET and HEAD (docs/contract.md#health-and-readiness), 405 otherwise
       if ((urlPath === '/healthz' || urlPath === '/readyz') && req.method !== 'GET' && req.method !== 'HEAD')
         return sendJson(res, 405, { error: 'Method Not Allowed' }, { allow: 'GET, HEAD' });
       if (urlPath === '/healthz') return sendJson(res, 200, { status: 'ok', ...deps.health?.() });
@@ -290,7 +290,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
   }
 
   /**
-   * An OAuth API (SPEC.md §5): its oauth/* endpoints, else a bearer access token of one of its clients.
+   * An OAuth API (docs/contract.md#oauth-endpoints): its oauth/* endpoints, else a bearer access token of one of its clients.
    * Missing → 401 as for keys; unknown, expired or revoked → 401 invalid_token (RFC 6750 §3.1).
    */
   function oauthRequest(x: Exchange, oauth: CompiledOAuth): void {

@@ -1,5 +1,5 @@
 /**
- * Per-request observation beside the proxy (SPEC.md §7): the server span (OpenTelemetry) and the access
+ * Per-request observation beside the proxy (docs/contract.md#observability): the server span (OpenTelemetry) and the access
  * log line. Built only when one of them is on; the gateway then calls begin() once per request and the
  * rest happens when the response closes. Without it the gateway only sends a traceparent upstream.
  */

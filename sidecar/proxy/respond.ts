@@ -1,4 +1,4 @@
-/** JSON error bodies and the X-RateLimit-* / Retry-After headers of SPEC.md §3.7. */
+/** JSON error bodies and the X-RateLimit-* / Retry-After headers of docs/contract.md#responses. */
 import type { ServerResponse } from 'node:http';
 import type { HeaderNumbers } from '../engine/types.js';
 

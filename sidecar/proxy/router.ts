@@ -1,5 +1,5 @@
 /**
- * Longest listen-path prefix routing (SPEC.md §3.1) over the compiled APIs, through a character trie of
+ * Longest listen-path prefix routing (docs/contract.md#request-path) over the compiled APIs, through a character trie of
  * their listen paths: a request walks at most its own path's length, whatever the number of APIs.
  *
  * Semantics (as a scan of the APIs longest listen path first would give): a listen path matches a path

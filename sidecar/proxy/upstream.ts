@@ -157,7 +157,7 @@ export function headerObject(pairs: readonly (string | string[])[]): Record<stri
 
 /**
  * The response headers as name/value pairs: the upstream's (names lower-case, as undici and node:http
- * parse them) minus hop-by-hop and X-RateLimit-*, plus ours (SPEC.md §3.7). A 204 or a 1xx (a 101) has no
+ * parse them) minus hop-by-hop and X-RateLimit-*, plus ours (docs/contract.md#responses). A 204 or a 1xx (a 101) has no
  * body, so no length (RFC 9110 §8.6): an upstream's is dropped.
  */
 export function responseHeaders(
