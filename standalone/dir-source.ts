@@ -37,7 +37,7 @@ const { sep, join, dirname } = process.getBuiltinModule('node:path');
 const DEBOUNCE_MS = 50;
 /**
  * …or this long after its first change, whichever comes first (a burst of thousands of files is applied in
- * a few steps, each well within SPEC.md's 1 s).
+ * a few steps, each well within the 1 s of docs/contract.md#commands-and-flags).
  */
 const MAX_DELAY_MS = 400;
 /** The safety-net full listing while fs.watch reports changes, and when it cannot. */

@@ -31,7 +31,7 @@ export function generateKey(): string {
 function common(cmd: Command, opts: { body?: boolean; write?: boolean; hashed?: boolean }): Command {
   const body = opts.body
     ? {
-        json: 'the session as JSON (SPEC key table); "-" reads stdin',
+        json: 'the session as JSON (the key body of POST /gw/keys); "-" reads stdin',
         file: 'read the session from a file; "-" reads stdin',
       }
     : undefined;

@@ -1,5 +1,5 @@
 /**
- * Per-request cost of SPEC.md §7's features, in process (ns per request, best of 5 runs): the
+ * Per-request cost of docs/contract.md#observability's features, in process (ns per request, best of 5 runs): the
  * traceparent sent upstream (always on), the server span at sampling_ratio 0.01 (SDK loaded, collector
  * not needed: almost nothing is sampled), and the access-log line (fixed-shape line, batched, pino's
  * asynchronous destination to /dev/null). Compared with a gw request's CPU cost under load

@@ -1,5 +1,5 @@
 /**
- * Client rotation (SPEC.md §3.9, `limit_by`): an attacker rotating client identities must not grow a
+ * Client rotation (docs/contract.md#limit-by, `limit_by`): an attacker rotating client identities must not grow a
  * gateway's memory without bound, nor slow it down. Run by run.ts (`make bench`) after the proxies' rounds,
  * or alone: `node --expose-gc dist/test/bench/rotation.js <upstream URL>` (wrk, taskset). Prints one JSON
  * object.

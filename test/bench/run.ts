@@ -574,9 +574,9 @@ async function main(): Promise<void> {
         config: 'enable_kv_rolling_limiter: true\n',
       })
     : undefined;
-  // OAuth (SPEC §5): the same API and limits with a bearer token of an OAuthClient instead of a key
+  // OAuth (docs/contract.md#oauth-tokens): the same API and limits with a bearer token of an OAuthClient instead of a key
   const gwOAuth = wanted('oauth') ? await startGw('gw OAuth bearer + DRL', upstream, { oauth: true }) : undefined;
-  // observability (SPEC §7), each a ratio of the gw DRL case: trace context only (propagation is always
+  // observability (docs/contract.md#observability), each a ratio of the gw DRL case: trace context only (propagation is always
   // on), spans exported at sampling_ratio 0.01 to a collector in this process, access logs on stdout
   const collector = await startCollector();
   const observability: Record<string, Target> = {};

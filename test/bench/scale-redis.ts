@@ -2,7 +2,7 @@
  * `make bench-scale`, Redis part: `gw standalone --redis` with GW_BENCH_REDIS_KEYS AccessKeys (100,000) on the
  * harness's own redis-server (test/harness/redis.ts):
  *   start     time to the ready line and the sessions in Redis at that moment (every key written before it);
- *   refill    FLUSHALL, then the time until every session is back (SPEC.md §6: 10,000 keys within 5 s);
+ *   refill    FLUSHALL, then the time until every session is back (docs/contract.md#faults: 10,000 keys within 5 s);
  *   requests  requests per second of a 16-connection closed loop against a second gateway with 1,000 keys on
  *             the same redis-server (its own database), interleaved, best of 3 rounds: one key used by every
  *             request ("hot") and a random key of the gateway's own set per request ("spread"); with each, the
@@ -131,7 +131,7 @@ try {
   }
   const refillMs = performance.now() - t1;
   console.log(
-    `redis: FLUSHALL → all ${KEYS} sessions written again after ${(refillMs / 1000).toFixed(2)} s (detection by the loss detector's 1 s read included; SPEC.md §6: 10,000 keys within 5 s)`,
+    `redis: FLUSHALL → all ${KEYS} sessions written again after ${(refillMs / 1000).toFixed(2)} s (detection by the loss detector's 1 s read included; docs/contract.md#faults: 10,000 keys within 5 s)`,
   );
   results.redis_refill_s = Number((refillMs / 1000).toFixed(2));
 

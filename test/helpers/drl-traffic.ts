@@ -1,7 +1,7 @@
 /**
  * Traffic shapes for the DRL tests and the shapes measurement (test/bench/drl-shapes.ts): an upstream
  * that records when it receives each request (per first path segment), open-loop generators at a fixed
- * rate over a fixed number of keep-alive connections, and the bounds of SPEC.md §3.2 computed on the
+ * rate over a fixed number of keep-alive connections, and the bounds of docs/contract.md#drl-bounds computed on the
  * upstream's own receive times.
  */
 import { createServer, type Server } from 'node:http';

@@ -1,4 +1,4 @@
-/** Raw-socket clients for the slow-client and connection-cap tests (SPEC.md §8). */
+/** Raw-socket clients for the slow-client and connection-cap tests (docs/contract.md#hostile-input). */
 import { connect, type Socket } from 'node:net';
 
 export interface SlowHead {

@@ -1,5 +1,5 @@
 /**
- * SPEC.md §1: every subcommand exits non-zero with a one-line reason on bad configuration: a missing
+ * docs/contract.md#processes: every subcommand exits non-zero with a one-line reason on bad configuration: a missing
  * required flag, an unknown flag, an invalid namespace name, an unreadable or malformed kubeconfig.
  */
 import { writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * SPEC.md §3.2's promise of the DRL across peers joining, dying and living in other groups, with real
+ * docs/contract.md#drl-bounds's promise of the DRL across peers joining, dying and living in other groups, with real
  * processes on one Redis, admissions counted by the upstreams' own receive times:
  *   a peer SIGKILLed mid-run and a peer joining mid-run (gw standalone processes): the upper bound over
  *   any 3 × per from the first request, the lower bound once 2 heartbeats have passed after the event;

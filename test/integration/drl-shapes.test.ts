@@ -1,5 +1,5 @@
 /**
- * SPEC.md §3.2's promise of the DRL, through three real `gw standalone --redis` processes sharing one
+ * docs/contract.md#drl-bounds's promise of the DRL, through three real `gw standalone --redis` processes sharing one
  * Redis, every traffic shape of issue 19 at once (90 per 3 s where the issue says 120 per 2 s: leases live
  * 3 slots of per / 40, a longer window gives them time, and a lower rate keeps the load generator on time,
  * on a loaded machine) (one API each, so one bucket each), admissions counted
@@ -51,7 +51,7 @@ interface Bound {
   average?: boolean;
 }
 
-/** The violations of §3.2's bounds in `times` (empty = kept). */
+/** The violations of the bounds of docs/contract.md#drl-bounds in `times` (empty = kept). */
 export function violations(name: string, times: number[], b: Bound): string[] {
   const out: string[] = [];
   const perMs = b.per * 1000;
@@ -82,7 +82,7 @@ export function violations(name: string, times: number[], b: Bound): string[] {
   return out;
 }
 
-describe('DRL: SPEC.md §3.2 bounds through three gw standalone processes on one Redis', () => {
+describe('DRL: docs/contract.md#drl-bounds bounds through three gw standalone processes on one Redis', () => {
   let redis: Redis;
   let up: Recorder;
   let dir: string;

@@ -1,5 +1,5 @@
 /**
- * The gateway a request meets (SPEC.md §3.1, §3.7) through the real standalone process: key auth and
+ * The gateway a request meets (docs/contract.md#request-path, #responses) through the real standalone process: key auth and
  * its status codes, access rights, the key-level 429, quota 403, headers, upstream failures.
  */
 import { writeFileSync } from 'node:fs';
@@ -268,7 +268,7 @@ spec:
       body: { error: 'Request Header Fields Too Large' },
     });
     expect(await rawStatus(gw.gateway, ctl)).toEqual({ status: 400, body: { error: 'Bad Request' } });
-    // the admin listener serves the facade: its error shape (SPEC.md §4)
+    // the admin listener serves the facade: its error shape (docs/contract.md#management-endpoints)
     expect(await rawStatus(gw.admin, big)).toEqual({
       status: 431,
       body: { status: 'error', message: 'Request Header Fields Too Large' },

@@ -1,5 +1,5 @@
 /**
- * Throttling through HTTP (SPEC §3.6) against `gw standalone` and a real upstream: a waiting request
+ * Throttling through HTTP (docs/contract.md#throttling) against `gw standalone` and a real upstream: a waiting request
  * whose client leaves is dropped (it reaches no upstream, uses no rate allowance or quota, frees its
  * waiting slot at once), and one whose key is deleted while it waits is refused 403 instead of admitted.
  */

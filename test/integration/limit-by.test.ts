@@ -1,5 +1,5 @@
 /**
- * Limits per client address or request header (SPEC.md §3.9) through real `gw` processes, real HTTP from
+ * Limits per client address or request header (docs/contract.md#limit-by) through real `gw` processes, real HTTP from
  * distinct loopback source addresses (127.0.0.2, 127.0.0.3…: the client socket is bound to them) and real
  * Redis:
  *   one standalone gateway: two clients of a `limit_by: ip` API each get the whole allowance; a client
@@ -297,12 +297,12 @@ describe('three gateways, DRL (store for peers only)', () => {
     };
     await Promise.all(Object.keys(admitted).map(client));
     for (const [address, times] of Object.entries(admitted)) {
-      // upper bound (SPEC §3.2): at most 1.1 × 3 × rate in any span of 3 × per, from the first request
+      // upper bound (docs/contract.md#drl-bounds): at most 1.1 × 3 × rate in any span of 3 × per, from the first request
       const most = maxInAnySpan(times, 3 * PER * 1000);
       expect({ address, most, ok: most <= Math.floor(1.1 * 3 * RATE) }).toMatchObject({ ok: true });
       // lower bound: after convergence each client gets its own allowance, not a share of one bucket (which
       // gives ~half): ≥ 0.75 × rate per window, held while the client offered at least the rate (a loaded
-      // machine may send less than it meant to). SPEC §3.2's own 0.9 × lower bound is held by drl-shapes,
+      // machine may send less than it meant to). docs/contract.md#drl-bounds's own 0.9 × lower bound is held by drl-shapes,
       // whose shapes run alone; here two clients, three gateways and the test's clients share two cores.
       const inSteady = (t: number): boolean => t >= PER * 1000 && t < 3 * PER * 1000;
       const steady = times.filter(inSteady).length;

@@ -1,5 +1,5 @@
 /**
- * SPEC.md §1, server processes whose API server or store is not there:
+ * docs/contract.md#processes, server processes whose API server or store is not there:
  * - SIGTERM ends `gw controller` also while it is still starting. It lost a SIGTERM that arrived before
  *   its caches synced (API server unreachable: it never stopped), and hung after one when Redis had never
  *   been reached (the subscriber's QUIT waited in the offline queue).

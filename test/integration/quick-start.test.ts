@@ -1,6 +1,6 @@
 /**
  * The README quick start, for real: `scripts/run.sh` (what `make run` runs after the build) starts the
- * demo echo upstream and `gw standalone` on a scratch copy of examples/, prints the SPEC ready line, and
+ * demo echo upstream and `gw standalone` on a scratch copy of examples/, prints the ready line (docs/contract.md#commands-and-flags), and
  * the keyless echo API answers 3 × 200 then 429 {"error":"API Rate Limit Exceeded"} with Retry-After.
  * Ports come from GW_DEMO_UPSTREAM_PORT / GW_LISTEN / GW_ADMIN_LISTEN so the test never needs 8080.
  */
@@ -70,7 +70,7 @@ describe('README quick start (scripts/run.sh)', () => {
     cleanup(dir);
   });
 
-  test('prints the ready line of SPEC §1 and the generated credentials', () => {
+  test('prints the ready line of docs/contract.md#commands-and-flags and the generated credentials', () => {
     expect(out).toContain(`gw standalone ready: gateway ${gateway} admin ${admin}\n`);
     expect(out).toContain(`echo upstream listening on http://127.0.0.1:${upstreamPort}`);
     expect(out).toMatch(/generated X-Gw-Authorization secret: \S+/);

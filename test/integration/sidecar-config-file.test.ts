@@ -1,5 +1,5 @@
 /**
- * A changed gateway configuration file reaches a running `gw sidecar` without a restart (SPEC.md §6):
+ * A changed gateway configuration file reaches a running `gw sidecar` without a restart (docs/contract.md#faults):
  * the file is laid out as kubelet mounts a ConfigMap volume (`config.yaml` → `..data/config.yaml`,
  * `..data` → a timestamped directory) and replaced the way kubelet does it (a new directory, then an
  * atomic rename of the `..data` symlink). A live option (rate_limit_response_headers) takes effect within

@@ -4,7 +4,7 @@
  *   - every session is in Redis at the ready line, written in batches (MSET), not one round trip per key;
  *   - a request with a key of the directory reads no session from Redis (the directory is the source of
  *     truth, answered from memory): the per-request cost does not grow with the number of keys;
- *   - FLUSHALL: every session written again within SPEC.md §6's 5 s, and no request refused meanwhile.
+ *   - FLUSHALL: every session written again within docs/contract.md#faults's 5 s, and no request refused meanwhile.
  */
 import { jest } from '@jest/globals';
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -96,7 +96,7 @@ describe('gw standalone: directory changes at scale', () => {
     );
     expect(failed).toBe(0);
     expect(await status(`${gw.gateway}/n3000/x`)).toBe(200);
-    // SPEC.md §8: p99 < 50 ms during the burst. On a shared 2-core machine at load ~10 the gateway, the
+    // docs/contract.md#hostile-input: p99 < 50 ms during the burst. On a shared 2-core machine at load ~10 the gateway, the
     // shell writing the files (a core of its own while it runs) and the load share the cores, and the same
     // load on a quiet directory alone reaches 250–350 ms: the bound is the target with the margin such a
     // machine needs (20×, or 50 ms over four times its own quiet p99; at load ~20 the burst's p99 reached

@@ -44,7 +44,7 @@ describe('gw standalone end to end', () => {
     cleanup(dir);
   });
 
-  test('prints the ready line of SPEC.md', () => {
+  test('prints the ready line of docs/contract.md#commands-and-flags', () => {
     expect(gw.output()).toMatch(
       /gw standalone ready: gateway http:\/\/127\.0\.0\.1:\d+ admin http:\/\/127\.0\.0\.1:\d+/,
     );
@@ -187,7 +187,7 @@ describe('gw standalone: the ready line', () => {
   }, 60_000);
 });
 
-describe('gw standalone without Redis: quota counters survive a restart (SPEC §1: a restart loses nothing)', () => {
+describe('gw standalone without Redis: quota counters survive a restart (docs/contract.md#commands-and-flags: a restart loses nothing)', () => {
   test('3 of 5 used, restart: 2 left (GET /gw/keys says so), then 403; a state file that does not validate is ignored with a line', async () => {
     const echo = await startEcho();
     const dir = tempDir();

@@ -1,5 +1,5 @@
 /**
- * A store that loses its data under load refuses no valid key (SPEC.md §6):
+ * A store that loses its data under load refuses no valid key (docs/contract.md#faults):
  *   cluster mode — `gw controller` + `gw sidecar` (real processes, real kube-apiserver) and N AccessKeys
  *     (1,000 by default, GW_RESTORE_KEYS to change; the bulk write of 10,000 is timed on its own in
  *     operator/restore.test.ts): FLUSHALL, then a Redis restarted empty, while
@@ -169,7 +169,7 @@ describe('cluster mode: the controller restores an emptied store; the sidecar re
     expect(l.total()).toBeGreaterThan(100);
     const bulk = restores.filter((r) => r.sessions === N);
     expect(bulk.length).toBeGreaterThanOrEqual(2);
-    for (const r of bulk) expect(r.ms).toBeLessThan(5000); // SPEC §6: within 5 s (10,000 keys: restore.test.ts)
+    for (const r of bulk) expect(r.ms).toBeLessThan(5000); // docs/contract.md#faults: within 5 s (10,000 keys: restore.test.ts)
     expect(times.flushMs).toBeLessThan(10_000); // detection (≤ 1 s) + the bulk write; slack for a loaded machine
   });
 });

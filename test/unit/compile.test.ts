@@ -280,7 +280,7 @@ describe('the compiled config depends on the resources, not on their order', () 
     }
   });
 
-  test('the API being served keeps its listen path and api_id against a newcomer read before it (SPEC §8)', () => {
+  test('the API being served keeps its listen path and api_id against a newcomer read before it (docs/contract.md#hostile-input)', () => {
     const serving = api('orders', { proxy: { listen_path: '/orders/' } });
     const dupPath = api('00-dup', { proxy: { listen_path: '/orders/' } });
     const dupId = api('00-dup-id', { api_id: 'orders', proxy: { listen_path: '/other/' } });

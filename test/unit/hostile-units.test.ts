@@ -1,4 +1,4 @@
-/** Units of the hostile-input rules (SPEC.md §8): address groups, the facade's guess budget, method names, strict path forms. */
+/** Units of the hostile-input rules (docs/contract.md#hostile-input): address groups, the facade's guess budget, method names, strict path forms. */
 import { addressGroup } from '../../lib/ip/client-address.js';
 import { FacadeLimiter } from '../../facade/rate-limit.js';
 import { ClassicEndpointRule } from '../../crds/schemas/api-definition.js';

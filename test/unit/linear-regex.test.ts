@@ -1,5 +1,5 @@
 /**
- * Linear-time path matching (SPEC.md §8, lib/linear-regex.ts): the same answers as JavaScript's
+ * Linear-time path matching (docs/contract.md#hostile-input, lib/linear-regex.ts): the same answers as JavaScript's
  * RegExp on the dialect path patterns use, refusal (with the reason) of what cannot be matched so, and
  * at most a millisecond of matching for a 10 kB path on pathological pattern families.
  */

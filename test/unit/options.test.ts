@@ -1,4 +1,4 @@
-/** The gateway configuration file's algorithm flags (SPEC.md §1): which one runs, which are ignored. */
+/** The gateway configuration file's algorithm flags (docs/contract.md#gateway-configuration): which one runs, which are ignored. */
 import { GatewayOptions, ignoredAlgorithmFlags, loadGatewayOptions, selectedAlgorithm } from '../../lib/options.js';
 
 test.each([

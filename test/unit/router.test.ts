@@ -1,7 +1,7 @@
 import type { CompiledApi } from '../../contract/config.js';
 import { route, trieStats } from '../../sidecar/proxy/router.js';
 
-/** The rule as a scan of the APIs, longest listen path first (SPEC.md §3.1): the trie must agree with it. */
+/** The rule as a scan of the APIs, longest listen path first (docs/contract.md#request-path): the trie must agree with it. */
 function scan(apis: readonly CompiledApi[], path: string): { name: string; rel: string } | undefined {
   for (const a of apis) {
     const lp = a.listenPath;

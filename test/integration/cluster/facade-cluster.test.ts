@@ -263,7 +263,7 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     expect((await atSidecar(raw)).status).toBe(200);
     expect(asRecord((await call('GET', `/gw/keys/${raw}`)).body).quota_remaining).toBe(6);
 
-    // Without suppress_reset: modified, and the quota starts over (SPEC §3.5: adding a key resets it).
+    // Without suppress_reset: modified, and the quota starts over (docs/contract.md#quotas: adding a key resets it).
     const reset = await postKey(raw, session);
     expect(reset.status).toBe(200);
     expect(asRecord(reset.body).action).toBe('modified');

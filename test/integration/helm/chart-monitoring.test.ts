@@ -1,5 +1,5 @@
 /**
- * The chart's monitoring objects (SPEC.md §7, docs/observability.md): ServiceMonitors, the sidecars'
+ * The chart's monitoring objects (docs/contract.md#observability, docs/observability.md): ServiceMonitors, the sidecars'
  * PodMonitor, the PrometheusRule and the Grafana dashboard ConfigMap, each behind its value and off by
  * default; rendered and validated by kubeconform -strict against prometheus-operator's own CRD schemas;
  * the alert rules checked by `promtool check rules` and unit-tested by `promtool test rules`.
@@ -116,7 +116,7 @@ describe('alert rules: promtool check rules + promtool test rules', () => {
     return f;
   }
 
-  test('every alert SPEC.md §7 and docs/observability.md name is there; promtool check rules passes', async () => {
+  test('every alert docs/contract.md#observability and docs/observability.md name is there; promtool check rules passes', async () => {
     const f = await rulesFile();
     const r = await run(promtool, ['check', 'rules', f]);
     expect(r.stdout + r.stderr).toMatch(/SUCCESS: 6 rules found/);

@@ -299,7 +299,7 @@ describe('values.schema.json refuses bad values', () => {
     expect(r.code).toBe(0);
   });
 
-  test("the schema's config section names exactly the gateway options (SPEC §1) other than the credentials", () => {
+  test("the schema's config section names exactly the gateway options (docs/contract.md#gateway-configuration) other than the credentials", () => {
     const schema = JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as { properties: { config: { properties: Record<string, unknown> } } };
     const keys = Object.keys(GatewayOptions.shape).filter((k) => k !== 'secret' && k !== 'access_tokens').sort();
     expect(Object.keys(schema.properties.config.properties).sort()).toEqual(keys);

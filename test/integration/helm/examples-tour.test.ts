@@ -40,7 +40,7 @@ test('keyless API with its limit, keyed API with policies and keys, the OAuth cl
   const ok = await fetch(`${gw.gateway}/orders/list`, { headers: { authorization: 'demo-key-0123456789abcdef' } });
   expect(ok.status).toBe(200);
   expect(await ok.json()).toEqual({ path: '/list' });
-  // demo has bronze (90/30) and silver (100/10): silver's rate wins (SPEC §3.3).
+  // demo has bronze (90/30) and silver (100/10): silver's rate wins (docs/contract.md#policies).
   expect(ok.headers.get('x-ratelimit-limit')).toBe('100');
   expect((await fetch(`${gw.gateway}/orders/list`, { headers: { authorization: 'limited-key-0123456789' } })).status).toBe(200);
   expect((await fetch(`${gw.gateway}/orders/list`, { headers: { authorization: 'wrong-key' } })).status).toBe(403);

@@ -1,5 +1,5 @@
 /**
- * Hostile input against the real `gw standalone` (SPEC.md §8, §1 strict_paths): slow heads on every
+ * Hostile input against the real `gw standalone` (docs/contract.md#hostile-input, #gateway-configuration strict_paths): slow heads on every
  * listener, more slow connections than the caps, a backtracking-prone pattern, path forms upstreams read
  * differently, a conflicting manifest, the health endpoints' methods, an unauthenticated 100 MB upload,
  * an abandoned upload and credential guessing from many addresses. Timeouts and caps are shortened through

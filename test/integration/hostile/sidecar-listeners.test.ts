@@ -1,5 +1,5 @@
 /**
- * Slow clients against a real `gw sidecar` process (SPEC.md §8), on both of its listeners: the gateway
+ * Slow clients against a real `gw sidecar` process (docs/contract.md#hostile-input), on both of its listeners: the gateway
  * (--listen) and the ops listener (--metrics-listen: /healthz, /readyz, /metrics). headers_timeout and
  * the connection caps are shortened through its --config file. Each listener is held with 2× a cap of
  * slow connections while a normal client is still served; the slow heads are cut with 408; the process

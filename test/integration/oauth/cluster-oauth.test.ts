@@ -1,5 +1,5 @@
 /**
- * OAuth 2.0 in a cluster, end to end (SPEC.md §5): real kube-apiserver and Redis, `gw controller`, two
+ * OAuth 2.0 in a cluster, end to end (docs/contract.md#oauth): real kube-apiserver and Redis, `gw controller`, two
  * `gw sidecar` processes and `gw facade` spawned from dist. Clients come from `kubectl apply` (CR + Secret)
  * and from the facade; every grant crosses the two sidecars (a token issued by one is used at the other);
  * the client's policy is one allowance and one quota whichever token and sidecar a request uses; revoking,
@@ -387,7 +387,7 @@ describe('OAuth 2.0 in a cluster (kube-apiserver + Redis + controller + two side
     const t = await cc(s1, 'qa', 'cr-quota', QUOTA_SECRET);
     await authenticated(s2, t);
     await redis.flushdb();
-    // right after the loss: the sidecars keep the token they issued or read (SPEC §6)
+    // right after the loss: the sidecars keep the token they issued or read (docs/contract.md#faults)
     for (const i of [s1, s2]) await authenticated(i, t);
     // the controller notices the emptied store, restores it and resyncs every OAuthClient's record
     await eventually(

@@ -1,5 +1,5 @@
 /**
- * OAuth 2.0 at the gateway, end to end in `gw standalone` (SPEC.md §5): real process, real HTTP, every
+ * OAuth 2.0 at the gateway, end to end in `gw standalone` (docs/contract.md#oauth): real process, real HTTP, every
  * grant, the RFC 6749 §5.2 error table, PKCE, code and refresh-token reuse, revocation, expiry, the
  * client's policy shared by its tokens, a deleted client, a changed policy, a restart, and a scan for
  * raw credentials in logs, metrics and files.

@@ -1,5 +1,5 @@
 /**
- * The controller's reconciles as spans (SPEC.md §7): `gw controller` with OTEL_EXPORTER_OTLP_ENDPOINT
+ * The controller's reconciles as spans (docs/contract.md#observability): `gw controller` with OTEL_EXPORTER_OTLP_ENDPOINT
  * exports one span per reconcile, named by kind, with the namespace and resource.
  */
 import { freshNamespace } from '../../helpers/kube.js';

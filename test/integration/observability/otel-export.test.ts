@@ -1,5 +1,5 @@
 /**
- * SPEC.md §7 span export through the real `gw standalone`: the server span of each request reaches an
+ * docs/contract.md#observability span export through the real `gw standalone`: the server span of each request reaches an
  * OTLP/HTTP receiver with its attributes, continues the client's trace, has a child span for the store's
  * round trip; sampling_ratio 0 records no new trace; an unreachable collector changes no answer.
  */

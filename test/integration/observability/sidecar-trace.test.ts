@@ -1,5 +1,5 @@
 /**
- * SPEC.md §7 through the real `gw sidecar` (kube-apiserver config, Redis sessions): the upstream sees the
+ * docs/contract.md#observability through the real `gw sidecar` (kube-apiserver config, Redis sessions): the upstream sees the
  * client's trace id with the sidecar's span as parent, or a new trace; the span reaches the collector; the
  * access line carries the trace id.
  */

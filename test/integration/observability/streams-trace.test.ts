@@ -1,5 +1,5 @@
 /**
- * W3C trace context on the streams' calls (SPEC.md §7): http_client processors and outputs continue the
+ * W3C trace context on the streams' calls (docs/contract.md#observability): http_client processors and outputs continue the
  * trace an http_server message came with (a new parent id per call), or start one per message.
  */
 import { createStreamManager } from '../../../streams/manager.js';

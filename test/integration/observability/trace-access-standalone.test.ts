@@ -1,5 +1,5 @@
 /**
- * SPEC.md §7 through the real `gw standalone` with span export off: W3C trace context on every path that
+ * docs/contract.md#observability through the real `gw standalone` with span export off: W3C trace context on every path that
  * reaches an upstream (proxying, upgrades, the facade's /api/proxy) and the access log line of each request.
  */
 import { writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * The controller against a real 3-master Redis Cluster (SPEC.md §6: every operation works on a cluster —
+ * The controller against a real 3-master Redis Cluster (docs/contract.md#faults: every operation works on a cluster —
  * no cross-slot multi-key command, no SCAN that reads one node only): a `gw controller` process writes
  * sessions and client records, resets a quota, deletes a key with its counters (scattered over many hash
  * tags, so over every master), and the session list sees every master. The bulk restore of an emptied
@@ -186,7 +186,7 @@ describe('bulk restore of 10,000 sessions (target ≤ 5 s)', () => {
       console.log(
         `[restore] bulk write of 10,000 sessions: single server ${Math.round(singleMs)} ms, 3-master cluster ${Math.round(clusterMs)} ms`,
       );
-      // the target is 5 s (SPEC §6; docs/operator.md has the figures measured here); the bound leaves room
+      // the target is 5 s (docs/contract.md#faults; docs/operator.md has the figures measured here); the bound leaves room
       // for a machine at load 20+, where parsing 10,000 AccessKeys alone took 2 s
       expect(singleMs).toBeLessThan(10_000);
       expect(clusterMs).toBeLessThan(10_000);

@@ -1,5 +1,5 @@
 /**
- * The controller reads only the Secrets its resources refer to or that carry its label (SPEC.md §6): its
+ * The controller reads only the Secrets its resources refer to or that carry its label (docs/contract.md#faults): its
  * Secret informer selects `gw.io/secret`, so an unrelated Secret of the namespace never enters its cache;
  * a user's unlabelled Secret named by a secretRef is read by name (GET) and still serves its key; a
  * labelled one is watched (a change reaches Redis at once); a generated one carries the label.

@@ -1,6 +1,6 @@
 /**
  * The DRL's gateway side (limiters/drl.ts) over the memory counter, several limiters sharing one counter
- * as several gateways share the store's, on an injected clock: every traffic shape of SPEC.md §3.2 with
+ * as several gateways share the store's, on an injected clock: every traffic shape of docs/contract.md#drl-bounds with
  * its bounds, store calls per admitted request, refusals without store calls, give-backs, the fallback
  * to an even split while the store is unreachable, and the header numbers.
  */
@@ -25,7 +25,7 @@ import { options, T0 } from './fixtures.js';
 
 counterCases('memory', () => ({ counter: new MemoryLeaseCounter(new ManualClock(T0)) }));
 
-test('over: what the upper bound of §3.2 spares beyond rate in 41 slots, at most a slot of a demand at the rate', () => {
+test('over: what the upper bound of docs/contract.md#drl-bounds spares beyond rate in 41 slots, at most a slot of a demand at the rate', () => {
   expect([overOf(2, 3), overOf(10, 1), overOf(100, 1), overOf(4, 1), overOf(9, 1), overOf(0, 3)]).toEqual([
     1, 1, 3, 0, 0, 0,
   ]);
@@ -189,7 +189,7 @@ function maxInAnySpan(times: number[], ms: number): number {
 const between = (times: number[], from: number, to: number): number => times.filter((t) => t >= from && t < to).length;
 
 /**
- * SPEC §3.2 over the run: ≤ 1.1 × 3 × rate in any span of 3 × per (sliding; +1 per gateway when rate < N);
+ * docs/contract.md#drl-bounds over the run: ≤ 1.1 × 3 × rate in any span of 3 × per (sliding; +1 per gateway when rate < N);
  * from `settle` s on, ≥ 0.9 × rate in each window of `per` counted from the first request — for a rate below
  * the number of gateways, on average (a window of 2 can hold 1 when the two grants sit a slot apart).
  */
@@ -207,7 +207,7 @@ function expectBounds(s: Shape, admits: number[], settle: number, rate = s.rate)
     expect(between(admits, t, t + perMs)).toBeGreaterThanOrEqual(Math.ceil(0.9 * rate));
 }
 
-describe('DRL leases: the bounds of SPEC.md §3.2 for every traffic shape', () => {
+describe('DRL leases: the bounds of docs/contract.md#drl-bounds for every traffic shape', () => {
   test.each([
     ['even over 3 gateways, 2× demand', { rate: 300, per: 2, demand: [100, 100, 100], seconds: 12 }],
     ['70/20/10 over 3 gateways, 2× demand', { rate: 300, per: 2, demand: [210, 60, 30], seconds: 12 }],

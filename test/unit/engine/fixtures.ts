@@ -155,7 +155,7 @@ export async function driveCurve(
 type Checked = { allowed: boolean; limit: number };
 
 /**
- * A smoothed limit edited while its allowance is stored (SPEC §3.8: A stays in [threshold, rate]): A is
+ * A smoothed limit edited while its allowance is stored (docs/contract.md#smoothing: A stays in [threshold, rate]): A is
  * lifted to 12 of 12/3 s, the window empties, then the rate is lowered to 6 (a burst of 30 must get at
  * most 6, and no header above 6), then the threshold raised to 10 under rate 12 (a burst of 20 must get
  * at least 10). Returns what each phase saw. Shared by the memory and the Redis sliding log.
@@ -185,7 +185,7 @@ export async function editedSmoothedLimit(
 
 /**
  * A steady 8 requests/s for 8 s against a smoothed 20/4 s (threshold 4, step 2, trigger 0.5, delay 1 s)
- * under the sentinel: the allowance must climb once per hold-off while the sentinel refuses (SPEC §3.8),
+ * under the sentinel: the allowance must climb once per hold-off while the sentinel refuses (docs/contract.md#smoothing),
  * and each refusal's X-RateLimit-Limit must be the smoothed allowance, not the rate. `settle` lets
  * background store writes land after each request. Shared by the memory and the Redis sentinel.
  */

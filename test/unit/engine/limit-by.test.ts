@@ -1,5 +1,5 @@
 /**
- * Limits per client address or request header (SPEC.md §3.9), below HTTP: the schema's `limit_by` (valid
+ * Limits per client address or request header (docs/contract.md#limit-by), below HTTP: the schema's `limit_by` (valid
  * values, errors naming the field), its compiled form, the bucket names, and the engine counting clients
  * apart with every in-process algorithm, the LRU of max_client_buckets forgetting evicted clients, key-level
  * limits still applying, the headers of the caller's own allowance. HTTP, Redis and several gateways:

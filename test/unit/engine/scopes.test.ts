@@ -9,7 +9,7 @@ const req = (a: ReturnType<typeof api>, s: ReturnType<typeof session>, path = '/
   session: s,
 });
 
-describe('scopes (SPEC §3.1)', () => {
+describe('scopes (docs/contract.md#request-path)', () => {
   test('an API-level refusal consumes no key allowance and no quota', async () => {
     const h = harness();
     const limited = api('limited', { apiLimit: { rate: 2, per: 60 } });
@@ -120,7 +120,7 @@ describe('scopes (SPEC §3.1)', () => {
   });
 });
 
-describe('X-RateLimit header numbers (SPEC §3.7)', () => {
+describe('X-RateLimit header numbers (docs/contract.md#responses)', () => {
   test('the checked limit; with both scopes, the one with fewer remaining, the key on a tie', async () => {
     const h = harness();
     const key = session({ rate: 3, per: 60 });

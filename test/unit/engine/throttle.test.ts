@@ -11,7 +11,7 @@ function clockSleep(get: () => Harness, waits: number[]) {
   };
 }
 
-describe('throttling (SPEC §3.6)', () => {
+describe('throttling (docs/contract.md#throttling)', () => {
   test('a refused request is re-checked every throttle_interval, up to throttle_retry_limit times, then 429', async () => {
     const waits: number[] = [];
     const h: Harness = harness({}, undefined, { sleep: clockSleep(() => h, waits) });

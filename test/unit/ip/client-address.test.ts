@@ -1,5 +1,5 @@
 /**
- * The client address of a request (SPEC.md §3.9): IP and CIDR parsing, X-Forwarded-For walking over
+ * The client address of a request (docs/contract.md#limit-by): IP and CIDR parsing, X-Forwarded-For walking over
  * trusted proxies, IPv6 grouping, IPv4-mapped IPv6 as IPv4.
  */
 import { cidrContains, formatIp, parseCidr, parseIp, type Cidr } from '../../../lib/ip/address.js';

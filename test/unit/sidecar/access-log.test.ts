@@ -1,5 +1,5 @@
 /**
- * The access log's line (SPEC.md §7): the fixed-shape serialiser writes what pino would write for the same
+ * The access log's line (docs/contract.md#observability): the fixed-shape serialiser writes what pino would write for the same
  * record, any path survives the trip through JSON, latencies are the microsecond-rounded numbers; lines are
  * batched and still reach the file by the flush interval; a stdout that never drains drops lines instead of
  * growing the process.

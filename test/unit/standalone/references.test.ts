@@ -1,4 +1,4 @@
-/** Standalone's missing-reference report (SPEC.md §2): what an AccessKey or OAuthClient names that the directory lacks. */
+/** Standalone's missing-reference report (docs/contract.md#resources): what an AccessKey or OAuthClient names that the directory lacks. */
 import { parse } from 'yaml';
 import { validateDocument } from '../../../standalone/manifests.js';
 import type { AnyResource } from '../../../crds/kinds.js';

@@ -1,4 +1,4 @@
-/** The `opentelemetry` and `access_logs` options (SPEC.md §1): defaults, bounds, clear errors. */
+/** The `opentelemetry` and `access_logs` options (docs/contract.md#gateway-configuration): defaults, bounds, clear errors. */
 import { GatewayOptions, loadGatewayOptions } from '../../../lib/options.js';
 import { otlpEndpoint } from '../../../lib/trace/setup.js';
 const { mkdtempSync, writeFileSync } = process.getBuiltinModule('node:fs');
