@@ -1,7 +1,9 @@
 /** Listening on HOST:PORT with slow-client and connection bounds (docs/contract.md#hostile-input), and draining on shutdown. */
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { addressGroup } from './ip/client-address.js';
+
+const { ServerResponse: Response } = process.getBuiltinModule('node:http');
 
 /** HOST:PORT, an IPv6 host in brackets (`[::]:8080`, `[::1]:8080`); the host is returned without them. */
 export function parseHostPort(value: string, flag: string): { host: string; port: number } {
@@ -37,6 +39,9 @@ export const DEFAULT_LISTENER_LIMITS = {
   maxConnectionsPerClient: 256,
 } as const;
 
+/** The open connections of each bounded server, for the drain to reach the responses they are writing. */
+const openSockets = new WeakMap<Server, Set<Socket>>();
+
 /** Applies `limits` to a server before it listens (every server process's listeners go through listen()). */
 export function boundListener(server: Server, limits: ListenerLimits = {}): void {
   const headersMs = limits.headersTimeoutMs ?? DEFAULT_LISTENER_LIMITS.headersTimeoutMs;
@@ -53,6 +58,8 @@ export function boundListener(server: Server, limits: ListenerLimits = {}): void
   server.maxConnections = limits.maxConnections ?? DEFAULT_LISTENER_LIMITS.maxConnections;
   const perClient = limits.maxConnectionsPerClient ?? DEFAULT_LISTENER_LIMITS.maxConnectionsPerClient;
   const open = new Map<string, number>();
+  const sockets = new Set<Socket>();
+  openSockets.set(server, sockets);
   server.on('connection', (socket: Socket) => {
     const group = addressGroup(socket.remoteAddress);
     const n = (open.get(group) ?? 0) + 1;
@@ -61,7 +68,9 @@ export function boundListener(server: Server, limits: ListenerLimits = {}): void
       return;
     }
     open.set(group, n);
+    sockets.add(socket);
     socket.once('close', () => {
+      sockets.delete(socket);
       const left = (open.get(group) ?? 1) - 1;
       if (left > 0) open.set(group, left);
       else open.delete(group);
@@ -84,15 +93,35 @@ export function listen(server: Server, address: string, flag: string, limits?: L
 /** Emitted on a server when its drain deadline passes: connections node:http no longer tracks (upgraded ones) close on it. */
 export const DRAIN_DEADLINE = 'gw:drain-deadline';
 
-/** Stop accepting, let in-flight requests finish up to the deadline, then force-close. */
+/** How often a draining server closes the keep-alive connections that went idle since the last look. */
+const DRAIN_SWEEP_MS = 25;
+
+/**
+ * Stop accepting, let in-flight requests finish up to the deadline, then force-close. While draining, a
+ * response carries `Connection: close` (its client opens its next connection elsewhere) and a keep-alive
+ * connection is closed as soon as it goes idle, so the process exits when its last response is done, not
+ * when an idle client's keep-alive timeout runs out.
+ */
 export async function drain(server: Server, deadlineMs = 10_000): Promise<void> {
   if (!server.listening) return;
+  // first among the request listeners: before a handler that answers synchronously writes its head
+  server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+    res.shouldKeepAlive = false;
+  });
+  // the responses in flight at the signal whose head is not written yet close their connection too
+  // (node:http keeps the response a socket is writing as its `_httpMessage`)
+  for (const socket of openSockets.get(server) ?? []) {
+    const res = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+    if (res instanceof Response && !res.headersSent) res.shouldKeepAlive = false;
+  }
   const closed = new Promise<void>((r) => server.close(() => r()));
   server.closeIdleConnections();
+  const sweep = setInterval(() => server.closeIdleConnections(), DRAIN_SWEEP_MS);
   const timer = setTimeout(() => {
     server.closeAllConnections();
     server.emit(DRAIN_DEADLINE);
   }, deadlineMs);
   await closed;
+  clearInterval(sweep);
   clearTimeout(timer);
 }

@@ -3,7 +3,7 @@ import { writeFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 import { startEcho } from '../../scripts/echo-upstream.js';
 import { sha256hex } from '../../lib/hash.js';
 import { run } from '../helpers/chart-tools.js';
@@ -317,4 +317,46 @@ describe('gw standalone with a bad --config', () => {
       expect(await gw.stop()).toBe(0);
     }
   });
+});
+
+describe('gw standalone: draining on SIGTERM with keep-alive clients attached', () => {
+  test('a request in flight at the signal completes with Connection: close, an idle client does not hold the exit, and the process exits as soon as the response is done', async () => {
+    const slow = createServer((_req, res) => setTimeout(() => res.end('{}'), 800).unref());
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
+    const dir = tempDir();
+    writeFileSync(
+      join(dir, 'slow.yaml'),
+      apiYaml('slow', '/slow/', `http://127.0.0.1:${(slow.address() as AddressInfo).port}`, 100, 1),
+    );
+    const s = await startStandalone(dir);
+    // a keep-alive client: one connection it keeps for 60 s, longer than the gateway's keep-alive timeout
+    const client = new Agent({ keepAliveTimeout: 60_000, connections: 1 });
+    const idle = new Agent({ keepAliveTimeout: 60_000, connections: 1 });
+    try {
+      // an idle keep-alive connection, attached before the signal
+      const warm = await request(`${s.gateway}/healthz`, { dispatcher: idle });
+      await warm.body.dump();
+      const exited = new Promise<number>((r) => s.proc.once('exit', () => r(Date.now())));
+      const inFlight = request(`${s.gateway}/slow/x`, { dispatcher: client }).then(async (r) => {
+        await r.body.dump();
+        return { status: r.statusCode, connection: r.headers.connection, at: Date.now() };
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      const t0 = Date.now();
+      s.proc.kill('SIGTERM');
+      const done = await inFlight;
+      const exitAt = await exited;
+      expect(done.status).toBe(200);
+      expect(done.connection).toBe('close');
+      // the gateway's keep-alive timeout is 5 s: an exit waiting for it came ~4 s after the response
+      expect(exitAt - done.at).toBeLessThan(1500);
+      expect(exitAt - t0).toBeLessThan(3000);
+    } finally {
+      if (s.proc.exitCode === null) s.proc.kill('SIGKILL');
+      await Promise.all([client.close(), idle.close()]).catch(() => undefined);
+      slow.closeAllConnections();
+      slow.close();
+      cleanup(dir);
+    }
+  }, 30_000);
 });
