@@ -38,7 +38,7 @@ FROM ${NODE_IMAGE}
 LABEL org.opencontainers.image.title="gw" \
       org.opencontainers.image.description="Kubernetes-native API gateway that rate-limits traffic" \
       org.opencontainers.image.licenses="Apache-2.0"
-# MALLOC_ARENA_MAX: two glibc malloc arenas instead of one per thread, −1.5 to −2 MB idle RSS (docs/benchmarks.md).
+# MALLOC_ARENA_MAX: two glibc malloc arenas instead of one per thread, a smaller idle RSS (docs/benchmarks.md).
 # NODE_OPTIONS: V8's young generation capped (RSS under load), the GC after start-up (sidecar/heap-tuning.ts) and
 # two V8 helper threads (webhook/node-options.ts IMAGE_NODE_OPTIONS);
 # the chart replaces it per container with the old-space limit of that container's memory limit (docs/helm.md).

@@ -41,6 +41,7 @@ lint: deps
 	npx eslint .
 	npx tsc -p tsconfig.json --noEmit
 	node scripts/check-layers.ts   # the import graph's layering and no cycles (docs/architecture.md)
+	node scripts/check-docs.ts     # no citation outside the repository, no work-log label in docs or comments
 
 # Real test servers: redis-server (Debian package) and kube-apiserver + etcd (built from the Go module proxy),
 # and the chart tools of test/integration/helm.
@@ -61,7 +62,7 @@ bench: build
 	bash test/servers/build-bench-tools.sh   # vegeta (Go module proxy): the fixed-rate latency client
 	node dist/test/bench/run.js
 
-# The DRL's promise measured with real processes (docs/limiter-engine.md "Figures"): issue 19's traffic shapes
+# The DRL's promise measured with real processes (docs/limiter-engine.md, "Figures"): issue 19's traffic shapes
 # through gw standalone gateways on one redis-server, then store commands and memory per bucket (~4 min).
 bench-drl: build
 	bash test/servers/install-debian.sh wrk:wrk redis-server:redis-server
@@ -69,7 +70,7 @@ bench-drl: build
 	node dist/test/bench/drl-shapes.js
 	node dist/test/bench/drl-store.js
 
-# What grows with a deployment (docs/benchmarks.md "Scale"): routing 10,000 vs 10 APIs, a /metrics scrape with
+# What grows with a deployment (docs/benchmarks.md "`make bench-scale`"): routing 10,000 vs 10 APIs, a /metrics scrape with
 # 10,000 APIs, gw standalone with 10,000 APIs + 100,000 keys (start-up, RSS, one edit under 500 req/s). Not in make test.
 bench-scale: build
 	node dist/test/bench/scale.js

@@ -14,7 +14,7 @@ export default tseslint.config(
   {
     // Product code takes Node's built-ins from process.getBuiltinModule(), not `import`: an ES import of a
     // built-in builds its namespace by running every lazy getter (node:http's loads Node's bundled fetch
-    // and WebSocket, node:crypto's webcrypto), memory every gw process would carry (docs/benchmarks.md, run I).
+    // and WebSocket, node:crypto's webcrypto), memory every gw process would carry (docs/benchmarks.md, "Memory under load").
     files: [
       'cli/**/*.ts',
       'lib/**/*.ts',

@@ -32,7 +32,7 @@ function keyHashOf(keyID: string, hashed: boolean, creating: boolean): string {
   // dot segments (path traversal) and control characters (header/log injection) are no key material.
   if (hasControlChar(keyID)) throw new HttpError(400, 'keyID: must not contain control characters');
   // a header value cannot carry them (the gateway trims what it reads): such a key could never be sent.
-  // Refused where a key is written; one written before this rule can still be read and deleted by name.
+  // Refused where a key is written; one already stored (written by hand) can still be read and deleted by name.
   if (creating && keyID.trim() !== keyID)
     throw new HttpError(400, 'keyID: must not begin or end with whitespace (an HTTP header cannot carry it)');
   if (/(^|[/\\])\.\.?($|[/\\])/.test(keyID))

@@ -20,8 +20,8 @@ export function endpointPattern(path: string): string {
 
 /**
  * An OpenAPI path (`/items/{id}`, `/$metadata`, `/v1.0/sum+count`) → an anchored regex source: the
- * path is literal apart from its `{name}` wildcards (OpenAPI paths are not regexes; `$`, `+`, `.` and
- * brackets used to be read as regex syntax).
+ * path is literal apart from its `{name}` wildcards (OpenAPI paths are not regexes: `$`, `+`, `.` and
+ * brackets are literal).
  */
 export function oasPathPattern(path: string): string {
   const literal = path

@@ -11,7 +11,8 @@
  *   (drl-lease.lua). The bucket's sliding log in the window counts as granted, and the log counts this
  *   hash's window (sliding-log.lua): a limit drl_threshold moves between the two (N crossed it) keeps
  *   one allowance. In memory N is 1, so no limit moves.
- * Both run the same rule (`test/unit/engine/drl-counter.test.ts` runs one table against both).
+ * Both run the same rule: one table (`test/unit/engine/drl-counter-cases.ts`) runs against the memory counter
+ * in `test/unit/engine/drl.test.ts` and against Redis and Redis Cluster in `test/integration/limiters/drl-counter.test.ts`.
  */
 import type { Clock } from '../lib/clock.js';
 import type { StoreClient } from '../lib/store/redis.js';

@@ -211,8 +211,8 @@ export async function reconcileKey(ctx: OperatorContext, ns: string, name: strin
   try {
     const current = await storeCall(ctx.redis.get(SESSION_PREFIX + hash));
     // The session belongs to an AccessKey of a namespace this controller does not watch (controllers of
-    // several namespaces sharing one Redis): the same key twice, refused like a duplicate here — the two
-    // controllers used to take the session from each other on every resync.
+    // several namespaces sharing one Redis): the same key twice, refused like a duplicate here, so the two
+    // controllers do not take the session from each other on every resync.
     const foreign = ctx.scope === undefined ? undefined : foreignOwner(current, ctx.scope);
     if (foreign)
       return void (await report(

@@ -2,8 +2,7 @@
  * The metrics every request writes (requests by status class, decision and upstream latency), kept as
  * plain numbers and read by prom-client's Registry when /metrics is scraped. prom-client's labelled
  * children (`counter.labels(...)`) convert, validate and hash their labels again on every inc()/observe();
- * measured against these series the gap is real (test/bench/metrics.ts, docs/benchmarks.md "Metric writes
- * on the request path"). Here the proxy holds a series (one per label set, created once) and a request
+ * measured against these series the gap is real (test/bench/metrics.ts, docs/benchmarks.md "Metric writes"). Here the proxy holds a series (one per label set, created once) and a request
  * adds to its numbers. The exposition is prom-client's: a HotMetric presents the same get() a prom-client
  * Counter or Histogram does. Which series exist (per api, per status class) is the proxy's choice
  * (sidecar/proxy/gateway-server.ts), not this file's.

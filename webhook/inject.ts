@@ -97,8 +97,8 @@ export function sidecarContainer(
 ): Record<string, unknown> {
   const env: Record<string, unknown>[] = [
     { name: 'GW_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-    // glibc's malloc arenas: two instead of one per thread (the proxy allocates on its main thread);
-    // −1.5 to −2 MB of idle RSS per pod (docs/benchmarks.md, run I)
+    // glibc's malloc arenas: two instead of one per thread (the proxy allocates on its main thread), for a
+    // smaller idle RSS per pod (docs/benchmarks.md, "Memory under load")
     { name: 'MALLOC_ARENA_MAX', value: '2' },
     // V8's heap limits, in step with the container's memory limit (docs/helm.md, "Memory")
     { name: 'NODE_OPTIONS', value: o.nodeOptions ?? heapNodeOptions(o.resources.limits.memory) },

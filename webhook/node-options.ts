@@ -11,7 +11,7 @@
 /**
  * V8 flags NODE_OPTIONS refuses, on node's command line in the image's ENTRYPOINT (and in `make bench`):
  * allocation-site pretenuring off, so per-request objects of undici and node:http die young instead of
- * being allocated straight into the old generation (docs/benchmarks.md).
+ * being allocated straight into the old generation (docs/benchmarks.md, "Memory under load").
  */
 export const ENTRYPOINT_NODE_FLAGS: readonly string[] = ['--no-allocation-site-pretenuring'];
 
@@ -19,9 +19,9 @@ export const ENTRYPOINT_NODE_FLAGS: readonly string[] = ['--no-allocation-site-p
 export const SIDECAR_SEMI_SPACE_MB = 8;
 /**
  * V8's helper threads (background GC and compilation; node's default is 4). A sidecar has a fraction of a
- * core: four helpers at the event loop's priority took the cores from it while a burst of manifests was
- * parsed; with one, background marking fell behind under client rotation and the heap peaked ~13 MB
- * higher. Two keep both (docs/benchmarks.md, "V8 helper threads").
+ * core: four helpers at the event loop's priority take the cores from it while a burst of manifests is
+ * parsed; with one, background marking falls behind under client rotation and the heap peaks over its
+ * bound. Two keep both (docs/benchmarks.md, "Memory under load").
  */
 export const V8_POOL_SIZE = 2;
 /** The image's default NODE_OPTIONS (Dockerfile `ENV NODE_OPTIONS`): the heap flags without a memory limit. */

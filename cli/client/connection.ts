@@ -82,8 +82,8 @@ export function resolveConnection(flags: ConnectionFlags): Connection {
 /**
  * A credential as a header value: surrounding whitespace dropped (a value read from a file or a Secret
  * often ends in a newline; the facade trims its own configured values the same way), and one that still
- * holds a control character refused as a usage error naming the variable — never the value. It used to
- * fail inside undici as "facade unreachable" (exit 5: retry later).
+ * holds a control character refused as a usage error naming the variable — never the value (inside undici
+ * it would fail as "facade unreachable", exit 5: retry later).
  */
 function credential(value: string | undefined, what: string): string | undefined {
   const v = value?.trim();

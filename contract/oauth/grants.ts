@@ -1,6 +1,6 @@
 /**
  * The authorization server's rules (RFC 6749, 7636, 7009, 7662; docs/contract.md#oauth), without HTTP: the gateway's
- * oauth/* endpoints (sidecar/proxy/oauth-endpoints.ts) and the facade's authorize-client and introspect
+ * oauth/* endpoints (sidecar/oauth/endpoints.ts) and the facade's authorize-client and introspect
  * call these. Tokens, refresh tokens and codes are 256 random bits (base64url), stored by SHA-256 only.
  *   client_credentials: an access token (no refresh token, RFC 6749 §4.4.3).
  *   authorization_code: the code is single use and lives 60 s; redirect_uri must be the client's; with a

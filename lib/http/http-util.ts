@@ -70,7 +70,7 @@ export function isJsonContentType(value: string | undefined): boolean {
 
 /**
  * Reads and parses a JSON body: 415 unless the content type is JSON, 413 past MAX_BODY_BYTES (the
- * declared length is checked first; a streamed body is no longer buffered once over), 400 when malformed.
+ * declared length is checked first; a streamed body stops being buffered once over), 400 when malformed.
  */
 export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
   if (!isJsonContentType(req.headers['content-type'])) {

@@ -2,7 +2,7 @@
  * How gw's processes (controller, sidecar) reach the API server: server URL, auth headers and one
  * keep-alive undici Agent. Read straight from the kubeconfig (YAML, zod-validated) or the in-cluster
  * service account, so they do not load @kubernetes/client-node for the common cases (its generated API
- * code alone costs ~85 MB of RSS in the controller, ~50 MB in the sidecar). Token, client certificate and basic auth are
+ * code alone would be most of the controller's and the sidecar's RSS: docs/operator.md, "Scale"). Token, client certificate and basic auth are
  * handled here; a kubeconfig whose user needs an exec plugin or an auth provider falls back to
  * client-node's KubeConfig (loaded on demand) for the headers and TLS.
  */
@@ -14,8 +14,8 @@ import { firstLine } from '../errors.js';
  * The API server's connections. undici (8) negotiates HTTP/2, where every request shares one connection;
  * a connection that died silently is found by undici's PING probe after a stream times out (probe
  * timeout = that stream's timeout), so the watch's idle timeout (WATCH_IDLE_MS) bounds how long a
- * partition goes unnoticed. (HTTP/1.1 only was tried: it loads undici's llhttp WASM at start, +12 MB
- * of idle sidecar RSS.)
+ * partition goes unnoticed. Not HTTP/1.1 only: that loads undici's llhttp WASM at start, which every idle
+ * sidecar would carry.
  */
 export const KUBE_AGENT_OPTIONS = { keepAliveTimeout: 30_000 } as const;
 

@@ -2,7 +2,7 @@
  * Informer: list (paged) + watch of one resource, with a local cache and change callbacks. A watch
  * simply ends (on errors, timeouts, and with 410 Gone when its resourceVersion is too old), which is
  * why client-node's informer needs a restart loop around it; this one is that loop around a plain watch
- * stream (api.ts; client-node's generated code would cost the controller ~85 MB of RSS): an ended
+ * stream (api.ts; client-node's generated code is not loaded, docs/operator.md "Scale"): an ended
  * watch resumes from the last seen
  * resourceVersion (bookmarks keep it fresh), 410 relists, any error relists after an exponential
  * backoff. A relist diffs against the cache, so deletions missed while disconnected are delivered.

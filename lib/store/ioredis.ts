@@ -1,6 +1,7 @@
 /**
  * ioredis, loaded on first use instead of at import: a gateway without a store (`gw standalone`'s
- * default, a keyless sidecar without --redis) never pays its ~1.5 MB of RSS (docs/benchmarks.md, run I).
+ * default, a keyless sidecar without --redis) never pays for its module's memory (docs/benchmarks.md, "Memory
+ * under load").
  * ioredis is CommonJS, so `require` is synchronous and returns the instance an `import` would.
  */
 const { createRequire } = process.getBuiltinModule('node:module');

@@ -98,7 +98,7 @@ export function parseStoreUrl(url: string): ParsedStoreUrl {
 /**
  * The store client of a gateway (`gw sidecar`, `gw standalone`): auto-pipelining off, because under proxy
  * load its per-tick batches keep commands and replies alive across young-generation GCs and cost more CPU
- * per request than writing each command at once (docs/benchmarks.md, "Redis sliding log"). Each request's
+ * per request than writing each command at once (docs/benchmarks.md, "The Redis sliding log on the request path"). Each request's
  * limiter check is still one EVALSHA.
  */
 export const GATEWAY_STORE_OPTIONS: RedisOptions = {

@@ -37,8 +37,8 @@ export class StoreDeadlineError extends Error {
 /**
  * Off the request path (session writes, heartbeats at start-up): how long a call may wait for a store
  * that accepts connections but never answers (or a TLS URL against a plain-text port) before it fails
- * with a StoreDeadlineError. Without it such a store held the gateway's start forever. (Not ioredis's
- * `commandTimeout`: that arms a timer for every command, request path included — ~2 µs each.)
+ * with a StoreDeadlineError. Without it such a store would hold the gateway's start forever. (Not ioredis's
+ * `commandTimeout`: that arms a timer for every command, request path included.)
  */
 export const BACKGROUND_DEADLINE_MS = 5000;
 

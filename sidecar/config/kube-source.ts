@@ -6,7 +6,7 @@
  * the last good config keeps serving. A deleted ConfigMap keeps the last config too. A large namespace's
  * config is sharded (contract/config-shards.ts): gw-config then holds the index, and the shards it lists
  * are read by name when their SHA-256 changes (shard-set.ts) — still only ConfigMaps named gw-config*. No
- * @kubernetes/client-node here: it alone would be ~50 MB of the sidecar's RSS.
+ * @kubernetes/client-node here: it alone would outweigh the rest of the sidecar's memory.
  */
 import type { Logger } from '../../lib/logger.js';
 import type { KubeApi } from '../../lib/kube/api.js';

@@ -3,12 +3,12 @@
  * format (`level`, `time`, `component`, the record, `msg`), written through pino's
  * asynchronous destination (sonic-boom).
  *   The line is built by a serialiser of this one fixed shape (accessLine): pino's generic one walks the
- *   record's keys and escapes each string character by character, which made logging the largest part of
+ *   record's keys and escapes each string character by character, which would make it the largest part of
  *   an access-logged request's added CPU (docs/observability.md, "What access logs cost").
  *   Lines are collected and handed to the destination as one string once BATCH_BYTES are collected or
  *   FLUSH_MS after the first: one write(2) for a few hundred lines, and the destination sees one flat
  *   string per batch (sonic-boom measures the byte length of the string it appends to on every write, so
- *   appending line by line flattened the growing batch again for every line).
+ *   appending line by line would flatten the growing batch again for every line).
  *   Memory stays bounded when stdout does not drain (a stalled log reader): beyond MAX_BUFFERED_BYTES
  *   lines are dropped, and counted (gw_access_log_dropped_total).
  * Its own lines, not the process logger's: that one redacts a field named `key`, and these lines carry
@@ -47,8 +47,8 @@ export interface AccessLog {
 /**
  * Characters collected before the batch is handed to the destination: a pipe's default capacity on Linux.
  * Each write wakes the reader of stdout (the container runtime's log shim, or the bench's runner), and the
- * wake-up, not the copy, is what a write costs: batches of 8 KiB spent ~6 % of the gateway's CPU in the
- * write call, batches of 64 KiB ~1.3 % (docs/observability.md).
+ * wake-up, not the copy, is what a write costs: larger batches wake it less often (docs/observability.md,
+ * "What access logs cost").
  */
 export const BATCH_BYTES = 64 * 1024;
 /** A line waits at most this long for its write (ms): at low traffic a batch is written before it is full. */

@@ -223,8 +223,7 @@ function callsOf(socket: Socket): Set<UpstreamCall> {
  * undici's handler for one forwarded request (the Dispatcher handler API): the upstream's status and
  * headers become the response's, its body is written through as it arrives, with backpressure (undici
  * pauses reading the upstream while the client's socket is full). Used instead of undici's `stream()`,
- * which wraps every request in an AsyncResource and adds four listeners to the response (docs/benchmarks.md,
- * run J).
+ * which wraps every request in an AsyncResource and adds four listeners to the response.
  */
 class UpstreamCall implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | null = null;

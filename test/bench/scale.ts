@@ -1,5 +1,5 @@
 /**
- * `make bench-scale`: what grows with a deployment, as same-run ratios and figures (docs/benchmarks.md, "Scale").
+ * `make bench-scale`: what grows with a deployment, as same-run ratios and figures (docs/benchmarks.md, "`make bench-scale`").
  *   routing   the router alone (sidecar/proxy/router.ts) with 10,000 APIs against 10: the last API and a
  *             random mix, lookups per second, best of interleaved rounds;
  *   http-routing  the same through two gw standalone processes (10 and 10,000 keyless APIs, one echo
@@ -173,7 +173,7 @@ async function standalone(): Promise<void> {
     const t0 = performance.now();
     // as the image runs it (Dockerfile NODE_OPTIONS): its start-up GC runs before the listeners open.
     // Without --expose-gc the start-up garbage is collected while serving: a Mark-Compact of ~90 ms in the
-    // first seconds (docs/benchmarks.md, "gw standalone at scale").
+    // first seconds (docs/benchmarks.md, "`make bench-scale`").
     const gw = await startStandalone(dir, [], { NODE_OPTIONS: IMAGE_NODE_OPTIONS }, { readyTimeoutMs: 600_000 });
     const startMs = performance.now() - t0;
     const cpu = threadCpuSeconds(gw.proc.pid!);

@@ -2,12 +2,10 @@
  * Allocation regression: heap bytes allocated per request proxied by a real `gw standalone` (key auth +
  * DRL, the `make bench` setup), measured by test/bench/alloc.ts (a GCProfiler count over 10,000
  * keep-alive requests after 10,000 of warm-up). Allocation does not depend on CPU load, so this holds on
- * a busy machine. Measured on Node 24 (docs/benchmarks.md, "Allocation per request"): 21.6 KB before
- * the request path was trimmed, ~20.2 KB after, ~16.8 KB once the request path ran without async
- * frames and prom-client's per-request label hashing (the bare node:http + undici proxy: ~15.0 KB), ~15.2 KB
- * once the upstream call used undici's Dispatcher handler API instead of stream() (run J). The bound is the measured value plus ~10 %: it fails if the request path grows by a couple of KB again
- * (an async step, a logger call, an AbortController, a header copy per request), not on run-to-run
- * noise (±1 %).
+ * a busy machine. Measured on Node 24 (docs/benchmarks.md, "Allocation per request"): ~15 KB, about what
+ * the bare node:http + undici proxy allocates. The bound is the measured value plus ~10 %: it fails if the
+ * request path grows by a couple of KB again (an async step, a logger call, an AbortController, a header
+ * copy per request), not on run-to-run noise (±1 %).
  */
 import { allocPerRequest } from '../bench/alloc.js';
 
