@@ -62,7 +62,7 @@ bench: build
 	bash test/servers/build-bench-tools.sh   # vegeta (Go module proxy): the fixed-rate latency client
 	node dist/test/bench/run.js
 
-# The DRL's promise measured with real processes (docs/limiter-engine.md, "Figures"): issue 19's traffic shapes
+# The DRL's promise measured with real processes (docs/limiter-engine.md, "Figures"): the DRL's traffic shapes
 # through gw standalone gateways on one redis-server, then store commands and memory per bucket (~4 min).
 bench-drl: build
 	bash test/servers/install-debian.sh wrk:wrk redis-server:redis-server

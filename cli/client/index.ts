@@ -1,5 +1,5 @@
 /**
- * The client commands for pipelines (issue 6 part 7): `gw keys`, `gw oauth`, `gw proxy` call a running
+ * The client commands for pipelines: `gw keys`, `gw oauth`, `gw proxy` call a running
  * facade (`gw facade` or the admin listener of `gw standalone`). Exit codes: exit-codes.ts.
  */
 import type { Command } from 'commander';
