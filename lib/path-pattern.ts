@@ -8,27 +8,80 @@ export type { LinearMatcher };
  * lib/request-path.ts) request path relative to the API's listen path, with or without the leading
  * slash, and with or without one trailing slash (`/users` covers `/users/`, not `/users/1`: write
  * `/users/.*` or `/users/{id}` for those).
+ *
+ * Braces are read one way only (docs/proxy.md): `{id}`, `{user_id}` (a letter or `_`,
+ * then letters, digits or `_`) is a wildcard; `{2}`, `{2,}`, `{2,5}` is a counted quantifier left to
+ * the matcher; anything else between braces, or a brace without its pair, is refused (`\{` is a
+ * literal brace). Escaped characters and character classes are skipped, so `[{]` and `\{id\}` stay
+ * literal.
  */
 export function endpointPattern(path: string): string {
-  return anchored(
-    path
-      .replace(/^\//, '')
-      .replace(/\/$/, '')
-      .replace(/\{[^/{}]+\}/g, '.*'),
-  );
+  return anchored(regexWildcards(path.replace(/^\//, '').replace(/\/$/, '')));
 }
+
+const WILDCARD_NAME = /^[A-Za-z_]\w*$/;
+const QUANTIFIER = /^\d+(?:,\d*)?$/;
+const BRACES_RULE =
+  'braces hold a {name} wildcard (a letter or _, then letters, digits or _) or a counted quantifier ({n}, {n,}, {n,m}); write \\{ and \\} for literal braces';
+
+/** `{name}` wildcards of a regex path → `.*`; quantifiers kept; any other brace refused (PatternError). */
+function regexWildcards(path: string): string {
+  let out = '';
+  let i = 0;
+  while (i < path.length) {
+    const c = path[i]!;
+    if (c === '\\') {
+      out += path.slice(i, i + 2);
+      i += 2;
+    } else if (c === '[') {
+      // a class ends at its first unescaped `]` (`[]` is the empty class, as in JavaScript)
+      let j = i + 1;
+      if (path[j] === '^') j++;
+      while (j < path.length && path[j] !== ']') j += path[j] === '\\' ? 2 : 1;
+      out += path.slice(i, j + 1);
+      i = j + 1;
+    } else if (c === '{') {
+      const end = path.indexOf('}', i + 1);
+      const inner = end === -1 ? undefined : path.slice(i + 1, end);
+      if (inner !== undefined && WILDCARD_NAME.test(inner)) out += '.*';
+      else if (inner !== undefined && QUANTIFIER.test(inner)) out += `{${inner}}`;
+      else throw new PatternError(`${JSON.stringify(path.slice(i, end === -1 ? i + 1 : end + 1))}: ${BRACES_RULE}`);
+      i = end + 1;
+    } else if (c === '}') {
+      throw new PatternError(`"}" without its "{": ${BRACES_RULE}`);
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+
+/** An OpenAPI path template's parameter name: OpenAPI documents often use `-` and `.` in them too. */
+const OAS_PARAMETER = /^[A-Za-z_][\w.-]*$/;
 
 /**
  * An OpenAPI path (`/items/{id}`, `/$metadata`, `/v1.0/sum+count`) → an anchored regex source: the
  * path is literal apart from its `{name}` wildcards (OpenAPI paths are not regexes: `$`, `+`, `.` and
- * brackets are literal).
+ * brackets are literal). A brace that is not a parameter name (`{2}`, `{}`, a lone
+ * brace) is refused rather than read as a wildcard or a quantifier.
  */
 export function oasPathPattern(path: string): string {
   const literal = path
     .replace(/^\//, '')
     .replace(/\/$/, '')
-    .split(/(\{[^/{}]+\})/)
-    .map((part) => (/^\{[^/{}]+\}$/.test(part) ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .split(/(\{[^{}]*\})/)
+    .map((part) => {
+      if (part.startsWith('{') && part.endsWith('}')) {
+        if (OAS_PARAMETER.test(part.slice(1, -1))) return '.*';
+        throw new PatternError(
+          `${JSON.stringify(part)}: an OpenAPI path's braces hold a parameter name (a letter or _, then letters, digits, _, - or .)`,
+        );
+      }
+      if (/[{}]/.test(part))
+        throw new PatternError(`a brace without its pair in the OpenAPI path ${JSON.stringify(path)}`);
+      return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    })
     .join('');
   return anchored(literal);
 }
@@ -81,7 +134,7 @@ export function endpointPatternProblem(path: string): string | undefined {
 export const validEndpointPattern = (path: string): boolean => endpointPatternProblem(path) === undefined;
 
 export const INVALID_PATTERN =
-  'must be a valid regular expression the gateway can match in linear time ({name} wildcards allowed)';
+  'must be a valid regular expression the gateway can match in linear time ({name} wildcards allowed, {n}, {n,}, {n,m} quantifiers)';
 
 /** A zod superRefine of a pattern field: the issue names why the pattern is refused. */
 export function refineEndpointPattern(
