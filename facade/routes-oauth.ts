@@ -9,7 +9,7 @@ import { HttpError, readJson, sendJson, validate } from '../lib/http/http-util.j
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 /**
- * The request body of the spec's table; unknown fields are refused. api_model is accepted and ignored.
+ * The request body: the OAuth client object of docs/contract.md#key-body; unknown fields are refused. api_model is accepted and ignored.
  * An empty client_id or secret counts as not supplied (generated), as a templated CI body sends them.
  */
 export const OAuthClientBody = z.strictObject({
@@ -25,7 +25,7 @@ export const OAuthClientBody = z.strictObject({
   secret: z.string().max(1024).optional(),
 });
 
-/** The client object of the spec; `secret` only where the spec shows it (create, get one). */
+/** The OAuth client object of docs/contract.md#key-body; `secret` only on create and on reading one client. */
 function clientView(c: ClientRecord, withSecret: boolean): Record<string, unknown> {
   const s = c.spec;
   const view: Record<string, unknown> = {

@@ -1,4 +1,4 @@
-/** AccessKey: the session object of one key (the spec's key body) plus where the key material lives. */
+/** AccessKey: the session object of one key (docs/contract.md#key-body) plus where the key material lives. */
 import { z } from 'zod';
 import { AccessRights } from './access-definition.js';
 import {
@@ -14,7 +14,7 @@ import {
   ThrottleRetryLimit,
 } from './common.js';
 
-/** The fields of the key body of POST /gw/keys/{keyID}: every field of the spec's table, all optional. */
+/** The fields of the key body of POST /gw/keys/{keyID}: every field of docs/contract.md#key-body, all optional. */
 const KeySessionFields = z.strictObject({
   access_rights: AccessRights.nullable()
     .optional()

@@ -269,6 +269,6 @@ describe('OpenAPI document', () => {
     const ks = schemas.KeySession as { additionalProperties: boolean; properties: Record<string, unknown> };
     expect(ks.additionalProperties).toBe(false);
     expect(ks.properties).toHaveProperty('apply_policy_id');
-    expect(Object.keys(ks.properties).length).toBe(38); // the spec's key body table
+    expect(Object.keys(ks.properties).length).toBe(38); // the fields of docs/contract.md#key-body
   });
 });
