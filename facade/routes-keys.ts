@@ -1,6 +1,6 @@
 /**
  * /gw/keys: create or import keys (X-Gw-Authorization). Keys are stored by SHA-256 hash only; the raw
- * keyID is answered back once (as the spec shows) and never stored or logged.
+ * keyID is answered back once (docs/contract.md#management-endpoints) and never stored or logged.
  */
 import { KeySession, type KeySessionT } from '../crds/schemas/access-key.js';
 import { sha256hex } from '../lib/hash.js';

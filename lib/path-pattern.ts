@@ -3,7 +3,7 @@ import { compileLinear, PatternError, type LinearMatcher } from './linear-regex.
 export type { LinearMatcher };
 
 /**
- * Endpoint paths → anchored regex sources, matched by lib/linear-regex.ts (linear time: docs/contract.md#hostile-input). `{name}` wildcards match everything (the spec's rule);
+ * Endpoint paths → anchored regex sources, matched by lib/linear-regex.ts (linear time: docs/contract.md#hostile-input). `{name}` wildcards match everything (as in Tyk);
  * classic paths may themselves be regexes (e.g. `.*`). Paths are matched whole against the (normalised,
  * lib/request-path.ts) request path relative to the API's listen path, with or without the leading
  * slash, and with or without one trailing slash (`/users` covers `/users/`, not `/users/1`: write
