@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell bash scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: all deps build crds crds-check lint test test-servers run bench bench-drl bench-scale clean
+.PHONY: all deps build crds crds-check lint test test-servers run bench bench-drl bench-scale bench-validate clean
 
 all: build
 
@@ -78,6 +78,10 @@ bench-scale: build
 	node dist/test/bench/scale-controller.js   # its own kube-apiserver + etcd + redis-server (test/harness)
 	node dist/test/bench/scale-redis.js        # gw standalone --redis, 100,000 keys: start, refill, per request (own redis-server)
 	node dist/test/bench/scale-cluster.js      # 10,000 APIs × 20 rules: controller + sidecar (own kube-apiserver, etcd, redis-server)
+
+# gw validate on 10,000 manifests (docs/standalone.md, "Checking manifests before they are applied"): wall and CPU per run.
+bench-validate: build
+	node dist/test/bench/validate.js
 
 clean:
 	rm -rf dist

@@ -200,9 +200,9 @@ program
   })
   .action((paths: string[], opts: ValidateFlags) =>
     import('./validate.js')
-      .then((m) => {
+      .then(async (m) => {
         try {
-          process.exitCode = m.runValidate(paths, opts);
+          process.exitCode = await m.runValidate(paths, opts);
         } catch (e) {
           if (!(e instanceof m.UsageError)) throw e;
           process.stderr.write(`gw validate: ${e.message}\n`);

@@ -1,13 +1,15 @@
 /**
  * `gw validate [PATH…] [-f PATH|-]…`: manifests checked offline, before a pipeline applies them, with the
  * checks the controller and `gw standalone` make (standalone/validate.ts). Files and directories are read
- * as `gw standalone --resources` reads them (standalone/manifests.ts, lib/manifest-walk.ts); `-` is stdin.
+ * as `gw standalone --resources` reads them (lib/manifest-walk.ts, standalone/parse-files.ts,
+ * standalone/manifests.ts); `-` is stdin.
  * One line per problem on stdout (`--output json`: one JSON object per line), a summary line on stderr;
  * exit 0 valid (warnings allowed), 1 errors, 2 usage (docs/facade.md, "gw validate").
  */
-import { loadListing, loadManifestText, type LoadResult } from '../standalone/manifests.js';
+import { loadManifestText, type LoadResult } from '../standalone/manifests.js';
+import { ManifestParser } from '../standalone/parse-files.js';
 import { formatProblem, validateLoad } from '../standalone/validate.js';
-import { listManifests } from '../lib/manifest-walk.js';
+import { isProblem, listManifests, type ListedFile } from '../lib/manifest-walk.js';
 import { readManifestFile } from '../lib/manifest-read.js';
 const { statSync, readFileSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
@@ -23,51 +25,83 @@ export interface ValidateFlags {
 /** A command-line mistake: one line on stderr, exit 2. */
 export class UsageError extends Error {}
 
+/**
+ * A directory's files read as `gw standalone` reads its directory at start-up (standalone/parse-files.ts:
+ * a large one split between this thread and a worker, both parsing at once), in walk order.
+ */
+async function loadDirectory(path: string, parser: ManifestParser): Promise<LoadResult> {
+  let listing;
+  try {
+    listing = listManifests(path);
+  } catch (e) {
+    throw new UsageError(`${path}: cannot list: ${(e as Error).message}`);
+  }
+  const files = listing.entries
+    .filter((e): e is ListedFile => !isProblem(e))
+    .map((f) => ({ rel: f.rel, path: f.path, size: Number(f.size) }));
+  const loads = await parser.parse(files, true);
+  // named as given (`manifests/orders.yaml`), not relative to the directory
+  const out: LoadResult = { resources: [], errors: [], files: [] };
+  for (const entry of listing.entries) {
+    const file = join(path, entry.rel);
+    if (isProblem(entry)) {
+      out.errors.push({ file, message: entry.problem });
+      if (!entry.dir) out.files.push(file);
+      continue;
+    }
+    const load = loads.get(entry.rel);
+    if (!load || load.gone) continue; // deleted since the listing
+    for (const r of load.resources) out.resources.push({ ...r, file });
+    for (const e of load.errors) out.errors.push({ ...e, file });
+    out.files.push(file);
+  }
+  return out;
+}
+
 /** The files and directories named, read in order into one result (`-`: stdin, once). */
-export function readInputs(paths: readonly string[], stdin: () => string): LoadResult {
+export async function readInputs(paths: readonly string[], stdin: () => string): Promise<LoadResult> {
   const into: LoadResult = { resources: [], errors: [], files: [] };
+  const parser = new ManifestParser();
   let stdinRead = false;
-  for (const path of paths) {
-    if (path === '-') {
-      if (stdinRead) throw new UsageError('stdin (-) named twice');
-      stdinRead = true;
-      loadManifestText(stdin(), '-', into);
-      into.files.push('-');
-      continue;
-    }
-    let dir: boolean;
-    try {
-      dir = statSync(path).isDirectory();
-    } catch (e) {
-      throw new UsageError(
-        `${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : (e as Error).message}`,
-      );
-    }
-    if (dir) {
-      let listed: LoadResult;
-      try {
-        listed = loadListing(listManifests(path));
-      } catch (e) {
-        throw new UsageError(`${path}: cannot list: ${(e as Error).message}`);
+  try {
+    for (const path of paths) {
+      if (path === '-') {
+        if (stdinRead) throw new UsageError('stdin (-) named twice');
+        stdinRead = true;
+        loadManifestText(stdin(), '-', into);
+        into.files.push('-');
+        continue;
       }
-      // named as given (`manifests/orders.yaml`), not relative to the directory
-      for (const r of listed.resources) into.resources.push({ ...r, file: join(path, r.file) });
-      for (const e of listed.errors) into.errors.push({ ...e, file: join(path, e.file) });
-      for (const f of listed.files) into.files.push(join(path, f));
-      continue;
+      let dir: boolean;
+      try {
+        dir = statSync(path).isDirectory();
+      } catch (e) {
+        throw new UsageError(
+          `${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : (e as Error).message}`,
+        );
+      }
+      if (dir) {
+        const listed = await loadDirectory(path, parser);
+        for (const r of listed.resources) into.resources.push(r);
+        for (const e of listed.errors) into.errors.push(e);
+        for (const f of listed.files) into.files.push(f);
+        continue;
+      }
+      const read = readManifestFile(path);
+      if (read.ok) loadManifestText(read.text, path, into);
+      else into.errors.push({ file: path, message: read.gone ? 'no such file or directory' : read.message });
+      into.files.push(path);
     }
-    const read = readManifestFile(path);
-    if (read.ok) loadManifestText(read.text, path, into);
-    else into.errors.push({ file: path, message: read.gone ? 'no such file or directory' : read.message });
-    into.files.push(path);
+  } finally {
+    parser.stop();
   }
   return into;
 }
 
-export function runValidate(args: readonly string[], flags: ValidateFlags): number {
+export async function runValidate(args: readonly string[], flags: ValidateFlags): Promise<number> {
   const paths = [...args, ...(flags.filename ?? [])];
   if (!paths.length) throw new UsageError('name the manifests to check: files, directories, or -f - for stdin');
-  const load = readInputs(paths, () => readFileSync(0, 'utf8'));
+  const load = await readInputs(paths, () => readFileSync(0, 'utf8'));
   const problems = validateLoad(load, { strict: flags.strict === true });
   // a reader that stops early (`| head`) ends the output, not the process with an unhandled EPIPE
   process.stdout.on('error', () => {});
