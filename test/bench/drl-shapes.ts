@@ -1,5 +1,5 @@
 /**
- * `make bench-drl`, part 1: the table of issue 19 measured on the DRL as built — real redis-server, real
+ * `make bench-drl`, part 1: the traffic shapes of docs/limiter-engine.md "Figures" measured on the DRL as built — real redis-server, real
  * `gw standalone --redis` processes (dist/cli/gw.js), admissions counted by the upstream's own receive
  * times (test/helpers/drl-traffic.ts), every shape at once (one API, so one bucket, each):
  *   three gateways A, B, C on one Redis database: even at 2× demand, 70/20/10 at 2×, one client on one
@@ -227,7 +227,7 @@ async function runShapes(
 
 async function main(): Promise<void> {
   bounded('bench-drl shapes', 300);
-  console.log(`DRL shapes (issue 19): ${conditions()}`);
+  console.log(`DRL shapes: ${conditions()}`);
   const redis = track(await startRedis());
   const up = await startRecorder();
   const dir = scratch('gw-bench-drl-');

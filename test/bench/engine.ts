@@ -1,5 +1,5 @@
 /**
- * Limiter engine micro-benchmarks (issue 3, speed), run by run.ts in a child pinned to one core.
+ * Limiter engine micro-benchmarks (speed), run by run.ts in a child pinned to one core.
  * Prints one JSON object. Argument: a redis:// URL for the Redis-backed figures.
  *   in-process: DRL check, in-memory sliding-log check and a full engine decision (key auth done,
  *     API scope + key scope + quota) against the floor of any async API (an empty async call)

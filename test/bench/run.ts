@@ -1,15 +1,15 @@
 /**
- * `make bench`: issue 3 and issue 4 speed figures, every one a ratio against a baseline measured in
+ * `make bench`: the engine's and the proxies' speed figures (docs/benchmarks.md), every one a ratio against a baseline measured in
  * the same run. The throughput targets are checked on simultaneous pairs: the proxy and its baseline loaded
  * at the same moment on the same core, so a slow spell of the host hits both (see simultaneous()); the median
  * over GW_BENCH_SIM_ROUNDS rounds is reported with its range. Sequential rounds measure every target alone
  * (req/s, CPU per request, latency at a fixed rate, RSS), the order reversed every other round. Bounded (a
  * watchdog ends the run after GW_BENCH_DEADLINE_S) and every process it starts is stopped on exit.
  *
- *   Engine (issue 3), in a child pinned to the proxy core: ns per in-process decision (DRL, in-memory
+ *   Engine, in a child pinned to the proxy core: ns per in-process decision (DRL, in-memory
  *   sliding log, a whole engine decision) against an empty async call; Redis sliding-log decisions/s
  *   with auto-pipelining against PING, latency, round trips per decision; bytes per 100/60 bucket.
- *   Proxies (issue 4): each pinned with taskset to core GW_BENCH_PROXY_CPU (0), wrk and the upstream
+ *   Proxies: each pinned with taskset to core GW_BENCH_PROXY_CPU (0), wrk and the upstream
  *   (nginx, a small JSON body) and Redis on GW_BENCH_LOAD_CPU (1); same connections and duration:
  *     direct upstream | nginx reverse proxy with limit_req far above the load | bare node:http + undici
  *     proxy | gw (key auth + DRL) | gw (key auth + Redis sliding log, sessions in Redis) | gw (OAuth bearer
@@ -17,7 +17,7 @@
  *   then added latency at a fixed rate (GW_BENCH_RATE, 2,000 req/s) over direct, and gw's RSS idle, under
  *   load and 10 s after load. `gw standalone` is the process measured: it runs the same gateway runtime as
  *   `gw sidecar` (sidecar/runtime.ts); only the config source differs, and it is off the request path.
- *   Client rotation (issue 25, rotation.ts; GW_BENCH_ROTATION=0 skips it): 1,000,000 distinct `header:`
+ *   Client rotation (rotation.ts; GW_BENCH_ROTATION=0 skips it): 1,000,000 distinct `header:`
  *   identities through one gw against one identity, RSS against the bound from max_client_buckets.
  * Needs wrk and nginx (Debian: apt-get install wrk nginx-light), taskset and redis-server.
  */
@@ -471,7 +471,7 @@ async function main(): Promise<void> {
   await waitFor('redis-server', () => portOpen(redisPort), 10_000, redis.out);
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
 
-  // ---- issue 3: the engine
+  // ---- the engine
   // GW_BENCH_SKIP_MICRO=1: proxy cases only (a focused comparison); the micro-benchmark figures read n/a
   const skipMicro = process.env.GW_BENCH_SKIP_MICRO === '1';
   if (!skipMicro) console.log('engine micro-benchmarks (pinned to the proxy CPU)…');
@@ -528,7 +528,7 @@ async function main(): Promise<void> {
       ).stdout;
   const m = JSON.parse(metricsOut) as { ns_per_request: { hand_written: number; prom_client_children: number } };
 
-  // ---- issue 4: proxies
+  // ---- proxies
   const nginxPort = await freePort();
   const ngx = pinned(PROXY_CPU, 'nginx', [
     '-p',
@@ -653,7 +653,7 @@ async function main(): Promise<void> {
     }
   }
 
-  // ---- issue 25: client rotation (its own gw, after the rounds so it disturbs none of them)
+  // ---- client rotation (its own gw, after the rounds so it disturbs none of them)
   let rot: Rotation | undefined;
   // a focused comparison (GW_BENCH_CASES) runs it only when named: `rotation`
   if (ROTATION && (!CASES || CASES.includes('rotation'))) {
@@ -688,7 +688,7 @@ async function main(): Promise<void> {
   const lines: string[] = [];
   const p = (s: string): void => void lines.push(s);
   p('');
-  p(`## issue 3 — limiter engine (one core)`);
+  p(`## limiter engine (one core)`);
   p(`| figure | value | baseline (same run) | ratio | target |`);
   p(`|---|---|---|---|---|`);
   const perS = (ns: number): number => 1e9 / ns;
@@ -733,7 +733,7 @@ async function main(): Promise<void> {
     `| metric writes per request (gw_requests_total, gw_decision_seconds, gw_upstream_seconds) | hand-written series (sidecar/hot-metrics.ts) ${fmt(m.ns_per_request.hand_written)} ns | prom-client labelled children ${fmt(m.ns_per_request.prom_client_children)} ns | ${fmt(m.ns_per_request.prom_client_children / m.ns_per_request.hand_written, 1)}× | report |`,
   );
   p('');
-  p(`## issue 4 — proxies (proxy on CPU ${PROXY_CPU}; wrk -t1 -c${CONNS} ${SECONDS} s on CPU ${LOAD_CPU})`);
+  p(`## proxies (proxy on CPU ${PROXY_CPU}; wrk -t1 -c${CONNS} ${SECONDS} s on CPU ${LOAD_CPU})`);
   p(
     `| proxy | req/s (best of ${ROUNDS}; all rounds) | × bare node (median of the rounds' ratios; range) | × nginx | × direct | CPU µs/req under wrk (× bare) | CPU µs/req at ${RATE}/s (× bare) | wrk p50 / p99 ms | at ${RATE}/s: p50 / p99 ms | added over direct p50 / p99 ms | RSS idle / load / ${AFTER_LOAD_S} s after MB | errors |`,
   );
@@ -802,7 +802,7 @@ async function main(): Promise<void> {
     const h = rot.http;
     p('');
     p(
-      `## issue 25 — client rotation (${fmt(h.identities)} distinct X-Client values, limit_by header:, DRL, max_client_buckets ${h.max_client_buckets})`,
+      `## client rotation (${fmt(h.identities)} distinct X-Client values, limit_by header:, DRL, max_client_buckets ${h.max_client_buckets})`,
     );
     p(`| figure | value | baseline (same run) | ratio | target |`);
     p(`|---|---|---|---|---|`);

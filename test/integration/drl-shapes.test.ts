@@ -1,6 +1,6 @@
 /**
  * docs/contract.md#drl-bounds's promise of the DRL, through three real `gw standalone --redis` processes sharing one
- * Redis, every traffic shape of issue 19 at once (90 per 3 s where the issue says 120 per 2 s: leases live
+ * Redis, every traffic shape of docs/limiter-engine.md "Figures" at once (90 per 3 s where the bench runs 120 per 2 s: leases live
  * 3 slots of per / 40, a longer window gives them time, and a lower rate keeps the load generator on time,
  * on a loaded machine) (one API each, so one bucket each), admissions counted
  * by the upstream's own receive times:

@@ -1,5 +1,5 @@
 /**
- * The spec's scope examples through HTTP (issue 4, tests), against `gw standalone` and a real upstream:
+ * The scope examples of docs/contract.md#request-path through HTTP, against `gw standalone` and a real upstream:
  * key global 15/60 over three APIs = 15; per-API allowances independent; classic per-endpoint rules
  * (regex, array order); OAS per-endpoint with {id} wildcards; two policies 90/30 + 100/10 → 100/10;
  * a custom rate-limit key shared by two keys; X-RateLimit-* in `rate_limits` and `quotas` modes.

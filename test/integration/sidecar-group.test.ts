@@ -5,7 +5,7 @@
  *   `rate` in total;
  *   config hot reload under load: zero failed requests while the limit changes, a bad config keeps the
  *   old one, the new limit takes effect;
- *   /readyz never follows the store (200 while Redis is down; /healthz's body and gw_store_up say it), the metrics of issue 4 part 6
+ *   /readyz never follows the store (200 while Redis is down; /healthz's body and gw_store_up say it), the metrics of the gateway
  *   are exported, no raw key in labels or logs, SIGTERM drains an in-flight request and exits 0.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -231,7 +231,7 @@ describe('gw sidecar: readiness, metrics, drain', () => {
     if (node) await stopNode(node);
   });
 
-  test('every metric of issue 4 part 6 is exported; no raw key in any label or log line', async () => {
+  test('every gateway metric is exported; no raw key in any label or log line', async () => {
     await admitted(s, '/a/x', 31); // 30 then an API-level 429
     expect(await status(`${s.gw}/no-such-api/x`)).toBe(404);
     const keyed = [];

@@ -1,5 +1,5 @@
 /**
- * The management facade in a cluster, end to end (issue 6, "Tests: in cluster mode"): real
+ * The management facade in a cluster, end to end (docs/facade.md): real
  * kube-apiserver + Redis, and `gw controller`, `gw sidecar`, `gw facade` spawned from dist as real
  * processes. Everything goes over real HTTP to the facade (and through the `gw keys|oauth|proxy` CLI);
  * the effect is checked at the sidecar, in the custom resources and in Redis.

@@ -1,7 +1,7 @@
 /**
  * Scale: N AccessKeys created while the controller runs → all N sessions in Redis; reports the time
  * and the controller's peak RSS. N = 1,000 by default (a bounded, real version for every run); the
- * full figure of issue 5 runs with GW_OPERATOR_SCALE_KEYS=10000 (see docs/operator.md).
+ * full figure runs with GW_OPERATOR_SCALE_KEYS=10000 (see docs/operator.md).
  */
 import { jest } from '@jest/globals';
 import type { Redis } from 'ioredis';
