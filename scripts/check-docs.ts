@@ -25,8 +25,8 @@ const LABELS: readonly [RegExp, string][] = [
   [/kept for honesty/, 'keeps a superseded figure'],
 ];
 
-/** The files the rules read: text of the repository, not generated output or dependencies. */
-const SKIP_DIRS = new Set(['node_modules', 'dist', '.git']);
+/** The files the rules read: text of the repository, not generated output, scratch copies or dependencies (.gitignore's folders). */
+const SKIP_DIRS = new Set(['node_modules', 'dist', '.git', '.gw-run', 'coverage']);
 const TEXT = /\.(?:ts|js|lua|md|ya?ml|json|sh)$|^(?:Dockerfile|Makefile)$/;
 /** This checker and its test spell out the patterns they look for. */
 const SELF = new Set(['scripts/check-docs.ts', 'test/unit/check-docs.test.ts']);
