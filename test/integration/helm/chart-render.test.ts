@@ -218,6 +218,41 @@ describe('what the chart renders', () => {
   });
 });
 
+describe('chart details: drains, stable renders, a full image name', () => {
+  test('a PodDisruptionBudget only for a component with more than one replica (minAvailable 1 of one pod blocks node drains)', async () => {
+    const pdbs = async (args: string[]): Promise<string[]> => docs(await template(args)).filter((d) => d.kind === 'PodDisruptionBudget').map((d) => d.metadata.name).sort();
+    expect(await pdbs([])).toEqual(['gw-controller', 'gw-facade', 'gw-webhook']);
+    expect(await pdbs(['--set', 'controller.replicas=1'])).toEqual(['gw-facade', 'gw-webhook']);
+    expect(await pdbs(['--set', 'controller.replicas=1', '--set', 'facade.replicas=1', '--set', 'webhook.replicas=1'])).toEqual([]);
+    expect(await pdbs(['--set', 'controller.replicas=3', '--set', 'facade.podDisruptionBudget.enabled=false'])).toEqual(['gw-controller', 'gw-webhook']);
+  });
+
+  test('GitOps: with the credentials and the webhook certificate in existing Secrets, two renders are identical and generate no secret', async () => {
+    const ca = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n').toString('base64');
+    const given = ['--set', 'credentials.existingSecret=gw-creds', '--set', 'webhook.tls.existingSecret=gw-hook-tls', '--set', `webhook.tls.caBundle=${ca}`];
+    const a = await template(given);
+    expect(await template(given)).toBe(a);
+    const all = docs(a);
+    expect(all.filter((d) => d.kind === 'Secret').map((d) => d.metadata.name)).toEqual([]);
+    const hook = find(all, 'Deployment', 'gw-webhook') as unknown as { spec: { template: { spec: { volumes: { secret?: { secretName: string } }[] } } } };
+    expect(hook.spec.template.spec.volumes).toContainEqual({ name: 'tls', secret: { secretName: 'gw-hook-tls' } });
+    const mwc = find(all, 'MutatingWebhookConfiguration', 'gw-sidecar-injector') as Doc & { webhooks: { clientConfig: { caBundle?: string } }[] };
+    expect(mwc.webhooks[0]!.clientConfig.caBundle).toBe(ca);
+    const facade = find(all, 'Deployment', 'gw-facade') as unknown as { spec: { template: { spec: { containers: { env: { name: string; valueFrom?: unknown }[] }[] } } } };
+    expect(facade.spec.template.spec.containers[0]!.env).toContainEqual({ name: 'GW_SECRET', valueFrom: { secretKeyRef: { name: 'gw-creds', key: 'secret' } } });
+    // not vacuous: without them, helm template (no lookup) generates new ones on every render
+    expect(await template()).not.toBe(await template());
+  });
+
+  test('the default image names its registry (ghcr.io), for the components and the injected sidecar', async () => {
+    const all = docs(await template());
+    const images = all.filter((d) => d.kind === 'Deployment').map((d) => (d as unknown as { spec: { template: { spec: { containers: { image: string }[] } } } }).spec.template.spec.containers[0]!.image);
+    expect(new Set(images)).toEqual(new Set(['ghcr.io/gw-project/gw:0.1.0']));
+    const hook = find(all, 'Deployment', 'gw-webhook') as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+    expect(hook.spec.template.spec.containers[0]!.args).toContain('--image=ghcr.io/gw-project/gw:0.1.0');
+  });
+});
+
 describe('the chart and the CLI agree', () => {
   const help = new Map<string, string>();
   async function helpOf(sub: string): Promise<string> {
@@ -282,6 +317,15 @@ describe('values.schema.json refuses bad values', () => {
     ['resources quantity nonsense', ['--set', 'controller.resources.requests.memory=lots'], /memory/],
     ['sidecar ports equal (template check)', ['--set', 'sidecar.metricsPort=15080'], /sidecar\.listenPort and sidecar\.metricsPort must differ/],
     ['existingSecret and secret (template check)', ['--set', 'credentials.existingSecret=c', '--set', 'credentials.secret=s'], /credentials\.existingSecret excludes/],
+    ['controller.resources: null (a schema message, not a nil pointer)', ['--set', 'controller.resources=null'], /\/controller.*missing property 'resources'/],
+    ['controller.resources.limits.memory: null', ['--set', 'controller.resources.limits.memory=null'], /missing property 'memory'/],
+    ['facade.resources: null', ['--set', 'facade.resources=null'], /\/facade.*missing property 'resources'/],
+    ['webhook.namespaceSelector: null (a schema message, not a nil pointer)', ['--set', 'webhook.namespaceSelector=null'], /\/webhook.*missing property 'namespaceSelector'/],
+    ['webhook.tls: null', ['--set', 'webhook.tls=null'], /missing property 'tls'/],
+    ['sidecar.resources: null', ['--set', 'sidecar.resources=null'], /\/sidecar.*missing property 'resources'/],
+    ['webhook.tls.existingSecret without caBundle (template check)', ['--set', 'webhook.tls.existingSecret=t'], /existingSecret needs webhook\.tls\.caBundle/],
+    ['webhook.tls.caBundle without existingSecret (template check)', ['--set', 'webhook.tls.caBundle=QUJD'], /caBundle is only used with/],
+    ['webhook.tls.existingSecret with cert-manager (template check)', ['--set', 'webhook.tls.existingSecret=t', '--set', 'webhook.tls.caBundle=QUJD', '--set', 'webhook.tls.certManager.enabled=true'], /existingSecret excludes webhook\.tls\.certManager/],
     ['empty namespaceSelector (template check)', ['--set', 'webhook.namespaceSelector.matchLabels=null'], /namespaceSelector must select/],
     ['facade namespace the controller does not watch (template check)', ['--set', 'controller.watchNamespace=shop', '--set', 'facade.namespace=other'], /facade\.namespace "other" is not watched by the controller/],
     ['sidecar namespace the controller does not watch (template check)', ['--set', 'controller.watchNamespace=shop', '--set', 'facade.namespace=shop', '--set', 'sidecar.namespaces[0].name=billing'], /sidecar\.namespaces "billing" is not watched/],

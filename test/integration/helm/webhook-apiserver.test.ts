@@ -147,7 +147,7 @@ describe('mutating admission webhook on the real API server', () => {
     expect(names).toEqual(['app', 'gw-sidecar']);
     const [appC, side] = pod!.spec.containers;
     expect(appC!.ports).toEqual([expect.objectContaining({ name: 'gw-upstream', containerPort: 8080 })]);
-    expect((side as Container & { image: string }).image).toBe('gw:0.1.0'); // the chart's image, via --image
+    expect((side as Container & { image: string }).image).toBe('ghcr.io/gw-project/gw:0.1.0'); // the chart's image, via --image
     expect(side!.args).toEqual(['sidecar', '--upstream', 'http://127.0.0.1:8080', '--listen', '0.0.0.0:15080', '--metrics-listen', '0.0.0.0:15090', '--group', 'orders']);
     expect(side!.ports).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'http', containerPort: 15080 })]));
     expect(pod!.metadata.annotations?.['gw.io/status']).toBe('injected');
