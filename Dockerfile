@@ -24,10 +24,15 @@ COPY webhook ./webhook
 COPY standalone ./standalone
 COPY sidecar ./sidecar
 COPY streams ./streams
+# The git commit `gw version`, /healthz and gw_build_info name (lib/build-info.ts): .git is not in the
+# context, so it is passed in (`docker build --build-arg GW_COMMIT=$(git rev-parse HEAD) .`); without it
+# they say unknown.
+ARG GW_COMMIT=""
 # the Lua scripts the limiters read at start, beside their compiled modules (as the Makefile's build does)
 RUN npx tsc -p tsconfig.json \
  && find cli lib contract compiler limiters operator facade webhook standalone sidecar streams -name '*.lua' -exec install -D -m 644 {} dist/{} \; \
- && rm -rf dist/test dist/scripts
+ && rm -rf dist/test dist/scripts \
+ && if [ -n "$GW_COMMIT" ]; then printf '{"commit":"%s"}\n' "$GW_COMMIT" > dist/build-info.json; fi
 
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app

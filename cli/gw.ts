@@ -213,9 +213,9 @@ program
   );
 
 // Clients of the facade for CI pipelines: gw keys|oauth|proxy (docs/facade.md, exit-code table).
-// A server command does not load the client commands: less code held by every sidecar.
-const SERVER_COMMANDS = new Set(['standalone', 'controller', 'facade', 'sidecar', 'webhook', 'validate', 'version']);
-if (!SERVER_COMMANDS.has(process.argv[2] ?? '')) (await import('./client/index.js')).registerClientCommands(program);
+// A server command (or validate, version) does not load the client commands: less code held by every sidecar.
+const WITHOUT_CLIENTS = new Set(['standalone', 'controller', 'facade', 'sidecar', 'webhook', 'validate', 'version']);
+if (!WITHOUT_CLIENTS.has(process.argv[2] ?? '')) (await import('./client/index.js')).registerClientCommands(program);
 
 program
   .command('webhook')

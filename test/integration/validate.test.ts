@@ -257,6 +257,29 @@ describe('gw validate', () => {
     expect(at('keyed.yaml')).toEqual([]);
   });
 
+  test("a compile error (an OAS middleware entry naming no operation) names compileApi's field", async () => {
+    const doc = apiDef('oas', {
+      oas: {
+        openapi: '3.0.3',
+        paths: { '/x': { get: { operationId: 'x' } } },
+        'x-gw-api-gateway': {
+          server: { listenPath: { value: '/o/' } },
+          middleware: { operations: { nope: { rateLimit: { enabled: true, rate: 1, per: '1s' } } } },
+        },
+      },
+    });
+    const r = await gw(['validate', '--output', 'json', '-'], yamlDocs([doc]));
+    expect(r.code).toBe(1);
+    expect(problemsOf(r)).toEqual([
+      expect.objectContaining({
+        rule: 'compile',
+        reason: 'InvalidSpec',
+        field: 'spec.oas.x-gw-api-gateway.middleware.operations.nope',
+        message: 'no operation in spec.oas.paths has operationId "nope"',
+      }),
+    ]);
+  });
+
   test('one listen path in two namespaces: valid for a cluster (namespaces apart), a warning for gw standalone', async () => {
     const a = apiDef('one', { proxy: { listen_path: '/same/' } });
     const b = { ...apiDef('two', { proxy: { listen_path: '/same/' } }), metadata: { name: 'two', namespace: 'other' } };
