@@ -171,3 +171,13 @@ The names of the shard ConfigMaps of a sharded compiled config (contract/config-
 {{- end -}}
 {{- toJson $names -}}
 {{- end -}}
+
+
+{{/* gw-config and its shard names, as a JSON list for resourceNames (what the controller writes). */}}
+{{- define "gw.configNames" -}}
+{{- $names := list "gw-config" -}}
+{{- range $i := untilStep 2 512 1 -}}
+{{- $names = append $names (printf "gw-config-%d" $i) -}}
+{{- end -}}
+{{- toJson $names -}}
+{{- end -}}
