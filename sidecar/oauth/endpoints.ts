@@ -98,13 +98,16 @@ function credentials(req: IncomingMessage, form: URLSearchParams): { id: string;
 }
 
 export function createOAuthEndpoints(d: OAuthEndpointDeps) {
-  /** The authenticated client, or an OAuthError (each failure counted against the client and the address). */
+  /**
+   * The authenticated client, or an OAuthError (each failure counted against the client from this
+   * address, the address and the client: sidecar/oauth/guess-limit.ts).
+   */
   async function authenticateClient(
     api: CompiledApi,
     req: IncomingMessage,
     form: URLSearchParams,
+    address: string,
   ): Promise<ClientRecord> {
-    const address = req.socket.remoteAddress ?? '';
     const creds = credentials(req, form);
     const clientKey = creds ? `${api.namespace}\u0000${api.api_id}\u0000${creds.id}` : undefined;
     const wait = d.guesses.retryAfter(clientKey, address);
@@ -133,18 +136,19 @@ export function createOAuthEndpoints(d: OAuthEndpointDeps) {
     oauth: CompiledOAuth,
     req: IncomingMessage,
     res: ServerResponse,
+    address: string,
   ): Promise<number> {
     const form = await readForm(req);
-    const client = await authenticateClient(api, req, form);
+    const client = await authenticateClient(api, req, form, address);
     const { answer: body, grant } = await d.server.token(api, oauth, client, form);
     d.metrics.issued(api.api_id, grant);
     answer(res, 200, body);
     return 200;
   }
 
-  async function revoke(api: CompiledApi, req: IncomingMessage, res: ServerResponse): Promise<number> {
+  async function revoke(api: CompiledApi, req: IncomingMessage, res: ServerResponse, address: string): Promise<number> {
     const form = await readForm(req);
-    const client = await authenticateClient(api, req, form);
+    const client = await authenticateClient(api, req, form, address);
     const t = single(form, 'token');
     if (t === undefined) throw new OAuthError('invalid_request', 'token is required');
     await d.server.revoke(client, t);
@@ -172,7 +176,10 @@ export function createOAuthEndpoints(d: OAuthEndpointDeps) {
     return 307;
   }
 
-  /** Serves one endpoint; resolves with the status answered (never rejects). */
+  /**
+   * Serves one endpoint; resolves with the status answered (never rejects). `address`: the caller's
+   * source address as the guess limits count it (the gateway's `ClientAddresses.of`).
+   */
   async function serve(
     which: OAuthEndpoint,
     api: CompiledApi,
@@ -180,6 +187,7 @@ export function createOAuthEndpoints(d: OAuthEndpointDeps) {
     req: IncomingMessage,
     res: ServerResponse,
     query: string,
+    address: string,
   ): Promise<number> {
     const method = req.method ?? 'GET';
     const allowed = which === 'authorize' ? ['GET', 'HEAD'] : ['POST'];
@@ -195,8 +203,8 @@ export function createOAuthEndpoints(d: OAuthEndpointDeps) {
         d.metrics.error(api.api_id, 'invalid_request');
         return 405;
       }
-      if (which === 'token') return await token(api, oauth, req, res);
-      if (which === 'revoke') return await revoke(api, req, res);
+      if (which === 'token') return await token(api, oauth, req, res, address);
+      if (which === 'revoke') return await revoke(api, req, res, address);
       return await authorize(api, oauth, req, res, query);
     } catch (e) {
       if (res.headersSent) {

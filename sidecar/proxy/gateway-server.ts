@@ -301,7 +301,15 @@ export function createGatewayHandler(deps: GatewayDeps): {
         return sendJson(x.res, 503, { error: 'server_error', error_description: 'OAuth is unavailable' });
       }
       void deps.oauth.endpoints
-        .serve(endpoint, x.api, oauth, x.req, x.res, x.q === -1 ? '' : x.url.slice(x.q + 1))
+        .serve(
+          endpoint,
+          x.api,
+          oauth,
+          x.req,
+          x.res,
+          x.q === -1 ? '' : x.url.slice(x.q + 1),
+          clients.of(x.req.socket.remoteAddress, x.req.headers['x-forwarded-for']),
+        )
         .then((status) => countRequest(x.api.api_id, status));
       return;
     }
