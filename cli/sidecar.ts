@@ -46,7 +46,8 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   } catch {
     throw new Error(`--upstream: ${JSON.stringify(flags.upstream)} is not a URL`);
   }
-  if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:') {
+  // h2c://: HTTP/2 with prior knowledge to the application (docs/proxy.md, "gRPC")
+  if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:' && upstream.protocol !== 'h2c:') {
     throw new Error(`--upstream: ${JSON.stringify(flags.upstream)} is not an http(s) URL`);
   }
   const kube = createKubeApi(await loadKubeConnection(flags.kubeconfig));

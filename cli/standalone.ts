@@ -217,5 +217,6 @@ export async function runStandalone(flags: StandaloneFlags): Promise<void> {
     redis?.disconnect();
   });
   // announced only once SIGTERM drains: a supervisor may stop the process the moment it reads this
-  process.stdout.write(`gw standalone ready: gateway http://${gwAddr} admin http://${adminAddr}\n`);
+  const scheme = options.tls ? 'https' : 'http';
+  process.stdout.write(`gw standalone ready: gateway ${scheme}://${gwAddr} admin http://${adminAddr}\n`);
 }

@@ -139,6 +139,7 @@ export function compileApi(res: ApiDefinition): CompiledApi {
     listenPath: proxy.listen_path!,
     strip: proxy.strip_listen_path,
     targetUrl: proxy.target_url,
+    ...(proxy.transport !== undefined ? { transport: proxy.transport } : {}),
     apiLimit: g && !s.disable_rate_limit ? limitOrUndefined(g.rate, g.per, g.limit_by) : undefined,
     endpointRules: rules,
   };

@@ -38,6 +38,15 @@ const CompiledApiSchema = z.object({
   listenPath: z.string().startsWith('/'),
   strip: z.boolean(),
   targetUrl: z.string().optional(),
+  transport: z
+    .object({
+      ssl_ca_cert_file: z.string().optional(),
+      ssl_cert_file: z.string().optional(),
+      ssl_key_file: z.string().optional(),
+      ssl_server_name: z.string().optional(),
+      ssl_insecure_skip_verify: z.boolean().optional(),
+    })
+    .optional(),
   apiLimit: LimitSpec.optional(),
   endpointRules: z.array(
     z

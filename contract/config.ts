@@ -34,6 +34,14 @@ export interface EndpointRule {
   by?: ClientKey;
 }
 
+export interface UpstreamTransport {
+  ssl_ca_cert_file?: string;
+  ssl_cert_file?: string;
+  ssl_key_file?: string;
+  ssl_server_name?: string;
+  ssl_insecure_skip_verify?: boolean;
+}
+
 export interface CompiledApi {
   namespace: string;
   name: string; // metadata.name
@@ -44,6 +52,8 @@ export interface CompiledApi {
   listenPath: string; // starts with '/'
   strip: boolean;
   targetUrl?: string;
+  /** TLS towards an https:// upstream (proxy.transport; docs/proxy.md, "Upstream TLS"). */
+  transport?: UpstreamTransport;
   /** API-level global limit; absent when disabled or rate and per are both 0. */
   apiLimit?: ApiLimitSpec;
   /** Per-endpoint API-level rules (enabled ones only), in evaluation order. */

@@ -84,6 +84,20 @@ export const GatewayOptions = z.strictObject({
   headers_timeout: z.number().positive().default(DEFAULT_HEADERS_TIMEOUT_S),
   /** Open connections of the gateway listener at once; a new one past it is closed at once (docs/contract.md#hostile-input). */
   max_connections: z.number().int().min(1).default(DEFAULT_MAX_CONNECTIONS),
+  /**
+   * TLS on the gateway listener (docs/proxy.md, "TLS and HTTP/2"): certificate and key files (PEM), read
+   * again when they change; with client_ca_file a client certificate is requested and, when sent, verified.
+   */
+  tls: z
+    .strictObject({
+      cert_file: z.string().min(1),
+      key_file: z.string().min(1),
+      client_ca_file: z.string().min(1).optional(),
+      min_version: z.enum(['TLSv1.2', 'TLSv1.3']).default('TLSv1.2'),
+    })
+    .optional(),
+  /** HTTP/2 with prior knowledge beside HTTP/1.1 on the plain gateway listener. */
+  h2c: z.boolean().default(true),
   /** Open connections of one client address (an IPv6 /64) on the gateway listener; past it, closed at once. */
   max_connections_per_client: z.number().int().min(1).default(DEFAULT_MAX_CONNECTIONS_PER_CLIENT),
 });

@@ -16,6 +16,12 @@ export class GatewayMetrics {
     ['api', 'code'],
     this.registry,
   );
+  readonly requestsByProtocol = new HotCounter(
+    'gw_requests_protocol_total',
+    'Gateway requests by protocol: 1.1, 2 (HTTP/2 over TLS or h2c), grpc (gRPC over HTTP/2)',
+    ['protocol'],
+    this.registry,
+  );
   readonly rateLimited = new Counter({
     name: 'gw_rate_limited_total',
     help: 'Requests refused by a rate limit, by API and scope',

@@ -187,6 +187,8 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     health: d.health,
     upstreamTimeoutMs: d.options.upstream_timeout * 1000,
     strictPaths: d.options.strict_paths,
+    tls: d.options.tls,
+    h2c: d.options.h2c,
     observer: createObserver({
       tracing,
       accessLog,

@@ -28,7 +28,12 @@ const KeySessionFields = z.strictObject({
     .describe('Policy names to apply.'),
   apply_policy_id: z.string().optional().describe('Deprecated; use apply_policies.'),
   basic_auth_data: FreeObject.optional().describe('Basic-auth data (kept as given).'),
-  certificate: z.string().optional().describe('Client certificate id (kept for compatibility; not used by gw).'),
+  certificate: z
+    .string()
+    .optional()
+    .describe(
+      "SHA-256 fingerprint of the client certificate's DER (hex; colons and case ignored): the key is refused (403) unless the request came over TLS with that certificate.",
+    ),
   data_expires: z
     .number()
     .int()

@@ -222,6 +222,27 @@ export const ApiDefinitionSpec = z
             'Upstream URL (with spec.oas: when x-gw-api-gateway.upstream.url is not given); a sidecar --upstream overrides it.',
           ),
         strip_listen_path: z.boolean().default(true).describe('Remove the listen path before proxying.'),
+        transport: z
+          .strictObject({
+            ssl_ca_cert_file: z
+              .string()
+              .min(1)
+              .optional()
+              .describe('CA bundle (PEM) the upstream certificate must chain to.'),
+            ssl_cert_file: z.string().min(1).optional().describe('Client certificate (PEM) shown to the upstream.'),
+            ssl_key_file: z.string().min(1).optional().describe('Key (PEM) of ssl_cert_file.'),
+            ssl_server_name: z
+              .string()
+              .min(1)
+              .optional()
+              .describe('SNI name sent, and the name the certificate must carry.'),
+            ssl_insecure_skip_verify: z
+              .boolean()
+              .default(false)
+              .describe('Do not verify the upstream certificate (logged once).'),
+          })
+          .optional()
+          .describe("TLS towards an https:// target_url: files on the gateway's filesystem."),
       })
       .optional()
       .describe('Routing: listen path and upstream (classic form; required unless spec.oas is given).'),

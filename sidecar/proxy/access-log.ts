@@ -34,6 +34,8 @@ export interface AccessRecord {
   key: string | null;
   trace_id: string;
   client_ip: string;
+  /** `1.1` or `2` (HTTP/2, TLS or h2c); `grpc` for a gRPC call over HTTP/2. */
+  protocol: string;
 }
 
 export interface AccessLog {
@@ -82,7 +84,7 @@ const BASE = `,"component":"access"`;
 
 /** One access line (with its newline): the same JSON pino would write for `info(r, 'access')`. */
 export function accessLine(r: AccessRecord, time: number): string {
-  return `${HEAD}${time}${BASE},"api_id":${jsonString(r.api_id)},"method":${jsonString(r.method)},"path":${jsonString(r.path)},"status":${jsonNumber(r.status)},"latency_ms":${msText(r.latency_ms)},"upstream_latency_ms":${r.upstream_latency_ms === null ? 'null' : msText(r.upstream_latency_ms)},"decision":"${r.decision}","key":${r.key === null ? 'null' : jsonString(r.key)},"trace_id":${jsonString(r.trace_id)},"client_ip":${jsonString(r.client_ip)},"msg":"access"}\n`;
+  return `${HEAD}${time}${BASE},"api_id":${jsonString(r.api_id)},"method":${jsonString(r.method)},"path":${jsonString(r.path)},"status":${jsonNumber(r.status)},"latency_ms":${msText(r.latency_ms)},"upstream_latency_ms":${r.upstream_latency_ms === null ? 'null' : msText(r.upstream_latency_ms)},"decision":"${r.decision}","key":${r.key === null ? 'null' : jsonString(r.key)},"trace_id":${jsonString(r.trace_id)},"client_ip":${jsonString(r.client_ip)},"protocol":${jsonString(r.protocol)},"msg":"access"}\n`;
 }
 
 /** `onDrop`: lines were dropped (stdout not draining), with how many. */

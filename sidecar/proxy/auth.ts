@@ -2,7 +2,8 @@
  * Key authentication (docs/contract.md#request-path step 1): key from the API's auth header, raw or "Bearer <key>",
  * looked up by SHA-256 hash; inactive, expired, or not authorised for this API / path / method → 403.
  */
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import { sha256hex } from '../../lib/hash.js';
 import type { StoredSession } from '../../contract/sessions.js';
 import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
@@ -82,6 +83,24 @@ export function accessAllowed(
       urlMatches(u.url, relPath) &&
       (u.methods.length === 0 || u.methods.some((m) => m.toUpperCase() === method || m === '*')),
   );
+}
+
+/** A fingerprint as compared: hex digits only, lower case (`AB:CD…` and `abcd…` are one). */
+export function normalFingerprint(fp: string): string {
+  return fp.replace(/[^0-9a-fA-F]/g, '').toLowerCase();
+}
+
+/**
+ * A certificate-bound key (its `certificate`, docs/proxy.md "Certificate-bound keys"): the request came
+ * over TLS with a client certificate whose SHA-256 fingerprint (of its DER) is that one. The gateway
+ * listener has verified the certificate against client_ca_file when it has one (protocols.ts).
+ */
+export function certificateMatches(req: IncomingMessage, certificate: string): boolean {
+  const socket = req.socket as Partial<TLSSocket> | null;
+  if (socket === null || socket.encrypted !== true || typeof socket.getPeerCertificate !== 'function') return false;
+  const peer = socket.getPeerCertificate();
+  const fp = peer?.fingerprint256;
+  return typeof fp === 'string' && fp !== '' && normalFingerprint(fp) === normalFingerprint(certificate);
 }
 
 /**

@@ -16,10 +16,14 @@ import { ClientAddresses } from '../../lib/ip/client-address.js';
 import type { CheckRequest, Engine, Verdict } from '../engine/types.js';
 import type { MaybePromise } from '../../limiters/types.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { accessAllowed, extractKey, keyHashOf, sessionUsable } from './auth.js';
+import { accessAllowed, certificateMatches, extractKey, keyHashOf, sessionUsable } from './auth.js';
 import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
 import { route } from './router.js';
 import { forward, Upstreams, type Forwarding } from './upstream.js';
+import { forwardH2, H2Upstreams } from './upstream-h2.js';
+import { attachProtocols, type ListenerTls } from './protocols.js';
+import { upstreamTlsOf } from './upstream-tls.js';
+import { isGrpc } from './respond.js';
 import { forwardUpgrade, Tunnels, upgradeResponse } from './upgrade.js';
 import { DRAIN_DEADLINE } from '../../lib/serve.js';
 import { normalizePath, strictPathProblem } from '../../lib/request-path.js';
@@ -61,6 +65,10 @@ export interface GatewayDeps {
   streams?: { tryHandle(apiId: string, relPath: string, req: IncomingMessage, res: ServerResponse): boolean };
   /** Server spans and access logs (observe.ts); absent when both are off. */
   observer?: RequestObserver;
+  /** TLS on the gateway listener (protocols.ts); absent: plain. */
+  tls?: ListenerTls;
+  /** HTTP/2 with prior knowledge on a plain listener; default true. */
+  h2c?: boolean;
 }
 
 function refusal(v: Exclude<Verdict, { kind: 'allow' }>): { status: number; error: string; scope: string } {
@@ -78,13 +86,26 @@ function refusal(v: Exclude<Verdict, { kind: 'allow' }>): { status: number; erro
   }
 }
 
-/** Parsed upstream targets (origin and base path), so a URL is not parsed on every request. */
-const targets = new Map<string, { origin: string; basePath: string }>();
-function targetOf(url: string): { origin: string; basePath: string } {
+/**
+ * Parsed upstream targets (origin, base path, and h2: HTTP/2 with prior knowledge for `h2c://`), so a URL
+ * is not parsed on every request.
+ */
+interface Target {
+  origin: string;
+  basePath: string;
+  h2c: boolean;
+  /** The h2c origin of an http:// target, for the gRPC calls sent to it. */
+  h2Origin: string;
+}
+const targets = new Map<string, Target>();
+function targetOf(url: string): Target {
   let t = targets.get(url);
   if (!t) {
     const u = new URL(url);
-    t = { origin: u.origin, basePath: u.pathname.replace(/\/$/, '') };
+    const h2c = u.protocol === 'h2c:';
+    // h2c:// is not a special scheme to URL: its origin is "null", so it is made of the host
+    const origin = h2c ? `http://${u.host}` : u.origin;
+    t = { origin, basePath: u.pathname.replace(/\/$/, ''), h2c, h2Origin: origin };
     if (targets.size > 1000) targets.clear();
     targets.set(url, t);
   }
@@ -122,6 +143,7 @@ interface Exchange extends CheckRequest, Forwarding, Observed {
 export function createGatewayHandler(deps: GatewayDeps): {
   handle(req: IncomingMessage, res: ServerResponse, upgradeHead?: Buffer): void;
   upstreams: Upstreams;
+  h2Upstreams: H2Upstreams;
   tunnels: Tunnels;
 } {
   // upstream failures: a warn line a second at most (the metrics count each), with the cause
@@ -142,6 +164,10 @@ export function createGatewayHandler(deps: GatewayDeps): {
     timeoutMs: deps.upstreamTimeoutMs ?? 30_000,
     onError: (err, f) => logUpstream({ err, f }),
   });
+  const h2Upstreams = new H2Upstreams({
+    timeoutMs: deps.upstreamTimeoutMs ?? 30_000,
+    onError: (err, f) => logUpstream({ err, f }),
+  });
   const tunnels = new Tunnels();
   const upgrades = {
     timeoutMs: deps.upstreamTimeoutMs ?? 30_000,
@@ -149,6 +175,11 @@ export function createGatewayHandler(deps: GatewayDeps): {
     onError: (err: Error, f: Forwarding) => logUpstream({ err, f }),
   };
   const { metrics, observer } = deps;
+  const protocolCounters = {
+    h1: metrics.requestsByProtocol.labels({ protocol: '1.1' }),
+    h2: metrics.requestsByProtocol.labels({ protocol: '2' }),
+    grpc: metrics.requestsByProtocol.labels({ protocol: 'grpc' }),
+  };
   const strictPaths = deps.strictPaths === true;
   // labelled metric children per api (and status class), resolved once instead of on every request
   // per api: one child per status class (index status / 100), so no key string is built per request
@@ -194,6 +225,8 @@ export function createGatewayHandler(deps: GatewayDeps): {
    */
   function handle(req: IncomingMessage, res: ServerResponse, upgradeHead?: Buffer): void {
     try {
+      if (req.httpVersionMajor !== 2) protocolCounters.h1.inc();
+      else (isGrpc(req) ? protocolCounters.grpc : protocolCounters.h2).inc();
       let url = req.url ?? '/';
       // absolute-form (`GET http://host/path`, RFC 9112 §3.2.2, which a server must accept): its path
       if (url.charCodeAt(0) !== 47 /* / */) url = originFormOf(url);
@@ -237,6 +270,9 @@ export function createGatewayHandler(deps: GatewayDeps): {
         return sendJson(res, 404, { error: ERRORS.notFound });
       }
       const { api } = r;
+      // a gRPC call: endpoint rules and allowed_urls see its whole method path (/package.Service/Method),
+      // and it is forwarded unstripped (a gRPC server serves that path), whatever the listen path
+      const grpc = req.httpVersionMajor === 2 && isGrpc(req);
       const x: Exchange = {
         req,
         res,
@@ -246,7 +282,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
         q,
         urlPath,
         method: (req.method ?? 'GET').toUpperCase(),
-        path: r.relPath,
+        path: grpc ? urlPath : r.relPath,
         keyHash: undefined,
         session: undefined,
         rateLimit: undefined,
@@ -353,6 +389,9 @@ export function createGatewayHandler(deps: GatewayDeps): {
   /** Whether `found` (the session of x's key) may make this request: usable, and its access rights reach it. */
   function admits(x: Exchange, found: StoredSession | undefined): found is StoredSession {
     if (!sessionUsable(found, x.api, Math.floor(deps.clock.now() / 1000))) return false;
+    // a certificate-bound key: only over TLS with that client certificate
+    const bound = found.session.certificate;
+    if (bound !== undefined && bound !== '' && !certificateMatches(x.req, bound)) return false;
     const rights = deps.accessRights(found, x.config);
     return !(rights instanceof Error) && accessAllowed(rights, x.api, x.method, x.path);
   }
@@ -446,14 +485,26 @@ export function createGatewayHandler(deps: GatewayDeps): {
         countRequest(api.api_id, 502);
         return sendJson(res, 502, { error: 'No upstream configured for this API' });
       }
-      const { origin, basePath } = targetOf(target);
-      const forwardPath = (api.strip ? basePath + x.path : basePath + x.urlPath) + (x.q === -1 ? '' : x.url.slice(x.q));
+      const t = targetOf(target);
+      const { origin, basePath } = t;
+      const grpc = x.req.httpVersionMajor === 2 && isGrpc(x.req);
+      const forwardPath =
+        (api.strip && !grpc ? basePath + x.path : basePath + x.urlPath) + (x.q === -1 ? '' : x.url.slice(x.q));
       x.rateLimit = verdict.headers;
       // W3C trace context: the upstream sees this hop as the parent (observe.ts set it when spans are on)
       if (x.traceparent === undefined) x.traceparent = childTraceparent(x.req.headers.traceparent);
       x.t0 = now; // the upstream call starts where the decision ended
+      // an https:// upstream's TLS options (proxy.transport); undefined: node's defaults
+      const tls = origin.charCodeAt(4) === 115 /* https */ ? upstreamTlsOf(api, deps.logger) : undefined;
+      if (tls instanceof Error) {
+        logUpstream({ err: tls, f: x });
+        countRequest(api.api_id, 502);
+        return sendJson(res, 502, { error: ERRORS.upstream });
+      }
       if (x.upgradeHead) forwardUpgrade(origin, forwardPath || '/', x, x.upgradeHead, upgrades);
-      else forward(upstreams, origin, forwardPath || '/', x);
+      // HTTP/2 upstream: an h2c:// target, or a gRPC call (which HTTP/1.1 cannot carry)
+      else if (t.h2c || grpc) forwardH2(h2Upstreams, origin, forwardPath || '/', x, tls);
+      else forward(upstreams, origin, forwardPath || '/', x, tls);
     } catch (e) {
       fail(x.res, e);
     }
@@ -467,7 +518,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
     countRequest(x.api.api_id, x.status);
   }
 
-  return { handle, upstreams, tunnels };
+  return { handle, upstreams, h2Upstreams, tunnels };
 }
 
 /** A request that routed to no API, as the observer sees it. */
@@ -501,7 +552,7 @@ export function tunnelsUpgrade(req: IncomingMessage): boolean {
 }
 
 export function createGatewayServer(deps: GatewayDeps): { server: Server; close(): Promise<void> } {
-  const { handle, upstreams, tunnels } = createGatewayHandler(deps);
+  const { handle, upstreams, h2Upstreams, tunnels } = createGatewayHandler(deps);
   const server = createServer(
     {
       keepAliveTimeout: 5_000,
@@ -523,11 +574,14 @@ export function createGatewayServer(deps: GatewayDeps): { server: Server; close(
   });
   server.on(DRAIN_DEADLINE, () => tunnels.closeAll());
   answerClientErrorsWithJson(server, (_status, reason) => ({ error: reason }));
+  // TLS, h2c: the connections handed to the protocol they speak (protocols.ts); HTTP/2 requests reach handle too
+  const protocols = attachProtocols(server, handle, { tls: deps.tls, h2c: deps.h2c ?? true, logger: deps.logger });
   return {
     server,
-    close: () => {
+    close: async () => {
+      protocols.stop();
       tunnels.closeAll();
-      return upstreams.close();
+      await Promise.all([upstreams.close(), h2Upstreams.close()]);
     },
   };
 }

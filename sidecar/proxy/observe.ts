@@ -85,6 +85,13 @@ export function hostOf(host: string): { address: string; port: number | undefine
 /** The methods HTTP semantic conventions name; any other is `_OTHER`, its own name in `http.request.method_original`. */
 const KNOWN_METHODS = new Set(['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'TRACE']);
 
+/** The protocol of a request as the access log writes it: `1.1`, `2`, or `grpc` (a gRPC call over HTTP/2). */
+export function protocolOf(req: IncomingMessage): string {
+  if (req.httpVersionMajor !== 2) return '1.1';
+  const ct = req.headers['content-type'];
+  return typeof ct === 'string' && ct.startsWith('application/grpc') ? 'grpc' : '2';
+}
+
 const OBSERVED = Symbol('gw.observed');
 type Watched = ServerResponse & { [OBSERVED]?: Observed };
 
@@ -136,6 +143,7 @@ export function createObserver(o: {
         key: x.keyHash !== undefined ? x.keyHash.slice(0, 8) : null,
         trace_id: x.traceparent !== undefined ? traceIdOf(x.traceparent) : '',
         client_ip: x.clientAddress,
+        protocol: protocolOf(x.req),
       });
     }
   }
@@ -151,15 +159,15 @@ export function createObserver(o: {
         // not recorded: no span is built; the next hop continues the trace, unsampled
         x.traceparent = parented ? childTraceparent(incoming) : formatTraceparent(newTraceId(), newSpanId(), false);
       } else if (tracing !== undefined) {
-        const { address, port } = hostOf(h.host ?? '');
+        const { address, port } = hostOf(h.host ?? (h[':authority'] as string | undefined) ?? '');
         const known = KNOWN_METHODS.has(x.method);
         const attributes: Attributes = {
           'http.request.method': known ? x.method : '_OTHER',
           'url.path': x.urlPath,
-          'url.scheme': 'http',
+          'url.scheme': (x.req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http',
           'server.address': address,
           'client.address': (x.clientAddress ||= clientIp(x.req)),
-          'network.protocol.version': x.req.httpVersion,
+          'network.protocol.version': x.req.httpVersionMajor === 2 ? '2' : x.req.httpVersion,
           'gw.api_id': x.api?.api_id ?? '',
         };
         if (port !== undefined) attributes['server.port'] = port;

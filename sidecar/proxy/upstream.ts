@@ -8,6 +8,8 @@ import { Pool, errors, type Dispatcher } from '../../lib/http/undici.js';
 import type { HeaderNumbers } from '../engine/types.js';
 import { ERRORS, sendJson } from './respond.js';
 import { validTraceparent } from '../../lib/trace/trace-context.js';
+import type { Http2ServerRequest } from 'node:http2';
+import type { UpstreamTls } from './upstream-tls.js';
 
 // `expect` too: node:http has already answered the client's `Expect: 100-continue` (and undici refuses
 // the header), so the upstream gets the request with its body, as from nginx
@@ -40,8 +42,10 @@ export class Upstreams {
     this.onError = opts.onError;
   }
 
-  pool(origin: string): Pool {
-    let p = this.pools.get(origin);
+  /** The pool of `origin` (with `tls`: of that origin with those TLS options). */
+  pool(origin: string, tls?: UpstreamTls): Pool {
+    const id = tls === undefined ? origin : `${origin}\0${tls.key}`;
+    let p = this.pools.get(id);
     if (!p) {
       // no cap on connections (undici's default), as nginx: a capped pool queues requests with no
       // deadline (undici's timers start on the socket), so long-lived responses (SSE, long polls, slow
@@ -51,8 +55,9 @@ export class Upstreams {
         keepAliveTimeout: 30_000,
         headersTimeout: this.opts.timeoutMs,
         bodyTimeout: this.opts.timeoutMs,
+        ...(tls !== undefined ? { connect: tls.opts } : {}),
       });
-      this.pools.set(origin, p);
+      this.pools.set(id, p);
     }
     return p;
   }
@@ -106,6 +111,7 @@ export function requestHeaders(req: IncomingMessage, traceparent?: string): stri
     if (v === undefined || (named !== undefined && named.has(k))) continue;
     const kind = CLIENT_HEADER.get(k);
     if (kind === Client.HopByHop || kind === Client.Forwarded) continue;
+    if (kind === undefined && k.charCodeAt(0) === 58 /* : */) continue; // HTTP/2 pseudo-headers
     if (traceparent !== undefined) {
       if (kind === Client.Traceparent) continue; // ours replaces it
       // a tracestate belongs to the trace of its traceparent: dropped when that one was not continued
@@ -118,8 +124,11 @@ export function requestHeaders(req: IncomingMessage, traceparent?: string): stri
   const prior = forwardedFor(h['x-forwarded-for']);
   out.push('x-forwarded-for', prior ? `${prior}, ${ip}` : ip);
   // an empty value is no value: the gateway's own then
-  out.push('x-forwarded-proto', (h['x-forwarded-proto'] as string | undefined) || 'http');
-  if (h.host) out.push('x-forwarded-host', (h['x-forwarded-host'] as string | undefined) || h.host);
+  const proto = (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
+  out.push('x-forwarded-proto', (h['x-forwarded-proto'] as string | undefined) || proto);
+  // HTTP/2 names the authority :authority
+  const host = h.host ?? (h[':authority'] as string | undefined);
+  if (host) out.push('x-forwarded-host', (h['x-forwarded-host'] as string | undefined) || host);
   if (traceparent !== undefined) out.push('traceparent', traceparent);
   return out;
 }
@@ -233,6 +242,8 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   private left = -1;
   /** The response was ended with its last chunk (res.end(chunk)): onResponseEnd has nothing to end. */
   private ended = false;
+  /** The exchange is over (finish() ran). */
+  private over = false;
 
   constructor(
     private readonly f: Forwarding,
@@ -258,7 +269,8 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     this.left = typeof cl === 'string' && f.req.method !== 'HEAD' ? Number(cl) : -1;
     const out = responseHeaders(headers, f.rateLimit, statusCode);
     // the upstream's reason phrase, as nginx relays it (node would put its own, or "unknown")
-    if (statusMessage) f.res.writeHead(statusCode, statusMessage, out);
+    // (HTTP/2 has no reason phrase)
+    if (statusMessage && f.req.httpVersionMajor !== 2) f.res.writeHead(statusCode, statusMessage, out);
     else f.res.writeHead(statusCode, out);
   }
 
@@ -303,11 +315,13 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
 
   /** The client connection closed: abort the upstream request (now, or as soon as undici starts it). */
   clientGone(): void {
+    if (this.over) return; // an HTTP/2 stream closes after its answer too
     this.gone = true;
     this.controller?.abort(new errors.RequestAbortedError());
   }
 
   private finish(): void {
+    this.over = true;
     this.calls.delete(this);
     this.f.done(this.f);
   }
@@ -317,17 +331,20 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
  * Forwards f.req to origin+path and streams the answer into f.res; f.done(f) when it is over. Never
  * throws: undici reports a request it cannot send to onResponseError.
  */
-export function forward(upstreams: Upstreams, origin: string, path: string, f: Forwarding): void {
+export function forward(upstreams: Upstreams, origin: string, path: string, f: Forwarding, tls?: UpstreamTls): void {
   const { req } = f;
+  // HTTP/2: a body unless the request's HEADERS frame ended its stream
   const hasBody =
-    req.headers['content-length'] !== undefined
-      ? req.headers['content-length'] !== '0'
-      : req.headers['transfer-encoding'] !== undefined;
+    req.httpVersionMajor === 2
+      ? !(req as unknown as Http2ServerRequest).stream.endAfterHeaders
+      : req.headers['content-length'] !== undefined
+        ? req.headers['content-length'] !== '0'
+        : req.headers['transfer-encoding'] !== undefined;
   f.status = 502;
   const calls = callsOf(req.socket);
   const call = new UpstreamCall(f, calls, upstreams.onError);
   calls.add(call);
-  upstreams.pool(origin).dispatch(
+  upstreams.pool(origin, tls).dispatch(
     {
       origin,
       path,

@@ -58,6 +58,7 @@ async function main(): Promise<void> {
       key: '1bd4c643',
       trace_id: '4bf92f3577b34da6a3ce929d0e0e4736',
       client_ip: '127.0.0.1',
+      protocol: '1.1',
     }),
   );
   log.flush();

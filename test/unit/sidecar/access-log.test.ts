@@ -31,6 +31,7 @@ const record = (over: Partial<AccessRecord> = {}): AccessRecord => ({
   key: '1bd4c643',
   trace_id: '4bf92f3577b34da6a3ce929d0e0e4736',
   client_ip: '203.0.113.7',
+  protocol: '1.1',
   ...over,
 });
 

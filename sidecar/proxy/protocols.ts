@@ -1,0 +1,180 @@
+/**
+ * The gateway listener's protocols (docs/proxy.md, "TLS and HTTP/2"): one listening node:http server whose
+ * connections are handed, one by one, to the protocol they speak.
+ * - plain: HTTP/1.1 (node:http's own connection handling, untouched) or, when the first bytes are the
+ *   HTTP/2 connection preface (`PRI * HTTP/2.0`), HTTP/2 with prior knowledge (h2c), unless `h2c: false`;
+ * - TLS (`tls` option): the handshake by a tls.Server that never listens, ALPN `h2` → HTTP/2, anything else
+ *   → HTTP/1.1 over the TLS socket. Certificate and key files are read again every few seconds and a
+ *   change is served to new connections (setSecureContext), so a rotated Secret needs no restart.
+ * HTTP/2 requests reach the same handler as HTTP/1.1 ones through node:http2's compatibility API.
+ * The listening server keeps counting raw connections (max_connections, per client: lib/serve.ts).
+ */
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Http2Session } from 'node:http2';
+import type { Socket } from 'node:net';
+import type { TLSSocket, SecureContextOptions } from 'node:tls';
+import type { Logger } from '../../lib/logger.js';
+import { DRAIN_DEADLINE } from '../../lib/serve.js';
+import { sha256hex } from '../../lib/hash.js';
+const http2 = process.getBuiltinModule('node:http2');
+const tls = process.getBuiltinModule('node:tls');
+const { readFileSync } = process.getBuiltinModule('node:fs');
+
+export interface ListenerTls {
+  cert_file: string;
+  key_file: string;
+  client_ca_file?: string;
+  min_version: 'TLSv1.2' | 'TLSv1.3';
+}
+
+export interface ProtocolOptions {
+  tls?: ListenerTls;
+  /** HTTP/2 with prior knowledge on a plain listener (default on). */
+  h2c: boolean;
+  logger: Logger;
+  /** How often the certificate files are read for a change (ms); default 2 s (served within 10 s). */
+  reloadMs?: number;
+}
+
+/** The first bytes of every HTTP/2 connection (RFC 9113 §3.4): `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`. */
+const PREFACE_START = Buffer.from('PRI ');
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** The TLS files as a secure context's options, read now; throws with the file named. */
+function readTlsFiles(t: ListenerTls): { opts: SecureContextOptions; digest: string } {
+  const read = (file: string, what: string): Buffer => {
+    try {
+      return readFileSync(file);
+    } catch (e) {
+      throw new Error(`tls.${what}: cannot read ${file}: ${(e as Error).message}`, { cause: e });
+    }
+  };
+  const cert = read(t.cert_file, 'cert_file');
+  const key = read(t.key_file, 'key_file');
+  const ca = t.client_ca_file !== undefined ? read(t.client_ca_file, 'client_ca_file') : undefined;
+  const digest = sha256hex(Buffer.concat([cert, key, ca ?? Buffer.alloc(0)]).toString('latin1'), 'latin1');
+  return { opts: { cert, key, ...(ca ? { ca } : {}) }, digest };
+}
+
+/**
+ * Replaces `server`'s connection handling by the dispatch above. Returns a stop() that ends the
+ * certificate reloading (the server's close does it too). Throws when the TLS files cannot be read or
+ * do not make a context (a key that does not match its certificate), naming the option.
+ */
+export function attachProtocols(server: Server, handler: Handler, o: ProtocolOptions): { stop(): void } {
+  if (!o.tls && !o.h2c) return { stop: () => undefined };
+  const [httpConnection] = server.listeners('connection') as ((socket: Socket) => void)[];
+  if (httpConnection === undefined) throw new Error('the gateway server has no connection handling');
+  server.removeListener('connection', httpConnection);
+  const asHttp1 = (socket: Socket): void => httpConnection.call(server, socket);
+
+  const h2 = http2.createServer({}, handler as unknown as Parameters<typeof http2.createServer>[1]);
+  const sessions = new Set<Http2Session>();
+  h2.on('session', (s: Http2Session) => {
+    sessions.add(s);
+    s.once('close', () => sessions.delete(s));
+    s.on('error', () => undefined); // a client gone mid-session: its streams are closed, nothing to answer
+  });
+  h2.on('sessionError', () => undefined);
+  const asHttp2 = (socket: Socket): void => void h2.emit('connection', socket);
+
+  // the drain (lib/serve.ts drain): idle HTTP/1.1 connections close at once, HTTP/2 sessions get a GOAWAY
+  // and finish their streams; at the deadline every session is destroyed
+  const closeIdle = server.closeIdleConnections.bind(server);
+  server.closeIdleConnections = () => {
+    closeIdle();
+    for (const s of sessions) s.close();
+  };
+  server.on(DRAIN_DEADLINE, () => {
+    for (const s of sessions) s.destroy();
+  });
+
+  let stop = (): void => undefined;
+  if (o.tls) {
+    const t = o.tls;
+    let current = readTlsFiles(t);
+    const tlsServer = tls.createServer({
+      ...current.opts,
+      minVersion: t.min_version,
+      ALPNProtocols: ['h2', 'http/1.1'],
+      // a client certificate is asked for with a CA bundle; one that is sent must verify (checked below),
+      // none at all is admitted (a key bound to a certificate is refused later: auth.ts)
+      requestCert: t.client_ca_file !== undefined,
+      rejectUnauthorized: false,
+      handshakeTimeout: 10_000,
+    });
+    tlsServer.on('tlsClientError', (_e: Error, socket: TLSSocket) => socket.destroy());
+    tlsServer.on('secureConnection', (socket: TLSSocket) => {
+      socket.on('error', () => undefined);
+      if (t.client_ca_file !== undefined && !socket.authorized) {
+        const peer = socket.getPeerCertificate();
+        if (peer !== null && Object.keys(peer).length > 0) {
+          socket.destroy(); // a client certificate that does not verify against client_ca_file
+          return;
+        }
+      }
+      if (socket.alpnProtocol === 'h2') asHttp2(socket);
+      else asHttp1(socket);
+    });
+    server.on('connection', (raw: Socket) => void tlsServer.emit('connection', raw));
+    // rotation: the files read again every reloadMs; a change (a Secret update swaps them) becomes the
+    // context of new connections; a half-written pair (key and certificate not matching yet) is retried
+    let failedDigest = '';
+    const timer = setInterval(() => {
+      try {
+        const next = readTlsFiles(t);
+        if (next.digest === current.digest || next.digest === failedDigest) return;
+        try {
+          tlsServer.setSecureContext({ ...next.opts, minVersion: t.min_version });
+        } catch (e) {
+          failedDigest = next.digest;
+          o.logger.warn(
+            { err: (e as Error).message },
+            'gateway TLS files changed but do not make a context; kept the previous ones',
+          );
+          return;
+        }
+        current = next;
+        o.logger.info({ cert_file: t.cert_file }, 'gateway certificate reloaded');
+      } catch (e) {
+        o.logger.warn({ err: (e as Error).message }, 'gateway TLS files unreadable; kept the previous ones');
+      }
+    }, o.reloadMs ?? 2000);
+    timer.unref();
+    stop = () => clearInterval(timer);
+    server.once('close', stop);
+  } else {
+    server.on('connection', (socket: Socket) => {
+      let seen: Buffer | undefined;
+      socket.on('error', () => undefined); // reset before its first bytes: nothing to answer
+      // a connection that sends nothing is cut as node:http cuts a head that does not come (408)
+      const silent = setTimeout(() => {
+        socket.removeListener('data', onData);
+        const err = Object.assign(new Error('request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
+        server.emit('clientError', err, socket);
+      }, server.headersTimeout || 60_000);
+      const onData = (chunk: Buffer): void => {
+        const head = seen === undefined ? chunk : Buffer.concat([seen, chunk]);
+        // fewer bytes than "PRI " that could still be its start: wait for the next ones
+        if (head.length < PREFACE_START.length && PREFACE_START.subarray(0, head.length).equals(head)) {
+          seen = head;
+          return;
+        }
+        clearTimeout(silent);
+        socket.removeListener('data', onData);
+        socket.pause();
+        socket.unshift(head);
+        // HTTP/2 takes the unshifted bytes from the socket's buffer itself (resuming would emit them past it);
+        // node:http reads them as 'data' once the socket flows again
+        if (head.subarray(0, PREFACE_START.length).equals(PREFACE_START)) asHttp2(socket);
+        else {
+          asHttp1(socket);
+          socket.resume();
+        }
+      };
+      socket.on('data', onData);
+    });
+  }
+  return { stop };
+}

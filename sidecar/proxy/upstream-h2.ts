@@ -1,0 +1,186 @@
+/**
+ * HTTP/2 to the upstream (docs/proxy.md, "gRPC"): `h2c://` targets (prior knowledge), and gRPC calls to
+ * `http://` (h2c as well: gRPC cannot travel over HTTP/1.1) or `https://` targets (TLS, ALPN h2). One
+ * multiplexed session per origin. Trailers are relayed (grpc-status, grpc-message), `grpc-timeout` is
+ * enforced by the gateway too, a call cancelled on either side is cancelled on the other, and bodies
+ * flow with backpressure both ways (HTTP/2 flow control: a paused stream stops granting window).
+ */
+import type { ClientHttp2Session, ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { ConnectionOptions } from 'node:tls';
+import type { Forwarding } from './upstream.js';
+import type { UpstreamTls } from './upstream-tls.js';
+import { headerObject, requestHeaders, responseHeaders } from './upstream.js';
+import { ERRORS, GRPC, grpcMessage, isGrpc, sendJson } from './respond.js';
+const http2 = process.getBuiltinModule('node:http2');
+const { NGHTTP2_CANCEL } = http2.constants;
+
+export interface H2UpstreamOptions {
+  /** ms for the upstream's response headers (upstream_timeout); 504 / DEADLINE_EXCEEDED after. */
+  timeoutMs: number;
+  onError?: (err: Error, f: Forwarding) => void;
+}
+
+export class H2Upstreams {
+  private readonly sessions = new Map<string, ClientHttp2Session>();
+  constructor(readonly opts: H2UpstreamOptions) {}
+
+  /** The session to `origin` (`http://host:port` for h2c, `https://…` for TLS), opened on first use. */
+  session(origin: string, tls?: UpstreamTls): ClientHttp2Session {
+    const id = tls === undefined ? origin : `${origin}\0${tls.key}`;
+    const open = this.sessions.get(id);
+    if (open !== undefined && !open.closed && !open.destroyed) return open;
+    const s = http2.connect(origin, { ...tls?.opts, ALPNProtocols: ['h2'] } as ConnectionOptions);
+    const forget = (): void => {
+      if (this.sessions.get(id) === s) this.sessions.delete(id);
+    };
+    s.on('error', forget); // a failed session fails its streams, which answer for themselves
+    s.once('close', forget);
+    s.once('goaway', forget);
+    this.sessions.set(id, s);
+    return s;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(
+      [...this.sessions.values()].map((s) => new Promise<void>((r) => (s.closed ? r() : s.close(() => r())))),
+    );
+    this.sessions.clear();
+  }
+}
+
+/** `grpc-timeout` (`<digits><H|M|S|m|u|n>`) in ms; undefined when absent or malformed. */
+export function grpcTimeoutMs(v: string | string[] | undefined): number | undefined {
+  if (typeof v !== 'string') return undefined;
+  const m = /^(\d{1,8})([HMSmun])$/.exec(v);
+  if (!m) return undefined;
+  const n = Number(m[1]);
+  const unit = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 }[m[2] as 'H'];
+  return n * unit;
+}
+
+/** Trailers worth relaying: pseudo-headers and hop-by-hop names are not. */
+function trailersOf(t: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const k in t) if (k.charCodeAt(0) !== 58 && t[k] !== undefined) out[k] = t[k];
+  return out;
+}
+
+/**
+ * Forwards f.req to origin+path over HTTP/2 and streams the answer (and its trailers, to an HTTP/2 client)
+ * into f.res; f.done(f) when it is over. Never throws.
+ */
+export function forwardH2(up: H2Upstreams, origin: string, path: string, f: Forwarding, tls?: UpstreamTls): void {
+  const { req, res } = f;
+  const h2client = req.httpVersionMajor === 2;
+  const grpc = isGrpc(req);
+  const hasBody = h2client
+    ? !(req as unknown as Http2ServerRequest).stream.endAfterHeaders
+    : req.headers['content-length'] !== undefined
+      ? req.headers['content-length'] !== '0'
+      : req.headers['transfer-encoding'] !== undefined;
+  f.status = 502;
+  const headers: OutgoingHttpHeaders = headerObject(requestHeaders(req, f.traceparent));
+  delete headers['x-forwarded-host']; // set again below from the client's authority
+  const authority = req.headers.host ?? (req.headers[':authority'] as string | undefined);
+  if (authority !== undefined) headers['x-forwarded-host'] = req.headers['x-forwarded-host'] || authority;
+  headers[':method'] = req.method ?? 'GET';
+  headers[':path'] = path;
+  if (req.headers.te === 'trailers') headers.te = 'trailers'; // gRPC servers require it
+
+  let over = false;
+  let stream: ClientHttp2Stream | undefined;
+  let trailers: OutgoingHttpHeaders | undefined;
+  const timers: NodeJS.Timeout[] = [];
+  const finish = (): void => {
+    if (over) return;
+    over = true;
+    for (const t of timers) clearTimeout(t);
+    res.removeListener('close', onClientClose);
+    f.done(f);
+  };
+  /** The upstream failed before or while answering: a 502/504 (gRPC: UNAVAILABLE/DEADLINE_EXCEEDED), or the stream cut. */
+  const failed = (err: Error, status: number): void => {
+    if (over) return;
+    if (stream !== undefined && !stream.destroyed) stream.close(NGHTTP2_CANCEL);
+    if (!res.headersSent) {
+      f.status = status;
+      sendJson(res, status, { error: status === 504 ? ERRORS.timeout : ERRORS.upstream });
+    } else if (grpc && status === 504) {
+      f.status = 504;
+      (res as unknown as Http2ServerResponse).addTrailers({
+        'grpc-status': String(GRPC.deadlineExceeded),
+        'grpc-message': grpcMessage('Deadline exceeded'),
+      });
+      res.end();
+    } else res.destroy();
+    up.opts.onError?.(err, f);
+    finish();
+  };
+  // the client left (its stream reset, its connection gone) before the answer was over: the upstream
+  // call is cancelled (RST_STREAM CANCEL), 499 as for HTTP/1.1
+  function onClientClose(): void {
+    if (over) return;
+    f.status = 499;
+    if (stream !== undefined && !stream.destroyed) stream.close(NGHTTP2_CANCEL);
+    finish();
+  }
+  res.once('close', onClientClose);
+
+  try {
+    stream = up.session(origin, tls).request(headers, { endStream: !hasBody });
+  } catch (e) {
+    failed(e as Error, 502);
+    return;
+  }
+  const s = stream;
+  s.on('error', (e: Error) => failed(e, 502));
+  // the call's deadline (grpc-timeout), enforced here too: the upstream may not
+  const deadline = grpc ? grpcTimeoutMs(req.headers['grpc-timeout']) : undefined;
+  if (deadline !== undefined)
+    timers.push(setTimeout(() => failed(new Error('grpc-timeout passed'), 504), Math.max(1, deadline)));
+  timers.push(
+    setTimeout(() => {
+      if (!res.headersSent) failed(new Error('no response headers within upstream_timeout'), 504);
+    }, up.opts.timeoutMs),
+  );
+  if (hasBody) req.pipe(s);
+
+  s.on('response', (h: IncomingHttpHeaders, flags: number) => {
+    if (over) return;
+    const status = Number(h[':status']);
+    if (status < 200) return;
+    f.status = status;
+    delete h[':status'];
+    const out = responseHeaders(h, f.rateLimit, status);
+    const trailersOnly = (flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0;
+    if (trailersOnly && h2client) {
+      // a trailers-only answer (a gRPC error) stays one HEADERS frame that ends the stream
+      const o = headerObject(out) as OutgoingHttpHeaders;
+      o[':status'] = status;
+      (res as unknown as Http2ServerResponse).stream.respond(o, { endStream: true });
+      finish();
+      return;
+    }
+    res.writeHead(status, out);
+  });
+  s.on('data', (chunk: Buffer) => {
+    if (over) return;
+    if (res.write(chunk)) return;
+    s.pause();
+    res.once('drain', () => s.resume());
+  });
+  s.on('trailers', (t: IncomingHttpHeaders) => {
+    trailers = trailersOf(t);
+  });
+  s.on('end', () => {
+    if (over) return;
+    if (trailers !== undefined && h2client) (res as unknown as Http2ServerResponse).addTrailers(trailers);
+    res.end();
+    finish();
+  });
+  s.on('close', () => {
+    // reset by the upstream (RST_STREAM) or its session gone before the end
+    if (!over) failed(new Error(`upstream stream closed (code ${s.rstCode ?? 'none'})`), 502);
+  });
+}
