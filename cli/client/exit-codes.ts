@@ -23,7 +23,8 @@ export const Exit = {
   PROXIED_ERROR: 8,
   /**
    * 504 on a write (cluster): the resource was written and exists, but the controller did not report it
-   * Ready in time. It takes effect once reconciled; repeating the same command is safe.
+   * Ready in time. It takes effect once reconciled; repeating the same command is safe (`gw keys create`
+   * prints the key it wrote all the same: repeat with that key).
    */
   NOT_READY: 9,
 } as const;

@@ -4,7 +4,8 @@ import type { BodyFlags } from './body.js';
 import type { ConnectionFlags } from './connection.js';
 import { ClientError, Exit, type ExitCode } from './exit-codes.js';
 import { seg } from './http.js';
-import { callAndPrint, clientAction, clientOptions, type OutputFlags } from './run.js';
+import { sha256hex } from '../../lib/hash.js';
+import { callAndPrint, clientAction, clientOptions, printJson, type OutputFlags } from './run.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 type KeyFlags = ConnectionFlags & BodyFlags & OutputFlags & { hashed?: boolean; suppressReset?: boolean };
@@ -63,7 +64,22 @@ export function keysCommand(): Command {
   ).action(
     clientAction(async (keyID: string | undefined, flags: KeyFlags) => {
       if (keyID === undefined && flags.hashed) return usage('--hashed needs a KEY_ID (the hash)');
-      return write('POST', keyID ?? generateKey(), flags);
+      const key = keyID ?? generateKey();
+      try {
+        return await write('POST', key, flags);
+      } catch (e) {
+        // Written but not Ready (exit 9): the AccessKey exists, so the key is printed all the same —
+        // a generated one would otherwise be lost, and each repeat would leave another AccessKey whose
+        // key nobody received. Repeating with this key (`gw keys create "$key"`) writes the same one.
+        if (e instanceof ClientError && e.code === Exit.NOT_READY)
+          printJson(
+            flags.hashed
+              ? { key_hash: key, status: 'not_ready' }
+              : { key, key_hash: sha256hex(key), status: 'not_ready' },
+            flags,
+          );
+        throw e;
+      }
     }),
   );
 

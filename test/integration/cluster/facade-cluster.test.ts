@@ -513,17 +513,15 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     expect(took).toBeLessThan(READY_TIMEOUT_S * 1000 + 3000);
     expect(await keyResource(hash)).toBeDefined(); // the resource was written
     expect((await atSidecar(raw)).status).toBe(403); // but nothing reconciled it: no session yet
-    // The CLI tells a pipeline the same with its own exit code.
-    const cli = await gwCli(facade.url, [
-      'keys',
-      'create',
-      'cluster-key-late-cli-0123456789',
-      '--body',
-      '{"rate": 5, "per": 10}',
-    ]);
+    // The CLI tells a pipeline the same with its own exit code, and still prints the key it generated
+    // (and its hash): the AccessKey exists, so the key must not be lost.
+    const cli = await gwCli(facade.url, ['keys', 'create', '--body', '{"rate": 5, "per": 10}']);
     expect(cli.code).toBe(9);
-    expect(cli.stdout).toBe('');
     expect(cli.stderr).toMatch(/^gw keys create: HTTP 504: .*exists, but is not Ready/);
+    const printed = JSON.parse(cli.stdout) as { key: string; key_hash: string; status: string };
+    expect(printed.status).toBe('not_ready');
+    expect(printed.key_hash).toBe(sha256hex(printed.key));
+    expect(await keyResource(printed.key_hash)).toBeDefined();
 
     // A DELETE cannot complete without the controller's finalizer either: 504, and the key is hidden.
     const del = await call('DELETE', `/gw/keys/${doomed}`);
@@ -557,7 +555,17 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     const again = await postKey(raw, { rate: 5, per: 10 });
     expect(again.status).toBe(200);
     expect(asRecord(again.body).action).toBe('modified');
-    expect((await atSidecar('cluster-key-late-cli-0123456789')).status).toBe(200);
+    // The CLI's retry with the printed key writes the same AccessKey: no orphan per try.
+    const keysBefore = (asRecord((await call('GET', '/gw/keys')).body).keys as string[]).length;
+    const retry = await gwCli(facade.url, ['keys', 'create', printed.key, '--body', '{"rate": 5, "per": 10}']);
+    expect(retry.code).toBe(0);
+    expect(JSON.parse(retry.stdout)).toMatchObject({
+      key: printed.key,
+      key_hash: printed.key_hash,
+      action: 'modified',
+    });
+    expect((asRecord((await call('GET', '/gw/keys')).body).keys as string[]).length).toBe(keysBefore);
+    expect((await atSidecar(printed.key)).status).toBe(200);
   });
 
   test('restart the facade → everything created is still there (it lives in the custom resources)', async () => {
