@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell bash scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: all deps build crds crds-check lint test test-servers run bench bench-drl bench-scale bench-validate clean
+.PHONY: all deps build crds crds-check lint test test-servers run bench bench-drl bench-scale bench-validate image clean
 
 all: build
 
@@ -55,6 +55,11 @@ test: build lint crds-check test-servers
 
 run: build
 	bash scripts/run.sh
+
+# The image from the Dockerfile, daemonless (podman + runc, Debian), on a Node 24 base made here, and the
+# small images of the e2e suite; OCI archives in ~/.cache/gw-test/images (docs/testing.md, "End to end").
+image:
+	bash test/servers/build-images.sh
 
 # Benchmark tools from Debian (wrk, nginx, taskset, redis-server) are installed when missing; vegeta is built with Go.
 bench: build

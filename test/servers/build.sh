@@ -7,6 +7,7 @@ set -euo pipefail
 
 K8S_VERSION=v1.35.4     # k8s.io/kubernetes; staging modules k8s.io/* pinned to v0.35.4
 ETCD_VERSION=v3.6.16    # go.etcd.io/etcd/server/v3 (k8s 1.35 ships etcd 3.6.x)
+COREDNS_VERSION=v1.14.7 # github.com/coredns/coredns, for Service names in the one-node cluster
 
 CACHE="${GW_TEST_CACHE:-$HOME/.cache/gw-test}"
 BIN="$CACHE/bin"
@@ -61,10 +62,14 @@ build_kube_apiserver() {
 }
 
 # kubectl for the tests, only on a machine without one (the tests prefer this one when it exists).
-build_kubectl() {
+build_kubectl() { build_kube kubectl; }
+
+# build_kube NAME: any k8s.io/kubernetes/cmd/NAME from the same wrapper (the one-node cluster of
+# test/e2e needs kubelet, kube-controller-manager, kube-scheduler and kube-proxy).
+build_kube() {
   kube_wrapper
-  (cd "$KDIR" && go build -trimpath -ldflags "$KLDFLAGS" -o "$BIN/kubectl" k8s.io/kubernetes/cmd/kubectl)
-  echo "$K8S_VERSION" >"$BIN/.kubectl.version"
+  (cd "$KDIR" && go build -trimpath -ldflags "$KLDFLAGS" -o "$BIN/$1" "k8s.io/kubernetes/cmd/$1")
+  echo "$K8S_VERSION" >"$BIN/.$1.version"
 }
 
 build_etcd() {
@@ -75,6 +80,41 @@ build_etcd() {
   (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
   echo "$ETCD_VERSION" >"$BIN/.etcd.version"
 }
+
+# CoreDNS with only the plugins the one-node cluster's Corefile uses (test/servers/cluster.sh): a main
+# package that registers those plugins and runs coremain, so the build skips the cloud plugins' modules.
+build_coredns() {
+  local dir="$SRC/coredns-$COREDNS_VERSION"
+  mkdir -p "$dir"
+  printf 'module gwtest/coredns\n\ngo 1.26\n\nrequire github.com/coredns/coredns %s\n' "$COREDNS_VERSION" >"$dir/go.mod"
+  cat >"$dir/main.go" <<'GO'
+package main
+
+import (
+	_ "github.com/coredns/coredns/core/dnsserver"
+	_ "github.com/coredns/coredns/plugin/bind"
+	"github.com/coredns/coredns/coremain"
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/ready"
+)
+
+func main() { coremain.Run() }
+GO
+  (cd "$dir" && go mod tidy >/dev/null && go build -trimpath -ldflags "-s -w" -o "$BIN/coredns" .)
+  echo "$COREDNS_VERSION+bind,cache,errors,health,kubernetes,log,ready" >"$BIN/.coredns.version"
+}
+
+# `build.sh cluster`: also the node and control-plane binaries of the one-node cluster (make e2e).
+if [[ "${1:-}" == cluster ]]; then
+  for name in kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
+    fresh "$name" "$K8S_VERSION" || { need_go; build_kube "$name"; }
+  done
+  fresh coredns "$COREDNS_VERSION+bind,cache,errors,health,kubernetes,log,ready" || { need_go; build_coredns; }
+fi
 
 fresh kube-apiserver "$K8S_VERSION" || { need_go; build_kube_apiserver; }
 fresh etcd "$ETCD_VERSION" || { need_go; build_etcd; }
