@@ -9,6 +9,7 @@ import { requireBearer } from './auth.js';
 import { propagateTrace } from '../lib/trace/trace-context.js';
 import type { FacadeContext, Route, RouteArgs } from './context.js';
 import { hasControlChar, HttpError, readJson, sendJson, validate } from '../lib/http/http-util.js';
+import { parseJson } from '../lib/json-depth.js';
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -162,7 +163,8 @@ async function proxy(args: RouteArgs): Promise<void> {
   let parsed: unknown = r.text;
   if (isJson(r.headers['content-type']) && r.text !== '') {
     try {
-      parsed = JSON.parse(r.text) as unknown;
+      // nested past MAX_JSON_DEPTH: kept as text (lib/json-depth.ts)
+      parsed = parseJson(r.text);
     } catch {
       parsed = r.text;
     }

@@ -7,7 +7,9 @@
  *   the stack, and no field of gw's resources nests anywhere near that deep.
  * The walk is iterative, so the check itself cannot overflow.
  */
-export const MAX_JSON_DEPTH = 64;
+import { MAX_JSON_DEPTH } from './json-depth.js';
+
+export { MAX_JSON_DEPTH };
 
 export interface ShapeProblem {
   path: (string | number)[];

@@ -9,7 +9,7 @@ import type { StreamMeter } from './metrics.js';
 import { DropOutput } from './outputs/drop.js';
 import { HttpClientOutput } from './outputs/http-client.js';
 import { StdoutOutput, type LineWriter } from './outputs/stdout.js';
-import { Pipeline } from './pipeline.js';
+import { Pipeline, type ByteBudget } from './pipeline.js';
 import { HttpClientProcessor } from './processors/http-client.js';
 import { MappingProcessor } from './processors/mapping.js';
 import type { LocalRateLimit } from './rate-limit.js';
@@ -24,6 +24,8 @@ export interface BuildContext {
   redisUrl?: string;
   stdout?: LineWriter;
   limiter(label: string | undefined): LocalRateLimit | undefined;
+  /** Raw payload bytes every pipeline of the process may buffer together. */
+  budget?: ByteBudget;
 }
 
 /** Throws (with a message naming the field) when the stream cannot run here, e.g. no Redis URL. */
@@ -78,5 +80,6 @@ export function buildPipeline(spec: StreamSpecT, b: BuildContext): Pipeline {
     input: (ctx) => buildInput(spec.input, b, ctx),
     processors,
     output,
+    budget: b.budget,
   });
 }

@@ -24,7 +24,7 @@ import { durationMs } from './duration.js';
 import { HttpServerInput } from './inputs/http-server.js';
 import { StreamMetrics, meterFor } from './metrics.js';
 import type { LineWriter } from './outputs/stdout.js';
-import type { Pipeline } from './pipeline.js';
+import { ByteBudget, type Pipeline } from './pipeline.js';
 import { LocalRateLimit, preciseClock } from './rate-limit.js';
 
 export interface StreamApi {
@@ -42,7 +42,17 @@ export interface StreamManagerOptions {
   drainTimeoutMs?: number;
   /** Where the stdout output writes (default process.stdout). */
   stdout?: LineWriter;
+  /** Raw payload bytes all http_server buffers of the process may hold together (default STREAM_BUFFER_BYTES). */
+  bufferBytes?: number;
 }
+
+/**
+ * Default of the process-wide stream buffer: 48 MiB of bodies accepted and not yet taken by a worker,
+ * whatever the number of streams (each is also bounded by its own max_pending_bytes, 16 MiB by
+ * default). Bodies wait as raw bytes (Buffers, outside V8's old space), so in a sidecar with the chart's
+ * 256 MiB limit and its 153 MiB old-space flag they add at most 48 MiB beside the heap (docs/streams.md).
+ */
+export const STREAM_BUFFER_BYTES = 48 * 1024 * 1024;
 
 export interface StreamInfo {
   api_id: string;
@@ -103,6 +113,7 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
   const clock = opts.clock ?? preciseClock;
   const drainMs = opts.drainTimeoutMs ?? 10_000;
   const m = new StreamMetrics();
+  const budget = new ByteBudget(opts.bufferBytes ?? STREAM_BUFFER_BYTES);
   const apis = new Map<string, ApiState>();
   let chain: Promise<void> = Promise.resolve();
   let stopped = false;
@@ -184,6 +195,7 @@ export function createStreamManager(opts: StreamManagerOptions): StreamManager {
           redisUrl: opts.redisUrl,
           stdout: opts.stdout,
           limiter: (label) => (label === undefined ? undefined : st.limiters.get(label)),
+          budget,
         });
       } catch (e) {
         logger.error(

@@ -1,8 +1,12 @@
 /**
  * Runs one stream: input → buffer → processors → output, with ack semantics.
  *
- * - The buffer holds `input.bufferSize` messages. offer() (http_server) refuses when it is full, push()
- *   (redis_streams, generate) waits for room: backpressure, never an unbounded queue.
+ * - The buffer holds `input.bufferSize` messages and, of raw payloads (http_server), `input.bufferBytes`
+ *   bytes of this stream and `budget.limit` bytes of every stream of the process together. offer()
+ *   (http_server) refuses when either is full (an empty buffer takes one message of any size, which its
+ *   input has bounded), push() (redis_streams, generate) waits for room: backpressure, never an
+ *   unbounded queue. A raw payload is parsed when a worker takes it (streams/body.ts), so parsing runs
+ *   at the pace of the output, not of the senders.
  * - `output.maxInFlight` workers take messages in arrival order; each runs the processors then the output
  *   and then acks the message to its input. With one worker, messages reach the output in input order.
  * - A message is acked 'delivered' only after the output succeeded; a processor error or a permanent
@@ -14,6 +18,7 @@
  *   pipeline while the old one drains); they wait in the buffer.
  */
 import type { Logger } from '../lib/logger.js';
+import { decodeBody } from './body.js';
 import type { StreamMeter } from './metrics.js';
 import {
   PermanentError,
@@ -30,6 +35,14 @@ import {
 interface Item {
   msg: Message;
   ack: Ack;
+  /** Bytes of msg.raw, counted against the buffer's byte bounds while it waits. */
+  bytes: number;
+}
+
+/** Raw payload bytes that every pipeline of a process may buffer together (StreamManager owns one). */
+export class ByteBudget {
+  used = 0;
+  constructor(readonly limit: number) {}
 }
 
 export interface PipelineParts {
@@ -41,6 +54,8 @@ export interface PipelineParts {
   input: (ctx: InputContext) => Input;
   processors: Processor[];
   output: Output;
+  /** Shared with the other pipelines of the process; none: only this pipeline's own bounds. */
+  budget?: ByteBudget;
 }
 
 export class Pipeline {
@@ -53,6 +68,9 @@ export class Pipeline {
   private readonly meter: StreamMeter;
   private readonly buffer: Item[] = [];
   private readonly capacity: number;
+  private readonly byteCapacity: number;
+  private readonly budget: ByteBudget | undefined;
+  private bytes = 0;
   private readonly roomWaiters: Array<() => void> = [];
   private readonly itemWaiters: Array<() => void> = [];
   private readonly abort = new AbortController();
@@ -77,6 +95,13 @@ export class Pipeline {
     };
     this.input = p.input(ctx);
     this.capacity = Math.max(1, this.input.bufferSize);
+    this.byteCapacity = this.input.bufferBytes ?? Infinity;
+    this.budget = p.budget;
+  }
+
+  /** Raw payload bytes waiting in the buffer. */
+  get bufferedBytes(): number {
+    return this.bytes;
   }
 
   /** Messages buffered or in flight. */
@@ -86,7 +111,10 @@ export class Pipeline {
 
   offer(msg: Message, ack: Ack): boolean {
     if (this.closed || this.draining || this.buffer.length >= this.capacity) return false;
-    this.enqueue({ msg, ack });
+    const bytes = msg.raw?.byteLength ?? 0;
+    if (bytes > 0 && this.buffer.length > 0 && this.bytes + bytes > this.byteCapacity) return false;
+    if (bytes > 0 && this.budget && this.budget.used > 0 && this.budget.used + bytes > this.budget.limit) return false;
+    this.enqueue({ msg, ack, bytes });
     return true;
   }
 
@@ -106,13 +134,21 @@ export class Pipeline {
     }
     if (signal.aborted) throw new Error('push aborted');
     if (this.closed || this.draining) throw new Error('pipeline stopping');
-    this.enqueue({ msg, ack });
+    this.enqueue({ msg, ack, bytes: msg.raw?.byteLength ?? 0 });
   }
 
   private enqueue(item: Item): void {
     this.buffer.push(item);
+    this.bytes += item.bytes;
+    if (this.budget) this.budget.used += item.bytes;
     this.meter.in();
     this.itemWaiters.shift()?.();
+  }
+
+  /** An item leaves the buffer: its bytes are free for others. */
+  private release(item: Item): void {
+    this.bytes -= item.bytes;
+    if (this.budget) this.budget.used -= item.bytes;
   }
 
   private wakeRoom(): void {
@@ -135,6 +171,7 @@ export class Pipeline {
     for (;;) {
       const item = this.buffer.shift();
       if (item) {
+        this.release(item);
         this.wakeRoom();
         return item;
       }
@@ -148,6 +185,12 @@ export class Pipeline {
     for (;;) {
       const item = await this.next();
       if (!item) return;
+      // the raw payload parsed now, and dropped: only messages in flight hold a parsed body. Then a turn
+      // of the event loop, so the requests waiting meanwhile are served before the processors run.
+      if (item.msg.raw) {
+        item.msg = { id: item.msg.id, body: decodeBody(item.msg.raw), meta: item.msg.meta };
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
       this.inFlight++;
       try {
         const outcome = await this.handle(item.msg, signal);
@@ -255,7 +298,10 @@ export class Pipeline {
       );
       this.closed = true;
       this.abort.abort(new Error('stream stopped'));
-      for (const item of this.buffer.splice(0)) await this.settle(item, 'aborted');
+      for (const item of this.buffer.splice(0)) {
+        this.release(item);
+        await this.settle(item, 'aborted');
+      }
       await Promise.all(this.workers);
     }
     this.closed = true;

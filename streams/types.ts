@@ -9,6 +9,12 @@ export interface Message {
   id: string;
   /** Parsed JSON when the payload was JSON, else the payload as a string. */
   body: unknown;
+  /**
+   * The payload as received and not parsed yet (http_server): the pipeline parses it into `body` when a
+   * worker takes the message, so its buffer holds the bytes that are counted against its byte bound
+   * rather than a parsed value several times their size (streams/body.ts).
+   */
+  raw?: Buffer;
   meta: Record<string, string>;
 }
 
@@ -36,6 +42,8 @@ export interface Input {
   readonly type: string;
   /** Buffer size the pipeline gives this input. */
   readonly bufferSize: number;
+  /** Bytes of raw payloads (Message.raw) its buffer may hold; none: no byte bound of its own. */
+  readonly bufferBytes?: number;
   /** Begins producing (no-op for http_server, which is fed through the manager's tryHandle). */
   start(): Promise<void>;
   /** Stops producing; messages already handed over are still acked afterwards. */

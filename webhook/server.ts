@@ -3,6 +3,7 @@
  * `/healthz`, `/readyz`, `/metrics`. Never blocks a pod it cannot understand: anything but a
  * malformed AdmissionReview is answered `allowed: true` (with a warning when nothing was injected).
  */
+import { JsonTooDeepError, parseJson } from '../lib/json-depth.js';
 import type { Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
@@ -98,10 +99,10 @@ export function createWebhookServer(o: WebhookServerOptions): { server: Server; 
       if (res.headersSent) return;
       let body: unknown;
       try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      } catch {
+        body = parseJson(Buffer.concat(chunks));
+      } catch (e) {
         admissions.inc({ outcome: 'bad-request' });
-        return json(res, 400, { error: 'body is not JSON' });
+        return json(res, 400, { error: e instanceof JsonTooDeepError ? `body ${e.message}` : 'body is not JSON' });
       }
       const r = review(body, o.inject, o.logger);
       const outcome = 'response' in r.body ? (r.body.response.patch ? 'injected' : 'unchanged') : 'bad-request';

@@ -113,6 +113,14 @@ export const HttpServerInput = z
       .min(1)
       .default(1000)
       .describe('Accepted messages not yet delivered; beyond this the input answers 503 with Retry-After.'),
+    max_pending_bytes: z
+      .number()
+      .int()
+      .min(1)
+      .default(16777216)
+      .describe(
+        'Bytes of accepted message bodies waiting in the buffer; beyond this the input answers 503 with Retry-After (docs/streams.md).',
+      ),
     max_body_bytes: z.number().int().min(1).default(1048576).describe('Largest accepted message body (413 above).'),
   })
   .describe('Messages POSTed under the API listen path, acknowledged with 202 once accepted.');

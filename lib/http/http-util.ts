@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import { formatZodError } from '../errors.js';
+import { JsonTooDeepError, parseJson } from '../json-depth.js';
 import { formatShapeProblem, jsonShapeProblem } from '../json-shape.js';
 
 /** Largest request body the facade reads (docs/contract.md#management-endpoints); the CLI's client commands check it before sending. */
@@ -70,7 +71,8 @@ export function isJsonContentType(value: string | undefined): boolean {
 
 /**
  * Reads and parses a JSON body: 415 unless the content type is JSON, 413 past MAX_BODY_BYTES (the
- * declared length is checked first; a streamed body stops being buffered once over), 400 when malformed.
+ * declared length is checked first; a streamed body stops being buffered once over), 400 when malformed
+ * or nested deeper than MAX_JSON_DEPTH (refused by a scan before the parse: lib/json-depth.ts).
  */
 export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
   if (!isJsonContentType(req.headers['content-type'])) {
@@ -103,8 +105,9 @@ export async function readJson(req: IncomingMessage, limit = MAX_BODY_BYTES): Pr
   if (text.trim() === '') throw new HttpError(400, 'malformed JSON: empty body');
   let body: unknown;
   try {
-    body = JSON.parse(text) as unknown;
+    body = parseJson(text);
   } catch (e) {
+    if (e instanceof JsonTooDeepError) throw new HttpError(400, `(root): ${e.message}`);
     throw new HttpError(400, `malformed JSON: ${(e as Error).message}`);
   }
   const problem = jsonShapeProblem(body);

@@ -1,9 +1,13 @@
 /**
  * http_server input: one message per POST to the API's listen path + `path`, fed by the stream manager's
  * tryHandle(). Accepted into the pipeline buffer → 202 {"status":"accepted","id"}; buffer full → 503 with
- * Retry-After; body over max_body_bytes → 413. The JSON body is the message (a non-JSON body is kept as
- * a string). Acknowledgement is the 202 itself: the message is the gateway's from then on.
+ * Retry-After (also once its bodies waiting hold max_pending_bytes, or the process's stream budget is
+ * used up); body over max_body_bytes → 413; a body opening like JSON (`{` or `[`) and nested deeper than
+ * MAX_JSON_DEPTH → 400, found by a linear scan of the bytes before anything is parsed. The JSON body
+ * is the message (a non-JSON body is kept as a string), parsed when the pipeline takes it.
+ * Acknowledgement is the 202 itself: the message is the gateway's from then on.
  */
+import { jsonNestingExceeds, MAX_JSON_DEPTH } from '../../lib/json-depth.js';
 import { childTraceparent } from '../../lib/trace/trace-context.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpServerInputT } from '../../crds/schemas/streaming.js';
@@ -17,18 +21,19 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(text);
 }
 
-export function parseBody(buf: Buffer): unknown {
-  const text = buf.toString('utf8');
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
+/** Whether the body's first non-blank byte opens a JSON array or object. */
+function opensJson(buf: Buffer): boolean {
+  for (const c of buf) {
+    if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
+    return c === 0x7b || c === 0x5b;
   }
+  return false;
 }
 
 export class HttpServerInput implements Input {
   readonly type = 'http_server';
   readonly bufferSize: number;
+  readonly bufferBytes: number;
   private stopped = false;
 
   constructor(
@@ -39,6 +44,7 @@ export class HttpServerInput implements Input {
     private readonly retryAfterSeconds = 1,
   ) {
     this.bufferSize = options.max_pending;
+    this.bufferBytes = options.max_pending_bytes;
   }
 
   /** Reads the body and offers the message; answers the client. */
@@ -66,8 +72,13 @@ export class HttpServerInput implements Input {
         send(res, 503, { error: 'Stream is stopping' }, { 'retry-after': String(this.retryAfterSeconds) });
         return;
       }
+      const raw = Buffer.concat(chunks);
+      if (opensJson(raw) && jsonNestingExceeds(raw)) {
+        send(res, 400, { error: `Message body nested deeper than ${MAX_JSON_DEPTH} levels` });
+        return;
+      }
       const id = `${this.stream}-${Date.now().toString(36)}-${(seq++).toString(36)}`;
-      const msg: Message = { id, body: parseBody(Buffer.concat(chunks)), meta: { http_path: req.url ?? '' } };
+      const msg: Message = { id, body: undefined, raw, meta: { http_path: req.url ?? '' } };
       // the request's trace context (or a new trace), continued by every http_client call for this message
       msg.meta.traceparent = childTraceparent(req.headers.traceparent);
       if (this.ctx.offer(msg, () => undefined)) {

@@ -11,6 +11,7 @@
  *   claims it during long retries.
  * - Two connections: a blocking reader (disconnected to stop at once) and one for acks/claims.
  */
+import { decodeBody } from '../body.js';
 import type { Redis } from 'ioredis';
 import { scrub, urlSecrets } from '../../lib/redact-url.js';
 import { ioredis } from '../../lib/store/ioredis.js';
@@ -111,13 +112,7 @@ export class RedisStreamsInput implements Input {
     for (let i = 0; i + 1 < fields.length; i += 2) obj[fields[i]!] = fields[i + 1]!;
     let body: unknown = obj;
     const raw = obj[this.o.body_key];
-    if (raw !== undefined) {
-      try {
-        body = JSON.parse(raw);
-      } catch {
-        body = raw;
-      }
-    }
+    if (raw !== undefined) body = decodeBody(raw);
     return { id, body, meta: { redis_stream: this.o.stream, redis_id: id } };
   }
 

@@ -1,24 +1,19 @@
 /**
  * http_client processor: sends the message to a service (rate-limited, retried like the output) and
  * replaces the message with the response — or, with result_field, stores the response under that field
- * of the (object) message. A JSON response is parsed; anything else is kept as a string.
+ * of the (object) message. A JSON response is parsed (at most MAX_JSON_DEPTH levels deep); anything else
+ * is kept as a string.
  */
 import type { Clock } from '../../lib/clock.js';
 import type { HttpClientProcessorT } from '../../crds/schemas/streaming.js';
+import { decodeBody } from '../body.js';
 import { HttpCaller } from '../http-call.js';
-import { setPath } from './mapping.js';
+import { editor } from './mapping.js';
 import type { StreamMeter } from '../metrics.js';
 import type { LocalRateLimit } from '../rate-limit.js';
 import { PermanentError, type Message, type Processor } from '../types.js';
 
-function parse(text: string): unknown {
-  if (text === '') return null;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
+const parse = (text: string): unknown => (text === '' ? null : decodeBody(text));
 
 export class HttpClientProcessor implements Processor {
   readonly type = 'http_client';
@@ -46,9 +41,10 @@ export class HttpClientProcessor implements Processor {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new PermanentError('http_client processor: result_field needs a JSON object message');
     }
-    const out = structuredClone(body) as Record<string, unknown>;
-    setPath(out, this.o.result_field, result);
-    return { ...msg, body: out };
+    // a copy that shares what the result does not replace (a deep clone of a large body held the loop)
+    const e = editor(body as Record<string, unknown>);
+    e.set(this.o.result_field, result);
+    return { ...msg, body: e.out };
   }
 
   async close(): Promise<void> {

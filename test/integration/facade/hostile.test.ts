@@ -128,7 +128,7 @@ const cases: Case[] = [
     `{"meta_data":{"a":${'['.repeat(2000)}${']'.repeat(2000)}}}`,
     keyAuth,
     400,
-    /^meta_data\.a(\.0)+: nested deeper than 64 levels/,
+    /^\(root\): nested deeper than 64 levels \(at offset 80\)$/,
   ],
   [
     'client meta_data nested 3 000 deep',

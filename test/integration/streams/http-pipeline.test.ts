@@ -19,8 +19,12 @@ describe('streams over HTTP', () => {
     for (const c of cleanup.splice(0).reverse()) await c();
   });
 
-  async function setup(streaming: unknown, drainTimeoutMs = 5000): Promise<{ mgr: StreamManager; gw: Gateway }> {
-    const mgr = createStreamManager({ logger: quietLogger(), drainTimeoutMs });
+  async function setup(
+    streaming: unknown,
+    drainTimeoutMs = 5000,
+    bufferBytes?: number,
+  ): Promise<{ mgr: StreamManager; gw: Gateway }> {
+    const mgr = createStreamManager({ logger: quietLogger(), drainTimeoutMs, bufferBytes });
     await mgr.apply(api(streaming));
     const gw = await gateway(mgr, API, LISTEN);
     cleanup.push(async () => {
@@ -292,6 +296,62 @@ describe('streams over HTTP', () => {
     release();
     await rx.waitFor(3);
     expect(rx.hits.map((h) => (h.body as { seq: number }).seq)).toEqual([1, 2, 3]);
+  });
+
+  test('the buffer is bounded in bytes: per stream (max_pending_bytes) and for the whole process; an empty buffer takes one body of any size', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const rx = await recv(async () => {
+      await gate;
+      return { status: 200 };
+    });
+    const out = { http_client: { url: `${rx.url}/x`, timeout: '10s' } };
+    const { gw } = await setup(
+      {
+        streams: {
+          a: { input: { http_server: { path: '/a', max_pending_bytes: 2500 } }, output: out },
+          b: { input: { http_server: { path: '/b' } }, output: out },
+        },
+      },
+      5000,
+      4100,
+    );
+    const kb = (n: number) => ({ pad: 'x'.repeat(988), n }); // 1004 bytes of JSON
+    expect((await gw.post('/ev/a', kb(0))).status).toBe(202); // taken by a's output (in flight)
+    await until(() => rx.all.length === 1, 10_000, 'a: message 0 in flight at the receiver');
+    const a = [];
+    for (let i = 1; i <= 3; i++) a.push((await gw.post('/ev/a', kb(i))).status);
+    expect(a).toEqual([202, 202, 503]); // 2008 bytes wait; a third would make 3012 > 2500
+    expect((await gw.post('/ev/b', kb(0))).status).toBe(202); // taken by b's output
+    await until(() => rx.all.length === 2, 10_000, 'b: message 0 in flight at the receiver');
+    const b = [];
+    for (let i = 1; i <= 3; i++) b.push((await gw.post('/ev/b', kb(i))).status);
+    expect(b).toEqual([202, 202, 503]); // the process: 2008 (a) + 2008 (b) ≤ 4100; one more would be 5020
+    release();
+    await rx.waitFor(6);
+  });
+
+  test('a body nested deeper than 64 levels is refused with 400 before it is parsed; 64 levels, and brackets inside strings, are accepted', async () => {
+    const rx = await recv();
+    const { gw } = await setup({
+      streams: { s: { input: { http_server: {} }, output: { http_client: { url: `${rx.url}/x` } } } },
+    });
+    const raw = async (body: string) => {
+      const r = await fetch(`${gw.url}/ev/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      return { status: r.status, json: (await r.json()) as unknown };
+    };
+    const deep = `{"user":{"id":${'['.repeat(500_000)}${']'.repeat(500_000)}}}`; // the 1 MB attack body
+    const t0 = performance.now();
+    expect(await raw(deep)).toEqual({ status: 400, json: { error: 'Message body nested deeper than 64 levels' } });
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect((await raw(`${'['.repeat(65)}${']'.repeat(65)}`)).status).toBe(400);
+    expect((await raw(`${'['.repeat(64)}${']'.repeat(64)}`)).status).toBe(202);
+    expect((await raw(JSON.stringify({ s: '['.repeat(100), q: '\\"[[[' }))).status).toBe(202);
+    expect((await raw('[[[ not json'.repeat(1))).status).toBe(202); // not JSON, shallow: kept as a string
+    await rx.waitFor(3);
+    expect(rx.hits[0]!.body).toEqual(JSON.parse(`${'['.repeat(64)}${']'.repeat(64)}`));
+    expect(rx.hits[1]!.body).toEqual({ s: '['.repeat(100), q: '\\"[[[' });
+    expect(rx.hits[2]!.body).toBe('[[[ not json');
   });
 
   test('http_client output sends its verb and headers; a non-JSON message goes as text/plain; 413 above max_body_bytes', async () => {

@@ -40,7 +40,12 @@ describe('spec.streaming schema', () => {
         },
       }),
     );
-    expect(s.streams.intake!.input.http_server).toEqual({ path: '/', max_pending: 1000, max_body_bytes: 1048576 });
+    expect(s.streams.intake!.input.http_server).toEqual({
+      path: '/',
+      max_pending: 1000,
+      max_pending_bytes: 16777216,
+      max_body_bytes: 1048576,
+    });
     const o = s.streams.intake!.output.http_client!;
     expect(o.verb).toBe('POST');
     expect(o.max_in_flight).toBe(1);

@@ -121,6 +121,11 @@ describe('webhook HTTPS server', () => {
     );
     expect(bad.status).toBe(400);
     expect(bad.text).toMatch(/apiVersion/);
+    // a review nested deeper than 64 levels is refused by the scan before it is parsed
+    const deep = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"d","operation":"CREATE","object":{"spec":{"x":${'['.repeat(100_000)}${']'.repeat(100_000)}}}}}`;
+    const refused = await call('POST', '/mutate', deep);
+    expect(refused.status).toBe(400);
+    expect(JSON.parse(refused.text)).toEqual({ error: expect.stringMatching(/^body nested deeper than 64 levels/) });
   });
 
   test('a rotated certificate is served without a restart', async () => {

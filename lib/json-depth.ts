@@ -1,0 +1,65 @@
+/**
+ * The nesting bound of every JSON body gw parses (facade and OAuth bodies, stream payloads, admission
+ * reviews, stream peers' answers), checked BEFORE the parse by one linear scan of the text: a 1 MB body
+ * of 500,000 nested arrays is refused after 65 characters instead of being built (about 25 MB of heap
+ * each) and then walked. The scan counts `[` and `{` outside JSON strings (a string's brackets and its
+ * escaped quotes are skipped), so it costs one pass over the bytes and allocates nothing; brackets,
+ * quotes and backslashes are ASCII and never occur inside a UTF-8 multi-byte sequence, so bytes and
+ * characters give the same answer. docs/architecture.md, "Hostile input".
+ */
+export const MAX_JSON_DEPTH = 64;
+
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * The offset (character of a string, byte of bytes) of the first `[`/`{` that opens level maxDepth + 1
+ * outside strings, or -1 when none does. Stops there. For text that is not JSON the answer is about its
+ * brackets only.
+ */
+export function jsonNestingPastAt(text: string | Uint8Array, maxDepth = MAX_JSON_DEPTH): number {
+  let depth = 0;
+  let inString = false;
+  const n = text.length;
+  const bytes = typeof text === 'string' ? undefined : text;
+  const str = typeof text === 'string' ? text : '';
+  for (let i = 0; i < n; i++) {
+    const c = bytes ? bytes[i]! : str.charCodeAt(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (++depth > maxDepth) return i;
+    } else if ((c === CLOSE_ARRAY || c === CLOSE_OBJECT) && depth > 0) depth--;
+  }
+  return -1;
+}
+
+/** Whether `text` opens more than `maxDepth` arrays/objects inside one another (outside strings). */
+export const jsonNestingExceeds = (text: string | Uint8Array, maxDepth = MAX_JSON_DEPTH): boolean =>
+  jsonNestingPastAt(text, maxDepth) >= 0;
+
+/** Thrown by parseJson for a body nested past the bound (its message is the reason, for a 400). */
+export class JsonTooDeepError extends Error {
+  override readonly name = 'JsonTooDeepError';
+  constructor(
+    readonly maxDepth: number,
+    readonly offset: number,
+  ) {
+    super(`nested deeper than ${maxDepth} levels (at offset ${offset})`);
+  }
+}
+
+/** JSON.parse behind the nesting bound: JsonTooDeepError past it, SyntaxError when malformed. */
+export function parseJson(text: string | Uint8Array, maxDepth = MAX_JSON_DEPTH): unknown {
+  const at = jsonNestingPastAt(text, maxDepth);
+  if (at >= 0) throw new JsonTooDeepError(maxDepth, at);
+  return JSON.parse(
+    typeof text === 'string' ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('utf8'),
+  ) as unknown;
+}
