@@ -72,6 +72,7 @@ describe('gateway listener: TLS, HTTP/2, h2c', () => {
   let gwCert: Issued;
   let tlsGw: Standalone;
   let plainGw: Standalone;
+  let noH2cGw: Standalone;
   let dirs: string[] = [];
   const port = (g: Standalone): number => Number(new URL(g.gateway).port);
 
@@ -137,19 +138,24 @@ spec:
 `;
     const d1 = tempDir();
     const d2 = tempDir();
-    dirs = [d1, d2];
+    const d3 = tempDir();
+    dirs = [d1, d2, d3];
+    writeFileSync(join(d3, 'r.yaml'), resources(echo.url));
+    const noH2c = join(certs, 'no-h2c.yaml');
+    writeFileSync(noH2c, 'h2c: false\n');
     writeFileSync(join(d1, 'r.yaml'), resources(echo.url, extra));
     writeFileSync(join(d2, 'r.yaml'), resources(echo.url, extra));
     const logs = join(certs, 'plain.yaml');
     writeFileSync(logs, 'access_logs: {enabled: true}\n');
-    [tlsGw, plainGw] = await Promise.all([
+    [tlsGw, plainGw, noH2cGw] = await Promise.all([
       startStandalone(d1, ['--config', conf]),
       startStandalone(d2, ['--config', logs]),
+      startStandalone(d3, ['--config', noH2c]),
     ]);
   }, 30_000);
 
   afterAll(async () => {
-    await Promise.all([tlsGw?.stop(), plainGw?.stop()]);
+    await Promise.all([tlsGw?.stop(), plainGw?.stop(), noH2cGw?.stop()]);
     await new Promise((r) => echo.server.close(r));
     await new Promise((r) => privateUpstream?.close(r));
     for (const d of [...dirs, certs]) cleanup(d);
@@ -276,6 +282,20 @@ spec:
     expect(plainGw.output().match(/ssl_insecure_skip_verify: the upstream certificate is not verified/g)).toHaveLength(
       1,
     );
+  });
+
+  test('h2c: false: the HTTP/2 preface is a malformed HTTP/1.1 request (400), HTTP/1.1 served', async () => {
+    const got = await new Promise<string>((resolve, reject) => {
+      const s = netConnect(port(noH2cGw), '127.0.0.1', () => s.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'));
+      let out = '';
+      s.on('data', (c: Buffer) => (out += c.toString('latin1')));
+      s.on('end', () => resolve(out));
+      s.on('error', reject);
+    });
+    expect(got).toMatch(/^HTTP\/1.1 400/);
+    const r = await request(`${noH2cGw.gateway}/e/x`, { headers: { authorization: KEY } });
+    await r.body.text();
+    expect(r.statusCode).toBe(200);
   });
 
   test('a plain listener answers HTTP/1.1 on a connection whose first bytes come one at a time', async () => {
