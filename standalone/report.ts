@@ -17,11 +17,11 @@ export interface Note {
 /** Notes of one apply, by an id stable across applies (what the note is about). */
 export type Notes = Map<string, Note>;
 
-/** A line about r: `Kind ns/name (file) <text>`, with kind, namespace, name and file as log fields. */
+/** A line about r: `Kind ns/name (file) <text>`, with kind, namespace, resource (its name; `name` is the logger's component) and file as log fields. */
 export function noteOn(s: ResourceSnapshot, r: AnyResource, text: string): Note {
   const file = s.files?.get(r);
   return {
-    fields: { kind: r.kind, namespace: r.metadata.namespace, name: r.metadata.name, ...(file ? { file } : {}) },
+    fields: { kind: r.kind, namespace: r.metadata.namespace, resource: r.metadata.name, ...(file ? { file } : {}) },
     line: `${resourceLabel(s, r)} ${text}`,
   };
 }
