@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell bash scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: all deps build crds crds-check lint test test-servers run bench bench-drl bench-scale bench-validate image clean
+.PHONY: all deps build crds crds-check lint test test-servers run bench bench-drl bench-scale bench-validate image e2e clean
 
 all: build
 
@@ -60,6 +60,12 @@ run: build
 # small images of the e2e suite; OCI archives in ~/.cache/gw-test/images (docs/testing.md, "End to end").
 image:
 	bash test/servers/build-images.sh
+
+# The chart installed on a one-node cluster with a kubelet (test/servers/cluster.sh) and the scenarios of
+# test/e2e/ run on it (docs/testing.md, "End to end"). Not part of `make test`. Needs root, cgroup v1,
+# overlayfs and a network namespace: otherwise it fails with one line naming the failed check.
+e2e: build
+	bash test/servers/e2e.sh
 
 # Benchmark tools from Debian (wrk, nginx, taskset, redis-server) are installed when missing; vegeta is built with Go.
 bench: build
