@@ -230,6 +230,12 @@ export function createGatewayHandler(deps: GatewayDeps): {
       let url = req.url ?? '/';
       // absolute-form (`GET http://host/path`, RFC 9112 §3.2.2, which a server must accept): its path
       if (url.charCodeAt(0) !== 47 /* / */) url = originFormOf(url);
+      // a fragment never belongs in a request target (RFC 9112 §3.2); an upstream's URL parser cuts it,
+      // so `/users#x` would be served as `/users` past the limits of `/users` (docs/proxy.md)
+      if (url.indexOf('#') !== -1) {
+        countRequest('', 400);
+        return sendJson(res, 400, { error: 'Bad request path: a fragment (#) is not accepted in a request target' });
+      }
       const q = url.indexOf('?');
       const rawPath = q === -1 ? url : url.slice(0, q);
       if (strictPaths) {
