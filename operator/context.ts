@@ -105,8 +105,12 @@ export async function referencedSecret(ctx: OperatorContext, ns: string, name: s
 }
 
 /**
- * Status write + a Warning Event when the reason changed to a failure. Returns the resourceVersion the object
- * has with this status: the one the write produced, or the one it had when nothing had to be written.
+ * Status write + a Warning Event and a warn log line when the reason changed to a failure (a resource
+ * refused: an invalid spec, a listen path or api_id another ApiDefinition serves, a missing reference), and
+ * a Normal Event `Accepted` with a warn log line when a resource refused until now is Ready (a refused
+ * duplicate that starts serving once the one serving is deleted takes its traffic: an operator must see
+ * it). Returns the resourceVersion the object has with this status: the one the write produced, or the one
+ * it had when nothing had to be written.
  */
 export async function report(
   ctx: OperatorContext,
@@ -118,8 +122,14 @@ export async function report(
   const before = readyCondition(obj);
   const written = await ctx.status.write(ref, obj, outcome);
   if (written) inf.remember(written);
+  const where = { kind: ref.kind, namespace: obj.metadata.namespace, name: obj.metadata.name };
   if (!outcome.ready && (before?.reason !== outcome.reason || before?.status !== 'False')) {
+    ctx.logger.warn({ ...where, reason: outcome.reason, message: outcome.message }, 'resource refused');
     await ctx.events.record(ref, obj, 'Warning', outcome.reason, outcome.message);
+  } else if (outcome.ready && before?.status === 'False') {
+    const message = `Ready (refused until now: ${before.reason ?? 'unknown'}): ${outcome.message}`;
+    ctx.logger.warn({ ...where, was: before.reason, message: outcome.message }, 'resource refused until now is Ready');
+    await ctx.events.record(ref, obj, 'Normal', 'Accepted', message);
   }
   if (!written) return obj.metadata.resourceVersion;
   const now = (written as { metadata?: Partial<KubeObject['metadata']> }).metadata;
