@@ -4,14 +4,14 @@
  * as `gw standalone --resources` reads them (lib/manifest-walk.ts, standalone/parse-files.ts,
  * standalone/manifests.ts); `-` is stdin.
  * One line per problem on stdout (`--output json`: one JSON object per line), a summary line on stderr;
- * exit 0 valid (warnings allowed), 1 errors, 2 usage (docs/facade.md, "gw validate").
+ * exit 0 valid (warnings allowed), 1 errors or no document at all, 2 usage (docs/facade.md, "gw validate").
  */
 import { loadManifestText, type LoadResult } from '../standalone/manifests.js';
 import { ManifestParser } from '../standalone/parse-files.js';
 import { formatProblem, validateLoad } from '../standalone/validate.js';
 import { isProblem, listManifests, type ListedFile } from '../lib/manifest-walk.js';
 import { readManifestFile } from '../lib/manifest-read.js';
-const { statSync, readFileSync } = process.getBuiltinModule('node:fs');
+const { statSync, readFileSync, realpathSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 
 export const ValidateExit = { OK: 0, INVALID: 1, USAGE: 2 } as const;
@@ -29,20 +29,29 @@ export class UsageError extends Error {}
  * A directory's files read as `gw standalone` reads its directory at start-up (standalone/parse-files.ts:
  * a large one split between this thread and a worker, both parsing at once), in walk order.
  */
-async function loadDirectory(path: string, parser: ManifestParser): Promise<LoadResult> {
+async function loadDirectory(path: string, parser: ManifestParser, seen: Set<string>): Promise<LoadResult> {
   let listing;
   try {
     listing = listManifests(path);
   } catch (e) {
     throw new UsageError(`${path}: cannot list: ${(e as Error).message}`);
   }
-  const files = listing.entries
+  // a file already read (named before, or inside a directory named twice) is read once
+  const real = realOf(path);
+  const fresh = listing.entries.filter((e) => {
+    if (isProblem(e)) return true;
+    const key = join(real, e.rel);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+  const files = fresh
     .filter((e): e is ListedFile => !isProblem(e))
     .map((f) => ({ rel: f.rel, path: f.path, size: Number(f.size) }));
   const loads = await parser.parse(files, true);
   // named as given (`manifests/orders.yaml`), not relative to the directory
   const out: LoadResult = { resources: [], errors: [], files: [] };
-  for (const entry of listing.entries) {
+  for (const entry of fresh) {
     const file = join(path, entry.rel);
     if (isProblem(entry)) {
       out.errors.push({ file, message: entry.problem });
@@ -58,11 +67,24 @@ async function loadDirectory(path: string, parser: ManifestParser): Promise<Load
   return out;
 }
 
-/** The files and directories named, read in order into one result (`-`: stdin, once). */
+/** The real path of p (symlinks and `./` resolved), or p itself when it cannot be resolved. */
+function realOf(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+}
+
+/**
+ * The files and directories named, read in order into one result (`-`: stdin, once). A file is read
+ * once however often it is named (`ok.yaml -f ok.yaml`, a directory and a file inside it): by real path.
+ */
 export async function readInputs(paths: readonly string[], stdin: () => string): Promise<LoadResult> {
   const into: LoadResult = { resources: [], errors: [], files: [] };
   const parser = new ManifestParser();
   let stdinRead = false;
+  const seen = new Set<string>();
   try {
     for (const path of paths) {
       if (path === '-') {
@@ -81,12 +103,15 @@ export async function readInputs(paths: readonly string[], stdin: () => string):
         );
       }
       if (dir) {
-        const listed = await loadDirectory(path, parser);
+        const listed = await loadDirectory(path, parser, seen);
         for (const r of listed.resources) into.resources.push(r);
         for (const e of listed.errors) into.errors.push(e);
         for (const f of listed.files) into.files.push(f);
         continue;
       }
+      const real = realOf(path);
+      if (seen.has(real)) continue;
+      seen.add(real);
       const read = readManifestFile(path);
       if (read.ok) loadManifestText(read.text, path, into);
       else into.errors.push({ file: path, message: read.gone ? 'no such file or directory' : read.message });
@@ -112,5 +137,10 @@ export async function runValidate(args: readonly string[], flags: ValidateFlags)
   process.stderr.write(
     `gw validate: ${load.files.length} file(s), ${documents} document(s): ${errors} error(s), ${problems.length - errors} warning(s)\n`,
   );
+  // nothing to check (an empty file, stdin or directory) is a pipeline mistake, not a valid input
+  if (documents === 0 && errors === 0) {
+    process.stderr.write('gw validate: no documents in the input: nothing was checked\n');
+    return ValidateExit.INVALID;
+  }
   return errors ? ValidateExit.INVALID : ValidateExit.OK;
 }

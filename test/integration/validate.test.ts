@@ -307,6 +307,40 @@ describe('gw validate', () => {
     expect(r.code).toBe(1);
   }, 180_000); // time is not asserted (docs/standalone.md has the figure); a loaded machine writes 10,000 files slowly
 
+  test('an empty input (stdin, a file, a directory) is exit 1 with a line saying no documents', async () => {
+    const emptyDir = join(dir, 'empty-dir');
+    mkdirSync(emptyDir, { recursive: true });
+    const emptyFile = join(dir, 'empty.yaml');
+    writeFileSync(emptyFile, '');
+    for (const [args, stdin] of [
+      [['validate', '-f', '-'], ''],
+      [['validate', emptyFile], undefined],
+      [['validate', emptyDir], undefined],
+    ] as const) {
+      const r = await gw([...args], stdin);
+      expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 1, stdout: '' });
+      expect(r.stderr).toMatch(/0 document\(s\).*\ngw validate: no documents in the input: nothing was checked\n$/);
+    }
+  });
+
+  test('a file named twice, or a directory and a file inside it, is read once: valid input stays exit 0', async () => {
+    const one = join(dir, 'once.yaml');
+    writeFileSync(one, yamlDocs([apiDef('once', { proxy: { listen_path: '/once/' } })]));
+    const file = join(
+      'examples',
+      readdirSync('examples').find((f) => /\.ya?ml$/.test(f))!,
+    );
+    for (const args of [
+      ['validate', one, '-f', one],
+      ['validate', one, join(dir, '.', 'once.yaml')],
+      ['validate', 'examples', file],
+      ['validate', file, 'examples', 'examples'],
+    ]) {
+      const r = await gw(args);
+      expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 0, stdout: '' });
+    }
+  });
+
   test('exit codes: 0 valid (warnings allowed), 1 errors, 2 usage — no path, an unknown flag, a bad --output, a missing path', async () => {
     const warnOnly = yamlDocs([accessKey('k', { key_hash: sha256hex('w'), apply_policies: ['elsewhere'] })]);
     expect((await gw(['validate', '-'], warnOnly)).code).toBe(0);
