@@ -152,12 +152,15 @@ function validateResources(
     return `${r.kind} ${r.metadata.namespace}/${r.metadata.name}${loc ? ` (${loc.file})` : ''}`;
   };
 
-  // the same kind/namespace/name twice: the later apply replaces the earlier one
+  // the same kind/namespace/name twice: the later apply replaces the earlier one; an ApiDefinition's twin
+  // is instead the one error below (standalone keeps the first and refuses it: the same api_id)
   const seen = new Map<string, AnyResource>();
+  const twinOf = new Map<AnyResource, AnyResource>();
   for (const r of [...s.apis, ...s.policies, ...s.keys, ...s.clients, ...s.secrets]) {
     const id = `${r.kind}/${r.metadata.namespace}/${r.metadata.name}`;
     const first = seen.get(id);
     if (!first) seen.set(id, r);
+    else if (r.kind === 'ApiDefinition') twinOf.set(r, first);
     else
       add(r, {
         severity: 'warning',
@@ -176,7 +179,11 @@ function validateResources(
         field: conflictField(api, p.conflictsWith),
         rule,
         reason: 'InvalidSpec',
-        message: `${p.message.replace(/^conflicts with ApiDefinition \S+/, `conflicts with ${label(p.conflictsWith)}`)}${note}`,
+        message: `${p.message.replace(/^conflicts with ApiDefinition \S+/, `conflicts with ${label(p.conflictsWith)}`)}${
+          twinOf.get(api) === p.conflictsWith
+            ? ' (the same kind, namespace and name: gw standalone keeps the first and refuses this one; kubectl apply to a cluster would replace it)'
+            : ''
+        }${note}`,
       });
     else add(api, { severity, ...splitField(p.message), rule: 'compile', reason: 'InvalidSpec' });
   };

@@ -231,13 +231,12 @@ describe('gw validate', () => {
     expect(at('huge.yaml')).toEqual([
       expect.objectContaining({ rule: 'file', field: '(file)', message: expect.stringContaining('1048576 bytes') }),
     ]);
-    // the same ApiDefinition in two files: standalone refuses the second (same api_id); applied to a
-    // cluster, the second replaces the first
-    expect(
-      at('twin-b.yaml')
-        .map((p) => `${p.severity} ${p.rule} ${p.field}`)
-        .sort(),
-    ).toEqual(['error conflict metadata.name', 'warning duplicate-name metadata.name']);
+    // the same ApiDefinition in two files: one error, as standalone refuses the second (same api_id),
+    // saying a cluster's kubectl apply would replace the first instead
+    expect(at('twin-b.yaml').map((p) => `${p.severity} ${p.rule} ${p.field}`)).toEqual([
+      'error conflict metadata.name',
+    ]);
+    expect(at('twin-b.yaml')[0]!.message).toMatch(/gw standalone keeps the first and refuses this one; kubectl apply/);
     expect(at('path-b.yaml')).toEqual([
       expect.objectContaining({
         rule: 'conflict',
