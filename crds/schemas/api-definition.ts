@@ -217,6 +217,8 @@ export const ApiDefinitionSpec = z
         target_url: z
           .string()
           .url()
+          // the schemes the proxy speaks (docs/proxy.md); ftp:, file: and the like were Ready and then failed every request
+          .regex(/^(https?|h2c):\/\//i, 'must be an http://, https:// or h2c:// URL (the schemes gw proxies)')
           .optional()
           .describe(
             'Upstream URL (with spec.oas: when x-gw-api-gateway.upstream.url is not given); a sidecar --upstream overrides it.',

@@ -34,6 +34,22 @@ describe('resource schemas', () => {
     expect(paths.some((p) => p.includes(field))).toBe(true);
   });
 
+  test('target_url: a scheme gw cannot proxy is refused, naming the field', () => {
+    const api = (target_url: string) =>
+      ApiDefinitionResource.safeParse({
+        apiVersion: 'gw.io/v1alpha1',
+        kind: 'ApiDefinition',
+        metadata: { name: 'a' },
+        spec: { name: 'a', proxy: { listen_path: '/a/', target_url } },
+      });
+    for (const bad of ['ftp://x', 'file:///etc/passwd', 'ws://x']) {
+      const r = api(bad);
+      expect(r.success).toBe(false);
+      expect(JSON.stringify(r.error?.issues)).toMatch(/target_url.*must be an http:\/\/, https:\/\/ or h2c:\/\/ URL/);
+    }
+    for (const good of ['http://x', 'https://x:8443/base', 'h2c://x:50051']) expect(api(good).success).toBe(true);
+  });
+
   test('an AccessKey needs exactly one of secretRef and key_hash', () => {
     const base = { apiVersion: 'gw.io/v1alpha1', kind: 'AccessKey', metadata: { name: 'k' } };
     expect(AccessKeyResource.safeParse({ ...base, spec: { rate: 1, per: 1 } }).success).toBe(false);
