@@ -64,15 +64,15 @@ export function overOf(rate: number, gateways: number): number {
 }
 
 /**
- * An exact window's `over` (a window of `per` in slots of 1 ms, its wide window one slot of per / 40 longer):
- * 1 where 3 × rate + 1 ≤ 1.1 × 3 × rate, else 0. A span of 3 × per and up to that slot more lies in one wide
- * window and two of `per`, so it holds at most 3 × rate + over grants: admissions measured late by up to a
- * slot (an upstream's view: timers, round trips) stay within the bound of docs/contract.md#drl-bounds, and a demand paced at the rate
- * finds its token back exactly `per` later.
+ * An exact window's `over` (a window in slots of 1 ms, its wide window longer by the lateness it allows for,
+ * drl.ts's exactWindows): what the margin of docs/contract.md#drl-bounds spares beyond 3 × rate, ⌊1.1 × 3 × rate⌋ − 3 × rate — 0 for
+ * rates 1–3, 1 for 4–6, 2 for 7–9. A span of 3 × per and up to that lateness more lies in one wide window
+ * and two windows, so it holds at most 3 × rate + over grants: admissions reaching the upstream up to that
+ * much late stay within the bound, and a demand paced at the rate finds its token back exactly `per` later.
  */
 export function exactOverOf(rate: number): number {
   const r = Math.max(0, Math.floor(rate));
-  return 3 * r + 1 <= Math.floor((33 * r) / 10) ? 1 : 0;
+  return Math.floor((33 * r) / 10) - 3 * r;
 }
 
 /** A call's windows in slots: the window of `per` and the wide one (defaults: SLOTS_PER_WINDOW, WINDOW_SLOTS). */
@@ -289,14 +289,17 @@ export class MemoryLeaseCounter implements LeaseCounter {
  */
 export function drlGranted(hash: Record<string, string>, now: number): { pre: number; free: number } {
   const ms = Number(hash.ms);
-  const wide = Number(hash.w) || WINDOW_SLOTS;
+  // a grant counts for the window of `per` and a slot (`p` + 1: a grant may come late in its slot), at most
+  // the wide window `w` (an exact window's span window is 3 × per and more)
+  const w = Number(hash.w) || WINDOW_SLOTS;
+  const wide = Math.min(w, (Number(hash.p) || w) + 1);
   let pre = 0;
   let free = Infinity;
   if (!(ms > 0)) return { pre, free };
   const low = Math.floor(now / ms) - wide;
   for (const k in hash) {
     const s = Number(k);
-    if (k === 'ms' || k === 'w' || !(s > low)) continue;
+    if (!(s > low)) continue; // `ms`, `w`, `p` are not numbers
     pre += Number(hash[k]);
     free = Math.min(free, (s + wide) * ms);
   }

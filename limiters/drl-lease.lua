@@ -4,7 +4,8 @@
 -- KEYS[2] = gw:{bucket}:log, the bucket's sliding window log: a limit that drl_threshold moves from the
 -- log to the DRL (its N fell) finds what the log counted in the window counted here too.
 -- ARGV = asked, rate, slotMs, now, backSlot, back, life, over, window, wide, delay. The last `window` slots
--- (per) hold at most rate, the last `wide` at most rate + over; field `w` records `wide` for the log's count.
+-- (per) hold at most rate, the last `wide` at most rate + over; fields `w` and `p` record `wide` and `window`
+-- (the log counts the grants of the last `p` slots).
 -- A short lease is recorded `delay` slots ahead (counted from now all the same: it holds its tokens longer).
 -- Returns { granted, left, nextFreeMs, slot }. Slots out of the window are deleted as they are read; the
 -- key expires one slot after its last counted slot leaves the window. A changed slot length (`per` edited)
@@ -29,14 +30,16 @@ local lowPer = cur - wPer
 local flat = redis.call('HGETALL', key)
 local ms = nil
 local storedW = nil
+local storedP = nil
 for i = 1, #flat, 2 do
   if flat[i] == 'ms' then ms = tonumber(flat[i + 1]) end
   if flat[i] == 'w' then storedW = tonumber(flat[i + 1]) end
+  if flat[i] == 'p' then storedP = tonumber(flat[i + 1]) end
 end
 if ms ~= nil and ms ~= slotMs then
   local moved = {}
   for i = 1, #flat, 2 do
-    if flat[i] ~= 'ms' and flat[i] ~= 'w' then
+    if tonumber(flat[i]) ~= nil then
       local t = math.floor(((tonumber(flat[i]) + 1) * ms - 1) / slotMs)
       moved[t] = (moved[t] or 0) + tonumber(flat[i + 1])
       redis.call('HDEL', key, flat[i])
@@ -45,7 +48,7 @@ if ms ~= nil and ms ~= slotMs then
   for t, n in pairs(moved) do
     if n > 0 then redis.call('HSET', key, t, n) end
   end
-  redis.call('HSET', key, 'ms', slotMs, 'w', w)
+  redis.call('HSET', key, 'ms', slotMs, 'w', w, 'p', wPer)
 end
 local changed = ms ~= nil and ms ~= slotMs
 if back > 0 and backSlot > low then
@@ -64,7 +67,7 @@ for i = 1, #flat, 2 do
   local s = tonumber(flat[i])
   local n = tonumber(flat[i + 1])
   if s == nil then
-    -- the `ms` and `w` fields
+    -- the `ms`, `w` and `p` fields
   elseif s <= low then
     redis.call('HDEL', key, flat[i])
   else
@@ -80,6 +83,7 @@ for i = 1, #flat, 2 do
 end
 local logged = redis.call('ZCOUNT', KEYS[2], '(' .. (now - w * slotMs), '+inf')
 used = used + logged
+if wPer < w then logged = redis.call('ZCOUNT', KEYS[2], '(' .. (now - wPer * slotMs), '+inf') end
 usedPer = usedPer + logged
 local cap = rate + over
 local room = rate - usedPer
@@ -95,7 +99,7 @@ if asked < granted then granted = asked end
 if granted < 0 then granted = 0 end
 if granted > 0 then
   redis.call('HINCRBY', key, slot, granted)
-  if ms ~= slotMs or storedW ~= w then redis.call('HSET', key, 'ms', slotMs, 'w', w) end
+  if ms ~= slotMs or storedW ~= w or storedP ~= wPer then redis.call('HSET', key, 'ms', slotMs, 'w', w, 'p', wPer) end
   if oldest == nil or slot < oldest then oldest = slot end
   if oldestPer == nil or slot < oldestPer then oldestPer = slot end
   if last == nil or slot > last then last = slot end

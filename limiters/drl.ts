@@ -73,21 +73,29 @@ export const LONG_LEASE_MAX_MS = 10_000;
  */
 export const EXACT_BELOW = 20;
 /**
- * An exact window's cushion (ms): a slot of per / 40, at most this. Its wide window is `per` and a cushion
- * (where the rate spares a token in it, exactOverOf), and a bucket's first lease on a gateway is recorded
- * a cushion ahead. An exact window counts what the gateway admits where it decides; measured at the
- * upstream, admissions arrive a few ms late and unevenly (timers, round trips, the proxy), a gateway's first
- * one of a bucket 20–40 ms late (a new upstream connection, code not yet compiled), and a token used again
- * exactly `per` after each would put a fourth use in a span of 3 × per. Only the first lease: a demand paced
- * at the rate keeps the cushion in the pace of that token's requests (it waits for it each time). Timing
- * jitter does not grow with `per`, so neither does the cushion past this.
+ * An exact window's cushion (ms): a slot of per / 40, at most this. A request that finds the window spent
+ * waits for a token freeing within HOLD_CUSHIONS of them, and a bucket's first lease on a gateway is
+ * recorded a cushion ahead: the first admission of a bucket reaches the upstream 20–40 ms late (a new
+ * upstream connection, code not yet compiled), and its token's next use is timed from the grant.
  */
 export const CUSHION_MAX_MS = 50;
 /**
+ * The lateness an exact window allows for (ms): per / LATE_DIVISOR, at most LATE_MAX_MS. The counter counts
+ * a grant when the gateway asks for it; the upstream sees the admission later by the store round trip, the
+ * gateway's event loop, the proxy and the upstream's own event loop — a few ms on an idle machine, 100–200 ms
+ * on a loaded one (two cores shared by several test suites), and unevenly, so admissions granted more than
+ * 3 × per apart may arrive less than 3 × per apart. A span of 3 × per at the upstream holds the grants of a
+ * span of 3 × per + lateness; the exact windows are sized so that such a span holds no more than the
+ * bound of docs/contract.md#drl-bounds (exactWindows). Jitter does not grow with `per`, so neither does this past LATE_MAX_MS.
+ */
+export const LATE_MAX_MS = 200;
+export const LATE_DIVISOR = 5;
+/**
  * In an exact window, a request that finds the window spent waits for the next token when it frees within
- * this many cushions of its arrival, and asks once more: a demand paced exactly at the rate (a client, or
- * gateways in step) arrives a hair before its token frees as often as after it, and a burst that comes
- * back about `per` later finds its tokens freeing a cushion apart (the wide window's one spare token each).
+ * this many cushions of its arrival (holdMs: at least the span window's lateness and a cushion), and asks
+ * once more: a demand paced exactly at the rate (a client, or gateways in step) arrives a hair before its
+ * token frees as often as after it, and a burst that comes back a little more than `per` later finds its
+ * tokens freeing as the grants of 3 × per + L before leave the span window.
  */
 export const HOLD_CUSHIONS = 4;
 
@@ -97,6 +105,48 @@ export const HOLD_LATE_MS = 5;
 /** An exact window's cushion (ms) for a window of `perMs`. */
 function cushionMs(perMs: number): number {
   return Math.min(slotMsOf(perMs / 1000), CUSHION_MAX_MS);
+}
+
+/**
+ * The lateness (ms) an exact window of `perMs` allows for at the upstream: per / LATE_DIVISOR, at most
+ * LATE_MAX_MS, and where the rate spares tokens (exactOverOf), at most per × over / rate: a demand paced
+ * exactly at the rate then fits in the span window (3 × rate + rate × L / per ≤ 3 × rate + over) and loses
+ * nothing (6 per 1 s: 166 ms).
+ */
+export function lateMs(rate: number, perMs: number): number {
+  const over = exactOverOf(rate);
+  const paced = over > 0 ? Math.floor((perMs * over) / Math.max(1, Math.floor(rate))) : Infinity;
+  return Math.min(Math.floor(perMs / LATE_DIVISOR), LATE_MAX_MS, paced);
+}
+
+/**
+ * How long a request that finds an exact window spent waits for a token that frees (ms): HOLD_CUSHIONS
+ * cushions, and at least the span window's lateness and a cushion — a burst that comes back a little more
+ * than `per` later finds its tokens freeing as the grants of 3 × per + L before leave the span window.
+ */
+function holdMs(b: Lease): number {
+  const c = cushionMs(b.perMs);
+  return Math.max(HOLD_CUSHIONS * c, b.wideMs - 3 * Math.ceil(b.perMs) + c);
+}
+
+/**
+ * An exact window's two windows (ms; slots of 1 ms) for a small rate: `window` (= per) holds at most `rate`;
+ * `wide`, the span window, holds at most its cap (exactCap). Where the span window is 3 × per + L
+ * (L = lateMs), any span of 3 × per at the upstream holds admissions granted within a span of 3 × per + L,
+ * so at most 3 × rate + exactOverOf(rate): the bound of docs/contract.md#drl-bounds, whatever their lateness up to L. A long demand at
+ * or above the rate gets (3 × rate + over) per (3 × per + L): ≥ 0.99 × rate for 4–9 per window at
+ * L = per / 5 (the window of `per` caps it at the rate), 0.94 × rate for 1–3. A rate of 1–3 below N keeps
+ * window = wide = per: the bound's + N covers any lateness under `per` (4 × rate ≤ 3 × rate + N).
+ */
+export function exactWindows(rate: number, perMs: number, gateways: number): { window: number; wide: number } {
+  const n = Math.ceil(perMs);
+  if (rate < gateways && exactOverOf(rate) === 0) return { window: n, wide: n };
+  return { window: n, wide: 3 * n + lateMs(rate, perMs) };
+}
+
+/** The span window's cap beyond `rate` (the counter's `over`): 3 × rate + exactOverOf(rate) in all; 0 without a span window. */
+function exactCapOver(rate: number, b: Lease): number {
+  return b.wideMs > b.windowMs ? 2 * rate + exactOverOf(rate) : 0;
 }
 
 /**
@@ -135,10 +185,11 @@ class Lease {
   /** In an exact window, until the bucket's first lease here: that lease is recorded a cushion ahead. */
   cold: boolean;
 
-  /** `wideMs`: an exact window's wide window (exactWideMs), 0 for a slot window. */
+  /** `windowMs`, `wideMs`: an exact window's two windows (exactWindows), 0 for a slot window. */
   constructor(
     now: number,
     readonly perMs: number,
+    readonly windowMs: number,
     readonly wideMs: number,
   ) {
     const step = slotMsOf(perMs / 1000);
@@ -165,16 +216,10 @@ function endOf(slot: number, b: Lease): number {
   return slot * b.slotMs + b.lifeMs;
 }
 
-/** The counter's windows of a bucket: 40 and 41 slots of per / 40, or `per` and `wideMs` in slots of 1 ms. */
+/** The counter's windows of a bucket: 40 and 41 slots of per / 40, or an exact window's two in slots of 1 ms. */
 function windowsOf(b: Lease): { window?: number; wide?: number } {
   if (!b.exact) return {};
-  return { window: Math.ceil(b.perMs), wide: b.wideMs };
-}
-
-/** An exact window's wide window (ms): per and a cushion where the rate can spare a token in it (exactOverOf), else per. */
-function exactWideMs(rate: number, perMs: number): number {
-  const n = Math.ceil(perMs);
-  return exactOverOf(rate) > 0 ? n + cushionMs(perMs) : n;
+  return { window: b.windowMs, wide: b.wideMs };
 }
 
 /** A call that only gives back what a bucket owes (asks for nothing). */
@@ -241,11 +286,14 @@ export class DrlLimiter implements Limiter {
     const perMs = limit.per * 1000;
     let b = this.leases.get(bucket);
     // (slots of per / 40 longer than 1 ms; N asked only for a small rate)
-    const wideMs = rate < EXACT_BELOW && perMs > SLOTS_PER_WINDOW && this.noSpare(rate) ? exactWideMs(rate, perMs) : 0;
-    if (b === undefined || b.perMs !== perMs || b.wideMs !== wideMs) {
+    const ex =
+      rate < EXACT_BELOW && perMs > SLOTS_PER_WINDOW && this.noSpare(rate)
+        ? exactWindows(rate, perMs, this.peers())
+        : { window: 0, wide: 0 };
+    if (b === undefined || b.perMs !== perMs || b.windowMs !== ex.window || b.wideMs !== ex.wide) {
       // a new bucket, or a changed window: leases of the old slot length are dropped (they stay counted
       // until they leave the window)
-      b = new Lease(now, perMs, wideMs);
+      b = new Lease(now, perMs, ex.window, ex.wide);
       this.leases.set(bucket, b);
     }
     b.seen++;
@@ -342,12 +390,12 @@ export class DrlLimiter implements Limiter {
   /** No local token: the even split while the store is unreachable, a local refusal while the window is spent, else a lease. */
   private noToken(b: Lease, bucket: string, limit: LimitSpec, rate: number, now: number): MaybePromise<LimitResult> {
     if (now < this.fallbackUntil) return this.even.check(bucket, limit);
-    const until = b.exact ? now + HOLD_CUSHIONS * cushionMs(b.perMs) : 0;
+    const until = b.exact ? now + holdMs(b) : 0;
     if (now < b.pollAt) {
       // the window is spent; in an exact window a request whose token frees within the hold waits for it
-      if (b.pollAt !== b.retryAt || b.pollAt > until) return this.refusal(b, rate, now);
+      if (b.retryAt > until) return this.refusal(b, rate, now);
       b.waiters++;
-      return this.waitLease(b, bucket, limit, rate, b.pending ?? this.hold(b, bucket, rate, b.pollAt, until));
+      return this.waitLease(b, bucket, limit, rate, b.pending ?? this.hold(b, bucket, rate, b.retryAt, until));
     }
     b.waiters++;
     if (b.pending !== undefined) return this.waitLease(b, bucket, limit, rate, b.pending);
@@ -442,7 +490,7 @@ export class DrlLimiter implements Limiter {
       asked = Math.min(cap, expected >= LONG_REQUESTS ? LONG_REQUESTS : 1);
       b.refill = expected >= 1 ? 0 : -1;
     }
-    const over = b.exact ? exactOverOf(rate) : overOf(rate, this.peers());
+    const over = b.exact ? exactCapOver(rate, b) : overOf(rate, this.peers());
     const c = {
       asked,
       rate,

@@ -9,15 +9,20 @@ local preFree = nil
 local flat = redis.call('HGETALL', KEYS[5])
 local dms = nil
 local dw = {{WINDOW_SLOTS}}
+local dp = nil
 for i = 1, #flat, 2 do
   if flat[i] == 'ms' then dms = tonumber(flat[i + 1]) end
   if flat[i] == 'w' then dw = tonumber(flat[i + 1]) end
+  if flat[i] == 'p' then dp = tonumber(flat[i + 1]) end
 end
+-- a grant counts for the window of `per` and a slot (`p` + 1, a grant may come late in its slot), at most
+-- the wide window `w` (an exact window's span window is 3 × per and more)
+if dp ~= nil and dp + 1 < dw then dw = dp + 1 end
 if dms ~= nil then
   local dlow = math.floor(now / dms) - dw
   for i = 1, #flat, 2 do
     local s = tonumber(flat[i])
-    if flat[i] ~= 'ms' and flat[i] ~= 'w' and s ~= nil and s > dlow then
+    if s ~= nil and s > dlow then
       pre = pre + tonumber(flat[i + 1])
       local f = (s + dw) * dms
       if preFree == nil or f < preFree then preFree = f end

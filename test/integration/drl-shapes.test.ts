@@ -12,8 +12,10 @@
  * (2 per 3 s at 3/s each, and 2 per 1 s at 2/s each: every gateway asks in step, each request per / 2
  * after the last); one client paced at a rate below N (2 per 1 s, a request every 500 ms on one
  * connection to one gateway: its tokens come back exactly per later); the same at a rate at or above N
- * under 10 (4 per 1 s), and 6 per 1 s on 3 gateways asked in step at 2×; a limit changed mid-run (the
- * manifest rewritten; the new rate applies at the next lease).
+ * under 10 (4 per 1 s), and 6 per 1 s on 3 gateways asked in step at 1×, 2× and 8×, 5 per 1 s out of
+ * step at 2×, 9 per 1 s in step, 3 per 1 s on 3 gateways at 1× (no token to spare: the exact window's span
+ * window, docs/limiter-engine.md); a limit changed mid-run (the manifest rewritten; the new rate applies at
+ * the next lease). GW_DRL_REPORT=1 prints each small shape's largest span of 3 × per and its windows.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -105,6 +107,11 @@ describe('DRL: docs/contract.md#drl-bounds bounds through three gw standalone pr
       ['paced', 2, 1],
       ['small', 4, 1],
       ['smallstep', 6, 1],
+      ['step1', 6, 1],
+      ['step8', 6, 1],
+      ['phase', 5, 1],
+      ['nine', 9, 1],
+      ['three', 3, 1],
       ['change', 60, 1],
     ];
     for (const [name, rate, per] of shapes) writeFileSync(join(dir, `${name}.yaml`), api(name, up.url, rate, per));
@@ -136,8 +143,8 @@ describe('DRL: docs/contract.md#drl-bounds bounds through three gw standalone pr
       await sleep(2500);
       writeFileSync(join(dir, 'change.yaml'), api('change', up.url, 40, 1));
     })();
-    // [shape, gateway, requests per second, connections]
-    const plan: [string, string, number, number][] = [
+    // [shape, gateway, requests per second, connections, start after (ms)]
+    const plan: [string, string, number, number, number?][] = [
       // even over 3 gateways, 2× demand (90 per 3 s = 30/s)
       ['even', a, 20, 2],
       ['even', b, 20, 2],
@@ -171,13 +178,29 @@ describe('DRL: docs/contract.md#drl-bounds bounds through three gw standalone pr
       ['smallstep', a, 4, 1],
       ['smallstep', b, 4, 1],
       ['smallstep', c, 4, 1],
+      // small rates at 1× and 8× in step, out of step, 9 per 1 s, and 3 per 1 s (no token to spare at N = 3)
+      ['step1', a, 2, 1],
+      ['step1', b, 2, 1],
+      ['step1', c, 2, 1],
+      ['step8', a, 16, 2],
+      ['step8', b, 16, 2],
+      ['step8', c, 16, 2],
+      ['phase', a, 4, 1],
+      ['phase', b, 3, 1, 110],
+      ['phase', c, 3, 1, 220],
+      ['nine', a, 6, 1],
+      ['nine', b, 6, 1],
+      ['nine', c, 6, 1],
+      ['three', a, 1, 1],
+      ['three', b, 1, 1],
+      ['three', c, 1, 1],
       // 60 → 40 per 1 s at 2.5 s; 75/s over two gateways
       ['change', b, 37.5, 2],
       ['change', c, 37.5, 2],
     ];
     const results: DriveResult[] = await Promise.all(
-      plan.map(([shape, origin, rate, connections]) =>
-        drive({ origin, path: `/${shape}/x`, rate, ms: RUN_MS, connections }),
+      plan.map(([shape, origin, rate, connections, startMs]) =>
+        drive({ origin, path: `/${shape}/x`, rate, ms: RUN_MS - (startMs ?? 0), connections, startMs }),
       ),
     );
     await change;
@@ -195,6 +218,11 @@ describe('DRL: docs/contract.md#drl-bounds bounds through three gw standalone pr
       ['paced', 2, 1, 3],
       ['small', 4, 1, 3],
       ['smallstep', 6, 1, 3],
+      ['step1', 6, 1, 3],
+      ['step8', 6, 1, 3],
+      ['phase', 5, 1, 3],
+      ['nine', 9, 1, 3],
+      ['three', 3, 1, 3],
     ] as const) {
       const perMs = per * 1000;
       // a rate under 10 per window is held to its average over the whole run: with a few per window one
@@ -202,6 +230,10 @@ describe('DRL: docs/contract.md#drl-bounds bounds through three gw standalone pr
       const average = rate < 10;
       const fromWindow = average ? 0 : from(per);
       const count = Math.floor((RUN_MS - 300) / perMs) - fromWindow;
+      if (process.env.GW_DRL_REPORT)
+        console.log(
+          `REPORT ${name} max3 ${maxInAnySpan(up.times(name), 3 * perMs)} w ${windows(up.times(name), up.times(name)[0] ?? 0, perMs, 9).join(',')}`,
+        );
       bad.push(
         ...violations(name, up.times(name), {
           rate,
