@@ -140,6 +140,16 @@ interface Exchange extends CheckRequest, Forwarding, Observed {
   tokenHash?: string;
 }
 
+/** How many Host fields a request's raw header list holds (names at even indices). */
+function hostCount(raw: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const k = raw[i]!;
+    if (k.length === 4 && k.toLowerCase() === 'host') n++;
+  }
+  return n;
+}
+
 export function createGatewayHandler(deps: GatewayDeps): {
   handle(req: IncomingMessage, res: ServerResponse, upgradeHead?: Buffer): void;
   upstreams: Upstreams;
@@ -255,6 +265,10 @@ export function createGatewayHandler(deps: GatewayDeps): {
       // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (node's own check is off to answer in JSON)
       if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1)
         return sendJson(res, 400, { error: 'Host header missing' });
+      // and more than one Host is a 400 in any HTTP/1.x request: node keeps the first, an upstream or a
+      // cache in front may read the other (one pass over rawHeaders, only when Host is present)
+      if (req.headers.host !== undefined && req.httpVersionMajor === 1 && hostCount(req.rawHeaders) > 1)
+        return sendJson(res, 400, { error: 'more than one Host header' });
       // TRACE would echo the request's credentials and cookies back (cross-site tracing): refused, as nginx does
       if (req.method === 'TRACE')
         return sendJson(

@@ -220,11 +220,20 @@ spec:
     expect(nc.toLowerCase()).not.toContain('content-length');
   });
 
-  test('HTTP/1.1 without Host → 400 JSON (node answered with an empty body); HTTP/1.0 without it is served; TRACE → 405', async () => {
+  test('HTTP/1.1 without Host → 400 JSON (node answered with an empty body); HTTP/1.0 without it is served; two Host → 400; TRACE → 405', async () => {
     const noHost = await raw(gw.gateway, 'GET /e/x HTTP/1.1\r\nConnection: close\r\n\r\n');
     expect(noHost).toMatch(/^HTTP\/1\.1 400 /);
     expect(noHost).toContain('{"error":"Host header missing"}');
     expect(await raw(gw.gateway, 'GET /e/x HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 /);
+    // two Host fields (RFC 9112 §3.2): 400, in HTTP/1.1 and 1.0, whatever their case
+    for (const req of [
+      'GET /e/x HTTP/1.1\r\nHost: gw\r\nHost: other\r\nConnection: close\r\n\r\n',
+      'GET /e/x HTTP/1.0\r\nhost: gw\r\nHOST: gw\r\n\r\n',
+    ]) {
+      const twoHosts = await raw(gw.gateway, req);
+      expect(twoHosts).toMatch(/^HTTP\/1\.1 400 /);
+      expect(twoHosts).toContain('{"error":"more than one Host header"}');
+    }
     const trace = await raw(
       gw.gateway,
       'TRACE /e/x HTTP/1.1\r\nHost: gw\r\nCookie: secret=1\r\nConnection: close\r\n\r\n',
