@@ -461,7 +461,11 @@ describe('exit codes', () => {
       await new Promise<void>((r) => stub.listen(0, '127.0.0.1', r));
       try {
         const url = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`;
-        expectFailure(await gw(['keys', 'create', 'k9'], { url }), Exit.NOT_READY, /HTTP 504: AccessKey .* not Ready/);
+        // keys create prints the key it sent before failing: the retry with that key writes the same AccessKey
+        const created = await gw(['keys', 'create', 'k9'], { url });
+        expect(created.code).toBe(Exit.NOT_READY);
+        expect(JSON.parse(created.stdout)).toEqual({ key: 'k9', key_hash: sha256hex('k9'), status: 'not_ready' });
+        expect(created.stderr).toMatch(/^gw keys create: .*HTTP 504: AccessKey .* not Ready.*\n$/);
         expectFailure(await gw(['oauth', 'create', 'shop'], { url }), Exit.NOT_READY, /HTTP 504/);
         // on the proxy a 504 is the gateway's timeout, not readiness
         expectFailure(await gw(['proxy', 'http://127.0.0.1:1/'], { url }), Exit.GATEWAY_UNAVAILABLE, /HTTP 504/);
