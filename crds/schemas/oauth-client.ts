@@ -26,10 +26,25 @@ export const ClientId = z
 export const REDIRECT_URI_PATTERN =
   '^(https://[^\\s/?#@]+|http://(localhost|127(\\.[0-9]{1,3}){3}|\\[::1\\])(:[0-9]{1,5})?)([/?][^\\s#]*)?$';
 export const REDIRECT_URI_MESSAGE = 'must be an absolute https URL, or http on a loopback host, without a fragment';
+/**
+ * What the pattern cannot say: the URI must also parse as a WHATWG URL (a port of at most 65535, a host that
+ * parses), as the browser following the redirect will parse it. The CRD has the pattern; the controller refuses the rest.
+ */
+const parsesAsUrl = (s: string): boolean => {
+  if (s === '') return true;
+  try {
+    return new URL(s).host !== '';
+  } catch {
+    return false;
+  }
+};
+const URL_MESSAGE = 'must parse as a URL (a valid host, a port of at most 65535)';
+
 export const RedirectUri = z
   .string()
   .max(2048)
   .regex(new RegExp(REDIRECT_URI_PATTERN), REDIRECT_URI_MESSAGE)
+  .refine(parsesAsUrl, URL_MESSAGE)
   .describe(
     'Redirect URI of the client: absolute https, or http on a loopback host; matched exactly by oauth/authorize and oauth/token.',
   );
@@ -45,6 +60,7 @@ export const OAuthClientSpec = z
       .string()
       .max(2048)
       .regex(new RegExp(`^$|${REDIRECT_URI_PATTERN}`), REDIRECT_URI_MESSAGE)
+      .refine(parsesAsUrl, URL_MESSAGE)
       .optional()
       .describe(
         'Redirect URI of the client (absolute https, or http on a loopback host; empty: none, client_credentials only).',
