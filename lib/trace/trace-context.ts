@@ -98,6 +98,33 @@ export function childTraceparent(incoming: string | string[] | undefined): strin
   return `00-${newTraceId()}-${newSpanId()}-01`;
 }
 
+/** W3C Trace Context's bounds on a forwarded tracestate: at most 32 list members; 512 characters is what every vendor keeps. */
+export const TRACESTATE_MAX_MEMBERS = 32;
+export const TRACESTATE_MAX_CHARS = 512;
+const TRACESTATE_MEMBER_FIRST_CUT = 128;
+
+/**
+ * A tracestate within its bounds, truncated as W3C Trace Context says: members over 128 characters go
+ * first, then members from the end, until at most 32 remain within 512 characters; undefined when none does.
+ */
+export function boundedTracestate(v: string | string[]): string | undefined {
+  const joined = typeof v === 'string' ? v : v.join(',');
+  if (
+    joined.length <= TRACESTATE_MAX_CHARS &&
+    joined.split(',', TRACESTATE_MAX_MEMBERS + 1).length <= TRACESTATE_MAX_MEMBERS
+  )
+    return joined;
+  let members = joined
+    .split(',')
+    .map((m) => m.trim())
+    .filter((m) => m !== '');
+  const size = (ms: string[]): number => ms.reduce((n, m) => n + m.length, 0) + Math.max(0, ms.length - 1);
+  if (members.length <= TRACESTATE_MAX_MEMBERS && size(members) <= TRACESTATE_MAX_CHARS) return members.join(',');
+  members = members.filter((m) => m.length <= TRACESTATE_MEMBER_FIRST_CUT).slice(0, TRACESTATE_MAX_MEMBERS);
+  while (members.length > 0 && size(members) > TRACESTATE_MAX_CHARS) members.pop();
+  return members.length > 0 ? members.join(',') : undefined;
+}
+
 /**
  * Trace context for an outgoing request built from `out` (headers in lower case): continues the trace of
  * `out`'s own traceparent when valid, else the one of `incoming` (with its tracestate), else a new trace.
@@ -116,5 +143,6 @@ export function propagateTrace(
   const from = incoming.traceparent;
   out.traceparent = childTraceparent(from);
   const state = incoming.tracestate;
-  if (validTraceparent(from) && state !== undefined) out.tracestate = state;
+  const bounded = validTraceparent(from) && state !== undefined ? boundedTracestate(state) : undefined;
+  if (bounded !== undefined) out.tracestate = bounded;
 }

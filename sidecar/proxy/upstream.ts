@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import { Pool, errors, type Dispatcher } from '../../lib/http/undici.js';
 import type { HeaderNumbers } from '../engine/types.js';
 import { ERRORS, sendJson } from './respond.js';
-import { validTraceparent } from '../../lib/trace/trace-context.js';
+import { boundedTracestate, validTraceparent } from '../../lib/trace/trace-context.js';
 import type { Http2ServerRequest } from 'node:http2';
 import type { UpstreamTls } from './upstream-tls.js';
 
@@ -117,7 +117,10 @@ export function requestHeaders(req: IncomingMessage, traceparent?: string): stri
       // a tracestate belongs to the trace of its traceparent: dropped when that one was not continued
       if (kind === Client.Tracestate && !validTraceparent(h.traceparent)) continue;
     }
-    if (typeof v === 'string') out.push(k, v);
+    if (kind === Client.Tracestate) {
+      const bounded = boundedTracestate(v);
+      if (bounded !== undefined) out.push(k, bounded);
+    } else if (typeof v === 'string') out.push(k, v);
     else for (const one of v) out.push(k, one);
   }
   const ip = req.socket.remoteAddress ?? '';

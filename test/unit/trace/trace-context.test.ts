@@ -1,5 +1,6 @@
 /** W3C Trace Context rules of lib/trace/trace-context.ts. */
 import {
+  boundedTracestate,
   childTraceparent,
   parentIdOf,
   propagateTrace,
@@ -80,5 +81,37 @@ describe('propagateTrace (outgoing requests built by gw)', () => {
     propagateTrace(h, { tracestate: 'b=2' });
     expect(h.traceparent).toMatch(FORMAT);
     expect(h.tracestate).toBeUndefined();
+  });
+});
+
+describe('a forwarded tracestate within W3C bounds (32 members, 512 characters)', () => {
+  const member = (i: number, len = 8): string => `v${i}=${'x'.repeat(len)}`;
+  test('within bounds: unchanged', () => {
+    const v = Array.from({ length: 32 }, (_, i) => member(i)).join(',');
+    expect(boundedTracestate(v)).toBe(v);
+    expect(boundedTracestate(['a=1', 'b=2'])).toBe('a=1,b=2');
+  });
+  test('a 12 kB tracestate is cut to at most 32 members within 512 characters, from the end', () => {
+    const v = Array.from({ length: 1000 }, (_, i) => member(i)).join(',');
+    const out = boundedTracestate(v)!;
+    expect(out.length).toBeLessThanOrEqual(512);
+    expect(out.split(',').length).toBeLessThanOrEqual(32);
+    expect(out.startsWith(`${member(0)},${member(1)}`)).toBe(true);
+  });
+  test('members over 128 characters go first', () => {
+    const big = member(99, 200);
+    const v = [big, ...Array.from({ length: 40 }, (_, i) => member(i))].join(',');
+    const out = boundedTracestate(v)!;
+    expect(out).not.toContain('v99=');
+    expect(out.split(',')[0]).toBe(member(0));
+  });
+  test('one member over 512 characters: no tracestate at all', () => {
+    expect(boundedTracestate(member(1, 600))).toBeUndefined();
+  });
+  test('propagateTrace forwards the bounded tracestate', () => {
+    const out: Record<string, string | string[]> = {};
+    const tp = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    propagateTrace(out, { traceparent: tp, tracestate: Array.from({ length: 100 }, (_, i) => member(i)).join(',') });
+    expect((out.tracestate as string).split(',').length).toBeLessThanOrEqual(32);
   });
 });
