@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 
 /** Citations of documents that a clone of the repository does not have. */
 const OUTSIDE: readonly [RegExp, string][] = [
-  [/\bSPEC\b/, 'cites SPEC.md, which is outside the repository: cite docs/contract.md#<section>'],
+  [/\bSPEC\b/, 'cites the specification outside the repository: cite docs/contract.md#<section>'],
   [/\bseed\/|rate-limiting-gateway\.md/, 'cites the product spec outside the repository: cite docs/'],
   [/\/work\//, 'names a path outside the repository'],
 ];
