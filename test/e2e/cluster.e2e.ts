@@ -6,295 +6,36 @@
  * each step builds on the one before. Figures (times, sidecar working set vs limit) are printed as
  * `e2e-figure:` lines (docs/testing.md).
  */
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-
-const KUBECTL = process.env.GW_E2E_KUBECTL ?? 'kubectl';
-const HELM = process.env.GW_E2E_HELM ?? 'helm';
-const CHART = join(process.cwd(), 'helm', 'gw');
-const GW_NS = 'gw-system';
-const APP_NS = 'app';
-const LOAD_NS = 'load';
-const IMAGE = 'localhost/gw:' + (process.env.GW_IMAGE_TAG ?? 'e2e');
-const ECHO = 'localhost/gw-test/echo:1';
-const SIDECAR_LIMIT = 256 * 1024 * 1024;
-const tmp = mkdtempSync(join(tmpdir(), 'gw-e2e-'));
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const figure = (name: string, value: string): void => console.log(`e2e-figure: ${name}: ${value}`);
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function run(bin: string, args: string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      bin,
-      args,
-      { timeout: opts.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-      },
-    );
-    if (opts.input !== undefined) child.stdin?.end(opts.input);
-  });
-}
-
-async function kubectl(args: string[], input?: string, timeoutMs?: number): Promise<string> {
-  const r = await run(KUBECTL, args, { input, timeoutMs });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: exit ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
-
-async function kjson<T>(args: string[]): Promise<T> {
-  return JSON.parse(await kubectl([...args, '-o', 'json'])) as T;
-}
-
-async function helm(args: string[], timeoutMs = 420_000): Promise<string> {
-  const r = await run(HELM, args, { timeoutMs });
-  if (r.code !== 0) throw new Error(`helm ${args.join(' ')}: exit ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
-
-/** Polls `check` every 500 ms until it returns a value (not undefined) or `secs` pass. */
-async function eventually<T>(secs: number, what: string, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + secs * 1000;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    await sleep(500);
-  }
-  throw new Error(`${what}: not within ${secs} s${last ? ` (last error: ${String(last)})` : ''}`);
-}
-
-interface Pod {
-  metadata: { name: string; uid: string; labels?: Record<string, string> };
-  spec: {
-    containers: {
-      name: string;
-      image: string;
-      securityContext?: { readOnlyRootFilesystem?: boolean; runAsNonRoot?: boolean; runAsUser?: number };
-      resources?: { limits?: Record<string, string> };
-    }[];
-  };
-  status: {
-    phase: string;
-    podIP?: string;
-    conditions?: { type: string; status: string }[];
-    containerStatuses?: {
-      name: string;
-      ready: boolean;
-      restartCount: number;
-      containerID?: string;
-      lastState?: { terminated?: { reason?: string } };
-    }[];
-  };
-}
-
-const ready = (p: Pod): boolean => p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-
-async function pods(ns: string, selector: string): Promise<Pod[]> {
-  return (await kjson<{ items: Pod[] }>(['get', 'pods', '-n', ns, '-l', selector])).items;
-}
-
-interface LoadResult {
-  statuses: Record<string, number>;
-  errors: number;
-  perSecond: Record<string, number>[];
-  pods: Record<string, number>;
-  ms: number;
-}
-
-let loadSeq = 0;
-/** The load client (echo image, /app/load.js) as a pod in the `load` namespace; its one JSON line. */
-async function load(url: string, opts: string[], timeoutSecs = 180): Promise<LoadResult> {
-  const name = `load-${++loadSeq}`;
-  await kubectl([
-    '-n',
-    LOAD_NS,
-    'run',
-    name,
-    `--image=${ECHO}`,
-    '--restart=Never',
-    '--image-pull-policy=IfNotPresent',
-    '--command',
-    '--',
-    'node',
-    '/app/load.js',
-    url,
-    ...opts,
-  ]);
-  const phase = await eventually(timeoutSecs, `${name} finished`, async () => {
-    const p = await kjson<Pod>(['-n', LOAD_NS, 'get', 'pod', name]);
-    return p.status.phase === 'Succeeded' || p.status.phase === 'Failed' ? p.status.phase : undefined;
-  });
-  const logs = await kubectl(['-n', LOAD_NS, 'logs', name]);
-  assert.equal(phase, 'Succeeded', `${name}: ${logs}`);
-  await kubectl(['-n', LOAD_NS, 'delete', 'pod', name, '--wait=false']);
-  return JSON.parse(logs.trim().split('\n').pop()!) as LoadResult;
-}
-
-const count = (r: LoadResult, code: number): number => r.statuses[String(code)] ?? 0;
-
-/** The working set of a container as the kubelet counts it: usage minus inactive file pages (cgroup v1). */
-function workingSet(pod: Pod, container: string): number | undefined {
-  const id = pod.status.containerStatuses?.find((c) => c.name === container)?.containerID?.replace(/^\w+:\/\//, '');
-  if (!id) return undefined;
-  for (const qos of ['burstable', 'besteffort', '']) {
-    const dir = join('/sys/fs/cgroup/memory/kubepods', qos, `pod${pod.metadata.uid}`, id);
-    try {
-      const usage = Number(readFileSync(join(dir, 'memory.usage_in_bytes'), 'utf8'));
-      const inactive = Number(/^total_inactive_file (\d+)$/m.exec(readFileSync(join(dir, 'memory.stat'), 'utf8'))?.[1]);
-      return usage - (Number.isFinite(inactive) ? inactive : 0);
-    } catch {
-      // not this QoS class
-    }
-  }
-  return undefined;
-}
-
-function cgroupLimit(pod: Pod, container: string): number | undefined {
-  const id = pod.status.containerStatuses?.find((c) => c.name === container)?.containerID?.replace(/^\w+:\/\//, '');
-  if (!id) return undefined;
-  for (const qos of ['burstable', 'besteffort', '']) {
-    try {
-      const f = join('/sys/fs/cgroup/memory/kubepods', qos, `pod${pod.metadata.uid}`, id, 'memory.limit_in_bytes');
-      return Number(readFileSync(f, 'utf8'));
-    } catch {
-      // not this QoS class
-    }
-  }
-  return undefined;
-}
-
-const MB = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
-
-function values(config: Record<string, unknown>): string {
-  const file = join(tmp, `values-${Date.now()}.json`);
-  writeFileSync(
-    file,
-    JSON.stringify({
-      image: { repository: IMAGE.split(':')[0], tag: IMAGE.split(':')[1], pullPolicy: 'IfNotPresent' },
-      redis: {
-        bundled: {
-          enabled: true,
-          image: { repository: 'localhost/gw-test/redis', tag: '7', pullPolicy: 'IfNotPresent' },
-        },
-      },
-      facade: { namespace: APP_NS },
-      sidecar: { namespaces: [{ name: APP_NS }] },
-      config: { gateway_urls: [`http://echo.${APP_NS}.svc`], ...config },
-    }),
-  );
-  return file;
-}
-
-const DRL = { drl_threshold: 0, drl_notification_frequency: 0.2 };
-const LOG = { enable_kv_rolling_limiter: true, kv_deadline_ms: 3000 };
-
-const APP = `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: echo, namespace: ${APP_NS}}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: echo}}
-  template:
-    metadata:
-      labels: {app: echo}
-      annotations: {gw.io/inject: "true"}
-    spec:
-      securityContext: {runAsNonRoot: true, runAsUser: 10002, runAsGroup: 10002}
-      containers:
-        - name: echo
-          image: ${ECHO}
-          imagePullPolicy: IfNotPresent
-          ports: [{name: http, containerPort: 8080}]
-          readinessProbe: {httpGet: {path: /, port: http}, periodSeconds: 2}
-          resources: {requests: {cpu: 20m, memory: 32Mi}, limits: {memory: 96Mi}}
-          securityContext: {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
----
-apiVersion: v1
-kind: Service
-metadata: {name: echo, namespace: ${APP_NS}}
-spec:
-  selector: {app: echo}
-  ports: [{name: http, port: 80, targetPort: http}]
-`;
-
-const KEY_DRL = 'e2e-drl-key-0123456789abcdef';
-const KEY_LOG = 'e2e-log-key-0123456789abcdef';
-const RESOURCES = `
-apiVersion: gw.io/v1alpha1
-kind: ApiDefinition
-metadata: {name: echo, namespace: ${APP_NS}}
-spec:
-  name: echo
-  api_id: echo
-  proxy: {listen_path: /echo/, target_url: "http://127.0.0.1:8080"}
----
-apiVersion: gw.io/v1alpha1
-kind: ApiDefinition
-metadata: {name: open, namespace: ${APP_NS}}
-spec:
-  name: open
-  api_id: open
-  use_keyless: true
-  proxy: {listen_path: /open/, target_url: "http://127.0.0.1:8080"}
----
-apiVersion: gw.io/v1alpha1
-kind: Policy
-metadata: {name: drl, namespace: ${APP_NS}}
-spec:
-  name: drl
-  rate: 60
-  per: 60
-  access_rights: {echo: {api_id: echo, versions: [Default]}}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: drl-key, namespace: ${APP_NS}}
-stringData: {key: ${KEY_DRL}}
----
-apiVersion: gw.io/v1alpha1
-kind: AccessKey
-metadata: {name: drl, namespace: ${APP_NS}}
-spec:
-  alias: drl
-  secretRef: {name: drl-key, key: key}
-  apply_policies: [drl]
----
-apiVersion: v1
-kind: Secret
-metadata: {name: log-key, namespace: ${APP_NS}}
-stringData: {key: ${KEY_LOG}}
----
-apiVersion: gw.io/v1alpha1
-kind: AccessKey
-metadata: {name: log, namespace: ${APP_NS}}
-spec:
-  alias: log
-  secretRef: {name: log-key, key: key}
-  rate: 20
-  per: 60
-  allowance: 20
-  quota_max: -1
-  access_rights: {echo: {api_id: echo, versions: [Default]}}
-`;
-
-const SVC = `http://echo.${APP_NS}.svc.cluster.local`;
+import {
+  APP_NS,
+  CHART,
+  GW_NS,
+  HELM,
+  IMAGE,
+  LOAD_NS,
+  MB,
+  SIDECAR_LIMIT,
+  cgroupLimit,
+  count,
+  eventually,
+  figure,
+  helm,
+  kjson,
+  kubectl,
+  load,
+  pods,
+  ready,
+  run,
+  sleep,
+  values,
+  workingSet,
+  KUBECTL,
+  DRL,
+  LOG,
+} from './kube-tools.js';
+import { APP, KEY_DRL, KEY_LOG, RESOURCES, SVC } from './fixtures.js';
 
 describe('gw on a one-node cluster', { concurrency: false }, () => {
   before(async () => {

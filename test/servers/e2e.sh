@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make e2e`: the end-to-end suite (test/e2e/) on the one-node cluster of test/servers/cluster.sh.
 #   e2e.sh check   exit 0 when this machine can run it, else one line naming the failed check (exit 1)
-#   e2e.sh         check, build what is missing (cluster binaries, images), start the cluster, run the
+#   e2e.sh         check, take the machine's cluster lock, build what is missing (cluster binaries, images), start the cluster, run the
 #                  suite inside the cluster's network namespace, stop the cluster whatever happened
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,6 +30,9 @@ if ! why=$(check); then
   exit 1
 fi
 
+# One cluster at a time on a machine (fixed netns, bridge, state directory and kubepods cgroups).
+exec 9>/tmp/gw-cluster.lock
+flock 9
 t0=$SECONDS
 bash "$ROOT/test/servers/build.sh" cluster >/dev/null
 bash "$ROOT/test/servers/build-tools.sh" >/dev/null
@@ -42,6 +45,8 @@ echo "e2e-figure: cluster start: $((SECONDS - t1)) s"
 t2=$SECONDS
 set -a && . "${GW_E2E_RUN:-/var/lib/gw-e2e}/env" && set +a
 node_bin=$(bash "$ROOT/scripts/ensure-node.sh")
+# GW_E2E_FILES picks suites (default: all of dist/test/e2e/*.e2e.js, one after another, each on a clean slate)
+read -ra files <<<"${GW_E2E_FILES:-$(ls "$ROOT"/dist/test/e2e/*.e2e.js | tr '\n' ' ')}"
 bash "$ROOT/test/servers/cluster.sh" exec "$node_bin/node" --test --test-concurrency=1 --test-timeout=1200000 \
-  "$ROOT/dist/test/e2e/cluster.e2e.js"
+  "${files[@]}"
 echo "e2e-figure: suite: $((SECONDS - t2)) s; total with builds: $((SECONDS - t0)) s"

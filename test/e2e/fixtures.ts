@@ -1,0 +1,94 @@
+/** The application and gw resources the end-to-end suites deploy (test/e2e/*.e2e.ts). */
+import { APP_NS, ECHO } from './kube-tools.js';
+
+export const APP = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: echo, namespace: ${APP_NS}}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: echo}}
+  template:
+    metadata:
+      labels: {app: echo}
+      annotations: {gw.io/inject: "true"}
+    spec:
+      securityContext: {runAsNonRoot: true, runAsUser: 10002, runAsGroup: 10002}
+      containers:
+        - name: echo
+          image: ${ECHO}
+          imagePullPolicy: IfNotPresent
+          ports: [{name: http, containerPort: 8080}]
+          readinessProbe: {httpGet: {path: /, port: http}, periodSeconds: 2}
+          resources: {requests: {cpu: 20m, memory: 32Mi}, limits: {memory: 96Mi}}
+          securityContext: {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: ${APP_NS}}
+spec:
+  selector: {app: echo}
+  ports: [{name: http, port: 80, targetPort: http}]
+`;
+
+export const KEY_DRL = 'e2e-drl-key-0123456789abcdef';
+export const KEY_LOG = 'e2e-log-key-0123456789abcdef';
+export const RESOURCES = `
+apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: echo, namespace: ${APP_NS}}
+spec:
+  name: echo
+  api_id: echo
+  proxy: {listen_path: /echo/, target_url: "http://127.0.0.1:8080"}
+---
+apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: open, namespace: ${APP_NS}}
+spec:
+  name: open
+  api_id: open
+  use_keyless: true
+  proxy: {listen_path: /open/, target_url: "http://127.0.0.1:8080"}
+---
+apiVersion: gw.io/v1alpha1
+kind: Policy
+metadata: {name: drl, namespace: ${APP_NS}}
+spec:
+  name: drl
+  rate: 60
+  per: 60
+  access_rights: {echo: {api_id: echo, versions: [Default]}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: drl-key, namespace: ${APP_NS}}
+stringData: {key: ${KEY_DRL}}
+---
+apiVersion: gw.io/v1alpha1
+kind: AccessKey
+metadata: {name: drl, namespace: ${APP_NS}}
+spec:
+  alias: drl
+  secretRef: {name: drl-key, key: key}
+  apply_policies: [drl]
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: log-key, namespace: ${APP_NS}}
+stringData: {key: ${KEY_LOG}}
+---
+apiVersion: gw.io/v1alpha1
+kind: AccessKey
+metadata: {name: log, namespace: ${APP_NS}}
+spec:
+  alias: log
+  secretRef: {name: log-key, key: key}
+  rate: 20
+  per: 60
+  allowance: 20
+  quota_max: -1
+  access_rights: {echo: {api_id: echo, versions: [Default]}}
+`;
+
+export const SVC = `http://echo.${APP_NS}.svc.cluster.local`;

@@ -1,0 +1,201 @@
+/**
+ * What the end-to-end suites share (test/e2e/*.e2e.ts): kubectl and helm runs, polling, pods and their
+ * cgroups, the in-cluster load client, and the chart values the suites install with.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import assert from 'node:assert/strict';
+
+export const KUBECTL = process.env.GW_E2E_KUBECTL ?? 'kubectl';
+export const HELM = process.env.GW_E2E_HELM ?? 'helm';
+export const CHART = join(process.cwd(), 'helm', 'gw');
+export const GW_NS = 'gw-system';
+export const APP_NS = 'app';
+export const LOAD_NS = 'load';
+export const IMAGE = 'localhost/gw:' + (process.env.GW_IMAGE_TAG ?? 'e2e');
+export const ECHO = 'localhost/gw-test/echo:1';
+export const SIDECAR_LIMIT = 256 * 1024 * 1024;
+export const tmp = mkdtempSync(join(tmpdir(), 'gw-e2e-'));
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export const figure = (name: string, value: string): void => console.log(`e2e-figure: ${name}: ${value}`);
+
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export function run(bin: string, args: string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      bin,
+      args,
+      { timeout: opts.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
+    if (opts.input !== undefined) child.stdin?.end(opts.input);
+  });
+}
+
+export async function kubectl(args: string[], input?: string, timeoutMs?: number): Promise<string> {
+  const r = await run(KUBECTL, args, { input, timeoutMs });
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: exit ${r.code}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+export async function kjson<T>(args: string[]): Promise<T> {
+  return JSON.parse(await kubectl([...args, '-o', 'json'])) as T;
+}
+
+export async function helm(args: string[], timeoutMs = 420_000): Promise<string> {
+  const r = await run(HELM, args, { timeoutMs });
+  if (r.code !== 0) throw new Error(`helm ${args.join(' ')}: exit ${r.code}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+/** Polls `check` every 500 ms until it returns a value (not undefined) or `secs` pass. */
+export async function eventually<T>(secs: number, what: string, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + secs * 1000;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(500);
+  }
+  throw new Error(`${what}: not within ${secs} s${last ? ` (last error: ${String(last)})` : ''}`);
+}
+
+export interface Pod {
+  metadata: { name: string; uid: string; labels?: Record<string, string> };
+  spec: {
+    containers: {
+      name: string;
+      image: string;
+      securityContext?: { readOnlyRootFilesystem?: boolean; runAsNonRoot?: boolean; runAsUser?: number };
+      resources?: { limits?: Record<string, string> };
+    }[];
+  };
+  status: {
+    phase: string;
+    podIP?: string;
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: {
+      name: string;
+      ready: boolean;
+      restartCount: number;
+      containerID?: string;
+      lastState?: { terminated?: { reason?: string } };
+    }[];
+  };
+}
+
+export const ready = (p: Pod): boolean =>
+  p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
+export async function pods(ns: string, selector: string): Promise<Pod[]> {
+  return (await kjson<{ items: Pod[] }>(['get', 'pods', '-n', ns, '-l', selector])).items;
+}
+
+export interface LoadResult {
+  statuses: Record<string, number>;
+  errors: number;
+  perSecond: Record<string, number>[];
+  pods: Record<string, number>;
+  ms: number;
+}
+
+let loadSeq = 0;
+/** The load client (echo image, /app/load.js) as a pod in the `load` namespace; its one JSON line. */
+export async function load(url: string, opts: string[], timeoutSecs = 180): Promise<LoadResult> {
+  const name = `load-${++loadSeq}`;
+  await kubectl([
+    '-n',
+    LOAD_NS,
+    'run',
+    name,
+    `--image=${ECHO}`,
+    '--restart=Never',
+    '--image-pull-policy=IfNotPresent',
+    '--command',
+    '--',
+    'node',
+    '/app/load.js',
+    url,
+    ...opts,
+  ]);
+  const phase = await eventually(timeoutSecs, `${name} finished`, async () => {
+    const p = await kjson<Pod>(['-n', LOAD_NS, 'get', 'pod', name]);
+    return p.status.phase === 'Succeeded' || p.status.phase === 'Failed' ? p.status.phase : undefined;
+  });
+  const logs = await kubectl(['-n', LOAD_NS, 'logs', name]);
+  assert.equal(phase, 'Succeeded', `${name}: ${logs}`);
+  await kubectl(['-n', LOAD_NS, 'delete', 'pod', name, '--wait=false']);
+  return JSON.parse(logs.trim().split('\n').pop()!) as LoadResult;
+}
+
+export const count = (r: LoadResult, code: number): number => r.statuses[String(code)] ?? 0;
+
+/** The working set of a container as the kubelet counts it: usage minus inactive file pages (cgroup v1). */
+export function workingSet(pod: Pod, container: string): number | undefined {
+  const id = pod.status.containerStatuses?.find((c) => c.name === container)?.containerID?.replace(/^\w+:\/\//, '');
+  if (!id) return undefined;
+  for (const qos of ['burstable', 'besteffort', '']) {
+    const dir = join('/sys/fs/cgroup/memory/kubepods', qos, `pod${pod.metadata.uid}`, id);
+    try {
+      const usage = Number(readFileSync(join(dir, 'memory.usage_in_bytes'), 'utf8'));
+      const inactive = Number(/^total_inactive_file (\d+)$/m.exec(readFileSync(join(dir, 'memory.stat'), 'utf8'))?.[1]);
+      return usage - (Number.isFinite(inactive) ? inactive : 0);
+    } catch {
+      // not this QoS class
+    }
+  }
+  return undefined;
+}
+
+export function cgroupLimit(pod: Pod, container: string): number | undefined {
+  const id = pod.status.containerStatuses?.find((c) => c.name === container)?.containerID?.replace(/^\w+:\/\//, '');
+  if (!id) return undefined;
+  for (const qos of ['burstable', 'besteffort', '']) {
+    try {
+      const f = join('/sys/fs/cgroup/memory/kubepods', qos, `pod${pod.metadata.uid}`, id, 'memory.limit_in_bytes');
+      return Number(readFileSync(f, 'utf8'));
+    } catch {
+      // not this QoS class
+    }
+  }
+  return undefined;
+}
+
+export const MB = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+
+export function values(config: Record<string, unknown>): string {
+  const file = join(tmp, `values-${Date.now()}.json`);
+  writeFileSync(
+    file,
+    JSON.stringify({
+      image: { repository: IMAGE.split(':')[0], tag: IMAGE.split(':')[1], pullPolicy: 'IfNotPresent' },
+      redis: {
+        bundled: {
+          enabled: true,
+          image: { repository: 'localhost/gw-test/redis', tag: '7', pullPolicy: 'IfNotPresent' },
+        },
+      },
+      facade: { namespace: APP_NS },
+      sidecar: { namespaces: [{ name: APP_NS }] },
+      config: { gateway_urls: [`http://echo.${APP_NS}.svc`], ...config },
+    }),
+  );
+  return file;
+}
+
+export const DRL = { drl_threshold: 0, drl_notification_frequency: 0.2 };
+export const LOG = { enable_kv_rolling_limiter: true, kv_deadline_ms: 3000 };
