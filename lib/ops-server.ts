@@ -3,13 +3,12 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import { answerClientErrorsWithJson } from './http/client-error.js';
 import { buildInfo } from './build-info.js';
+import { PLAIN_JSON, sendJson } from './http/http-util.js';
 const { createServer } = process.getBuiltinModule('node:http');
 
 /** A JSON answer with its length (the ops endpoints, the webhook). */
 export function json(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
+  sendJson(res, status, body, {}, PLAIN_JSON);
 }
 
 /**

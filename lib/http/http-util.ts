@@ -1,4 +1,4 @@
-/** JSON in and out for the facade: bounded body reading, content-type checks, error bodies. */
+/** JSON in and out: the one JSON writer (`sendJson`); for the facade bounded body reading, content-type checks, error bodies. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import { formatZodError } from '../errors.js';
@@ -32,19 +32,35 @@ export class HttpError extends Error {
   }
 }
 
+/** What a JSON answer says of itself after the caller's headers: its content type, and whether no cache may keep it. */
+export interface JsonKind {
+  readonly contentType: string;
+  readonly noStore: boolean;
+}
+/** The facade's answers (docs/contract.md#management-endpoints): UTF-8 named, never cached. */
+export const FACADE_JSON: JsonKind = { contentType: 'application/json; charset=utf-8', noStore: true };
+/** The gateway's own answers (docs/contract.md#responses) and the ops listeners': `application/json`, nothing more. */
+export const PLAIN_JSON: JsonKind = { contentType: 'application/json', noStore: false };
+
+/**
+ * The one JSON writer of every listener: `body` serialised with its length, after the caller's `headers`
+ * (which cannot override the content type or length). `kind` says how the answer labels itself.
+ */
 export function sendJson(
   res: ServerResponse,
   status: number,
   body: unknown,
   headers: Record<string, string> = {},
+  kind: JsonKind = FACADE_JSON,
 ): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, {
+  const head: Record<string, string | number> = {
     ...headers,
-    'content-type': 'application/json; charset=utf-8',
+    'content-type': kind.contentType,
     'content-length': Buffer.byteLength(text),
-    'cache-control': 'no-store',
-  });
+  };
+  if (kind.noStore) head['cache-control'] = 'no-store';
+  res.writeHead(status, head);
   res.end(text);
 }
 

@@ -17,7 +17,7 @@ import type { CheckRequest, Engine, Verdict } from '../engine/types.js';
 import type { MaybePromise } from '../../limiters/types.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { accessAllowed, certificateMatches, extractKey, keyHashOf, sessionUsable } from './auth.js';
-import { ERRORS, rateLimitHeaders, sendJson } from './respond.js';
+import { ERRORS, rateLimitHeaders, answer } from './respond.js';
 import { route } from './router.js';
 import { forward, Upstreams, type Forwarding } from './upstream.js';
 import { forwardH2, H2Upstreams } from './upstream-h2.js';
@@ -223,7 +223,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
   function fail(res: ServerResponse, e: unknown, what = 'request failed', x?: Exchange): void {
     deps.logger.error({ err: (e as Error)?.message ?? String(e), ...(x ? { api: x.api.api_id } : {}) }, what);
     if (x) countRequest(x.api.api_id, 500);
-    if (!res.headersSent) sendJson(res, 500, { error: 'Internal error' });
+    if (!res.headersSent) answer(res, 500, { error: 'Internal error' });
     else res.destroy();
   }
 
@@ -244,7 +244,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
       // so `/users#x` would be served as `/users` past the limits of `/users` (docs/proxy.md)
       if (url.indexOf('#') !== -1) {
         countRequest('', 400);
-        return sendJson(res, 400, { error: 'Bad request path: a fragment (#) is not accepted in a request target' });
+        return answer(res, 400, { error: 'Bad request path: a fragment (#) is not accepted in a request target' });
       }
       const q = url.indexOf('?');
       const rawPath = q === -1 ? url : url.slice(0, q);
@@ -252,7 +252,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
         const problem = strictPathProblem(rawPath);
         if (problem !== undefined) {
           countRequest('', 400);
-          return sendJson(res, 400, { error: `Bad request path: ${problem}` });
+          return answer(res, 400, { error: `Bad request path: ${problem}` });
         }
       }
       // normalised (lib/request-path.ts): routing, allowed_urls, endpoint rules and the forwarded path all
@@ -260,18 +260,18 @@ export function createGatewayHandler(deps: GatewayDeps): {
       const urlPath = normalizePath(rawPath);
       // the health paths answer GET and HEAD (docs/contract.md#health-and-readiness), 405 otherwise
       if ((urlPath === '/healthz' || urlPath === '/readyz') && req.method !== 'GET' && req.method !== 'HEAD')
-        return sendJson(res, 405, { error: 'Method Not Allowed' }, { allow: 'GET, HEAD' });
-      if (urlPath === '/healthz') return sendJson(res, 200, { status: 'ok', ...deps.health?.() });
+        return answer(res, 405, { error: 'Method Not Allowed' }, { allow: 'GET, HEAD' });
+      if (urlPath === '/healthz') return answer(res, 200, { status: 'ok', ...deps.health?.() });
       // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (node's own check is off to answer in JSON)
       if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1)
-        return sendJson(res, 400, { error: 'Host header missing' });
+        return answer(res, 400, { error: 'Host header missing' });
       // and more than one Host is a 400 in any HTTP/1.x request: node keeps the first, an upstream or a
       // cache in front may read the other (one pass over rawHeaders, only when Host is present)
       if (req.headers.host !== undefined && req.httpVersionMajor === 1 && hostCount(req.rawHeaders) > 1)
-        return sendJson(res, 400, { error: 'more than one Host header' });
+        return answer(res, 400, { error: 'more than one Host header' });
       // TRACE would echo the request's credentials and cookies back (cross-site tracing): refused, as nginx does
       if (req.method === 'TRACE')
-        return sendJson(
+        return answer(
           res,
           405,
           { error: 'Method Not Allowed' },
@@ -279,7 +279,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
         );
       if (urlPath === '/readyz') {
         const ok = deps.ready();
-        return sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not ready' });
+        return answer(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not ready' });
       }
 
       const config = deps.config();
@@ -287,7 +287,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
       if (!r || !r.api.active) {
         countRequest(r ? r.api.api_id : '', 404); // no API on the path: api=""
         if (observer !== undefined) observer.begin(unrouted(req, res, urlPath));
-        return sendJson(res, 404, { error: ERRORS.notFound });
+        return answer(res, 404, { error: ERRORS.notFound });
       }
       const { api } = r;
       // a gRPC call: endpoint rules and allowed_urls see its whole method path (/package.Service/Method),
@@ -329,7 +329,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
       const key = extractKey(req.headers, api.authHeader);
       if (!key) {
         countRequest(api.api_id, 401);
-        return sendJson(res, 401, { error: ERRORS.authMissing });
+        return answer(res, 401, { error: ERRORS.authMissing });
       }
       x.keyHash = keyHashOf(key);
       const found = deps.lookupSession(x.keyHash);
@@ -354,7 +354,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
     if (endpoint !== undefined) {
       if (!deps.oauth) {
         countRequest(x.api.api_id, 503);
-        return sendJson(x.res, 503, { error: 'server_error', error_description: 'OAuth is unavailable' });
+        return answer(x.res, 503, { error: 'server_error', error_description: 'OAuth is unavailable' });
       }
       void deps.oauth.endpoints
         .serve(
@@ -372,7 +372,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
     const token = extractKey(x.req.headers, x.api.authHeader);
     if (!token) {
       countRequest(x.api.api_id, 401);
-      return sendJson(x.res, 401, { error: ERRORS.authMissing });
+      return answer(x.res, 401, { error: ERRORS.authMissing });
     }
     x.tokenHash = keyHashOf(token);
     const found = deps.oauth ? deps.oauth.bearer(x.tokenHash, x.api) : undefined;
@@ -388,7 +388,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
     if (cs === undefined) {
       countRequest(x.api.api_id, 401);
       metrics.oauthErrors.inc({ api: x.api.api_id, error: 'invalid_token' });
-      return sendJson(
+      return answer(
         x.res,
         401,
         { error: 'invalid_token' },
@@ -403,7 +403,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
   function lookupFailed(x: Exchange, e: unknown): void {
     if (!(e instanceof StoreUnavailableError)) return fail(x.res, e);
     countRequest(x.api.api_id, 503);
-    sendJson(x.res, 503, { error: ERRORS.sessionStore }, { 'retry-after': '1' });
+    answer(x.res, 503, { error: ERRORS.sessionStore }, { 'retry-after': '1' });
   }
 
   /** Whether `found` (the session of x's key) may make this request: usable, and its access rights reach it. */
@@ -420,7 +420,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
     try {
       if (!admits(x, found)) {
         countRequest(x.api.api_id, 403);
-        return sendJson(x.res, 403, { error: ERRORS.disallowed });
+        return answer(x.res, 403, { error: ERRORS.disallowed });
       }
       x.session = found;
       decide(x);
@@ -494,7 +494,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
         else if (scope === 'unavailable') metrics.rateLimiterUnavailable.inc({ api: label });
         else if (scope !== 'auth') metrics.rateLimited.inc({ api: label, scope });
         countRequest(api.api_id, status);
-        return sendJson(res, status, { error }, rateLimitHeaders(verdict.headers, verdict.retryAfter));
+        return answer(res, status, { error }, rateLimitHeaders(verdict.headers, verdict.retryAfter));
       }
       if (deps.streams?.tryHandle(api.api_id, x.path, x.req, res)) {
         countRequest(api.api_id, 202);
@@ -503,7 +503,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
       const target = deps.upstreamOverride ?? api.targetUrl;
       if (!target) {
         countRequest(api.api_id, 502);
-        return sendJson(res, 502, { error: 'No upstream configured for this API' });
+        return answer(res, 502, { error: 'No upstream configured for this API' });
       }
       const t = targetOf(target);
       const { origin, basePath } = t;
@@ -519,7 +519,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
       if (tls instanceof Error) {
         logUpstream({ err: tls, f: x });
         countRequest(api.api_id, 502);
-        return sendJson(res, 502, { error: ERRORS.upstream });
+        return answer(res, 502, { error: ERRORS.upstream });
       }
       if (x.upgradeHead) forwardUpgrade(origin, forwardPath || '/', x, x.upgradeHead, upgrades);
       // HTTP/2 upstream: an h2c:// target, or a gRPC call (which HTTP/1.1 cannot carry)

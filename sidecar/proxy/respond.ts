@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerResponse } from 'node:http2';
 import type { HeaderNumbers } from '../engine/types.js';
+import { PLAIN_JSON, sendJson } from '../../lib/http/http-util.js';
 
 /** A gRPC call: HTTP/2 with `content-type: application/grpc…` (`+proto`, `+json`…). */
 export function isGrpc(req: IncomingMessage): boolean {
@@ -76,18 +77,15 @@ function sendGrpc(res: Http2ServerResponse, status: number, body: unknown, heade
   );
 }
 
-export function sendJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
+/**
+ * The gateway's own answer (a refusal, a health probe, a failed upstream): to a gRPC call a trailers-only
+ * gRPC status, else JSON (lib/http/http-util.ts `sendJson`).
+ */
+export function answer(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const { req } = res as { req?: IncomingMessage };
   if (req !== undefined && req.httpVersionMajor === 2 && isGrpc(req))
     return sendGrpc(res as unknown as Http2ServerResponse, status, body, headers);
-  const text = JSON.stringify(body);
-  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
+  sendJson(res, status, body, headers, PLAIN_JSON);
 }
 
 /** Sets X-RateLimit-* (and Retry-After) into `out` — a new object by default, or a response's header object. */

@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Forwarding } from './upstream.js';
 import { headerObject, requestHeaders, responseHeaders } from './upstream.js';
-import { ERRORS, sendJson } from './respond.js';
+import { ERRORS, answer } from './respond.js';
 
 const http = process.getBuiltinModule('node:http');
 const https = process.getBuiltinModule('node:https');
@@ -116,7 +116,7 @@ export function forwardUpgrade(origin: string, path: string, f: Forwarding, head
   );
   up.on('error', (err: Error) => {
     const timeout = (err as { code?: unknown }).code === 'UPGRADE_TIMEOUT';
-    if (!res.headersSent) sendJson(res, timeout ? 504 : 502, { error: timeout ? ERRORS.timeout : ERRORS.upstream });
+    if (!res.headersSent) answer(res, timeout ? 504 : 502, { error: timeout ? ERRORS.timeout : ERRORS.upstream });
     else res.destroy();
     finish(timeout ? 504 : 502, err);
   });

@@ -11,7 +11,7 @@ import type { ConnectionOptions } from 'node:tls';
 import type { Forwarding } from './upstream.js';
 import type { UpstreamTls } from './upstream-tls.js';
 import { headerObject, requestHeaders, responseHeaders } from './upstream.js';
-import { ERRORS, GRPC, grpcMessage, isGrpc, sendJson } from './respond.js';
+import { ERRORS, GRPC, grpcMessage, isGrpc, answer } from './respond.js';
 const http2 = process.getBuiltinModule('node:http2');
 const { NGHTTP2_CANCEL } = http2.constants;
 
@@ -105,7 +105,7 @@ export function forwardH2(up: H2Upstreams, origin: string, path: string, f: Forw
     if (stream !== undefined && !stream.destroyed) stream.close(NGHTTP2_CANCEL);
     if (!res.headersSent) {
       f.status = status;
-      sendJson(res, status, { error: status === 504 ? ERRORS.timeout : ERRORS.upstream });
+      answer(res, status, { error: status === 504 ? ERRORS.timeout : ERRORS.upstream });
     } else if (grpc && status === 504) {
       f.status = 504;
       (res as unknown as Http2ServerResponse).addTrailers({

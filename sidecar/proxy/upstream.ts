@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Pool, errors, type Dispatcher } from '../../lib/http/undici.js';
 import type { HeaderNumbers } from '../engine/types.js';
-import { ERRORS, sendJson } from './respond.js';
+import { ERRORS, answer } from './respond.js';
 import { boundedTracestate, validTraceparent } from '../../lib/trace/trace-context.js';
 import type { Http2ServerRequest } from 'node:http2';
 import type { UpstreamTls } from './upstream-tls.js';
@@ -308,7 +308,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     } else if (!res.headersSent) {
       const timeout = err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError;
       f.status = timeout ? 504 : 502;
-      sendJson(res, f.status, { error: timeout ? ERRORS.timeout : ERRORS.upstream });
+      answer(res, f.status, { error: timeout ? ERRORS.timeout : ERRORS.upstream });
     } else if (!this.ended) {
       res.destroy();
     }
