@@ -516,12 +516,23 @@ export class DirSource {
       if ((++i & 255) === 0) await y.maybe();
       const previous = this.lastGood.get(file);
       let resources: readonly AnyResource[] = this.parsed.get(file)?.list ?? NONE;
-      if (badFiles.has(file) && previous) {
-        if (!this.reported.has(`keep ${file}`))
-          this.logger.warn({ file }, 'file has errors: keeping its previous version');
-        reported.add(`keep ${file}`);
-        resources = previous;
-      } else if (!badFiles.has(file)) this.lastGood.set(file, resources);
+      if (badFiles.has(file)) {
+        // a file that turns bad serves its last good version; "keeping" is said only when that version
+        // has resources: a file that never loaded, or whose last good version was empty (a file being
+        // filled), is said not to be loaded. One that never loaded serves its valid documents, if any.
+        if (previous) resources = previous;
+        const note = previous?.length ? `keep ${file}` : resources.length ? undefined : `unloaded ${file}`;
+        if (note !== undefined) {
+          if (!this.reported.has(note))
+            this.logger.warn(
+              { file },
+              previous?.length
+                ? 'file has errors: keeping its previous version'
+                : 'file has errors: not loaded (it has no previous version to keep)',
+            );
+          reported.add(note);
+        }
+      } else this.lastGood.set(file, resources);
       effective.set(file, resources);
       const before = this.effective.get(file);
       if (before !== resources) dirty |= kindsOf(resources) | (before ? kindsOf(before) : 0);

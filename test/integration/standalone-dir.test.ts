@@ -4,7 +4,7 @@
  * conflicting files. The path at fault is refused with one line naming it; everything else loads, serves
  * and keeps reloading.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
 import { request } from 'undici';
@@ -94,6 +94,8 @@ describe('gw standalone: a hostile directory at start-up', () => {
   test('a file over 1 MiB is refused naming it and the limit; it is not served', async () => {
     expect(linesWith(gw, 'resource refused: huge.yaml: too large:', 'over the limit of 1048576 bytes')).toHaveLength(1);
     expect(await status(`${gw.gateway}/huge/x`)).toBe(404);
+    expect(linesWith(gw, 'huge.yaml', 'not loaded (it has no previous version to keep)')).toHaveLength(1);
+    expect(linesWith(gw, 'huge.yaml', 'keeping its previous version')).toEqual([]);
   });
 
   test('an unreadable file or directory is refused naming it and why', async () => {
@@ -235,6 +237,24 @@ describe('gw standalone: hazards appearing while serving', () => {
     expect(await status(`${gw.gateway}/lockme/x`)).toBe(200);
     chmodSync(join(dir, 'sub'), 0o755);
     chmodSync(join(dir, 'lockme.yaml'), 0o644);
+  });
+
+  test('a file that had no resources and turns oversize is "not loaded", not "keeping its previous version"', async () => {
+    // an empty file first (as `truncate` or a copy in progress leaves it), read with a good file beside it
+    writeFileSync(join(dir, 'grows.yaml'), '');
+    writeFileSync(join(dir, 'beside.yaml'), apiYaml('beside', '/beside/', echo.url));
+    await served('/beside/x', 200, 'beside.yaml served');
+    writeFileSync(
+      join(dir, 'grows.yaml.tmp'),
+      apiYaml('grows', '/grows/', echo.url) + `# ${'x'.repeat(2 * 1024 * 1024)}\n`,
+    );
+    renameSync(join(dir, 'grows.yaml.tmp'), join(dir, 'grows.yaml'));
+    await eventually(async () => linesWith(gw, 'grows.yaml', 'too large').length > 0, 5000, 'oversize refused');
+    await eventually(async () => linesWith(gw, 'grows.yaml', 'not loaded').length > 0, 5000, 'not-loaded line');
+    expect(linesWith(gw, 'grows.yaml', 'not loaded')).toHaveLength(1);
+    expect(linesWith(gw, 'grows.yaml', 'keeping its previous version')).toEqual([]);
+    expect(await status(`${gw.gateway}/grows/x`)).toBe(404);
+    expect(await status(`${gw.gateway}/beside/x`)).toBe(200);
   });
 });
 
