@@ -101,7 +101,8 @@ const keyIdParam = {
   schema: { type: 'string', minLength: 1, maxLength: 1024 },
   description:
     'The key (or its SHA-256 hex with hashed=true), one percent-encoded path segment. Refused with 400: "." or ".." path ' +
-    'segments (also inside, e.g. "a/../b") and control characters',
+    'segments (also inside, e.g. "a/../b"), control characters (C0, DEL, C1) and format characters (bidi controls, ' +
+    'zero-width characters, U+2028/U+2029)',
 };
 const hashedParam = {
   name: 'hashed',

@@ -7,7 +7,7 @@ import { sha256hex } from '../lib/hash.js';
 import { keyResourceName, type KeyRecord } from './backend.js';
 import { requireGwSecret } from './auth.js';
 import type { FacadeContext, Route, RouteArgs } from './context.js';
-import { hasControlChar, HttpError, readJson, sendJson, validate } from '../lib/http/http-util.js';
+import { hasControlChar, HttpError, invisibleCharIn, readJson, sendJson, validate } from '../lib/http/http-util.js';
 
 const MAX_KEY_ID = 1024;
 
@@ -29,8 +29,12 @@ function suppressResetParam(query: URLSearchParams): boolean {
 function keyHashOf(keyID: string, hashed: boolean, creating: boolean): string {
   if (keyID.length > MAX_KEY_ID) throw new HttpError(400, `keyID: longer than ${MAX_KEY_ID} characters`);
   // Never a file name (keys are stored by hash), but a key that looks like a path is refused outright:
-  // dot segments (path traversal) and control characters (header/log injection) are no key material.
+  // dot segments (path traversal), control characters (header/log injection) and bidi or other format
+  // characters (which make a log line or listing show another id than the one stored) are no key material.
   if (hasControlChar(keyID)) throw new HttpError(400, 'keyID: must not contain control characters');
+  const invisible = invisibleCharIn(keyID);
+  if (invisible !== undefined)
+    throw new HttpError(400, `keyID: must not contain control, bidi or other format characters (found ${invisible})`);
   // a header value cannot carry them (the gateway trims what it reads): such a key could never be sent.
   // Refused where a key is written; one already stored (written by hand) can still be read and deleted by name.
   if (creating && keyID.trim() !== keyID)

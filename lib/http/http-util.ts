@@ -21,6 +21,18 @@ export function hasControlChar(s: string): boolean {
   return [...s].some(isControlChar);
 }
 
+/**
+ * The first character of `s` that displays as something other than itself, as `U+XXXX`, or undefined:
+ * a control character (C0, DEL, C1: Unicode Cc), a format character (Cf: the bidi controls U+061C,
+ * U+200E/F, U+202A–E, U+2066–9 that reorder what a log line or a console shows, zero-width characters,
+ * the BOM) or a line/paragraph separator (U+2028/9, a line break to JavaScript and many log viewers).
+ * Identifiers an operator reads in logs and listings are refused with it (docs/facade.md, keyID).
+ */
+export function invisibleCharIn(s: string): string | undefined {
+  const m = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.exec(s);
+  return m ? `U+${m[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}` : undefined;
+}
+
 /** Thrown anywhere in a handler; answered as {"status":"error","message":...}. */
 export class HttpError extends Error {
   constructor(

@@ -233,6 +233,14 @@ const cases: Case[] = [
   ['keyID with a space, GET', 'GET', '/gw/keys/ws-123%20', undefined, keyAuth, 404],
   ['keyID with a space, DELETE', 'DELETE', '/gw/keys/%20ws-123', undefined, keyAuth, 404],
   ['keyID with NUL', 'POST', '/gw/keys/a%00b', '{}', keyAuth, 400, /^keyID: /],
+  // bidi controls reorder what a log line or a listing shows; C1 controls, zero-width and line separators
+  ['keyID with RLO (U+202E)', 'POST', '/gw/keys/abc%E2%80%AEgpj.exe', '{}', keyAuth, 400, /^keyID: .*U\+202E/],
+  ['keyID with LRI (U+2066)', 'PUT', '/gw/keys/a%E2%81%A6b', '{}', keyAuth, 400, /^keyID: .*U\+2066/],
+  ['keyID with ALM (U+061C)', 'POST', '/gw/keys/a%D8%9Cb', '{}', keyAuth, 400, /^keyID: .*U\+061C/],
+  ['keyID with RLM (U+200F), GET', 'GET', '/gw/keys/a%E2%80%8Fb', undefined, keyAuth, 400, /^keyID: .*U\+200F/],
+  ['keyID with NEL (U+0085, C1)', 'POST', '/gw/keys/a%C2%85b', '{}', keyAuth, 400, /^keyID: .*U\+0085/],
+  ['keyID with a zero-width space', 'POST', '/gw/keys/a%E2%80%8Bb', '{}', keyAuth, 400, /^keyID: .*U\+200B/],
+  ['keyID with U+2028', 'DELETE', '/gw/keys/a%E2%80%A8b', undefined, keyAuth, 400, /^keyID: .*U\+2028/],
   [
     'proxied header value with CR/LF',
     'POST',
@@ -380,6 +388,10 @@ describe('hostile inputs: refused with the right code, nothing created', () => {
 
   test('the facade still works afterwards, and the same bodies done right do create', async () => {
     expect((await raw('POST', '/gw/keys/h1', '{"rate":1,"per":1}', keyAuth)).status).toBe(200);
+    // letters outside ASCII are key material; only control and format characters are refused
+    expect(
+      (await raw('POST', '/gw/keys/caf%C3%A9-%D0%BA%D0%BB%D1%8E%D1%87', '{"rate":1,"per":1}', keyAuth)).status,
+    ).toBe(200);
     expect((await raw('POST', '/api/apis/oauth/pets', '{"client_id":"ok"}', apiAuth)).status).toBe(200);
     expect(await state()).not.toBe(before);
   });
