@@ -1,18 +1,24 @@
 /** Which AccessKeys and OAuthClients use a Secret (by secretRef), so a Secret change requeues only them. */
 import { z } from 'zod';
 import type { KubeObject } from '../lib/kube/informer.js';
+import { clientItem, itemKey, keyItem, type ItemOf } from './work-items.js';
 
 const WithRef = z.looseObject({
   spec: z.looseObject({ secretRef: z.looseObject({ name: z.string() }).optional() }).optional(),
 });
 
+type User = ItemOf<'AccessKey'> | ItemOf<'OAuthClient'>;
+
 export class SecretIndex {
-  private readonly bySecret = new Map<string, Set<string>>();
+  /** `ns/secret` → the work items of its users, by queue key. */
+  private readonly bySecret = new Map<string, Map<string, User>>();
+  /** A user's queue key → `ns/secret`. */
   private readonly byUser = new Map<string, string>();
 
   update(kind: 'AccessKey' | 'OAuthClient', obj: KubeObject, deleted: boolean): void {
     const ns = obj.metadata.namespace ?? 'default';
-    const user = `${kind}|${ns}|${obj.metadata.name}`;
+    const item = kind === 'AccessKey' ? keyItem(ns, obj.metadata.name) : clientItem(ns, obj.metadata.name);
+    const user = itemKey(item);
     const prev = this.byUser.get(user);
     const ref = deleted ? undefined : WithRef.safeParse(obj).data?.spec?.secretRef?.name;
     const next = ref ? `${ns}/${ref}` : undefined;
@@ -23,14 +29,15 @@ export class SecretIndex {
       if (s?.size === 0) this.bySecret.delete(prev);
     }
     if (next) {
-      const s = this.bySecret.get(next) ?? new Set<string>();
-      s.add(user);
+      const s = this.bySecret.get(next) ?? new Map<string, User>();
+      s.set(user, item);
       this.bySecret.set(next, s);
       this.byUser.set(user, next);
     } else this.byUser.delete(user);
   }
 
-  users(ns: string, secret: string): string[] {
-    return [...(this.bySecret.get(`${ns}/${secret}`) ?? [])];
+  /** The AccessKeys and OAuthClients whose secretRef names `ns/secret`. */
+  users(ns: string, secret: string): User[] {
+    return [...(this.bySecret.get(`${ns}/${secret}`)?.values() ?? [])];
   }
 }

@@ -8,6 +8,8 @@
  * a bulk key added live is promoted; bulk keys never take the last eighth of the slots (4 of 32), so a live key
  * starts at once instead of waiting for a bulk run to end. Every operation is O(1) (the arrays keep stale
  * entries of promoted keys, skipped when taken).
+ * Items are any value with a key (`keyOf`): the queue dedups and serialises by key and hands the
+ * handler the item itself, so a typed work item (work-items.ts) is never parsed back out of its key.
  */
 import { backoffDelay } from '../lib/backoff.js';
 
@@ -27,8 +29,8 @@ export const systemTimers: Timers = {
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 };
 
-export interface WorkQueueOptions {
-  handler: (key: string) => Promise<void>;
+interface QueueOptions<T> {
+  handler: (item: T) => Promise<void>;
   concurrency?: number;
   baseDelayMs?: number;
   maxDelayMs?: number;
@@ -36,6 +38,10 @@ export interface WorkQueueOptions {
   /** Called with every failure (after the retry is scheduled) and its attempt number. */
   onError?: (key: string, err: unknown, attempt: number, retryInMs: number) => void;
 }
+
+/** `keyOf` names an item's key; a queue of strings may leave it out (the string is its own key). */
+export type WorkQueueOptions<T> = QueueOptions<T> &
+  ([T] extends [string] ? { keyOf?: (item: T) => string } : { keyOf: (item: T) => string });
 
 export type Priority = 'live' | 'bulk';
 
@@ -61,10 +67,10 @@ class Fifo {
   }
 }
 
-export class WorkQueue {
+export class WorkQueue<T = string> {
   private readonly queues: Record<Priority, Fifo> = { live: new Fifo(), bulk: new Fifo() };
-  /** Keys waiting, and the priority they wait at (a key running and added again waits here too). */
-  private readonly dirty = new Map<string, Priority>();
+  /** Keys waiting, the priority they wait at and their item (a key running and added again waits here too). */
+  private readonly dirty = new Map<string, { priority: Priority; item: T }>();
   /** Keys in a queue (dirty and not running): the depth. */
   private waiting = 0;
   private readonly processing = new Set<string>();
@@ -81,8 +87,10 @@ export class WorkQueue {
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
   private readonly timers: Timers;
+  private readonly keyOf: (item: T) => string;
 
-  constructor(private readonly opts: WorkQueueOptions) {
+  constructor(private readonly opts: WorkQueueOptions<T>) {
+    this.keyOf = opts.keyOf ?? ((item: T) => item as string);
     this.concurrency = Math.max(1, opts.concurrency ?? 8);
     this.bulkSlots = this.concurrency - Math.floor(this.concurrency / 8);
     this.baseDelayMs = opts.baseDelayMs ?? 100;
@@ -112,27 +120,29 @@ export class WorkQueue {
     this.delayed.clear();
   }
 
-  /** Queues the key (once); `bulk` keys wait behind every `live` one. */
-  add(key: string, priority: Priority = 'live'): void {
-    const was = this.dirty.get(key);
+  /** Queues the item (once per key); `bulk` items wait behind every `live` one. */
+  add(item: T, priority: Priority = 'live'): void {
+    const key = this.keyOf(item);
+    const was = this.dirty.get(key)?.priority;
     if (was === 'live' || was === priority) return;
-    this.dirty.set(key, priority);
+    this.dirty.set(key, { priority, item });
     const running = this.processing.has(key);
     if (!running) this.queues[priority].push(key); // promoted: its bulk entry is skipped when taken
     if (was === undefined && !running) this.waiting++;
     this.pump();
   }
 
-  /** Adds the key after `ms`; an earlier pending delayed add of the same key wins. */
-  addAfter(key: string, ms: number): void {
-    if (ms <= 0) return this.add(key);
+  /** Adds the item after `ms`; an earlier pending delayed add of the same key wins. */
+  addAfter(item: T, ms: number): void {
+    if (ms <= 0) return this.add(item);
+    const key = this.keyOf(item);
     const at = this.timers.now() + ms;
     const existing = this.delayed.get(key);
     if (existing && existing.at <= at) return;
     if (existing) this.timers.clearTimeout(existing.handle);
     const handle = this.timers.setTimeout(() => {
       this.delayed.delete(key);
-      this.add(key);
+      this.add(item);
     }, ms);
     this.delayed.set(key, { at, handle });
   }
@@ -158,11 +168,12 @@ export class WorkQueue {
   }
 
   /** The next waiting key, live first (bulk only while a bulk slot is free); promoted or taken entries skipped. */
-  private take(): { key: string; bulk: boolean } | undefined {
+  private take(): { key: string; item: T; bulk: boolean } | undefined {
     for (const p of ['live', 'bulk'] as const) {
       if (p === 'bulk' && this.runningBulk.size >= this.bulkSlots) break;
       for (let k = this.queues[p].shift(); k !== undefined; k = this.queues[p].shift()) {
-        if (this.dirty.get(k) === p && !this.processing.has(k)) return { key: k, bulk: p === 'bulk' };
+        const d = this.dirty.get(k);
+        if (d?.priority === p && !this.processing.has(k)) return { key: k, item: d.item, bulk: p === 'bulk' };
       }
     }
     return undefined;
@@ -172,13 +183,13 @@ export class WorkQueue {
     while (this.running && this.active < this.concurrency && this.waiting > 0) {
       const taken = this.take();
       if (taken === undefined) break;
-      const { key } = taken;
+      const { key, item } = taken;
       if (taken.bulk) this.runningBulk.add(key);
       this.waiting--;
       this.dirty.delete(key);
       this.processing.add(key);
       this.active++;
-      void this.run(key);
+      void this.run(key, item);
     }
     if (this.isIdle() && this.idleWaiters.length) {
       const w = this.idleWaiters;
@@ -187,15 +198,15 @@ export class WorkQueue {
     }
   }
 
-  private async run(key: string): Promise<void> {
+  private async run(key: string, item: T): Promise<void> {
     try {
-      await this.opts.handler(key);
+      await this.opts.handler(item);
       this.failures.delete(key);
     } catch (e) {
       const n = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, n);
       const delay = backoffDelay(n, this.baseDelayMs, this.maxDelayMs);
-      this.addAfter(key, delay);
+      this.addAfter(item, delay);
       this.opts.onError?.(key, e, n, delay);
     } finally {
       this.processing.delete(key);
@@ -203,7 +214,7 @@ export class WorkQueue {
       this.active--;
       const again = this.dirty.get(key);
       if (again !== undefined) {
-        this.queues[again].push(key);
+        this.queues[again.priority].push(key);
         this.waiting++;
       }
       this.pump();
