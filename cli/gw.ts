@@ -6,6 +6,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { ControllerFlags } from './controller.js';
 import type { FacadeFlags } from './facade.js';
 import type { SidecarFlags } from './sidecar.js';
+import type { ReleaseFlags } from './release-finalizers.js';
 import type { ValidateFlags } from './validate.js';
 import type { WebhookFlags } from './webhook.js';
 // The injection defaults have one home (inject.ts, no runtime imports, cheap to load).
@@ -139,6 +140,21 @@ program
   )
   .action((opts: ControllerFlags) =>
     import('./controller.js').then((m) => m.runController(opts)).catch((e: unknown) => fail((e as Error).message)),
+  );
+
+program
+  .command('release-finalizers')
+  .description("Stops the controller and removes its finalizers (the chart's pre-delete hook, docs/helm.md)")
+  .addOption(env('--kubeconfig <file>', 'GW_KUBECONFIG', 'kubeconfig (default: in-cluster)'))
+  .addOption(
+    env('--controller <namespace/deployment>', 'GW_CONTROLLER', "the controller's Deployment, scaled to 0 first"),
+  )
+  .addOption(namespaceOption('--namespace <ns>', 'GW_NAMESPACE', 'namespace the controller watches (default: all)'))
+  .addOption(env('--timeout <seconds>', 'GW_TIMEOUT', 'how long to wait for the controller pods to go', '90'))
+  .action((opts: ReleaseFlags) =>
+    import('./release-finalizers.js')
+      .then((m) => m.runReleaseFinalizers(opts))
+      .catch((e: unknown) => fail((e as Error).message)),
   );
 
 program

@@ -234,7 +234,8 @@ describe('helm install + helm upgrade on the real API server', () => {
       expect(Buffer.from(third.creds.access_tokens!, 'base64').toString()).toBe('explicit-token-0123456789');
       expect(third.creds.secret).toBe(first.creds.secret);
       // uninstall keeps the credentials Secret (resource-policy keep); a reinstall adopts and keeps it.
-      expect((await helm(['uninstall', 'gwrel', '--namespace', ns, '--kubeconfig', kubeconfig()])).code).toBe(0);
+      // --no-hooks: no kubelet here runs the pre-delete Job (make e2e runs it on a real node)
+      expect((await helm(['uninstall', 'gwrel', '--namespace', ns, '--kubeconfig', kubeconfig(), '--no-hooks'])).code).toBe(0);
       expect((await kubectl(['-n', ns, 'get', 'secret', 'gwrel-webhook-tls'])).code).not.toBe(0);
       const kept = JSON.parse(await ok(['-n', ns, 'get', 'secret', 'gwrel-credentials', '-o', 'jsonpath={.data}'])) as Record<string, string>;
       expect(kept.secret).toBe(first.creds.secret);
@@ -244,7 +245,7 @@ describe('helm install + helm upgrade on the real API server', () => {
       const fourth = await snapshot();
       expect(fourth.creds.secret).toBe(first.creds.secret);
     } finally {
-      await helm(['uninstall', 'gwrel', '--namespace', ns, '--kubeconfig', kubeconfig()]);
+      await helm(['uninstall', 'gwrel', '--namespace', ns, '--kubeconfig', kubeconfig(), '--no-hooks']);
       await kubectl(['delete', 'namespace', ns, '--wait=false']);
     }
   }, 120_000);

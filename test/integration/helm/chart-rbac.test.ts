@@ -14,7 +14,7 @@ import { helm } from '../../helpers/chart-tools.js';
 import { SHARD_MAX_INDEX } from '../../../contract/config-shards.js';
 
 const CHART = resolve('helm/gw');
-type Who = 'controller' | 'facade' | 'sidecar';
+type Who = 'controller' | 'facade' | 'sidecar' | 'uninstall';
 /** `names`: restricted to these resourceNames; `scope`: where the rule lives. */
 interface Call {
   who: Who;
@@ -47,6 +47,11 @@ const CALLS: Call[] = [
   // sidecar (sidecar/config/kube-source.ts)
   { who: 'sidecar', group: '', resource: 'configmaps', verbs: ['list', 'watch'], names: ['gw-config'] },
   { who: 'sidecar', group: '', resource: 'configmaps', verbs: ['get'], names: SHARDS },
+  // the pre-delete hook (operator/release-finalizers.ts): the controller stopped, then its finalizers removed
+  { who: 'uninstall', group: 'apps', resource: 'deployments', verbs: ['get'], names: ['gw-controller'] },
+  { who: 'uninstall', group: 'apps', resource: 'deployments/scale', verbs: ['patch'], names: ['gw-controller'] },
+  { who: 'uninstall', group: '', resource: 'pods', verbs: ['list'] },
+  ...['accesskeys', 'oauthclients'].map((r): Call => ({ who: 'uninstall', group: 'gw.io', resource: r, verbs: ['list', 'get', 'patch'] })),
 ];
 
 /**
@@ -75,6 +80,13 @@ const SITES: Record<string, [RegExp, string[]][]> = {
     [/api\.get\(resourcePath\(ref, namespace, name\)\)/g, ['controller leases/gw-controller get']],
     [/api\.post\(resourcePath\(ref, namespace\)/g, ['controller leases create']],
     [/api\.put\(resourcePath\(ref, namespace, name\)/g, ['controller leases/gw-controller update']],
+  ],
+  'operator/release-finalizers.ts': [
+    [/api\.get\(path\)/g, ['uninstall deployments/gw-controller get', 'uninstall accesskeys,oauthclients get (after a conflict)']],
+    [/api\.patch\(resourcePath\(DEPLOYMENTS/g, ['uninstall deployments/gw-controller/scale patch']],
+    [/api\.get\(resourcePath\(PODS/g, ['uninstall pods list']],
+    [/api\.patch\(\s*path,/g, ['uninstall accesskeys,oauthclients patch (finalizer remove)']],
+    [/api\.get\(resourcePath\(ref, opts\.namespace\)\)/g, ['uninstall accesskeys,oauthclients list']],
   ],
   'facade/backend-kube.ts': [
     [/this\.api\.get\(resourcePath\(ref\(plural\), this\.opts\.namespace\)/g, ['facade apidefinitions,accesskeys,oauthclients list']],
@@ -118,7 +130,7 @@ async function granted(args: string[]): Promise<{ perms: Set<string>; docs: Doc[
     const role = roles.get(`${b.roleRef!.kind}/${b.roleRef!.kind === 'Role' ? (b.metadata.namespace ?? '') : ''}/${b.roleRef!.name}`);
     if (!role) throw new Error(`${b.kind} ${b.metadata.name}: no ${b.roleRef!.kind} ${b.roleRef!.name}`);
     for (const s of b.subjects ?? []) {
-      const who: string = s.name === 'gw-controller' ? 'controller' : s.name === 'gw-facade' ? 'facade' : 'sidecar';
+      const who: string = s.name === 'gw-controller' ? 'controller' : s.name === 'gw-facade' ? 'facade' : s.name === 'gw-uninstall' ? 'uninstall' : 'sidecar';
       for (const rule of role.rules ?? []) for (const g of rule.apiGroups) for (const res of rule.resources) for (const p of expand(who, g, res, rule.verbs, rule.resourceNames)) perms.add(p);
     }
   }
