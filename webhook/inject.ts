@@ -93,6 +93,8 @@ export function sidecarContainer(
     group: string;
     portName: string;
     config: boolean;
+    /** The pod mounts no ServiceAccount token: the sidecar mounts its own (sidecarTokenVolume). */
+    ownToken?: boolean;
   },
 ): Record<string, unknown> {
   const env: Record<string, unknown>[] = [
@@ -141,12 +143,40 @@ export function sidecarContainer(
       seccompProfile: { type: 'RuntimeDefault' },
     },
   };
+  const mounts: Record<string, unknown>[] = [];
   if (a.config) {
     args.push('--config', '/etc/gw/config.yaml');
-    c.volumeMounts = [{ name: 'gw-sidecar-config', mountPath: '/etc/gw', readOnly: true }];
+    mounts.push({ name: 'gw-sidecar-config', mountPath: '/etc/gw', readOnly: true });
   }
+  if (a.ownToken) mounts.push({ name: SIDECAR_TOKEN_VOLUME, mountPath: SA_MOUNT_PATH, readOnly: true });
+  if (mounts.length) c.volumeMounts = mounts;
   return c;
 }
+
+/** Where the kubelet mounts a ServiceAccount token; the sidecar's API client reads it there. */
+const SA_MOUNT_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
+const SIDECAR_TOKEN_VOLUME = 'gw-sidecar-token';
+
+/**
+ * A pod with `automountServiceAccountToken: false` gives no container a token, but the sidecar reads its
+ * config through the API: it gets the same projected volume the kubelet would mount (a bound, rotated
+ * token, the cluster CA, the namespace), in its own container only; the app containers stay without one.
+ */
+const sidecarTokenVolume = (): Record<string, unknown> => ({
+  name: SIDECAR_TOKEN_VOLUME,
+  projected: {
+    defaultMode: 0o444,
+    sources: [
+      { serviceAccountToken: { path: 'token', expirationSeconds: 3607 } },
+      { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+      {
+        downwardAPI: {
+          items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }],
+        },
+      },
+    ],
+  },
+});
 
 /** Decide and build the patch for one Pod. `namespace` is the admission request's namespace. */
 export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): InjectResult {
@@ -207,6 +237,7 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
   const config =
     o.configMapName !== undefined &&
     (o.configNamespaces === undefined || (namespace !== undefined && o.configNamespaces.includes(namespace)));
+  const ownToken = pod.spec.automountServiceAccountToken === false;
   const sidecar = sidecarContainer(o, {
     upstreamPort,
     listenPort,
@@ -214,6 +245,7 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
     group,
     portName: rewire ? portName : 'gw-proxy',
     config,
+    ownToken,
   });
   const patch: JsonPatchOp[] = [];
   if (rewire && named) {
@@ -227,22 +259,22 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
     patch.push(...portReferences(containers[named.ci]!, named.ci, portName));
   }
   patch.push({ op: 'add', path: '/spec/containers/-', value: sidecar });
-  if (config) {
-    const volume = { name: 'gw-sidecar-config', configMap: { name: o.configMapName, optional: true } };
-    const hasVolumes = Array.isArray((pod.spec as Record<string, unknown>).volumes);
+  const volumes: Record<string, unknown>[] = [];
+  if (config) volumes.push({ name: 'gw-sidecar-config', configMap: { name: o.configMapName, optional: true } });
+  if (ownToken) volumes.push(sidecarTokenVolume());
+  let hasVolumes = Array.isArray((pod.spec as Record<string, unknown>).volumes);
+  for (const volume of volumes) {
     patch.push(
       hasVolumes
         ? { op: 'add', path: '/spec/volumes/-', value: volume }
         : { op: 'add', path: '/spec/volumes', value: [volume] },
     );
+    hasVolumes = true;
   }
   patch.push({ op: 'add', path: `/metadata/annotations/${escape(ANN.status)}`, value: 'injected' });
   const warnings: string[] = [];
   if (!rewire)
     warnings.push(`gw sidecar listens on port ${listenPort} (named "gw-proxy"): point the Service's targetPort at it`);
-  if (pod.spec.automountServiceAccountToken === false) {
-    warnings.push('automountServiceAccountToken is false: the gw sidecar cannot read its ConfigMap');
-  }
   return { patch, outcome: 'injected', warnings };
 }
 

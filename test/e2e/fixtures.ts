@@ -13,6 +13,8 @@ spec:
       labels: {app: echo}
       annotations: {gw.io/inject: "true"}
     spec:
+      # the app needs no API token; the injected sidecar mounts its own (docs/helm.md)
+      automountServiceAccountToken: false
       securityContext: {runAsNonRoot: true, runAsUser: 10002, runAsGroup: 10002}
       containers:
         - name: echo

@@ -148,6 +148,28 @@ describe('injectSidecar', () => {
     expect(sidecarOf(after).args).toEqual(expect.arrayContaining(['--config', '/etc/gw/config.yaml']));
   });
 
+  test('a pod with automountServiceAccountToken: false: the sidecar alone gets a projected token (its config is read through the API), the app still none', () => {
+    const base = pod({ [ANN.inject]: 'true' });
+    const before = PodSchema.parse({ ...base, spec: { ...base.spec, automountServiceAccountToken: false } });
+    const r = injectSidecar(before, { ...o, configMapName: 'gw-sidecar-config' });
+    expect(r.outcome).toBe('injected');
+    expect(r.warnings).toEqual([]);
+    const after = applyPatch(before, r.patch);
+    const volumes = (after.spec as Obj).volumes as Obj[];
+    expect(volumes.map((v) => v.name)).toEqual(['gw-sidecar-config', 'gw-sidecar-token']);
+    const sources = (volumes[1]!.projected as { sources: Obj[] }).sources;
+    expect(sources.map((x) => Object.keys(x)[0])).toEqual(['serviceAccountToken', 'configMap', 'downwardAPI']);
+    expect(sidecarOf(after).volumeMounts).toEqual([
+      { name: 'gw-sidecar-config', mountPath: '/etc/gw', readOnly: true },
+      { name: 'gw-sidecar-token', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true },
+    ]);
+    expect(containers(after)[0]!.volumeMounts).toBeUndefined();
+    // a pod that mounts the token itself gets no second one
+    const plain = applyPatch(base, injectSidecar(base, o).patch);
+    expect((plain.spec as Obj).volumes).toBeUndefined();
+    expect(sidecarOf(plain).volumeMounts).toBeUndefined();
+  });
+
   test("a native sidecar's port (init container with restartPolicy Always) counts as used: a clash is refused with a warning", () => {
     const before = PodSchema.parse({
       apiVersion: 'v1',
