@@ -112,6 +112,7 @@ export function compileApi(res: ApiDefinition): CompiledApi {
       // either switch turns the API off (state.active defaults to true once info.state is given)
       active: s.active && (x.info?.state?.active ?? true),
       keyless: s.use_keyless || x.server.authentication?.enabled === false,
+      ...((x.server.authentication?.stripAuthorizationData ?? s.strip_auth_data) ? { stripAuth: true as const } : {}),
       listenPath: x.server.listenPath.value,
       strip: x.server.listenPath.strip,
       targetUrl: x.upstream?.url ?? s.proxy?.target_url,
@@ -136,6 +137,7 @@ export function compileApi(res: ApiDefinition): CompiledApi {
     api_id: apiIdOf(res),
     active: s.active,
     keyless: s.use_keyless,
+    ...(s.strip_auth_data ? { stripAuth: true as const } : {}),
     listenPath: proxy.listen_path!,
     strip: proxy.strip_listen_path,
     targetUrl: proxy.target_url,

@@ -35,6 +35,7 @@ const CompiledApiSchema = z.object({
   active: z.boolean(),
   keyless: z.boolean(),
   authHeader: z.string(),
+  stripAuth: z.literal(true).optional(),
   listenPath: z.string().startsWith('/'),
   strip: z.boolean(),
   targetUrl: z.string().optional(),

@@ -49,6 +49,8 @@ export interface CompiledApi {
   active: boolean;
   keyless: boolean;
   authHeader: string; // lower case
+  /** strip_auth_data: authHeader is removed before the upstream (docs/proxy.md); absent: forwarded. */
+  stripAuth?: true;
   listenPath: string; // starts with '/'
   strip: boolean;
   targetUrl?: string;

@@ -117,6 +117,10 @@ export const GwOasExtension = z
         authentication: z
           .looseObject({
             enabled: z.boolean().default(true).describe('false makes the API keyless.'),
+            stripAuthorizationData: z
+              .boolean()
+              .optional()
+              .describe("Remove the key's auth header before the upstream (default: spec.strip_auth_data, false)."),
             oauth2: OasOAuth2.optional(),
           })
           .optional()
@@ -207,6 +211,12 @@ export const ApiDefinitionSpec = z
       })
       .optional()
       .describe('Where the access key is read from.'),
+    strip_auth_data: z
+      .boolean()
+      .optional()
+      .describe(
+        "true: the key's (or the OAuth bearer token's) auth header is removed before the upstream (default false; docs/proxy.md).",
+      ),
     proxy: z
       .strictObject({
         listen_path: z

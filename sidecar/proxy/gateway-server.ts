@@ -316,6 +316,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
         decision: undefined,
         upstreamMs: -1,
         traceparent: undefined,
+        stripHeader: undefined,
         span: undefined,
         began: 0,
         clientAddress: '',
@@ -511,6 +512,8 @@ export function createGatewayHandler(deps: GatewayDeps): {
       const forwardPath =
         (api.strip && !grpc ? basePath + x.path : basePath + x.urlPath) + (x.q === -1 ? '' : x.url.slice(x.q));
       x.rateLimit = verdict.headers;
+      // strip_auth_data: the credential was for the gateway (a keyless API reads none, so passes it on)
+      if (api.stripAuth && !api.keyless) x.stripHeader = api.authHeader;
       // W3C trace context: the upstream sees this hop as the parent (observe.ts set it when spans are on)
       if (x.traceparent === undefined) x.traceparent = childTraceparent(x.req.headers.traceparent);
       x.t0 = now; // the upstream call starts where the decision ended

@@ -60,7 +60,7 @@ export function forwardUpgrade(origin: string, path: string, f: Forwarding, head
   const { req, res } = f;
   const u = new URL(origin);
   const headers = {
-    ...headerObject(requestHeaders(req, f.traceparent)),
+    ...headerObject(requestHeaders(req, f.traceparent, f.stripHeader)),
     connection: 'upgrade',
     upgrade: String(req.headers.upgrade ?? ''),
   };

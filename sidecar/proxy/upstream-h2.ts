@@ -80,7 +80,7 @@ export function forwardH2(up: H2Upstreams, origin: string, path: string, f: Forw
       ? req.headers['content-length'] !== '0'
       : req.headers['transfer-encoding'] !== undefined;
   f.status = 502;
-  const headers: OutgoingHttpHeaders = headerObject(requestHeaders(req, f.traceparent));
+  const headers: OutgoingHttpHeaders = headerObject(requestHeaders(req, f.traceparent, f.stripHeader));
   delete headers['x-forwarded-host']; // set again below from the client's authority
   const authority = req.headers.host ?? (req.headers[':authority'] as string | undefined);
   if (authority !== undefined) headers['x-forwarded-host'] = req.headers['x-forwarded-host'] || authority;

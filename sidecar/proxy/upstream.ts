@@ -100,15 +100,16 @@ const CLIENT_HEADER = new Map<string, Client>([
 /**
  * The headers sent upstream, as name/value pairs in one flat array (undici's and node's cheapest form: no
  * object built and walked again): the client's minus hop-by-hop, plus X-Forwarded-*; `traceparent` (W3C,
- * this hop as the parent) replaces the client's.
+ * this hop as the parent) replaces the client's; `strip` (strip_auth_data: the API's auth header, lower
+ * case) is not sent.
  */
-export function requestHeaders(req: IncomingMessage, traceparent?: string): string[] {
+export function requestHeaders(req: IncomingMessage, traceparent?: string, strip?: string): string[] {
   const h = req.headers;
   const named = connectionTokens(h.connection);
   const out: string[] = [];
   for (const k in h) {
     const v = h[k];
-    if (v === undefined || (named !== undefined && named.has(k))) continue;
+    if (v === undefined || (named !== undefined && named.has(k)) || k === strip) continue;
     const kind = CLIENT_HEADER.get(k);
     if (kind === Client.HopByHop || kind === Client.Forwarded) continue;
     if (kind === undefined && k.charCodeAt(0) === 58 /* : */) continue; // HTTP/2 pseudo-headers
@@ -210,6 +211,8 @@ export interface Forwarding {
   done(f: Forwarding): void;
   /** W3C traceparent sent upstream in place of the client's (undefined: the client's, if any). */
   traceparent?: string;
+  /** A request header not sent upstream: the API's auth header under strip_auth_data (undefined: none). */
+  stripHeader?: string;
 }
 
 /**
@@ -352,7 +355,7 @@ export function forward(upstreams: Upstreams, origin: string, path: string, f: F
       origin,
       path,
       method: (req.method ?? 'GET') as 'GET',
-      headers: requestHeaders(req, f.traceparent),
+      headers: requestHeaders(req, f.traceparent, f.stripHeader),
       body: hasBody ? req : null,
     },
     call,
