@@ -25,6 +25,7 @@ import {
   kjson,
   kubectl,
   load,
+  podRun,
   pods,
   ready,
   run,
@@ -79,28 +80,11 @@ describe('gw on a one-node cluster', { concurrency: false }, () => {
     // Redis reached by its Service name from a pod (CoreDNS + kube-proxy), with the chart's password
     const secret = await kjson<{ data: Record<string, string> }>(['get', 'secret', '-n', GW_NS, 'gw-redis-password']);
     const pw = Buffer.from(secret.data.password!, 'base64').toString();
-    const pong = await kubectl(
-      [
-        '-n',
-        LOAD_NS,
-        'run',
-        'redis-ping',
-        '--image=localhost/gw-test/redis:7',
-        '--restart=Never',
-        '-i',
-        '--rm',
-        '--quiet',
-        '--env',
-        `REDISCLI_AUTH=${pw}`,
-        '--command',
-        '--',
-        'redis-cli',
-        '-h',
-        `gw-redis.${GW_NS}.svc.cluster.local`,
-        'ping',
-      ],
-      undefined,
-      120_000,
+    const pong = await podRun(
+      'redis-ping',
+      'localhost/gw-test/redis:7',
+      ['redis-cli', '-h', `gw-redis.${GW_NS}.svc.cluster.local`, 'ping'],
+      { env: { REDISCLI_AUTH: pw }, timeoutSecs: 120 },
     );
     assert.match(pong, /PONG/);
   });

@@ -113,32 +113,45 @@ export interface LoadResult {
   ms: number;
 }
 
-let loadSeq = 0;
-/** The load client (echo image, /app/load.js) as a pod in the `load` namespace; its one JSON line. */
-export async function load(url: string, opts: string[], timeoutSecs = 180): Promise<LoadResult> {
-  const name = `load-${++loadSeq}`;
+let podSeq = 0;
+/**
+ * Runs `command` in a pod of the `load` namespace until it ends; returns its log. Not `kubectl run -i`:
+ * attaching races a short container, whose output is then lost.
+ */
+export async function podRun(
+  prefix: string,
+  image: string,
+  command: string[],
+  opts: { env?: Record<string, string>; timeoutSecs?: number } = {},
+): Promise<string> {
+  const name = `${prefix}-${++podSeq}`;
+  const env = Object.entries(opts.env ?? {}).map(([k, v]) => `--env=${k}=${v}`);
   await kubectl([
     '-n',
     LOAD_NS,
     'run',
     name,
-    `--image=${ECHO}`,
+    `--image=${image}`,
     '--restart=Never',
     '--image-pull-policy=IfNotPresent',
+    ...env,
     '--command',
     '--',
-    'node',
-    '/app/load.js',
-    url,
-    ...opts,
+    ...command,
   ]);
-  const phase = await eventually(timeoutSecs, `${name} finished`, async () => {
+  const phase = await eventually(opts.timeoutSecs ?? 180, `${name} finished`, async () => {
     const p = await kjson<Pod>(['-n', LOAD_NS, 'get', 'pod', name]);
     return p.status.phase === 'Succeeded' || p.status.phase === 'Failed' ? p.status.phase : undefined;
   });
   const logs = await kubectl(['-n', LOAD_NS, 'logs', name]);
   assert.equal(phase, 'Succeeded', `${name}: ${logs}`);
   await kubectl(['-n', LOAD_NS, 'delete', 'pod', name, '--wait=false']);
+  return logs;
+}
+
+/** The load client (echo image, /app/load.js) as a pod in the `load` namespace; its one JSON line. */
+export async function load(url: string, opts: string[], timeoutSecs = 180): Promise<LoadResult> {
+  const logs = await podRun('load', ECHO, ['node', '/app/load.js', url, ...opts], { timeoutSecs });
   return JSON.parse(logs.trim().split('\n').pop()!) as LoadResult;
 }
 
