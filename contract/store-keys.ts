@@ -6,6 +6,8 @@
  *   gw:{<bucket>}:sentinel   string: ms until which the sentinel refuses
  *   gw:{<bucket>}:unlogged   sorted set: requests the sentinel refused without a log write, kept only for
  *                            a smoothed limit (smoothing's measured rate counts them; score = ms)
+ *   gw:{<bucket>}:spare      hash: the sentinel's spare leases, gateway id → 'cap:until:demand:prevCap:prevUntil'
+ *                            (limiters/sentinel.ts; expires with its longest lease)
  *   gw:{<bucket>}:fw:<n>     counter of the fixed window n = floor(now / per)
  *   gw:{<bucket>}:quota      hash: used, renews (ms, 0 = never)
  *   gw:{<bucket>}:drl        hash: DRL leases, slot index (floor(ms / slot)) → tokens granted in that slot
@@ -39,6 +41,7 @@ export const storeKeys = {
   smoothing: (bucket: string) => `gw:${tag(bucket)}:sm`,
   sentinel: (bucket: string) => `gw:${tag(bucket)}:sentinel`,
   unlogged: (bucket: string) => `gw:${tag(bucket)}:unlogged`,
+  spare: (bucket: string) => `gw:${tag(bucket)}:spare`,
   fixedWindow: (bucket: string, window: number) => `gw:${tag(bucket)}:fw:${window}`,
   quota: (bucket: string) => `gw:${tag(bucket)}:quota`,
   drl: (bucket: string) => `gw:${tag(bucket)}:drl`,
@@ -56,9 +59,21 @@ export const storeKeys = {
 export const OAUTH_TOKEN_CHANNEL = 'gw:oauth:tokens';
 
 /** The keys of one sliding-log / sentinel check, with the hash tag computed once. */
-export function bucketKeys(bucket: string): { log: string; smoothing: string; sentinel: string; unlogged: string } {
+export function bucketKeys(bucket: string): {
+  log: string;
+  smoothing: string;
+  sentinel: string;
+  unlogged: string;
+  spare: string;
+} {
   const t = `gw:${tag(bucket)}:`;
-  return { log: `${t}log`, smoothing: `${t}sm`, sentinel: `${t}sentinel`, unlogged: `${t}unlogged` };
+  return {
+    log: `${t}log`,
+    smoothing: `${t}sm`,
+    sentinel: `${t}sentinel`,
+    unlogged: `${t}unlogged`,
+    spare: `${t}spare`,
+  };
 }
 
 let seq = 0;

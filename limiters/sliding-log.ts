@@ -140,27 +140,47 @@ export class MemorySlidingLog implements Limiter {
 
 /**
  * sliding-log.lua. KEYS: log, smoothing hash, sentinel, unlogged (the sentinel's refusals, counted in
- * smoothing's R). ARGV: now ms, window ms, rate, member, mode ('0' a request, '1' a request with the sentinel,
- * '2' a tentative check (throttling): logged only when admitted, '3' a request the sentinel refused:
- * recorded in unlogged, smoothing stepped, nothing admitted or logged), and only for a smoothed limit:
- * threshold, step, trigger, delay ms (fewer arguments on the hot path).
- * Returns {allowed, n (entries after the add), allowance, next admission ms, event (1 up, -1 down, 0), old allowance}.
- * In sentinel mode, a log reaching the allowance writes the sentinel (value = until ms) too.
+ * smoothing's R), the DRL counter, the sentinel's spare leases. ARGV: now ms, window ms, rate, member, mode
+ * ('0' a request, '1' a request with the sentinel (logged, admitted already), '2' a tentative check
+ * (throttling): logged only when admitted, '3' a request the sentinel refused: recorded in unlogged,
+ * smoothing stepped, nothing admitted or logged, '4' a sentinel claim: refused while a sentinel stands,
+ * else admitted and logged only while the log has room), the spare lease asked for (gateway id or '',
+ * demand per s, life ms; sentinel.ts), and only for a smoothed limit: threshold, step, trigger, delay ms.
+ * Returns {allowed, n (entries after the add), allowance, next admission ms (a standing sentinel's until for
+ * a refused claim), event (1 up, -1 down, 0), old allowance, spare lease cap, its until ms (0, 0 when not asked)}.
+ * In sentinel and claim modes, a log reaching the allowance writes the sentinel (value = until ms) too.
  * A stored allowance is first brought within [threshold, rate] of the limit as it is now (the limit may
  * have changed since it was stored).
  */
-const SCRIPT = luaScript(import.meta.url, 'sliding-log.lua', { SMOOTHING_MIN_TTL_MS, WINDOW_SLOTS });
+/**
+ * A sentinel gateway's spare lease is counted for others this long after it lived out: an admission made
+ * under it may still have its log write on the way (sentinel.ts).
+ */
+export const SPARE_GRACE_MS = 1000;
 
-type ScriptReply = [number, number, string, string, number, string];
+const SCRIPT = luaScript(import.meta.url, 'sliding-log.lua', { SMOOTHING_MIN_TTL_MS, WINDOW_SLOTS, SPARE_GRACE_MS });
 
-const MODES = { request: '0', sentinel: '1', tentative: '2', refused: '3' } as const;
+type ScriptReply = [number, number, string, string, number, string, number, number];
+
+const MODES = { request: '0', sentinel: '1', tentative: '2', refused: '3', claim: '4' } as const;
 
 export interface LogWrite {
   allowed: boolean;
   /** Entries in the window after this one was added. */
   n: number;
   allowance: number;
+  /** When one more is admitted (ms); for a claim a standing sentinel refused, that sentinel's until. */
   next: number;
+  /** The spare lease granted (sentinel and claim modes, when asked): tokens and until when (ms); 0, 0 otherwise. */
+  spare: number;
+  spareUntil: number;
+}
+
+/** A sentinel gateway's ask for a spare lease (sentinel.ts): its id, its demand on the bucket (per s), the lease's life (ms). */
+export interface SpareAsk {
+  id: string;
+  demand: number;
+  lifeMs: number;
 }
 
 /** The script's client side, shared by the sliding log and the sentinel's background write. */
@@ -171,19 +191,27 @@ export class RedisLogScript {
     private readonly smoothingEnabled: boolean,
     private readonly onSmoothing: SmoothingListener,
   ) {
-    this.run = defineScript<ScriptReply>(redis, 'gwSlidingLog', 5, SCRIPT);
+    this.run = defineScript<ScriptReply>(redis, 'gwSlidingLog', 6, SCRIPT);
   }
 
   /** `refused`: a smoothed limit's request the sentinel refused (counted in R, smoothing stepped, nothing logged). */
-  async write(bucket: string, limit: LimitSpec, now: number, mode: keyof typeof MODES): Promise<LogWrite> {
+  async write(
+    bucket: string,
+    limit: LimitSpec,
+    now: number,
+    mode: keyof typeof MODES,
+    ask?: SpareAsk,
+  ): Promise<LogWrite> {
     const win = windowMs(limit.per);
     const smooth = this.smoothingEnabled && smoothingActive(limit.smoothing) ? limit.smoothing : undefined;
     const k = bucketKeys(bucket);
     const args: (string | number)[] = [now, win, limit.rate, uniqueMember(now), MODES[mode]];
+    if (ask) args.push(ask.id, ask.demand, ask.lifeMs);
+    else args.push('', 0, 0);
     if (smooth) args.push(smooth.threshold, smooth.step, smooth.trigger, Math.round(smooth.delay * 1000));
     coalesceWrites(this.redis);
-    const [allowed, n, allowanceStr, nextStr, ev, oldStr] = await this.run(
-      [k.log, k.smoothing, k.sentinel, k.unlogged, storeKeys.drl(bucket)],
+    const [allowed, n, allowanceStr, nextStr, ev, oldStr, spare, spareUntil] = await this.run(
+      [k.log, k.smoothing, k.sentinel, k.unlogged, storeKeys.drl(bucket), k.spare],
       args,
     );
     const allowance = Number(allowanceStr);
@@ -199,7 +227,14 @@ export class RedisLogScript {
         allowance,
       );
     }
-    return { allowed: allowed === 1, n, allowance: allowanceOf(allowance), next: Number(nextStr) };
+    return {
+      allowed: allowed === 1,
+      n,
+      allowance: allowanceOf(allowance),
+      next: Number(nextStr),
+      spare: Number(spare),
+      spareUntil: Number(spareUntil),
+    };
   }
 }
 

@@ -93,10 +93,11 @@ describe('sentinel variant in Redis', () => {
     expect((await s.check('stale', limit)).allowed).toBe(true);
   });
 
-  test('with smoothing, X-RateLimit-Limit is the smoothed allowance (as of the last log write), not the rate', async () => {
+  test('with smoothing, X-RateLimit-Limit is the smoothed allowance, not the rate: a claim reports its own answer’s', async () => {
     const clock = new ManualClock(T0);
     let allowance: number | undefined;
     const s = new RedisSentinel(g.a, clock, { smoothingEnabled: true }, (_e, a) => (allowance = a));
+    // threshold 4: no spare (⌊1.1 × 4⌋ = 4), so every request is a claim the store decides
     const limit = { rate: 20, per: 10, smoothing: { enabled: true, threshold: 4, step: 4, trigger: 0.5, delay: 0 } };
     const limits: number[] = [];
     const expected: number[] = [];
@@ -107,10 +108,9 @@ describe('sentinel variant in Redis', () => {
       expected.push(allowance ?? 4);
       clock.advance(10);
     }
-    // what each request reports is the allowance the write before it left; before any, the threshold
-    // (it said 20, the rate)
-    expect(limits).toEqual([4, ...expected.slice(0, -1)]);
-    expect(Math.max(...limits.slice(1))).toBeLessThan(20);
+    // each request reports the allowance its own claim was decided against (it said 20, the rate)
+    expect(limits).toEqual(expected);
+    expect(Math.max(...limits)).toBeLessThan(20);
   });
 
   test('with smoothing, the requests the sentinel refuses are recorded for one window (smoothing’s R); an unsmoothed limit records none', async () => {
@@ -130,18 +130,25 @@ describe('sentinel variant in Redis', () => {
     expect(await g.a.exists(storeKeys.unlogged('plain'))).toBe(0);
   });
 
-  test('a failed background write is counted, never thrown at the request', async () => {
+  test('a failed background write is counted, never thrown at the request; a failed claim rejects (kv_failure_mode decides)', async () => {
     const errors: Error[] = [];
     const clock = new ManualClock(T0);
     const good = new RedisSentinel(g.a, clock, { smoothingEnabled: true }, undefined, (e) => errors.push(e));
+    const limit = { rate: 50, per: 60 };
+    // the first request is a claim and brings a spare lease; the next is admitted on its read, logged in the background
+    expect((await good.check('wrongtype', limit)).allowed).toBe(true);
     // make the log key the wrong type: the script errors in the background
+    await g.a.del(storeKeys.log('wrongtype'));
     await g.a.set(storeKeys.log('wrongtype'), 'x');
-    expect((await good.check('wrongtype', { rate: 5, per: 60 })).allowed).toBe(true);
+    expect((await good.check('wrongtype', limit)).allowed).toBe(true);
     await good.settled();
     expect(errors).toHaveLength(1);
+    // a gateway without a lease asks the store: the error is the request's (select.ts wraps it in kv_failure_mode)
+    const cold = new RedisSentinel(g.a, clock, { smoothingEnabled: true });
+    await expect(cold.check('wrongtype', limit)).rejects.toThrow(/WRONGTYPE/);
     const dead = unreachable();
     const s = new RedisSentinel(dead, clock, { smoothingEnabled: true });
-    await expect(s.check('x', { rate: 5, per: 60 })).rejects.toThrow(); // the read fails: kv_failure_mode decides (select.ts)
+    await expect(s.check('x', { rate: 5, per: 60 })).rejects.toThrow(); // the store call fails: kv_failure_mode decides (select.ts)
     dead.disconnect();
   });
 });
