@@ -40,18 +40,30 @@ export interface DocumentId {
   kind?: string;
   namespace?: string;
   name?: string;
+  /** An ApiDefinition's api_id as apiIdOf finds it (OAS info.id, spec.api_id, the name), where it is a string. */
+  apiId?: string;
 }
+
+/** An object's fields, or none for anything else. */
+const field = (v: unknown): Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 
 /** The identity a document claims, as far as it states one in strings (a refused document's report names it). */
 export function documentId(doc: unknown): DocumentId | undefined {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return undefined;
   const { kind, metadata } = doc as { kind?: unknown; metadata?: unknown };
-  const meta = typeof metadata === 'object' && metadata !== null ? (metadata as Record<string, unknown>) : {};
+  const meta = field(metadata);
   const id: DocumentId = {};
   if (typeof kind === 'string') id.kind = kind;
   if (typeof meta.name === 'string') {
     id.name = meta.name;
     id.namespace = typeof meta.namespace === 'string' ? meta.namespace : 'default';
+    if (kind === 'ApiDefinition') {
+      const spec = field((doc as { spec?: unknown }).spec);
+      const info = field(field(field(spec.oas)['x-gw-api-gateway']).info);
+      const apiId = [info.id, spec.api_id, meta.name].find((v) => v !== undefined);
+      if (typeof apiId === 'string') id.apiId = apiId;
+    }
   }
   return id;
 }

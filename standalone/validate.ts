@@ -14,7 +14,9 @@
  *   the input (keyMaterial: a Secret without the named key; a Secret not there at all is generated);
  * - two AccessKeys with one key (keysByHash: the first keeps it, the other is refused).
  * A reference to something the input does not have may be in the cluster: a warning, an error with
- * `strict`. A reference to something the input has but refused is already an error of its own.
+ * `strict`. A reference to an ApiDefinition or Policy the input has but its schema refused is an error
+ * naming that document (it will not exist: the API server refuses it too); one the compile refuses (a
+ * conflict) is not served either: an error.
  */
 import type { AccessKey, AnyResource, ApiDefinition, OAuthClient, Policy } from '../crds/kinds.js';
 import { compileConfig, compiledOf, type CompileProblem } from '../compiler/compile-config.js';
@@ -28,7 +30,7 @@ import {
 import { keyMaterial, keysByHash, sessionOf, snapshotSecrets } from '../compiler/key-sessions.js';
 import { findSecret, toSnapshot, type ResourceSnapshot } from '../compiler/snapshot.js';
 import { referenceIndex } from './references.js';
-import type { LoadResult } from './manifests.js';
+import type { LoadError, LoadResult } from './manifests.js';
 
 export type Severity = 'error' | 'warning';
 
@@ -122,16 +124,33 @@ export function validateLoad(load: LoadResult, o: { strict?: boolean } = {}): Pr
       });
   }
   const at = new Map<AnyResource, Located>(load.resources.map((r) => [r.resource, r]));
-  problems.push(...validateResources(toSnapshot(load.resources.map((r) => r.resource)), at, o));
+  problems.push(...validateResources(toSnapshot(load.resources.map((r) => r.resource)), at, refusedDocuments(load), o));
   // in read order: by file, then document (a stable sort keeps each document's problems in check order)
   const fileOrder = new Map(load.files.map((f, i) => [f, i]));
   const rank = (p: Problem): number => fileOrder.get(p.file) ?? fileOrder.size;
   return problems.sort((a, b) => rank(a) - rank(b) || (a.document ?? -1) - (b.document ?? -1));
 }
 
+/**
+ * The ApiDefinitions (by `ApiDefinition/namespace/api_id`) and Policies (by `Policy/namespace/name`) of
+ * the input its kinds' schemas refused: a reference to one is to something the input has but refused.
+ */
+function refusedDocuments(load: LoadResult): Map<string, LoadError> {
+  const refused = new Map<string, LoadError>();
+  for (const e of load.errors) {
+    const d = e.doc;
+    if (!e.issues || d?.name === undefined) continue;
+    const id = d.kind === 'ApiDefinition' ? d.apiId : d.kind === 'Policy' ? d.name : undefined;
+    const key = id !== undefined && `${d.kind}/${d.namespace}/${id}`;
+    if (key && !refused.has(key)) refused.set(key, e);
+  }
+  return refused;
+}
+
 function validateResources(
   s: ResourceSnapshot,
   at: ReadonlyMap<AnyResource, Located>,
+  refusedDocs: ReadonlyMap<string, LoadError>,
   o: { strict?: boolean },
 ): Problem[] {
   const problems: Problem[] = [];
@@ -211,12 +230,46 @@ function validateResources(
 
   // references
   const index = referenceIndex(s);
-  const hasApi = (ns: string) => (id: string) => index.apis.has(`${ns}/${id}`);
-  const hasPolicy = (ns: string) => (name: string) => index.policies.has(`${ns}/${name}`);
+  // an API or policy whose document the schema refused is in the input: not missing, refused (an error)
+  const refusedDoc = (kind: 'ApiDefinition' | 'Policy', ns: string, id: string): LoadError | undefined =>
+    (kind === 'ApiDefinition' ? index.apis : index.policies).has(`${ns}/${id}`)
+      ? undefined
+      : refusedDocs.get(`${kind}/${ns}/${id}`);
+  const hasApi = (ns: string) => (id: string) =>
+    index.apis.has(`${ns}/${id}`) || refusedDoc('ApiDefinition', ns, id) !== undefined;
+  const hasPolicy = (ns: string) => (name: string) =>
+    index.policies.has(`${ns}/${name}`) || refusedDoc('Policy', ns, name) !== undefined;
+  /** One error per reference to a refused document, naming that document and where it is. */
+  const refusedReferences = (
+    r: AnyResource,
+    kind: 'ApiDefinition' | 'Policy',
+    ids: readonly string[],
+    field: string,
+  ): void => {
+    const ns = r.metadata.namespace;
+    for (const id of new Set(ids)) {
+      const e = refusedDoc(kind, ns, id);
+      if (!e) continue;
+      const what = kind === 'ApiDefinition' ? 'API' : 'policy';
+      const where = `${e.file}${e.index !== undefined ? `[${e.index}]` : ''}`;
+      add(r, {
+        severity: 'error',
+        field,
+        rule: 'reference',
+        reason: kind === 'ApiDefinition' ? 'ApiNotFound' : 'PolicyNotFound',
+        message: `${what} ${id} of namespace ${ns} is refused: ${kind} ${ns}/${e.doc!.name!} (${where}) does not pass its schema (its own error says why)`,
+      });
+    }
+  };
   const policyOf = new Map(s.policies.map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p] as const));
   for (const p of s.policies as Policy[]) {
     const ns = p.metadata.namespace;
-    const m = missingPolicyApis(p.spec.access_rights, ns, (id) => servedIds.get(ns)?.has(id) ?? false);
+    refusedReferences(p, 'ApiDefinition', Object.keys(p.spec.access_rights ?? {}), 'spec.access_rights');
+    const m = missingPolicyApis(
+      p.spec.access_rights,
+      ns,
+      (id) => (servedIds.get(ns)?.has(id) ?? false) || refusedDoc('ApiDefinition', ns, id) !== undefined,
+    );
     if (m)
       add(p, {
         // an API of the input that is refused is not served either: the input's own error
@@ -231,6 +284,8 @@ function validateResources(
   for (const key of s.keys) {
     const ns = key.metadata.namespace;
     const session = sessionOf(key).session;
+    refusedReferences(key, 'Policy', session.apply_policies ?? [], keyReferenceField(key, 'PolicyNotFound'));
+    refusedReferences(key, 'ApiDefinition', Object.keys(session.access_rights ?? {}), 'spec.access_rights');
     for (const [reason, message] of missingKeyReferences(session, ns, hasPolicy(ns), hasApi(ns)))
       add(key, { severity: missing, field: keyReferenceField(key, reason), rule: 'reference', reason, message });
     const inactive = (session.apply_policies ?? []).filter((n) => policyOf.get(`${ns}/${n}`)?.spec.active === false);
@@ -260,6 +315,8 @@ function validateResources(
   for (const c of s.clients as OAuthClient[]) {
     const ns = c.metadata.namespace;
     const secret = findSecret(s, ns, c.spec.secretRef.name);
+    refusedReferences(c, 'ApiDefinition', [c.spec.api_id], CLIENT_FIELDS.ApiNotFound);
+    if (c.spec.policy_id) refusedReferences(c, 'Policy', [c.spec.policy_id], CLIENT_FIELDS.PolicyNotFound);
     for (const [reason, message] of missingClientReferences(c, hasApi(ns), hasPolicy(ns), secret))
       add(c, {
         // a Secret of the input without the named key: the input's own error

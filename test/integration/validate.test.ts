@@ -256,6 +256,49 @@ describe('gw validate', () => {
     expect(at('keyed.yaml')).toEqual([]);
   });
 
+  test('a reference to an ApiDefinition or Policy the schema refused is an error naming that document, not "not found"', async () => {
+    const text = yamlDocs([
+      apiDef('broken-api', {
+        api_id: 'shop',
+        proxy: { listen_path: '/shop/' },
+        global_rate_limit: { rate: -1, per: 1 },
+      }),
+      policy('broken-pol', { rate: -1, per: 1 }),
+      policy('uses-shop', { rate: 1, per: 1, access_rights: { shop: {}, ghost: {} } }),
+      accessKey('k', {
+        key_hash: sha256hex('refused-refs'),
+        apply_policies: ['broken-pol'],
+        access_rights: { shop: {} },
+      }),
+      oauthClient('c', { api_id: 'shop', client_id: 'cid', secretRef: { name: 'c-secret', key: 'secret' } }),
+    ]);
+    const r = await gw(['validate', '--output', 'json', '-'], text);
+    expect(r.code).toBe(1);
+    const ps = problemsOf(r).filter((p) => p.rule === 'reference');
+    const refusedApi =
+      'API shop of namespace default is refused: ApiDefinition default/broken-api (-[0]) does not pass its schema (its own error says why)';
+    expect(ps.map((p) => [p.severity, p.name, p.field, p.reason, p.message])).toEqual([
+      ['error', 'uses-shop', 'spec.access_rights', 'ApiNotFound', refusedApi],
+      // the API the input does not have at all stays a warning
+      [
+        'warning',
+        'uses-shop',
+        'spec.access_rights',
+        'ApiNotFound',
+        'access_rights name API(s) not found in namespace default: ghost',
+      ],
+      [
+        'error',
+        'k',
+        'spec.apply_policies',
+        'PolicyNotFound',
+        'policy broken-pol of namespace default is refused: Policy default/broken-pol (-[1]) does not pass its schema (its own error says why)',
+      ],
+      ['error', 'k', 'spec.access_rights', 'ApiNotFound', refusedApi],
+      ['error', 'c', 'spec.api_id', 'ApiNotFound', refusedApi],
+    ]);
+  });
+
   test("a compile error (an OAS middleware entry naming no operation) names compileApi's field", async () => {
     const doc = apiDef('oas', {
       oas: {
