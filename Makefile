@@ -52,6 +52,7 @@ test-servers:
 
 test: build lint crds-check test-servers
 	npm test
+	bash test/servers/e2e.sh if-possible   # the chart on a one-node cluster, where the machine allows (docs/testing.md)
 
 run: build
 	bash scripts/run.sh
@@ -62,8 +63,8 @@ image:
 	bash test/servers/build-images.sh
 
 # The chart installed on a one-node cluster with a kubelet (test/servers/cluster.sh) and the scenarios of
-# test/e2e/ run on it (docs/testing.md, "End to end"). Not part of `make test`. Needs root, cgroup v1,
-# overlayfs and a network namespace: otherwise it fails with one line naming the failed check.
+# test/e2e/ run on it (docs/testing.md, "End to end"); `make test` runs it too where the machine allows. Needs
+# root, cgroup v1, overlayfs and a network namespace: otherwise it fails with one line naming the failed check.
 e2e: build
 	bash test/servers/e2e.sh
 
