@@ -18,7 +18,7 @@ COPY crds ./crds
 COPY contract ./contract
 COPY compiler ./compiler
 COPY limiters ./limiters
-COPY operator ./operator
+COPY controller ./controller
 COPY facade ./facade
 COPY webhook ./webhook
 COPY standalone ./standalone
@@ -30,7 +30,7 @@ COPY streams ./streams
 ARG GW_COMMIT=""
 # the Lua scripts the limiters read at start, beside their compiled modules (as the Makefile's build does)
 RUN npx tsc -p tsconfig.json \
- && find cli lib contract compiler limiters operator facade webhook standalone sidecar streams -name '*.lua' -exec install -D -m 644 {} dist/{} \; \
+ && find cli lib contract compiler limiters controller facade webhook standalone sidecar streams -name '*.lua' -exec install -D -m 644 {} dist/{} \; \
  && rm -rf dist/test dist/scripts \
  && if [ -n "$GW_COMMIT" ]; then printf '{"commit":"%s"}\n' "$GW_COMMIT" > dist/build-info.json; fi
 

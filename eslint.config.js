@@ -21,7 +21,7 @@ export default tseslint.config(
       'contract/**/*.ts',
       'compiler/**/*.ts',
       'limiters/**/*.ts',
-      'operator/**/*.ts',
+      'controller/**/*.ts',
       'facade/**/*.ts',
       'webhook/**/*.ts',
       'standalone/**/*.ts',

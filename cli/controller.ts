@@ -11,9 +11,9 @@ import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { closeStoreClient, storeClientFromFlag } from '../lib/store/redis.js';
-import { SHARD_BUDGET_BYTES } from '../operator/reconcile-config.js';
-import { Operator } from '../operator/operator.js';
-import { OperatorMetrics } from '../operator/metrics.js';
+import { SHARD_BUDGET_BYTES } from '../controller/reconcile-config.js';
+import { Operator } from '../controller/operator.js';
+import { OperatorMetrics } from '../controller/metrics.js';
 import { tracingFromEnv } from '../lib/trace/setup.js';
 import { onShutdown } from './shutdown.js';
 

@@ -1,12 +1,12 @@
 /**
- * `gw release-finalizers`: the chart's pre-delete hook (operator/release-finalizers.ts, docs/helm.md
+ * `gw release-finalizers`: the chart's pre-delete hook (controller/release-finalizers.ts, docs/helm.md
  * "Uninstall"). Exit 0 when done (a JSON log line
  * "finalizers released" with the count per kind), 1 with one line on stderr otherwise.
  */
 import { createLogger } from '../lib/logger.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createKubeApi } from '../lib/kube/api.js';
-import { releaseFinalizers } from '../operator/release-finalizers.js';
+import { releaseFinalizers } from '../controller/release-finalizers.js';
 
 export interface ReleaseFlags {
   kubeconfig?: string;

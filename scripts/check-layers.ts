@@ -18,7 +18,7 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   // the data plane: no control-plane component
   sidecar: ['lib', 'crds', 'contract', 'limiters', 'streams'],
   // the control plane: no sidecar/ internals
-  operator: ['lib', 'crds', 'contract', 'compiler'],
+  controller: ['lib', 'crds', 'contract', 'compiler'],
   facade: ['lib', 'crds', 'contract', 'compiler', 'limiters'],
   webhook: ['lib', 'crds', 'contract'],
   // gateway, facade and resources in one process: composes both planes' parts, wired by cli/
@@ -29,7 +29,7 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     'contract',
     'compiler',
     'limiters',
-    'operator',
+    'controller',
     'facade',
     'webhook',
     'standalone',

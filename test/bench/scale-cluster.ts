@@ -19,7 +19,7 @@ import { startRedis } from '../harness/redis.js';
 import { freePort } from '../harness/ports.js';
 import { loadKubeConnection } from '../../lib/kube/connection.js';
 import { createKubeApi, resourcePath, type KubeApi } from '../../lib/kube/api.js';
-import { REFS } from '../../operator/context.js';
+import { REFS } from '../../controller/context.js';
 import { startEcho } from '../../scripts/echo-upstream.js';
 import { startSidecar } from '../helpers/sidecar.js';
 

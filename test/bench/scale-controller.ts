@@ -20,7 +20,7 @@ import { startRedis } from '../harness/redis.js';
 import { freePort } from '../harness/ports.js';
 import { loadKubeConnection } from '../../lib/kube/connection.js';
 import { createKubeApi, resourcePath } from '../../lib/kube/api.js';
-import { REFS } from '../../operator/context.js';
+import { REFS } from '../../controller/context.js';
 import { sha256hex } from '../../lib/hash.js';
 
 const KEYS = Number(process.env.GW_BENCH_CONTROLLER_KEYS ?? 20_000);

@@ -7,7 +7,7 @@
  *             the same redis-server (its own database), interleaved, best of 3 rounds: one key used by every
  *             request ("hot") and a random key of the gateway's own set per request ("spread"); with each, the
  *             gateway's CPU per request (best round) and the Redis commands per request.
- *   restore   the controller's bulk restore after a store loss (operator/restore.ts) of as many AccessKeys, built
+ *   restore   the controller's bulk restore after a store loss (controller/restore.ts) of as many AccessKeys, built
  *             in process as the informer cache holds them, into the emptied server: the write part of a
  *             cluster's refill (creating 100,000 AccessKeys through an API server is not practical here).
  * GW_BENCH_REDIS_SKIP=requests,restore (comma list) skips sections. Prints each figure, then one JSON line.
@@ -21,7 +21,7 @@ import { startEcho } from '../../scripts/echo-upstream.js';
 import { sha256hex } from '../../lib/hash.js';
 import { startStandalone, type Standalone } from '../helpers/standalone.js';
 import { startRedis } from '../harness/redis.js';
-import { restoreSessions } from '../../operator/restore.js';
+import { restoreSessions } from '../../controller/restore.js';
 import type { KubeObject } from '../../lib/kube/informer.js';
 
 const KEYS = Number(process.env.GW_BENCH_REDIS_KEYS ?? 100_000);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { stringify } from 'yaml';
 import { RESOURCE_SCHEMAS } from '../../crds/kinds.js';
-import { firstIssue } from '../../operator/context.js';
+import { firstIssue } from '../../controller/context.js';
 import { sha256hex } from '../../lib/hash.js';
 import { buildInfo } from '../../lib/build-info.js';
 import type { Problem } from '../../standalone/validate.js';

@@ -11,18 +11,18 @@ describe('import layering', () => {
     const files = new Map([
       ['lib/a.ts', "import type { C } from '../contract/c.js';"],
       ['contract/c.ts', 'export type C = 1;'],
-      ['operator/o.ts', "const m = await import('../sidecar/engine/engine.js');"],
-      ['sidecar/engine/engine.ts', "import { x } from '../../operator/o.js';"],
+      ['controller/o.ts', "const m = await import('../sidecar/engine/engine.js');"],
+      ['sidecar/engine/engine.ts', "import { x } from '../../controller/o.js';"],
       ['cli/x.ts', "import { y } from './y.js';"],
       ['cli/y.ts', "import { x } from './x.js';"],
-      ['cli/ok.ts', "import { o } from '../operator/o.js';\nimport { s } from '../sidecar/engine/engine.js';"],
+      ['cli/ok.ts', "import { o } from '../controller/o.js';\nimport { s } from '../sidecar/engine/engine.js';"],
     ]);
     expect(layerViolations(files).sort()).toEqual(
       [
         'lib/a.ts imports contract/c.ts: lib/ may not import contract/',
-        'operator/o.ts imports sidecar/engine/engine.ts: operator/ may not import sidecar/',
-        'sidecar/engine/engine.ts imports operator/o.ts: sidecar/ may not import operator/',
-        'import cycle: operator/o.ts → sidecar/engine/engine.ts',
+        'controller/o.ts imports sidecar/engine/engine.ts: controller/ may not import sidecar/',
+        'sidecar/engine/engine.ts imports controller/o.ts: sidecar/ may not import controller/',
+        'import cycle: controller/o.ts → sidecar/engine/engine.ts',
         'import cycle: cli/x.ts → cli/y.ts',
       ].sort(),
     );

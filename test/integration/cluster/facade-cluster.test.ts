@@ -10,7 +10,7 @@ import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
 import { request } from 'undici';
 import { clientResourceName, clientSecretName, keyResourceName } from '../../../facade/backend.js';
-import { clientRecordKey } from '../../../operator/reconcile-client.js';
+import { clientRecordKey } from '../../../controller/reconcile-client.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { SESSION_PREFIX } from '../../../contract/sessions-redis.js';
 import { startEcho } from '../../../scripts/echo-upstream.js';

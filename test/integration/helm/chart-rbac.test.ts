@@ -28,7 +28,7 @@ const SHARDS = Array.from({ length: SHARD_MAX_INDEX - 1 }, (_, i) => `gw-config-
 const CONFIG = ['gw-config', ...SHARDS];
 
 const CALLS: Call[] = [
-  // controller (operator/operator.ts informers, context.ts finalizers, status.ts, reconcile-key.ts, config-maps.ts, events.ts, leader-election.ts)
+  // controller (controller/operator.ts informers, context.ts finalizers, status.ts, reconcile-key.ts, config-maps.ts, events.ts, leader-election.ts)
   ...KINDS.map((r): Call => ({ who: 'controller', group: 'gw.io', resource: r, verbs: ['list', 'watch', 'patch'] })),
   ...KINDS.map((r): Call => ({ who: 'controller', group: 'gw.io', resource: `${r}/status`, verbs: ['patch'] })),
   { who: 'controller', group: '', resource: 'secrets', verbs: ['get', 'list', 'watch', 'create'] },
@@ -47,7 +47,7 @@ const CALLS: Call[] = [
   // sidecar (sidecar/config/kube-source.ts)
   { who: 'sidecar', group: '', resource: 'configmaps', verbs: ['list', 'watch'], names: ['gw-config'] },
   { who: 'sidecar', group: '', resource: 'configmaps', verbs: ['get'], names: SHARDS },
-  // the pre-delete hook (operator/release-finalizers.ts): the controller stopped, then its finalizers removed
+  // the pre-delete hook (controller/release-finalizers.ts): the controller stopped, then its finalizers removed
   { who: 'uninstall', group: 'apps', resource: 'deployments', verbs: ['get'], names: ['gw-controller'] },
   { who: 'uninstall', group: 'apps', resource: 'deployments/scale', verbs: ['patch'], names: ['gw-controller'] },
   { who: 'uninstall', group: '', resource: 'pods', verbs: ['list'] },
@@ -59,29 +59,29 @@ const CALLS: Call[] = [
  * who/group/resource/verb)]. The count of call sites in a file must equal the rows listed for it.
  */
 const SITES: Record<string, [RegExp, string[]][]> = {
-  'operator/operator.ts': [
+  'controller/operator.ts': [
     [/new Informer\(/g, ['the informer behind mk() (list, watch)']],
     [/\bmk\(REFS\.(ApiDefinition|Policy|AccessKey|OAuthClient|Secret|ConfigMap)\b/g, ['controller apidefinitions list,watch', 'controller policies list,watch', 'controller accesskeys list,watch', 'controller oauthclients list,watch', 'controller secrets list,watch', 'controller configmaps list,watch']],
   ],
-  'operator/context.ts': [
+  'controller/context.ts': [
     [/ctx\.api\.get\(resourcePath\(REFS\.Secret/g, ['controller secrets get']],
     [/ctx\.api\.patch\(/g, ['controller <kinds> patch (finalizer add)', 'controller <kinds> patch (finalizer remove)']],
   ],
-  'operator/status.ts': [[/this\.api\.patch\(/g, ['controller <kinds>/status patch']]],
-  'operator/reconcile-key.ts': [[/ctx\.api\.post\(resourcePath\(REFS\.Secret/g, ['controller secrets create']]],
-  'operator/events.ts': [[/this\.api\.post\(resourcePath\(\{ group: '', version: 'v1', plural: 'events' \}/g, ['controller events create']]],
-  'operator/config-maps.ts': [
+  'controller/status.ts': [[/this\.api\.patch\(/g, ['controller <kinds>/status patch']]],
+  'controller/reconcile-key.ts': [[/ctx\.api\.post\(resourcePath\(REFS\.Secret/g, ['controller secrets create']]],
+  'controller/events.ts': [[/this\.api\.post\(resourcePath\(\{ group: '', version: 'v1', plural: 'events' \}/g, ['controller events create']]],
+  'controller/config-maps.ts': [
     [/ctx\.api\.delete\(resourcePath\(REFS\.ConfigMap/g, ['controller configmaps/<gw-config*> delete']],
     [/ctx\.api\.put\(path/g, ['controller configmaps/<gw-config*> update', 'controller configmaps/<gw-config*> update (after a 409)']],
     [/ctx\.api\.post\(resourcePath\(REFS\.ConfigMap/g, ['controller configmaps create']],
     [/ctx\.api\.get\(path\)/g, ['controller configmaps/<gw-config*> get (after a 409)']],
   ],
-  'operator/leader-election.ts': [
+  'controller/leader-election.ts': [
     [/api\.get\(resourcePath\(ref, namespace, name\)\)/g, ['controller leases/gw-controller get']],
     [/api\.post\(resourcePath\(ref, namespace\)/g, ['controller leases create']],
     [/api\.put\(resourcePath\(ref, namespace, name\)/g, ['controller leases/gw-controller update']],
   ],
-  'operator/release-finalizers.ts': [
+  'controller/release-finalizers.ts': [
     [/api\.get\(path\)/g, ['uninstall deployments/gw-controller get', 'uninstall accesskeys,oauthclients get (after a conflict)']],
     [/api\.patch\(resourcePath\(DEPLOYMENTS/g, ['uninstall deployments/gw-controller/scale patch']],
     [/api\.get\(resourcePath\(PODS/g, ['uninstall pods list']],
@@ -107,7 +107,7 @@ const SITES: Record<string, [RegExp, string[]][]> = {
 };
 /** Any client call: what SITES must account for, file by file. */
 const ANY_CALL = /\bapi\.(get|post|put|patch|delete|watch)\(|new Informer\(|waitForObject\(|\bmk\(REFS\./g;
-const COMPONENT_DIRS = ['operator', 'facade', 'sidecar', 'webhook', 'cli'];
+const COMPONENT_DIRS = ['controller', 'facade', 'sidecar', 'webhook', 'cli'];
 
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
 type Doc = { kind: string; metadata: { name: string; namespace?: string }; rules?: Rule[]; roleRef?: { kind: string; name: string }; subjects?: { name: string; namespace: string }[] };
@@ -141,7 +141,7 @@ const wanted = (): Set<string> => new Set(CALLS.flatMap((c) => expand(c.who, c.g
 const diff = (a: Set<string>, b: Set<string>): string[] => [...a].filter((x) => !b.has(x)).slice(0, 20);
 
 describe('RBAC: the code calls and the chart grants the same thing', () => {
-  test('every client call site of operator/, facade/, sidecar/, webhook/, cli/ is in the table (a new call fails until it is granted)', () => {
+  test('every client call site of controller/, facade/, sidecar/, webhook/, cli/ is in the table (a new call fails until it is granted)', () => {
     const unlisted: string[] = [];
     for (const f of sourceFiles()) {
       const text = readFileSync(f, 'utf8');

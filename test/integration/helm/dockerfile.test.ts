@@ -88,7 +88,7 @@ describe('build context', () => {
 
   test('every file or directory the Dockerfile copies exists and is inside the context (.dockerignore)', () => {
     const sources = contextSources();
-    expect(sources).toEqual(expect.arrayContaining(['package.json', 'package-lock.json', 'tsconfig.json', 'cli', 'lib', 'operator', 'sidecar', 'streams']));
+    expect(sources).toEqual(expect.arrayContaining(['package.json', 'package-lock.json', 'tsconfig.json', 'cli', 'lib', 'controller', 'sidecar', 'streams']));
     for (const s of sources) {
       expect(existsSync(s)).toBe(true);
       const all = statSync(s).isDirectory() ? files(s) : [s];

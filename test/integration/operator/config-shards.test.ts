@@ -14,7 +14,7 @@ import { request } from 'undici';
 import { startEcho } from '../../../scripts/echo-upstream.js';
 import { loadKubeConnection } from '../../../lib/kube/connection.js';
 import { createKubeApi, resourcePath, type KubeApi } from '../../../lib/kube/api.js';
-import { REFS } from '../../../operator/context.js';
+import { REFS } from '../../../controller/context.js';
 import { freshNamespace, kubeconfig } from '../../helpers/kube.js';
 import { redisUrl } from '../../helpers/redis.js';
 import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';

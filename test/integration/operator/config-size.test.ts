@@ -8,7 +8,7 @@ import { stringify } from 'yaml';
 import { freshNamespace, kubeconfig, kubectl } from '../../helpers/kube.js';
 import { createKubeApi, resourcePath } from '../../../lib/kube/api.js';
 import { loadKubeConnection } from '../../../lib/kube/connection.js';
-import { REFS } from '../../../operator/context.js';
+import { REFS } from '../../../controller/context.js';
 import { sha256hex } from '../../../lib/hash.js';
 import {
   apiDef,

@@ -7,7 +7,7 @@ import { request } from 'undici';
 import { stringify } from 'yaml';
 import { createKubeApi, resourcePath } from '../../../lib/kube/api.js';
 import { loadKubeConnection } from '../../../lib/kube/connection.js';
-import { REFS } from '../../../operator/context.js';
+import { REFS } from '../../../controller/context.js';
 import { startEcho } from '../../../scripts/echo-upstream.js';
 import { freePort } from '../../harness/ports.js';
 import { CLI } from '../../helpers/standalone.js';

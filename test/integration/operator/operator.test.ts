@@ -10,7 +10,7 @@ import { SESSION_PREFIX } from '../../../contract/sessions-redis.js';
 import { storeKeys } from '../../../contract/store-keys.js';
 import { SMOOTHING_CHANNEL } from '../../../lib/events.js';
 import { request } from 'undici';
-import { readClientRecord, clientRecordKey, verifyClientSecret } from '../../../operator/reconcile-client.js';
+import { readClientRecord, clientRecordKey, verifyClientSecret } from '../../../controller/reconcile-client.js';
 import { freshNamespace, kubectl } from '../../helpers/kube.js';
 import { freshRedis } from '../../helpers/redis.js';
 import {

@@ -11,7 +11,7 @@ import { sha256hex } from '../../../lib/hash.js';
 import { RedisSessionStore, SESSION_PREFIX } from '../../../contract/sessions-redis.js';
 import { QUOTA_RESET_ANNOTATION } from '../../../contract/annotations.js';
 import { storeKeys } from '../../../contract/store-keys.js';
-import { clientRecordKey } from '../../../operator/reconcile-client.js';
+import { clientRecordKey } from '../../../controller/reconcile-client.js';
 import { createStoreClient } from '../../../lib/store/redis.js';
 import { allKeys } from '../../../lib/store/multi-key.js';
 import { execFile } from 'node:child_process';
@@ -149,7 +149,7 @@ describe('bulk restore of 10,000 sessions (target ≤ 5 s)', () => {
   /** The restore timed in its own Node process (as in the controller; jest's module sandbox is several times slower). */
   const timed = async (url: string): Promise<number> => {
     const script = `
-      const { restoreSessions } = await import(${JSON.stringify(resolve('dist/operator/restore.js'))});
+      const { restoreSessions } = await import(${JSON.stringify(resolve('dist/controller/restore.js'))});
       const { sha256hex } = await import(${JSON.stringify(resolve('dist/lib/hash.js'))});
       const { createStoreClient } = await import(${JSON.stringify(resolve('dist/lib/store/redis.js'))});
       const keys = Array.from({ length: 10000 }, (_, i) => ({

@@ -2,7 +2,7 @@
  * What a full resync and a change cost, counted (not timed) on a real controller, API server and Redis:
  *   - a resync of a settled namespace reconciles nothing: no AccessKey validated, no config compiled, nothing
  *     written; every key is compared with its session in the store (gw_controller_unchanged_total), the
- *     namespace's config found as left (operator/key-memo.ts, operator/config-settled.ts);
+ *     namespace's config found as left (controller/key-memo.ts, controller/config-settled.ts);
  *   - drift is still repaired by the next resync: a session deleted or changed in Redis, a status edited by hand;
  *   - an ApiDefinition edit that keeps the namespace's api_ids validates no AccessKey; a new API validates only
  *     the key that named it; a new key without policies runs no config reconcile; a labelled Secret's change
@@ -12,7 +12,7 @@ import { jest } from '@jest/globals';
 import { sha256hex } from '../../../lib/hash.js';
 import { loadKubeConnection } from '../../../lib/kube/connection.js';
 import { createKubeApi, resourcePath, type KubeApi } from '../../../lib/kube/api.js';
-import { REFS } from '../../../operator/context.js';
+import { REFS } from '../../../controller/context.js';
 import { kubeconfig } from '../../helpers/kube.js';
 import {
   accessKey,

@@ -13,7 +13,7 @@ import { request } from 'undici';
 import { sha256hex } from '../../../lib/hash.js';
 import { loadKubeConnection } from '../../../lib/kube/connection.js';
 import { createKubeApi, resourcePath } from '../../../lib/kube/api.js';
-import { REFS } from '../../../operator/context.js';
+import { REFS } from '../../../controller/context.js';
 import { kubeconfig } from '../../helpers/kube.js';
 import { redisUrl } from '../../helpers/redis.js';
 import { startSidecar, type Sidecar } from '../../helpers/sidecar.js';

@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import { loadKubeConnection } from '../../../lib/kube/connection.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { createKubeApi, resourcePath } from '../../../lib/kube/api.js';
-import { REFS } from '../../../operator/context.js';
+import { REFS } from '../../../controller/context.js';
 import { kubeconfig } from '../../helpers/kube.js';
 import {
   countSessions,

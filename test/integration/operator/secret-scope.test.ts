@@ -12,7 +12,7 @@ import { loadKubeConnection } from '../../../lib/kube/connection.js';
 import { createStoreClient } from '../../../lib/store/redis.js';
 import { SESSION_PREFIX } from '../../../contract/sessions-redis.js';
 import { SECRET_LABEL } from '../../../contract/annotations.js';
-import { Operator } from '../../../operator/operator.js';
+import { Operator } from '../../../controller/operator.js';
 import { freshNamespace, kubeconfig } from '../../helpers/kube.js';
 import { freshRedis, redisUrl } from '../../helpers/redis.js';
 import { accessKey, apply, eventually, getJson, secret } from './helpers.js';

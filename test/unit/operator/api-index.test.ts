@@ -1,5 +1,5 @@
-/** The api_id index a key reconcile checks its access_rights against (operator/api-index.ts). */
-import { ApiIdIndex } from '../../../operator/api-index.js';
+/** The api_id index a key reconcile checks its access_rights against (controller/api-index.ts). */
+import { ApiIdIndex } from '../../../controller/api-index.js';
 import type { KubeObject } from '../../../lib/kube/informer.js';
 
 const api = (name: string, apiId: string | undefined, path = `/${name}/`): KubeObject =>

@@ -1,12 +1,12 @@
 /**
- * The sharded layout of a namespace's compiled config (operator/config-layout.ts) and its reassembly
+ * The sharded layout of a namespace's compiled config (controller/config-layout.ts) and its reassembly
  * (contract/config-shards.ts): inline while it fits; past the budget, shards within the budget holding each
  * resource once, the same layout for the same content whatever the order, one edit changing one shard,
  * a resource alone over the budget refused alone, and the shards put back together equal to the config.
  */
 import { compileConfig } from '../../../compiler/compile-config.js';
 import { ApiDefinitionResource, PolicyResource, type ApiDefinition } from '../../../crds/kinds.js';
-import { layoutConfig, shardHash, shardText, type Layout } from '../../../operator/config-layout.js';
+import { layoutConfig, shardHash, shardText, type Layout } from '../../../controller/config-layout.js';
 import { assembleShards } from '../../../contract/config-shards.js';
 import { parseCompiledConfig } from '../../../contract/config-schema.js';
 import { ruledApi } from '../../fixtures/ruled-api.js';

@@ -1,14 +1,14 @@
 /**
- * Writing a sharded layout (operator/config-maps.ts): the first reconcile writes every shard and the index;
+ * Writing a sharded layout (controller/config-maps.ts): the first reconcile writes every shard and the index;
  * after one edit among 300 APIs only the edited API's shard is built, hashed and written (plus the index),
  * the other shards' texts are not built again; a ConfigMap changed behind the controller's back (another
  * resourceVersion) is compared and put back.
  */
 import { compileConfig } from '../../../compiler/compile-config.js';
 import { ApiDefinitionResource, type ApiDefinition } from '../../../crds/kinds.js';
-import { layoutConfig } from '../../../operator/config-layout.js';
-import { shardStats, writeLayout } from '../../../operator/config-maps.js';
-import type { OperatorContext } from '../../../operator/context.js';
+import { layoutConfig } from '../../../controller/config-layout.js';
+import { shardStats, writeLayout } from '../../../controller/config-maps.js';
+import type { OperatorContext } from '../../../controller/context.js';
 import type { KubeObject } from '../../../lib/kube/informer.js';
 import { ruledApi } from '../../fixtures/ruled-api.js';
 import { layoutSources } from '../../fixtures/layout-sources.js';

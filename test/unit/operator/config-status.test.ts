@@ -1,11 +1,11 @@
 /**
- * The statuses of a Config reconcile, written apart from its ConfigMaps (operator/config-status.ts): only
+ * The statuses of a Config reconcile, written apart from its ConfigMaps (controller/config-status.ts): only
  * for the objects they were computed for, and a newer plan stops the writing of an older one.
  */
-import { ConfigStatusPlans } from '../../../operator/config-status.js';
-import type { OperatorContext } from '../../../operator/context.js';
+import { ConfigStatusPlans } from '../../../controller/config-status.js';
+import type { OperatorContext } from '../../../controller/context.js';
 import type { KubeObject } from '../../../lib/kube/informer.js';
-import { ok, type Outcome } from '../../../operator/status.js';
+import { ok, type Outcome } from '../../../controller/status.js';
 
 const apiObj = (name: string, generation = 1, uid = `uid-${name}`): KubeObject =>
   ({

@@ -1,5 +1,5 @@
 /** Manual timers for the operator's unit tests: time moves only with advance(). */
-import type { Timers } from '../../../operator/work-queue.js';
+import type { Timers } from '../../../controller/work-queue.js';
 
 export class FakeTimers implements Timers {
   private t = 1_000_000;

@@ -4,7 +4,7 @@ import {
   type LeaseClient,
   type LeaseRecord,
   type LeaseSpec,
-} from '../../../operator/leader-election.js';
+} from '../../../controller/leader-election.js';
 import { FakeTimers } from './fake-timers.js';
 
 /** One Lease in memory with resourceVersion checks, shared by candidates; writes are counted. */

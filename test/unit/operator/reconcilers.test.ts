@@ -1,16 +1,16 @@
 /**
- * The reconcilers' declared watches (operator/reconcilers.ts) as dispatch.ts applies them: which informer
+ * The reconcilers' declared watches (controller/reconcilers.ts) as dispatch.ts applies them: which informer
  * events queue which typed work items, at which priority, and what the caches' first list queues (nothing).
  * A real WorkQueue records what it is handed; the informers are lists of objects.
  */
-import { Dispatcher } from '../../../operator/dispatch.js';
-import { reconcilers } from '../../../operator/reconcilers.js';
-import { SecretIndex } from '../../../operator/secret-index.js';
-import { ApiIdIndex } from '../../../operator/api-index.js';
-import { SettledConfigs } from '../../../operator/config-settled.js';
-import { WorkQueue } from '../../../operator/work-queue.js';
-import { itemKey, type WorkItem } from '../../../operator/work-items.js';
-import type { OperatorContext } from '../../../operator/context.js';
+import { Dispatcher } from '../../../controller/dispatch.js';
+import { reconcilers } from '../../../controller/reconcilers.js';
+import { SecretIndex } from '../../../controller/secret-index.js';
+import { ApiIdIndex } from '../../../controller/api-index.js';
+import { SettledConfigs } from '../../../controller/config-settled.js';
+import { WorkQueue } from '../../../controller/work-queue.js';
+import { itemKey, type WorkItem } from '../../../controller/work-items.js';
+import type { OperatorContext } from '../../../controller/context.js';
 import type { KubeObject } from '../../../lib/kube/informer.js';
 import { FakeTimers } from './fake-timers.js';
 

@@ -1,5 +1,5 @@
 import { backoffDelay } from '../../../lib/backoff.js';
-import { WorkQueue } from '../../../operator/work-queue.js';
+import { WorkQueue } from '../../../controller/work-queue.js';
 import { FakeTimers, flush } from './fake-timers.js';
 
 /** A handler whose runs the test completes by hand. */

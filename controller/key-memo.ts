@@ -10,7 +10,7 @@
  *     reconcile reads it);
  *   - it still owns its key hash.
  * The session it wrote (`json`) is what a resync compares the store against (one MGET per batch of keys in
- * operator.ts); a key whose session differs, or that has no memo, is reconciled in full. A failed or refused
+ * key-audit.ts); a key whose session differs, or that has no memo, is reconciled in full. A failed or refused
  * reconcile forgets the memo.
  */
 import type { Informer, KubeObject } from '../lib/kube/informer.js';
