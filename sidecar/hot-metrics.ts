@@ -5,7 +5,7 @@
  * measured against these series the gap is real (test/bench/metrics.ts, docs/benchmarks.md "Metric writes"). Here the proxy holds a series (one per label set, created once) and a request
  * adds to its numbers. The exposition is prom-client's: a HotMetric presents the same get() a prom-client
  * Counter or Histogram does. Which series exist (per api, per status class) is the proxy's choice
- * (sidecar/proxy/gateway-server.ts), not this file's.
+ * (sidecar/proxy/request-metrics.ts), not this file's.
  */
 import type {
   Metric,

@@ -46,8 +46,13 @@ const ROTATION = process.env.GW_BENCH_ROTATION !== '0';
 const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? (ROTATION ? 1500 : 1200));
 /** RSS of each gw target is sampled this long after its last load of the last round */
 const AFTER_LOAD_S = 10;
+/**
+ * GW_BENCH_PAIR=a,b (e.g. drl,compare): only that simultaneous pair, GW_BENCH_SIM_ROUNDS rounds, its ratios
+ * printed; no engine micro-benchmarks, sequential rounds or client rotation (a quick check of one ratio).
+ */
+const PAIR = process.env.GW_BENCH_PAIR?.split(',').map((c) => c.trim());
 /** GW_BENCH_CASES=drl,trace_off,…: only these proxy cases (a focused comparison); default all. */
-const CASES = process.env.GW_BENCH_CASES?.split(',').map((c) => c.trim());
+const CASES = PAIR ?? process.env.GW_BENCH_CASES?.split(',').map((c) => c.trim());
 const ROUNDS = Number(process.env.GW_BENCH_ROUNDS ?? 3);
 /** rounds of the simultaneous pairs (every pair once per round, the order reversed every other round) */
 const SIM_ROUNDS = Number(process.env.GW_BENCH_SIM_ROUNDS ?? 5);
@@ -425,6 +430,48 @@ interface Rotation {
 const fmt = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
 const mark = (ok: boolean): string => (ok ? 'met' : 'MISSED');
 
+/** Round-by-round ratio a / b (both measured in the same round): its median, lowest and highest. */
+function spread(xs: number[]): { median: number; min: number; max: number } {
+  const r = [...xs].sort((x, y) => x - y);
+  const mid = r.length >> 1;
+  const median = r.length % 2 ? r[mid]! : (r[mid - 1]! + r[mid]!) / 2;
+  return { median, min: r[0]!, max: r[r.length - 1]! };
+}
+function spreadText(xs: number[]): string {
+  const x = spread(xs);
+  return `${fmt(x.median, 2)} (${fmt(x.min, 2)}–${fmt(x.max, 2)})`;
+}
+
+/** GW_BENCH_PAIR: the simultaneous rounds of one pair of targets, and their ratios. */
+async function onePair(
+  [a, b]: string[],
+  targets: Record<string, Target>,
+  onProxyCpu: (...measured: Target[]) => void,
+): Promise<void> {
+  const ta = a === undefined ? undefined : targets[a];
+  const tb = b === undefined ? undefined : targets[b];
+  if (!ta || !tb)
+    throw new Error(
+      `GW_BENCH_PAIR=${a},${b}: two of ${Object.keys(targets).join(', ')} (compare needs GW_BENCH_COMPARE)`,
+    );
+  const xs: SimRound[] = [];
+  for (let r = 0; r < SIM_ROUNDS; r++) {
+    onProxyCpu(ta, tb);
+    const x = await simultaneous(ta, tb, r % 2 === 1);
+    xs.push(x);
+    console.log(
+      `  round ${r + 1}/${SIM_ROUNDS}: req/s ${x.rps.toFixed(3)}, per CPU-second ${x.perCpu.toFixed(3)}, errors ${x.errors}`,
+    );
+  }
+  console.log(`\n| pair | req/s ratio, median (range) | per CPU-second | errors |`);
+  console.log(`|---|---|---|---|`);
+  console.log(
+    `| ${ta.name} × ${tb.name} | ${spreadText(xs.map((x) => x.rps))} | ${spreadText(xs.map((x) => x.perCpu))} | ${xs.reduce((t, x) => t + x.errors, 0)} |`,
+  );
+  console.log(`run time ${fmt((Date.now() - started) / 1000)} s`);
+  await Promise.all(children.map((c) => stopChild(c, 5000)));
+}
+
 async function main(): Promise<void> {
   for (const [tool, hint] of [
     ['wrk', 'apt-get install wrk'],
@@ -473,7 +520,7 @@ async function main(): Promise<void> {
 
   // ---- the engine
   // GW_BENCH_SKIP_MICRO=1: proxy cases only (a focused comparison); the micro-benchmark figures read n/a
-  const skipMicro = process.env.GW_BENCH_SKIP_MICRO === '1';
+  const skipMicro = process.env.GW_BENCH_SKIP_MICRO === '1' || PAIR !== undefined;
   if (!skipMicro) console.log('engine micro-benchmarks (pinned to the proxy CPU)…');
   const engOut = skipMicro
     ? JSON.stringify({ redis: { commands: {} }, drl_redis: {} })
@@ -617,6 +664,8 @@ async function main(): Promise<void> {
     const keep = new Set(measured.map((t) => t.pid));
     for (const t of Object.values(targets)) pinTo(keep.has(t.pid) ? PROXY_CPU : LOAD_CPU, family(t.pid));
   };
+  if (PAIR) return onePair(PAIR, targets, onProxyCpu);
+
   // rounds: every target once per round, interleaved, so a burst of outside load hits them alike;
   // the best round of each is reported
   const rows: Record<string, Row> = {};
@@ -668,17 +717,6 @@ async function main(): Promise<void> {
   }
 
   // ---- report
-  /** Round-by-round ratio a / b (both measured in the same round): its median, lowest and highest. */
-  const spread = (xs: number[]): { median: number; min: number; max: number } => {
-    const r = [...xs].sort((x, y) => x - y);
-    const mid = r.length >> 1;
-    const median = r.length % 2 ? r[mid]! : (r[mid - 1]! + r[mid]!) / 2;
-    return { median, min: r[0]!, max: r[r.length - 1]! };
-  };
-  const spreadText = (xs: number[]): string => {
-    const x = spread(xs);
-    return `${fmt(x.median, 2)} (${fmt(x.min, 2)}–${fmt(x.max, 2)})`;
-  };
   const paired = (a: Row, b: Row): { median: number; min: number; max: number } =>
     spread(a.rounds.map((x, i) => x / b.rounds[i]!));
   const pairedText = (a: Row, b: Row): string => spreadText(a.rounds.map((x, i) => x / b.rounds[i]!));

@@ -1,0 +1,43 @@
+/**
+ * The request target as the gateway reads it: origin-form, and refused with a 400 when it holds what an
+ * upstream would read differently from the gateway (a fragment; with strict_paths the forms of
+ * lib/request-path.ts `strictPathProblem`).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { strictPathProblem } from '../../lib/request-path.js';
+import type { Gateway } from './gateway.js';
+import { answer } from './respond.js';
+
+/** The request's target in origin-form: absolute-form (`GET http://host/path`, RFC 9112 §3.2.2, which a server must accept) → its path. */
+export function requestTarget(req: IncomingMessage): string {
+  const url = req.url ?? '/';
+  return url.charCodeAt(0) !== 47 /* / */ ? originFormOf(url) : url;
+}
+
+/** `http://host:port/p?q` → `/p?q` (`/` when it has no path); anything else unchanged (`*`: no API). */
+function originFormOf(url: string): string {
+  const m = /^https?:\/\/[^/?#]*/i.exec(url);
+  if (!m) return url;
+  const rest = url.slice(m[0].length);
+  return rest.charCodeAt(0) === 47 ? rest : `/${rest}`;
+}
+
+/** Answers 400 (and returns true) for a target the gateway does not serve; `rawPath` is `url` without its query. */
+export function refuseTarget(gw: Gateway, res: ServerResponse, url: string, rawPath: string): boolean {
+  // a fragment never belongs in a request target (RFC 9112 §3.2); an upstream's URL parser cuts it,
+  // so `/users#x` would be served as `/users` past the limits of `/users` (docs/proxy.md)
+  if (url.indexOf('#') !== -1) {
+    gw.metrics.request('', 400);
+    answer(res, 400, { error: 'Bad request path: a fragment (#) is not accepted in a request target' });
+    return true;
+  }
+  if (gw.strictPaths) {
+    const problem = strictPathProblem(rawPath);
+    if (problem !== undefined) {
+      gw.metrics.request('', 400);
+      answer(res, 400, { error: `Bad request path: ${problem}` });
+      return true;
+    }
+  }
+  return false;
+}
