@@ -1,6 +1,6 @@
 /** ApiDefinition (classic or OAS form) → CompiledApi. Throws with a field-named message on a bad definition. */
 import type { ApiDefinition } from '../crds/kinds.js';
-import { apiIdOf, OAUTH_GRANTS } from '../crds/schemas/api-definition.js';
+import { apiIdOf, MAX_TOKENS_PER_CLIENT, OAUTH_GRANTS } from '../crds/schemas/api-definition.js';
 import type { ApiLimitSpec, ClientKey, CompiledApi, CompiledOAuth, EndpointRule } from '../contract/config.js';
 import { durationSeconds } from '../lib/duration.js';
 import { endpointPattern, oasPathPattern } from '../lib/path-pattern.js';
@@ -57,6 +57,8 @@ function compileOAuth(res: ApiDefinition): CompiledOAuth | undefined {
     ...(loginRedirect !== undefined ? { loginRedirect } : {}),
     accessTtl: o?.accessTokenExpires ?? o?.access_token_expires ?? m?.access_token_expires ?? 3600,
     refreshTtl: o?.refreshTokenExpires ?? o?.refresh_token_expires ?? m?.refresh_token_expires ?? 1209600,
+    maxTokensPerClient:
+      o?.maxTokensPerClient ?? o?.max_tokens_per_client ?? m?.max_tokens_per_client ?? MAX_TOKENS_PER_CLIENT,
   };
 }
 

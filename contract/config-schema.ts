@@ -4,7 +4,7 @@ import { PolicySpec } from '../crds/schemas/policy.js';
 import { HEADER_NAME_PATTERN, refinePer, Smoothing } from '../crds/schemas/common.js';
 import type { CompiledConfig } from './config.js';
 import { pathMatcher } from '../lib/path-pattern.js';
-import { OAUTH_GRANTS } from '../crds/schemas/api-definition.js';
+import { MAX_TOKENS_PER_CLIENT, OAUTH_GRANTS } from '../crds/schemas/api-definition.js';
 
 /** limit_by, compiled: a header name is lower case (as node:http gives request headers). */
 const ClientKey = z.discriminatedUnion('kind', [
@@ -76,6 +76,8 @@ const CompiledApiSchema = z.object({
       loginRedirect: z.string().optional(),
       accessTtl: z.number().int().min(1),
       refreshTtl: z.number().int().min(1),
+      // a config compiled before the bound existed: the default bound
+      maxTokensPerClient: z.number().int().min(1).default(MAX_TOKENS_PER_CLIENT),
     })
     .optional(),
   streaming: z.unknown().optional(),

@@ -74,6 +74,8 @@ export interface CompiledOAuth {
   /** Lifetimes in seconds. */
   accessTtl: number;
   refreshTtl: number;
+  /** Live tokens of each kind (access, refresh) one client may hold; a new one past it revokes the oldest. */
+  maxTokensPerClient: number;
 }
 
 export interface CompiledPolicy {

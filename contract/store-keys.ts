@@ -19,6 +19,9 @@
  *   gw:oauth:rt-used:{<sha256>}    string: the family of a used (rotated) refresh token (SET NX: a replay finds it)
  *   gw:oauth:fam:{<family>}        set: the token hashes of one authorization grant
  *   gw:oauth:revoked:{<sha256>}    string: a revoked token (until its exp): a gateway never writes it back
+ *   gw:oauth:ctok:<kind>:{<sha256(ns, api, client_id)>}  sorted set: a client's live tokens of one kind
+ *                                  (access / refresh; score = expiry in s, ms precision; member = token hash),
+ *                                  the bound of docs/oauth.md "Tokens per client"; expires with its last token
  *   gw:oauth:client:<ns>/<api>/<client_id>  string: the client record the controller writes (contract/oauth/clients.ts)
  * Store loss:
  *   gw:store:epoch                 string: a random id the gateways set when missing; a missing or changed id
@@ -28,6 +31,8 @@
  * (key scope), `q:<identity>[:a:<api>]` (quota); identity is `h:<key hash>` or `p:<expanded pattern>` (its `%`
  * and `:` escaped as %25 / %3A). In the key names `%`, `{` and `}` of a bucket are escaped as %25, %7B, %7D.
  */
+import { sha256hex } from '../lib/hash.js';
+
 const TAG_ESCAPES: Record<string, string> = { '%': '%25', '{': '%7B', '}': '%7D' };
 
 function tag(bucket: string): string {
@@ -52,6 +57,8 @@ export const storeKeys = {
   oauthRefreshUsed: (hash: string) => `gw:oauth:rt-used:{${hash}}`,
   oauthFamily: (fam: string) => `gw:oauth:fam:{${fam}}`,
   oauthRevoked: (hash: string) => `gw:oauth:revoked:{${hash}}`,
+  oauthClientTokens: (kind: string, ns: string, apiId: string, clientId: string) =>
+    `gw:oauth:ctok:${kind}:{${sha256hex(`${ns}\u0000${apiId}\u0000${clientId}`)}}`,
   storeEpoch: 'gw:store:epoch',
 };
 

@@ -204,16 +204,19 @@ export class OAuthServer {
       iat,
     };
     const access = newOpaque();
-    await this.tokens.put(hashOpaque(access), {
-      ...base,
-      kind: 'access',
-      exp: iat + oauth.accessTtl,
-      ...(fam !== undefined ? { fam } : {}),
-    });
+    await this.tokens.put(
+      hashOpaque(access),
+      { ...base, kind: 'access', exp: iat + oauth.accessTtl, ...(fam !== undefined ? { fam } : {}) },
+      oauth.maxTokensPerClient,
+    );
     const answer: TokenAnswer = { access_token: access, token_type: 'bearer', expires_in: oauth.accessTtl };
     if (withRefresh && fam !== undefined) {
       const refresh = newOpaque();
-      await this.tokens.put(hashOpaque(refresh), { ...base, kind: 'refresh', exp: iat + oauth.refreshTtl, fam });
+      await this.tokens.put(
+        hashOpaque(refresh),
+        { ...base, kind: 'refresh', exp: iat + oauth.refreshTtl, fam },
+        oauth.maxTokensPerClient,
+      );
       answer.refresh_token = refresh;
     }
     return answer;

@@ -111,7 +111,7 @@ export class RedisTokenStore implements TokenStore {
     return undefined;
   }
 
-  async put(hash: string, rec: TokenRecord): Promise<void> {
+  async put(hash: string, rec: TokenRecord, maxPerClient?: number): Promise<void> {
     const writes: Promise<unknown>[] = [
       this.redis.set(storeKeys.oauthToken(hash), JSON.stringify(rec), 'EXAT', at(rec.exp)),
     ];
@@ -125,6 +125,36 @@ export class RedisTokenStore implements TokenStore {
     await bounded(Promise.all(writes));
     this.lookups.forget(hash);
     this.keeper?.keep(hash, rec);
+    if (maxPerClient !== undefined) await this.bound(hash, rec, maxPerClient);
+  }
+
+  /**
+   * The client's live tokens of rec's kind, bounded: the new one entered in the client's set (score: its
+   * expiry, to the ms of issuance, so that one lifetime per API orders them by issuance), the expired
+   * dropped, and past the bound the oldest popped and revoked. Single-key commands (Redis Cluster).
+   */
+  private async bound(hash: string, rec: TokenRecord, max: number): Promise<void> {
+    const ck = storeKeys.oauthClientTokens(rec.kind, rec.ns, rec.api_id, rec.client_id);
+    const nowS = Date.now() / 1000;
+    const score = nowS + (rec.exp - rec.iat);
+    const res = await bounded(
+      this.redis
+        .multi()
+        .zadd(ck, score, hash)
+        .zremrangebyscore(ck, '-inf', nowS)
+        .zcard(ck)
+        .expireat(ck, at(score), 'GT')
+        .expireat(ck, at(score), 'NX')
+        .exec(),
+    );
+    const card = Number(res?.[2]?.[1] ?? 0);
+    if (card <= max) return;
+    const popped = await bounded(this.redis.zpopmin(ck, card - max));
+    const oldest: string[] = [];
+    for (let i = 0; i < popped.length; i += 2) if (popped[i] !== hash) oldest.push(popped[i]!);
+    // a clock behind another gateway's can make the new token the lowest: it stays
+    if (oldest.length < popped.length / 2) await bounded(this.redis.zadd(ck, score, hash));
+    await Promise.all(oldest.map((h) => this.revoke(h)));
   }
 
   async revoke(hash: string): Promise<TokenRecord | undefined> {
@@ -155,13 +185,20 @@ export class RedisTokenStore implements TokenStore {
     const res = await bounded(this.redis.multi().get(key).del(key).exec());
     const rec = parse<TokenRecord>(TokenRecordSchema, (res?.[0]?.[1] as string | null | undefined) ?? null);
     const exp = rec?.exp ?? kept?.exp;
+    const owner = rec ?? kept;
     await bounded(
-      this.redis.set(
-        storeKeys.oauthRevoked(hash),
-        '1',
-        'EXAT',
-        exp !== undefined ? at(exp) : Math.ceil(Date.now() / 1000) + REVOKED_UNKNOWN_EXP_S,
-      ),
+      Promise.all([
+        this.redis.set(
+          storeKeys.oauthRevoked(hash),
+          '1',
+          'EXAT',
+          exp !== undefined ? at(exp) : Math.ceil(Date.now() / 1000) + REVOKED_UNKNOWN_EXP_S,
+        ),
+        // out of its client's bound set, so that it no longer counts as live
+        owner !== undefined
+          ? this.redis.zrem(storeKeys.oauthClientTokens(owner.kind, owner.ns, owner.api_id, owner.client_id), hash)
+          : undefined,
+      ]),
     );
     return rec;
   }

@@ -57,6 +57,16 @@ const LoginRedirect = z
   .string()
   .regex(/^https?:\/\/[^\s/?#]+[^\s#]*$/, 'must be an absolute http(s) URL without a fragment')
   .describe("URL of the API owner's login page: GET {listen_path}oauth/authorize answers 307 to it, query kept.");
+/** Live tokens of each kind one client may hold (docs/oauth.md, "Tokens per client"); past it the oldest is revoked. */
+export const MAX_TOKENS_PER_CLIENT = 1000;
+const TokensPerClient = z
+  .number()
+  .int()
+  .min(1)
+  .max(1_000_000)
+  .describe(
+    `Live access tokens, and live refresh tokens, one client may hold (default ${MAX_TOKENS_PER_CLIENT}); a new one past it revokes the oldest.`,
+  );
 const TokenSeconds = (d: number, what: string) =>
   z.number().int().min(1).default(d).describe(`Lifetime of ${what} in seconds (default ${d}).`);
 
@@ -70,6 +80,7 @@ export const OAuthMeta = z
     auth_login_redirect: LoginRedirect.optional(),
     access_token_expires: TokenSeconds(3600, 'an access token'),
     refresh_token_expires: TokenSeconds(1209600, 'a refresh token'),
+    max_tokens_per_client: TokensPerClient.optional(),
   })
   .describe('OAuth 2.0 settings (with use_oauth2, or beside an OAS oauth2.enabled).');
 
@@ -81,11 +92,13 @@ const OasOAuth2 = z
     authLoginRedirect: LoginRedirect.optional(),
     accessTokenExpires: z.number().int().min(1).optional().describe('Access token lifetime in seconds (3600).'),
     refreshTokenExpires: z.number().int().min(1).optional().describe('Refresh token lifetime in seconds (1209600).'),
+    maxTokensPerClient: TokensPerClient.optional(),
     // the classic oauth_meta names are accepted here too (the camelCase one wins when both are given)
     allowed_access_types: z.array(AccessType).optional().describe('Alias of allowedAccessTypes.'),
     auth_login_redirect: LoginRedirect.optional().describe('Alias of authLoginRedirect.'),
     access_token_expires: z.number().int().min(1).optional().describe('Alias of accessTokenExpires.'),
     refresh_token_expires: z.number().int().min(1).optional().describe('Alias of refreshTokenExpires.'),
+    max_tokens_per_client: TokensPerClient.optional().describe('Alias of maxTokensPerClient.'),
   })
   .describe('OAuth 2.0 at the gateway (docs/contract.md#oauth); spec.oauth_meta fills what is not given here.');
 

@@ -329,4 +329,45 @@ describe('OAuth tokens in real Redis', () => {
       kConn.disconnect();
     }
   });
+
+  test('max_tokens_per_client: past the bound the oldest of the kind is revoked (at once for a caching reader); a revoked one stops counting', async () => {
+    const bounded = oauthApi({ access_token_expires: 120, refresh_token_expires: 600, max_tokens_per_client: 3 });
+    expect(bounded.oauth.maxTokensPerClient).toBe(3);
+    const cc = new URLSearchParams({ grant_type: 'client_credentials' });
+    const issue = async (): Promise<string> => {
+      const t = (await server.token(bounded.api, bounded.oauth, client('u1'), cc)).answer.access_token;
+      raws.push(t);
+      return t;
+    };
+    const set = storeKeys.oauthClientTokens('access', NS, 'orders', 'app');
+    const tokens: string[] = [];
+    for (let i = 0; i < 3; i++) tokens.push(await issue());
+    // the reader has every one cached (60 s): only the revocation channel can drop it
+    for (const t of tokens) expect(await readerTokens.get(hashOpaque(t))).toBeDefined();
+    tokens.push(await issue(), await issue());
+    expect(await conn.zcard(set)).toBe(3);
+    const hashes = tokens.map((t) => hashOpaque(t));
+    expect(new Set(await conn.zrange(set, '0', '-1'))).toEqual(new Set(hashes.slice(2)));
+    for (const h of hashes.slice(0, 2)) {
+      expect(await conn.exists(storeKeys.oauthToken(h))).toBe(0);
+      expect(await conn.exists(storeKeys.oauthRevoked(h))).toBe(1);
+    }
+    await eventually(
+      async () =>
+        (await readerTokens.get(hashes[0]!)) === undefined && (await readerTokens.get(hashes[1]!)) === undefined,
+      2000,
+      'reader dropped the revoked tokens',
+    );
+    for (const h of hashes.slice(2)) expect(await readerTokens.get(h)).toBeDefined();
+    // a revoked token leaves the set: the next issuance revokes nobody
+    await server.revoke(client('u1'), tokens[4]!);
+    expect(await conn.zcard(set)).toBe(2);
+    const next = await issue();
+    expect(await conn.zcard(set)).toBe(3);
+    for (const t of [tokens[2]!, tokens[3]!, next])
+      expect(await conn.exists(storeKeys.oauthToken(hashOpaque(t)))).toBe(1);
+    // the set expires with the last of its tokens
+    const last = JSON.parse((await conn.get(storeKeys.oauthToken(hashOpaque(next))))!) as { exp: number };
+    expect(Math.abs((await conn.expiretime(set)) - last.exp)).toBeLessThanOrEqual(1);
+  });
 });
