@@ -237,6 +237,8 @@ describe('streams over HTTP', () => {
     expect(rx.hits.map((h) => (h.body as { seq: number }).seq)).toEqual([0, 2]);
     expect(rx.all.filter((h) => (h.body as { seq: number }).seq === 1)).toHaveLength(1);
     await until(async () => (await reg.getSingleMetricAsString('gw_stream_messages_failed_total')).includes('} 1'));
+    // the receiver records a hit before its answer reaches the output, which counts the delivery after it
+    await until(async () => (await reg.getSingleMetricAsString('gw_stream_messages_out_total')).includes('} 2'));
     const text = await reg.metrics();
     expect(text).toContain('gw_stream_messages_in_total{api="events",stream="s"} 3');
     expect(text).toContain('gw_stream_messages_out_total{api="events",stream="s"} 2');
