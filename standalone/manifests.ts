@@ -9,6 +9,8 @@ import { firstLine, formatZodError, zodIssues, type FieldIssue } from '../lib/er
 import { isProblem, listManifests, type Listing } from '../lib/manifest-walk.js';
 import { facadeJson, readManifestFile } from '../lib/manifest-read.js';
 import { simpleYamlDocuments } from '../lib/simple-yaml.js';
+import { MAX_JSON_DEPTH, jsonNestingPastAt } from '../lib/json-depth.js';
+import { MAX_YAML_DEPTH, yamlNestingPast } from '../lib/yaml-depth.js';
 import { shapeValidator, type ShapeValidator } from '../lib/zod-shapes.js';
 
 export interface LoadError {
@@ -141,6 +143,14 @@ function slowDocuments(text: string, file: string, into: LoadResult): unknown[] 
 export function loadManifestText(text: string, file: string, into: LoadResult): void {
   let docs: unknown[];
   if (/\.json$/i.test(file)) {
+    const deep = jsonNestingPastAt(text, MAX_JSON_DEPTH);
+    if (deep >= 0) {
+      into.errors.push({
+        file,
+        message: `invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels (at offset ${deep}): not parsed`,
+      });
+      return;
+    }
     try {
       const v: unknown = JSON.parse(text);
       docs = Array.isArray(v) ? v : [v];
@@ -150,6 +160,17 @@ export function loadManifestText(text: string, file: string, into: LoadResult): 
     }
   } else {
     const json = facadeJson(text);
+    if (json === undefined) {
+      // refused before any parser recurses into it (lib/yaml-depth.ts)
+      const deep = yamlNestingPast(text, MAX_YAML_DEPTH);
+      if (deep) {
+        into.errors.push({
+          file,
+          message: `invalid YAML: nested deeper than ${MAX_YAML_DEPTH} levels (document ${deep.document}, line ${deep.line}, column ${deep.column}): not parsed`,
+        });
+        return;
+      }
+    }
     const parsed = json !== undefined ? [json] : (fastDocuments(text) ?? slowDocuments(text, file, into));
     if (!parsed) return;
     docs = parsed;

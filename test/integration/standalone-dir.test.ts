@@ -51,7 +51,7 @@ describe('gw standalone: a hostile directory at start-up', () => {
     mkdirSync(join(dir, 'loopdir'));
     symlinkSync('../loopdir', join(dir, 'loopdir', 'self'));
     writeFileSync(join(dir, 'loopdir', 'inner.yaml'), apiYaml('inner', '/inner/', echo.url));
-    // an alias bomb, a file over 1 MiB, conflicts, a Secret without the named key (test/fixtures/refused-manifests.ts)
+    // an alias bomb, a deeply nested file, a file over 1 MiB, conflicts, a Secret without the named key (test/fixtures/refused-manifests.ts)
     writeRefusedManifests(dir, echo.url);
     writeFileSync(join(dir, 'locked.yaml'), apiYaml('locked', '/locked/', echo.url));
     chmodSync(join(dir, 'locked.yaml'), 0o000);
@@ -85,6 +85,14 @@ describe('gw standalone: a hostile directory at start-up', () => {
     expect(linesWith(gw, 'resource refused: bomb.yaml (document 0): invalid YAML: Excessive alias count')).toHaveLength(
       1,
     );
+  });
+
+  test('a file nested 100,000 levels deep is refused before the parse, naming it and the rule; it is not served', async () => {
+    expect(
+      linesWith(gw, 'resource refused: deep.yaml: invalid YAML: nested deeper than 64 levels (document 0, line 5'),
+    ).toHaveLength(1);
+    expect(linesWith(gw, 'Maximum call stack')).toEqual([]);
+    expect(await status(`${gw.gateway}/good/x`)).toBe(200);
   });
 
   test('a FIFO named *.yaml is skipped with one warning (the start-up did not block on it)', () => {

@@ -209,7 +209,7 @@ describe('gw validate', () => {
     expect(strict.filter((p) => p.severity === 'warning').map((p) => p.reason)).toEqual(['PolicyInactive']);
   });
 
-  test("the standalone suites' bad files: YAML, an alias bomb, over 1 MiB, two APIs on one path, a Secret without the key", async () => {
+  test("the standalone suites' bad files: YAML, an alias bomb, nested 100,000 levels, over 1 MiB, two APIs on one path, a Secret without the key", async () => {
     const d = join(dir, 'standalone');
     mkdirSync(d);
     // test/integration/standalone.test.ts's bad.yaml and broken option file, standalone-dir.test.ts's files
@@ -224,6 +224,13 @@ describe('gw validate', () => {
     expect(at('bad.yaml')).toEqual([expect.objectContaining({ field: 'spec.global_rate_limit.rate', rule: 'schema' })]);
     expect(at('bomb.yaml')).toEqual([
       expect.objectContaining({ rule: 'yaml', message: expect.stringContaining('Excessive alias count') }),
+    ]);
+    expect(at('deep.yaml')).toEqual([
+      expect.objectContaining({
+        rule: 'yaml',
+        field: '(file)',
+        message: 'invalid YAML: nested deeper than 64 levels (document 0, line 5, column 74): not parsed',
+      }),
     ]);
     expect(at('broken.yaml')).toEqual([
       expect.objectContaining({ rule: 'yaml', message: expect.stringContaining('invalid YAML') }),
