@@ -16,6 +16,7 @@ COPY cli ./cli
 COPY lib ./lib
 COPY crds ./crds
 COPY contract ./contract
+COPY stores ./stores
 COPY compiler ./compiler
 COPY limiters ./limiters
 COPY controller ./controller
@@ -30,7 +31,7 @@ COPY streams ./streams
 ARG GW_COMMIT=""
 # the Lua scripts the limiters read at start, beside their compiled modules (as the Makefile's build does)
 RUN npx tsc -p tsconfig.json \
- && find cli lib contract compiler limiters controller facade webhook standalone sidecar streams -name '*.lua' -exec install -D -m 644 {} dist/{} \; \
+ && find cli lib contract compiler limiters stores controller facade webhook standalone sidecar streams -name '*.lua' -exec install -D -m 644 {} dist/{} \; \
  && rm -rf dist/test dist/scripts \
  && if [ -n "$GW_COMMIT" ]; then printf '{"commit":"%s"}\n' "$GW_COMMIT" > dist/build-info.json; fi
 

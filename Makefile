@@ -14,7 +14,7 @@ node_modules/.stamp: package.json package-lock.json
 deps: node_modules/.stamp
 
 # tsc compiles the TypeScript; the Lua scripts the limiters load at start are copied beside their modules.
-LUA_COPY := find cli lib contract compiler limiters controller facade webhook standalone sidecar streams -name '*.lua' -exec install -D -m 644 {} dist/{} \;
+LUA_COPY := find cli lib contract compiler limiters stores controller facade webhook standalone sidecar streams -name '*.lua' -exec install -D -m 644 {} dist/{} \;
 
 # The git commit the build comes from, for `gw version`, /healthz and gw_build_info (lib/build-info.ts):
 # written only when git answers (a tarball or an image build has no checkout, and builds without it).

@@ -19,6 +19,7 @@ export default tseslint.config(
       'cli/**/*.ts',
       'lib/**/*.ts',
       'contract/**/*.ts',
+      'stores/**/*.ts',
       'compiler/**/*.ts',
       'limiters/**/*.ts',
       'controller/**/*.ts',

@@ -7,8 +7,9 @@ import { storeClientFromFlag, storeHealth, GATEWAY_STORE_OPTIONS } from '../lib/
 import { adminListenerLimits, gatewayListenerLimits, loadGatewayOptions } from '../lib/options.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createKubeApi } from '../lib/kube/api.js';
-import { MemorySessionStore, type SessionStore } from '../contract/sessions.js';
-import { RedisSessionStore } from '../contract/sessions-redis.js';
+import { MemorySessionStore } from '../stores/sessions-memory.js';
+import { type SessionStore } from '../contract/sessions.js';
+import { RedisSessionStore } from '../stores/sessions-redis.js';
 import { markerComplete, storeKeys, storeMarkerKey } from '../contract/store-keys.js';
 import { StoreLossDetector } from '../lib/store/store-loss.js';
 import { createOpsServer } from '../lib/ops-server.js';
@@ -21,9 +22,11 @@ import { SMOOTHING_CHANNEL, type SmoothingEventPayloadT } from '../lib/events.js
 import { onShutdown } from './shutdown.js';
 import { releaseStartupMemory } from '../sidecar/heap-tuning.js';
 import type { CompiledConfig } from '../contract/config.js';
-import { MemoryClientDirectory, RedisClientDirectory, type ClientDirectory } from '../contract/oauth/clients.js';
-import { MemoryTokenStore, type TokenStore } from '../contract/oauth/tokens.js';
-import { RedisTokenStore } from '../contract/oauth/tokens-redis.js';
+import { MemoryClientDirectory, RedisClientDirectory } from '../stores/oauth/client-directories.js';
+import { type ClientDirectory } from '../contract/oauth/clients.js';
+import { MemoryTokenStore } from '../stores/oauth/tokens-memory.js';
+import { type TokenStore } from '../contract/oauth/tokens.js';
+import { RedisTokenStore } from '../stores/oauth/tokens-redis.js';
 import { DEFAULT_STORE_DEADLINE_MS } from '../lib/store/store-calls.js';
 
 export interface SidecarFlags {

@@ -9,8 +9,8 @@ import { errorBody } from '../lib/http/http-util.js';
 import { createLogger } from '../lib/logger.js';
 import { storeClientFromFlag, storeHealth, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
 import { adminListenerLimits, gatewayListenerLimits, loadGatewayOptions } from '../lib/options.js';
-import { MemorySessionStore } from '../contract/sessions.js';
-import { RedisSessionStore } from '../contract/sessions-redis.js';
+import { MemorySessionStore } from '../stores/sessions-memory.js';
+import { RedisSessionStore } from '../stores/sessions-redis.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
 import { DirSource } from '../standalone/dir-source.js';
@@ -26,7 +26,7 @@ import { createGatewayRuntime, startOrWithdraw, type GatewayRuntime } from '../s
 import { onShutdown } from './shutdown.js';
 import { releaseStartupMemory } from '../sidecar/heap-tuning.js';
 import { OAuthTokenPersistence } from '../standalone/oauth-state.js';
-import { OAuthServer } from '../contract/oauth/grants.js';
+import { OAuthServer } from '../stores/oauth/grants.js';
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 /** Present while the store holds standalone's sessions; gone after a FLUSHALL. */

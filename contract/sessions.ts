@@ -1,8 +1,13 @@
 /**
  * Sessions: the key records the gateway authenticates against, stored by SHA-256 hash of the raw key.
- * Implementations: memory (standalone) and Redis (cluster). The raw key is never stored.
+ * Implementations (stores/): memory (standalone) and Redis (cluster). The raw key is never stored.
+ * In Redis a session is `gw:session:<hash>` (JSON `{namespace, name, session}`); every change is published
+ * on `gw:sessions` (one hash, or several space-separated).
  */
 import type { KeySessionT } from '../crds/schemas/access-key.js';
+
+export const SESSION_PREFIX = 'gw:session:';
+export const SESSION_CHANNEL = 'gw:sessions';
 
 export interface StoredSession {
   /** Namespace of the AccessKey: apply_policies resolve within it. */
@@ -25,37 +30,6 @@ export interface SessionStore {
   /** Called with the hash of a session that changed or was deleted (cache invalidation). */
   onChange(listener: (keyHash: string) => void): void;
   close(): Promise<void>;
-}
-
-export class MemorySessionStore implements SessionStore {
-  private readonly map = new Map<string, StoredSession>();
-  private readonly listeners: ((keyHash: string) => void)[] = [];
-
-  async get(keyHash: string): Promise<StoredSession | undefined> {
-    return this.map.get(keyHash);
-  }
-  peek(keyHash: string): StoredSession | null {
-    return this.map.get(keyHash) ?? null;
-  }
-  async put(keyHash: string, value: StoredSession): Promise<void> {
-    this.map.set(keyHash, value);
-    this.emit(keyHash);
-  }
-  async delete(keyHash: string): Promise<boolean> {
-    const had = this.map.delete(keyHash);
-    if (had) this.emit(keyHash);
-    return had;
-  }
-  async list(): Promise<string[]> {
-    return [...this.map.keys()];
-  }
-  onChange(listener: (keyHash: string) => void): void {
-    this.listeners.push(listener);
-  }
-  async close(): Promise<void> {}
-  private emit(keyHash: string): void {
-    for (const l of this.listeners) l(keyHash);
-  }
 }
 
 /** A store's session of a key hash, synchronously when `peek` knows it. */

@@ -101,7 +101,7 @@ export function uniqueMember(now: number): string {
  * `restoring:<id>` while the controller (re)writes them into an empty store, `ready:<id>` once done (any
  * other value, as older controllers wrote: ready). The key missing means the store lost its data
  * (FLUSHALL, a restart or failover to an empty server) and the controller has not noticed yet.
- * Gateways read it before they trust "no such session" (contract/sessions-redis.ts).
+ * Gateways read it before they trust "no such session" (stores/sessions-redis.ts).
  */
 export const storeMarkerKey = (scope: string | undefined): string => `gw:controller:marker:${scope ?? '*'}`;
 export const markerRestoring = (id: string): string => `restoring:${id}`;

@@ -2,7 +2,7 @@
 import { SECRET_LABEL } from '../contract/annotations.js';
 import { GROUP, SecretResource, VERSION, type Secret } from '../crds/kinds.js';
 import type { Logger } from '../lib/logger.js';
-import type { RedisSessionStore } from '../contract/sessions-redis.js';
+import type { RedisSessionStore } from '../stores/sessions-redis.js';
 import type { StoreClient } from '../lib/store/redis.js';
 import type { CompiledConfig } from '../contract/config.js';
 import type { EventRecorder } from './events.js';

@@ -5,7 +5,7 @@
  * time; a resync asked for meanwhile runs another once this one ends. An audit stops when leadership goes.
  */
 import type { StoreClient } from '../lib/store/redis.js';
-import { SESSION_PREFIX } from '../contract/sessions-redis.js';
+import { SESSION_PREFIX } from '../contract/sessions.js';
 import type { OperatorContext } from './context.js';
 import type { WorkQueue } from './work-queue.js';
 import { keyItem, type ItemOf, type WorkItem } from './work-items.js';

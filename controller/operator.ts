@@ -9,7 +9,7 @@
 import type { Tracing } from '../lib/trace/otel.js';
 import { SECRET_LABEL } from '../contract/annotations.js';
 import type { Logger } from '../lib/logger.js';
-import { RedisSessionStore } from '../contract/sessions-redis.js';
+import { RedisSessionStore } from '../stores/sessions-redis.js';
 import type { StoreClient } from '../lib/store/redis.js';
 import { MANAGED_BY, REFS, StoreUnavailable, type Informers, type OperatorContext } from './context.js';
 import { EventRecorder } from './events.js';

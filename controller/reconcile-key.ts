@@ -1,5 +1,5 @@
 /**
- * AccessKey → session in Redis by key hash (contract/sessions-redis.ts: `gw:session:<hash>`, each write
+ * AccessKey → session in Redis by key hash (stores/sessions-redis.ts: `gw:session:<hash>`, each write
  * published on `gw:sessions` so sidecar caches drop it at once).
  *   key material: spec.key_hash as is, or the Secret of spec.secretRef (hashed here). A secretRef to a
  *     Secret that does not exist gets a new Secret with a random 192-bit key, owned by the AccessKey.
@@ -20,7 +20,7 @@
 import { z } from 'zod';
 import { AccessKeyResource, PolicyResource, type AccessKey } from '../crds/kinds.js';
 import { sha256hex } from '../lib/hash.js';
-import { SESSION_PREFIX } from '../contract/sessions-redis.js';
+import { SESSION_PREFIX } from '../contract/sessions.js';
 import type { StoredSession } from '../contract/sessions.js';
 import { storeKeys } from '../contract/store-keys.js';
 import { deleteKeys, scanKeys } from '../lib/store/multi-key.js';

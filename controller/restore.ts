@@ -9,7 +9,7 @@
  */
 import { AccessKeyResource } from '../crds/kinds.js';
 import { sessionOf } from '../compiler/key-sessions.js';
-import { SESSION_PREFIX } from '../contract/sessions-redis.js';
+import { SESSION_PREFIX } from '../contract/sessions.js';
 import type { KubeObject } from '../lib/kube/informer.js';
 import type { StoreClient } from '../lib/store/redis.js';
 import { readyCondition } from './status.js';

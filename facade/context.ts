@@ -5,7 +5,7 @@ import type { Logger } from '../lib/logger.js';
 import type { GatewayOptionsT } from '../lib/options.js';
 import type { ResourceBackend } from './backend.js';
 import type { CompiledConfig } from '../contract/config.js';
-import type { OAuthServer } from '../contract/oauth/grants.js';
+import type { OAuthServer } from '../stores/oauth/grants.js';
 
 export interface FacadeContext {
   backend: ResourceBackend;

@@ -9,7 +9,7 @@
 import type { IncomingMessage } from 'node:http';
 import { z } from 'zod';
 import type { CompiledApi, CompiledConfig } from '../contract/config.js';
-import { OAuthError } from '../contract/oauth/grants.js';
+import { OAuthError } from '../stores/oauth/grants.js';
 import { requireGwSecret } from './auth.js';
 import type { FacadeOAuth, Route, RouteArgs } from './context.js';
 import { HttpError, readJson, sendJson, validate } from '../lib/http/http-util.js';

@@ -12,21 +12,24 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   lib: [],
   crds: ['lib'],
   contract: ['lib', 'crds'],
+  // the runtime stores behind the contract's interfaces (sessions, OAuth clients and tokens) and the OAuth grants
+  stores: ['lib', 'crds', 'contract'],
   limiters: ['lib', 'crds', 'contract'],
   streams: ['lib', 'crds', 'contract'],
   compiler: ['lib', 'crds', 'contract'],
   // the data plane: no control-plane component
-  sidecar: ['lib', 'crds', 'contract', 'limiters', 'streams'],
+  sidecar: ['lib', 'crds', 'contract', 'stores', 'limiters', 'streams'],
   // the control plane: no sidecar/ internals
-  controller: ['lib', 'crds', 'contract', 'compiler'],
-  facade: ['lib', 'crds', 'contract', 'compiler', 'limiters'],
+  controller: ['lib', 'crds', 'contract', 'stores', 'compiler'],
+  facade: ['lib', 'crds', 'contract', 'stores', 'compiler', 'limiters'],
   webhook: ['lib', 'crds', 'contract'],
   // gateway, facade and resources in one process: composes both planes' parts, wired by cli/
-  standalone: ['lib', 'crds', 'contract', 'compiler', 'limiters', 'facade', 'streams'],
+  standalone: ['lib', 'crds', 'contract', 'stores', 'compiler', 'limiters', 'facade', 'streams'],
   cli: [
     'lib',
     'crds',
     'contract',
+    'stores',
     'compiler',
     'limiters',
     'controller',

@@ -25,7 +25,7 @@ import { createAccessLog } from './proxy/access-log.js';
 import { tracingFromOptions } from '../lib/trace/setup.js';
 import type { ClientDirectory } from '../contract/oauth/clients.js';
 import type { TokenStore } from '../contract/oauth/tokens.js';
-import { OAuthServer } from '../contract/oauth/grants.js';
+import { OAuthServer } from '../stores/oauth/grants.js';
 import { createOAuthEndpoints } from './oauth/endpoints.js';
 import { createBearerLookup } from './oauth/bearer.js';
 import { GuessLimiter } from './oauth/guess-limit.js';

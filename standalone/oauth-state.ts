@@ -16,7 +16,8 @@
  */
 import type { Logger } from '../lib/logger.js';
 import { formatZodError } from '../lib/errors.js';
-import { MemoryTokenStore, TokenChangeSchema, TokenStateSchema, type TokenChange } from '../contract/oauth/tokens.js';
+import { MemoryTokenStore } from '../stores/oauth/tokens-memory.js';
+import { TokenChangeSchema, TokenStateSchema, type TokenChange } from '../contract/oauth/tokens.js';
 import type { FileHandle } from 'node:fs/promises';
 const { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } =
   process.getBuiltinModule('node:fs');

@@ -2,13 +2,13 @@
  * The OAuth endpoints under an OAuth API's listen path (docs/contract.md#oauth-endpoints): POST oauth/token, GET oauth/authorize,
  * POST oauth/revoke. Bodies form-encoded (RFC 6749 §3.2), answers JSON with `Cache-Control: no-store`;
  * errors as RFC 6749 §5.2 (401 invalid_client with WWW-Authenticate, else 400). The rules themselves are
- * contract/oauth/grants.ts; this file is HTTP: parsing, client authentication, the guess limits, metrics.
+ * stores/oauth/grants.ts; this file is HTTP: parsing, client authentication, the guess limits, metrics.
  * No token, code or secret is logged.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CompiledApi, CompiledOAuth } from '../../contract/config.js';
 import type { ClientRecord } from '../../contract/oauth/clients.js';
-import { OAuthError, OAuthServer, single, type OAuthErrorCode } from '../../contract/oauth/grants.js';
+import { OAuthError, OAuthServer, single, type OAuthErrorCode } from '../../stores/oauth/grants.js';
 import type { OAuthGrant } from '../../crds/schemas/api-definition.js';
 import type { Logger } from '../../lib/logger.js';
 import { GuessLimiter } from './guess-limit.js';

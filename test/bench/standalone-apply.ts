@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DirSource } from '../../standalone/dir-source.js';
 import { StandaloneState } from '../../standalone/state.js';
-import { MemorySessionStore } from '../../contract/sessions.js';
+import { MemorySessionStore } from '../../stores/sessions-memory.js';
 import { createLogger } from '../../lib/logger.js';
 import { sha256hex } from '../../lib/hash.js';
 import { prepareRoutes } from '../../sidecar/proxy/router.js';

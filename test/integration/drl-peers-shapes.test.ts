@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { sha256hex } from '../../lib/hash.js';
-import { RedisSessionStore } from '../../contract/sessions-redis.js';
+import { RedisSessionStore } from '../../stores/sessions-redis.js';
 import { freshNamespace } from '../helpers/kube.js';
 import { freshRedis, redisUrl } from '../helpers/redis.js';
 import { configOf, startSidecar, writeConfigMap, type Sidecar } from '../helpers/sidecar.js';

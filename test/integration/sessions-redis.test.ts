@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
 import { startRedis } from '../harness/redis.js';
 import { pino } from 'pino';
-import { RedisSessionStore, SESSION_PREFIX } from '../../contract/sessions-redis.js';
+import { RedisSessionStore } from '../../stores/sessions-redis.js';
+import { SESSION_PREFIX } from '../../contract/sessions.js';
 import { suiteRedisCluster } from '../helpers/redis.js';
 
 const logger = pino({ level: 'silent' });

@@ -17,7 +17,7 @@ import { pino } from 'pino';
 import { Redis } from 'ioredis';
 import { sha256hex } from '../../lib/hash.js';
 import { SMOOTHING_CHANNEL } from '../../lib/events.js';
-import { RedisSessionStore } from '../../contract/sessions-redis.js';
+import { RedisSessionStore } from '../../stores/sessions-redis.js';
 import { startNode, stopNode, type Node } from '../harness/redis-cluster.js';
 import { freshNamespace, kubeconfig } from '../helpers/kube.js';
 import { tempDir } from '../helpers/standalone.js';

@@ -6,7 +6,7 @@ import type { Server } from 'node:http';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { sha256hex } from '../../lib/hash.js';
-import { RedisSessionStore } from '../../contract/sessions-redis.js';
+import { RedisSessionStore } from '../../stores/sessions-redis.js';
 import { startEcho } from '../../scripts/echo-upstream.js';
 import { freshNamespace } from '../helpers/kube.js';
 import { freshRedis, redisUrl } from '../helpers/redis.js';

@@ -12,7 +12,7 @@ import { request } from 'undici';
 import { clientResourceName, clientSecretName, keyResourceName } from '../../../facade/backend.js';
 import { clientRecordKey } from '../../../controller/reconcile-client.js';
 import { sha256hex } from '../../../lib/hash.js';
-import { SESSION_PREFIX } from '../../../contract/sessions-redis.js';
+import { SESSION_PREFIX } from '../../../contract/sessions.js';
 import { startEcho } from '../../../scripts/echo-upstream.js';
 import { CLI } from '../../helpers/standalone.js';
 import { startClusterStack, type ClusterStack, type ServerProcess as Proc } from '../../helpers/server-process.js';

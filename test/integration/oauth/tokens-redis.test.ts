@@ -1,6 +1,6 @@
 /**
- * The cluster's OAuth token store (contract/oauth/tokens-redis.ts) against real Redis, driven through the
- * grant rules (contract/oauth/grants.ts): every key expires exactly at its record's `exp`; only hashes are
+ * The cluster's OAuth token store (stores/oauth/tokens-redis.ts) against real Redis, driven through the
+ * grant rules (stores/oauth/grants.ts): every key expires exactly at its record's `exp`; only hashes are
  * stored; a replayed refresh token revokes its descendants, at once for a reader that cached them; a
  * deleted client's tokens are refused, and a client created again with the same id gets none of them;
  * a store emptied by FLUSHDB gets back the tokens the gateways keep (never a revoked one).
@@ -10,15 +10,11 @@ import { pino } from 'pino';
 import { ApiDefinitionResource } from '../../../crds/kinds.js';
 import { compileConfig } from '../../../compiler/compile-config.js';
 import type { CompiledApi, CompiledOAuth } from '../../../contract/config.js';
-import {
-  CLIENT_CHANNEL,
-  clientRecordKey,
-  RedisClientDirectory,
-  type ClientRecord,
-} from '../../../contract/oauth/clients.js';
-import { hashOpaque, OAuthError, OAuthServer } from '../../../contract/oauth/grants.js';
-import { RedisTokenStore } from '../../../contract/oauth/tokens-redis.js';
-import { TokenKeeper } from '../../../contract/oauth/token-keeper.js';
+import { CLIENT_CHANNEL, clientRecordKey, type ClientRecord } from '../../../contract/oauth/clients.js';
+import { RedisClientDirectory } from '../../../stores/oauth/client-directories.js';
+import { hashOpaque, OAuthError, OAuthServer } from '../../../stores/oauth/grants.js';
+import { RedisTokenStore } from '../../../stores/oauth/tokens-redis.js';
+import { TokenKeeper } from '../../../stores/oauth/token-keeper.js';
 import type { TokenRecord } from '../../../contract/oauth/tokens.js';
 import { storeKeys } from '../../../contract/store-keys.js';
 import { DEFAULT_STORE_DEADLINE_MS } from '../../../lib/store/store-calls.js';

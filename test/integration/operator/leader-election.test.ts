@@ -6,7 +6,7 @@
 import { jest } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import { sha256hex } from '../../../lib/hash.js';
-import { SESSION_PREFIX } from '../../../contract/sessions-redis.js';
+import { SESSION_PREFIX } from '../../../contract/sessions.js';
 import { freshNamespace } from '../../helpers/kube.js';
 import { freshRedis } from '../../helpers/redis.js';
 import { accessKey, apply, eventually, startController, type Controller } from './helpers.js';

@@ -6,7 +6,7 @@
 import { jest } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { sha256hex } from '../../../lib/hash.js';
-import { SESSION_PREFIX } from '../../../contract/sessions-redis.js';
+import { SESSION_PREFIX } from '../../../contract/sessions.js';
 import { storeKeys } from '../../../contract/store-keys.js';
 import { SMOOTHING_CHANNEL } from '../../../lib/events.js';
 import { request } from 'undici';

@@ -8,7 +8,8 @@
 import { jest } from '@jest/globals';
 import { Cluster, Redis } from 'ioredis';
 import { sha256hex } from '../../../lib/hash.js';
-import { RedisSessionStore, SESSION_PREFIX } from '../../../contract/sessions-redis.js';
+import { RedisSessionStore } from '../../../stores/sessions-redis.js';
+import { SESSION_PREFIX } from '../../../contract/sessions.js';
 import { QUOTA_RESET_ANNOTATION } from '../../../contract/annotations.js';
 import { storeKeys } from '../../../contract/store-keys.js';
 import { clientRecordKey } from '../../../controller/reconcile-client.js';

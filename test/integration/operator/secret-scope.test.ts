@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { sha256hex } from '../../../lib/hash.js';
 import { loadKubeConnection } from '../../../lib/kube/connection.js';
 import { createStoreClient } from '../../../lib/store/redis.js';
-import { SESSION_PREFIX } from '../../../contract/sessions-redis.js';
+import { SESSION_PREFIX } from '../../../contract/sessions.js';
 import { SECRET_LABEL } from '../../../contract/annotations.js';
 import { Operator } from '../../../controller/operator.js';
 import { freshNamespace, kubeconfig } from '../../helpers/kube.js';

@@ -7,7 +7,7 @@
 import { jest } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { sha256hex } from '../../../lib/hash.js';
-import { SESSION_PREFIX } from '../../../contract/sessions-redis.js';
+import { SESSION_PREFIX } from '../../../contract/sessions.js';
 import { startRedis, type RedisHandle } from '../../harness/redis.js';
 import { freePort } from '../../harness/ports.js';
 import { freshNamespace } from '../../helpers/kube.js';

@@ -12,7 +12,7 @@ import { liveQuota } from '../../../facade/live-quota.js';
 import { ManualClock } from '../../../lib/clock.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { GatewayOptions } from '../../../lib/options.js';
-import { MemorySessionStore } from '../../../contract/sessions.js';
+import { MemorySessionStore } from '../../../stores/sessions-memory.js';
 import { createEngine } from '../../../sidecar/engine/engine.js';
 
 const codeOf = (fn: () => unknown): number | undefined => {

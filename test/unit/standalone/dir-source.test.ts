@@ -11,7 +11,7 @@ import { pino } from 'pino';
 import { DirSource } from '../../../standalone/dir-source.js';
 import { emptySnapshot, type ResourceSnapshot } from '../../../compiler/snapshot.js';
 import { StandaloneState } from '../../../standalone/state.js';
-import { MemorySessionStore } from '../../../contract/sessions.js';
+import { MemorySessionStore } from '../../../stores/sessions-memory.js';
 import { compileCounter } from '../../../compiler/compile-config.js';
 
 const policy = (name = 'p', rate = 1): string =>

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { pino } from 'pino';
 import { validateDocument } from '../../../standalone/manifests.js';
-import { MemorySessionStore } from '../../../contract/sessions.js';
+import { MemorySessionStore } from '../../../stores/sessions-memory.js';
 import { toSnapshot } from '../../../compiler/snapshot.js';
 import { StandaloneState } from '../../../standalone/state.js';
 import type { AnyResource } from '../../../crds/kinds.js';

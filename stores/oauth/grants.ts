@@ -10,10 +10,15 @@
  *     revokes its whole family (every token descended from the grant).
  */
 import { sha256hex } from '../../lib/hash.js';
-import type { CompiledApi, CompiledOAuth } from '../config.js';
+import type { CompiledApi, CompiledOAuth } from '../../contract/config.js';
 import type { OAuthGrant } from '../../crds/schemas/api-definition.js';
-import { lookupClient, verifyClientSecret, type ClientDirectory, type ClientRecord } from './clients.js';
-import { CODE_TTL_SECONDS, type TokenRecord, type TokenStore } from './tokens.js';
+import {
+  lookupClient,
+  verifyClientSecret,
+  type ClientDirectory,
+  type ClientRecord,
+} from '../../contract/oauth/clients.js';
+import { CODE_TTL_SECONDS, type TokenRecord, type TokenStore } from '../../contract/oauth/tokens.js';
 const { createHash, randomBytes } = process.getBuiltinModule('node:crypto');
 
 /** An RFC 6749 §5.2 error (or §4.1.2.1 for the authorize endpoint): `status` 401 for invalid_client, else 400. */

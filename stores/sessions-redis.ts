@@ -32,12 +32,10 @@ import { KeySession } from '../crds/schemas/access-key.js';
 import type { Logger } from '../lib/logger.js';
 import { bounded, isWrongType, StoreUnavailableError } from '../lib/store/store-calls.js';
 import { CachedLookup } from '../lib/store/cached-lookup.js';
-import type { SessionStore, StoredSession } from './sessions.js';
+import { SESSION_CHANNEL, SESSION_PREFIX, type SessionStore, type StoredSession } from '../contract/sessions.js';
 import type { StoreLossDetector } from '../lib/store/store-loss.js';
 import { allKeys } from '../lib/store/multi-key.js';
 
-export const SESSION_PREFIX = 'gw:session:';
-export const SESSION_CHANNEL = 'gw:sessions';
 /** A message on SESSION_CHANNEL names one hash, or several separated by this. */
 const HASH_SEPARATOR = ' ';
 /** Sessions written together at the most (one MSET on a single server). */

@@ -6,7 +6,7 @@
  * lookup: the last record seen is used, else the token is unknown (the caller answers 401/503).
  *
  * With `keep` (gateways), the records issued or read are kept in process and written back when the store
- * lost its data (contract/oauth/token-keeper.ts, told by the process's StoreLossDetector): a missing token is
+ * lost its data (stores/oauth/token-keeper.ts, told by the process's StoreLossDetector): a missing token is
  * not final within the detector's hold window after a loss. A revocation leaves a mark until the token's exp, so no gateway writes it back.
  */
 import type { Redis, Cluster } from 'ioredis';
@@ -14,8 +14,14 @@ import type { Logger } from '../../lib/logger.js';
 import { bounded, DEFAULT_STORE_DEADLINE_MS, StoreUnavailableError } from '../../lib/store/store-calls.js';
 import { CachedLookup } from '../../lib/store/cached-lookup.js';
 import { TokenKeeper, type TokenKeeperOptions } from './token-keeper.js';
-import { OAUTH_TOKEN_CHANNEL, storeKeys } from '../store-keys.js';
-import { CodeRecordSchema, TokenRecordSchema, type CodeRecord, type TokenRecord, type TokenStore } from './tokens.js';
+import { OAUTH_TOKEN_CHANNEL, storeKeys } from '../../contract/store-keys.js';
+import {
+  CodeRecordSchema,
+  TokenRecordSchema,
+  type CodeRecord,
+  type TokenRecord,
+  type TokenStore,
+} from '../../contract/oauth/tokens.js';
 
 /** The unix second a key expires at (EXAT): its record's `exp`, so the key lives exactly as long as the record. */
 const at = (exp: number): number => Math.max(1, Math.ceil(exp));

@@ -10,7 +10,7 @@
  * subscriber this keeper is: on a loss it writes every record it keeps back (same key, SET … EXAT exp NX,
  * in a script that skips a token with a revocation mark or a use mark, so a revoked or rotated token never
  * comes back). Within the detector's hold window (3 s) after the loss, a lookup that finds no token is not
- * final (contract/oauth/tokens-redis.ts): a kept record answers, and a token it does not keep is looked up
+ * final (stores/oauth/tokens-redis.ts): a kept record answers, and a token it does not keep is looked up
  * again once the window has passed (time for the other gateways to notice and write theirs back).
  */
 import type { Redis, Cluster } from 'ioredis';
@@ -19,8 +19,8 @@ import type { Logger } from '../../lib/logger.js';
 import { bounded, BACKGROUND_DEADLINE_MS } from '../../lib/store/store-calls.js';
 import { defineScript, luaScript, type ScriptRunner } from '../../lib/store/scripts.js';
 import type { StoreLossDetector } from '../../lib/store/store-loss.js';
-import { storeKeys } from '../store-keys.js';
-import type { TokenRecord } from './tokens.js';
+import { storeKeys } from '../../contract/store-keys.js';
+import type { TokenRecord } from '../../contract/oauth/tokens.js';
 
 export interface TokenKeeperOptions {
   /** The store's loss detector (started by its owner): a noticed loss writes the kept records back. */
