@@ -46,7 +46,7 @@ LABEL org.opencontainers.image.title="gw" \
       org.opencontainers.image.licenses="Apache-2.0"
 # MALLOC_ARENA_MAX: two glibc malloc arenas instead of one per thread, a smaller idle RSS (docs/benchmarks.md).
 # NODE_OPTIONS: V8's young generation capped (RSS under load), the GC after start-up (sidecar/heap-tuning.ts) and
-# two V8 helper threads (webhook/node-options.ts IMAGE_NODE_OPTIONS);
+# two V8 helper threads (lib/tuning.ts IMAGE_NODE_OPTIONS: every process-tuning knob and why);
 # the chart replaces it per container with the old-space limit of that container's memory limit (docs/helm.md).
 ENV NODE_ENV=production MALLOC_ARENA_MAX=2 NODE_OPTIONS="--expose-gc --max-semi-space-size=8 --v8-pool-size=2"
 RUN groupadd --gid 10001 gw && useradd --uid 10001 --gid gw --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin gw
@@ -57,6 +57,6 @@ COPY package.json ./
 USER 10001:10001
 # gateway/sidecar 8080, facade 8081, webhook 8443, metrics 9090/9091
 EXPOSE 8080 8081 8443 9090 9091
-# --no-allocation-site-pretenuring: a V8 flag NODE_OPTIONS refuses (webhook/node-options.ts)
+# --no-allocation-site-pretenuring: a V8 flag NODE_OPTIONS refuses (lib/tuning.ts ENTRYPOINT_NODE_FLAGS)
 ENTRYPOINT ["node", "--no-allocation-site-pretenuring", "/app/dist/cli/gw.js"]
 CMD ["--help"]

@@ -20,6 +20,7 @@ import { keyRoutes } from './routes-keys.js';
 import { oauthRoutes } from './routes-oauth.js';
 import { oauthFlowRoutes } from './routes-oauth-flow.js';
 import { normalizeOrigin, proxyRoutes } from './routes-proxy.js';
+import { FACADE_AGENT } from '../lib/tuning.js';
 const { createServer } = process.getBuiltinModule('node:http');
 
 export interface FacadeServerOptions {
@@ -88,7 +89,7 @@ function compile(route: Route): CompiledRoute {
 
 export function createFacadeServer(opts: FacadeServerOptions): Server {
   const { backend, options, logger } = opts;
-  const dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
+  const dispatcher = new Agent(FACADE_AGENT);
   const ctx: FacadeContext = {
     backend,
     options,

@@ -14,6 +14,7 @@
  */
 import { childTraceparent, validTraceparent } from '../lib/trace/trace-context.js';
 import { Agent, request } from '../lib/http/undici.js';
+import { STREAM_HTTP_KEEP_ALIVE_MS } from '../lib/tuning.js';
 import type { Clock } from '../lib/clock.js';
 import { redactUrl, scrub, urlSecrets } from '../lib/redact-url.js';
 import { durationMs, sleep } from './duration.js';
@@ -106,7 +107,7 @@ export class HttpCaller {
     // undici's own header/body timeouts (300 s by default) would cut a longer `timeout` short.
     this.agent = new Agent({
       connections,
-      keepAliveTimeout: 10_000,
+      keepAliveTimeout: STREAM_HTTP_KEEP_ALIVE_MS,
       headersTimeout: this.timeoutMs,
       bodyTimeout: this.timeoutMs,
     });

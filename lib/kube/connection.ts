@@ -10,6 +10,7 @@ import { Agent, type Dispatcher } from '../http/undici.js';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { firstLine } from '../errors.js';
+import { KUBE_KEEP_ALIVE_MS } from '../tuning.js';
 /**
  * The API server's connections. undici (8) negotiates HTTP/2, where every request shares one connection;
  * a connection that died silently is found by undici's PING probe after a stream times out (probe
@@ -17,7 +18,7 @@ import { firstLine } from '../errors.js';
  * partition goes unnoticed. Not HTTP/1.1 only: that loads undici's llhttp WASM at start, which every idle
  * sidecar would carry.
  */
-export const KUBE_AGENT_OPTIONS = { keepAliveTimeout: 30_000 } as const;
+export const KUBE_AGENT_OPTIONS = { keepAliveTimeout: KUBE_KEEP_ALIVE_MS } as const;
 
 const { readFileSync } = process.getBuiltinModule('node:fs');
 const { dirname, isAbsolute, join } = process.getBuiltinModule('node:path');

@@ -14,6 +14,7 @@ import type { Socket } from 'node:net';
 import { answerClientErrorsWithJson } from '../../lib/http/client-error.js';
 import { normalizePath } from '../../lib/request-path.js';
 import { DRAIN_DEADLINE } from '../../lib/serve.js';
+import { GATEWAY_KEEP_ALIVE_MS } from '../../lib/tuning.js';
 import { Gateway, type GatewayDeps } from './gateway.js';
 import { requestTarget, refuseTarget } from './request-target.js';
 import { answerOwn } from './own-answers.js';
@@ -76,7 +77,7 @@ export function createGatewayServer(deps: GatewayDeps): { server: Server; close(
   const { handle, upstreams, h2Upstreams, tunnels } = createGatewayHandler(deps);
   const server = createServer(
     {
-      keepAliveTimeout: 5_000,
+      keepAliveTimeout: GATEWAY_KEEP_ALIVE_MS,
       // no cap on a request's whole duration: node's default (300 s) cut uploads that were still flowing
       // with a 408; slow heads are still cut (headersTimeout: headers_timeout, 60 s, set by listen(); this
       // one for a server listened on directly, as requestTimeout 0 also made node's default 0)

@@ -10,6 +10,7 @@ import { ERRORS, answer } from './respond.js';
 import { boundedTracestate, validTraceparent } from '../../lib/trace/trace-context.js';
 import type { Http2ServerRequest } from 'node:http2';
 import type { UpstreamTls } from './upstream-tls.js';
+import { UPSTREAM_POOL } from '../../lib/tuning.js';
 
 // `expect` too: node:http has already answered the client's `Expect: 100-continue` (and undici refuses
 // the header), so the upstream gets the request with its body, as from nginx
@@ -51,8 +52,7 @@ export class Upstreams {
       // deadline (undici's timers start on the socket), so long-lived responses (SSE, long polls, slow
       // downloads) would hold every other request of the pod
       p = new Pool(origin, {
-        pipelining: 1,
-        keepAliveTimeout: 30_000,
+        ...UPSTREAM_POOL,
         headersTimeout: this.opts.timeoutMs,
         bodyTimeout: this.opts.timeoutMs,
         ...(tls !== undefined ? { connect: tls.opts } : {}),

@@ -147,7 +147,7 @@ Kept or generated values do not change across upgrades, so they need no part in 
 
 {{/*
 V8 heap flags of a gw container, in step with its memory limit (docs/helm.md, "Memory"): young
-generation capped at `semi` MiB per semi-space, old space at 60 % of the limit (webhook/node-options.ts
+generation capped at `semi` MiB per semi-space, old space at 60 % of the limit (lib/tuning.ts; webhook/node-options.ts
 derives the injected sidecar's the same way). Args: (list semiMiB memoryLimit).
 */}}
 {{- define "gw.heapNodeOptions" -}}
