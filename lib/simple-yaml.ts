@@ -1,6 +1,7 @@
 /**
- * A fast reader for the plain subset of YAML that hand-written manifests mostly use: block mappings
- * (spaces only) whose values are one-line scalars, one-line flow mappings or flow sequences of scalars,
+ * A fast reader for the plain subset of YAML that hand-written and generated manifests mostly use: block
+ * mappings and block sequences (spaces only; `- x`, `- key: v` items, dashes indented or at their key's
+ * column) whose values are one-line scalars, one-line flow mappings or flow sequences of scalars,
  * documents separated by `---` lines, full-line comments. It returns exactly what js-yaml's loadAll with
  * the core schema returns for such a text (scalars are typed by that schema's own resolver), or undefined
  * for anything outside the subset — the caller then uses the full parser, which also reports the errors.
@@ -18,8 +19,11 @@ const OUT = Symbol('outside the subset');
 const PLAIN_TEXT = /^[\n\x20-\x7e]*$/;
 /** `key:` then nothing, or one or more spaces and a value (no trailing space: checked apart). */
 const LINE = /^( *)([A-Za-z_][A-Za-z0-9_./-]*):(?: +(.*))?$/;
-/** A plain scalar in block context: safe first character, no `: `, no ` #`, no trailing space or colon. */
-const BLOCK_PLAIN = /^(?:[A-Za-z0-9_./+~]|-[0-9.])[A-Za-z0-9 _./+:@=~-]*$/;
+/**
+ * A plain scalar in block context: safe first character, no `: `, no `#`, no trailing space or colon;
+ * flow indicators after the first character are text there (`/users/{id}`, `/orders/[0-9]+`).
+ */
+const BLOCK_PLAIN = /^(?:[A-Za-z0-9_./+~]|-[0-9.])[A-Za-z0-9 _./+:@=~,*{}[\]-]*$/;
 /** A plain scalar inside a flow collection: no spaces, colons or flow indicators. */
 const FLOW_PLAIN = /^(?:[A-Za-z0-9_./+~]|-[0-9.])[A-Za-z0-9_./+@=~-]*$/;
 const FLOW_KEY = /^[A-Za-z_][A-Za-z0-9_./-]*$/;
@@ -121,17 +125,42 @@ function value(s: string): Json | typeof OUT {
   return scalar(s, false);
 }
 
+/** A block sequence entry: `- ` and its content (`- x`, `- key: v`, `- key:`), or `-` alone (outside the subset). */
+const ITEM = /^( *)- +(.*)$/;
+
+/** An open block collection: a mapping (`indent`: its keys' column) or a sequence (`indent`: its dashes' column). */
+type Frame = { seq: false; indent: number; map: Mapping } | { seq: true; indent: number; list: Json[] };
+
 /** The documents of `text`, or undefined when it is not entirely in the subset (the full parser decides). */
 export function simpleYamlDocuments(text: string): unknown[] | undefined {
   if (!PLAIN_TEXT.test(text)) return undefined;
   const docs: Mapping[] = [];
   let root: Mapping | undefined;
-  /** The open mappings, innermost last, with the indentation of their keys. */
-  const stack: { indent: number; map: Mapping }[] = [];
-  /** A key with no value on its line: its mapping opens on the next line, indented more than `indent`. */
-  let pending: { indent: number; map: Mapping } | undefined;
+  /** The open collections, innermost last. */
+  const stack: Frame[] = [];
+  /** A key with no value on its line: a mapping (keys indented more) or a sequence (dashes not less) follows. */
+  let pending: { indent: number; map: Mapping; key: string } | undefined;
   let start = 0;
   let first = true;
+
+  /** `key: value` or `key:` at column `indent` into the mapping on top; false when outside the subset. */
+  const keyLine = (indent: number, name: string, raw: string | undefined): boolean => {
+    const key = keyOf(name);
+    if (key === OUT) return false;
+    const top = stack[stack.length - 1];
+    if (!top || top.seq || top.indent !== indent) return false;
+    const into = top.map;
+    if (Object.hasOwn(into, key)) return false; // a duplicate key is an error
+    if (raw === undefined) {
+      pending = { indent, map: into, key };
+      return true;
+    }
+    const v = value(raw);
+    if (v === OUT) return false;
+    into[key] = v;
+    return true;
+  };
+
   while (start <= text.length) {
     let end = text.indexOf('\n', start);
     if (end < 0) end = text.length;
@@ -153,39 +182,60 @@ export function simpleYamlDocuments(text: string): unknown[] | undefined {
       return undefined;
     }
     const m = LINE.exec(line);
-    if (!m) {
+    const item = m ? undefined : ITEM.exec(line);
+    if (!m && !item) {
       if (line.trimStart().startsWith('#')) continue;
       return undefined;
     }
-    const indent = m[1]!.length;
-    const key = keyOf(m[2]!);
-    if (key === OUT) return undefined;
+    const indent = (m ?? item)![1]!.length;
     if (!root) {
-      if (indent !== 0) return undefined;
+      if (indent !== 0 || !m) return undefined;
       root = {};
       stack.length = 0;
-      stack.push({ indent: 0, map: root });
+      stack.push({ seq: false, indent: 0, map: root });
+    }
+    if (m) {
+      if (pending) {
+        if (indent <= pending.indent) return undefined; // `key:` alone is null: left to the full parser
+        const child: Mapping = {};
+        pending.map[pending.key] = child;
+        stack.push({ seq: false, indent, map: child });
+        pending = undefined;
+      }
+      // a key closes the sequences at its column or right of it, and the mappings right of it
+      while (stack.length) {
+        const top = stack[stack.length - 1]!;
+        if (top.seq ? top.indent < indent : top.indent <= indent) break;
+        stack.pop();
+      }
+      if (!keyLine(indent, m[2]!, m[3])) return undefined;
+      continue;
     }
     if (pending) {
-      if (indent <= pending.indent) return undefined; // `key:` alone is null: left to the full parser
-      stack.push({ indent, map: pending.map });
+      // a sequence as the key's value: its dashes at the key's column (compact) or right of it
+      if (indent < pending.indent) return undefined;
+      const list: Json[] = [];
+      pending.map[pending.key] = list;
+      stack.push({ seq: true, indent, list });
       pending = undefined;
     }
     while (stack.length && stack[stack.length - 1]!.indent > indent) stack.pop();
     const top = stack[stack.length - 1];
-    if (!top || top.indent !== indent) return undefined;
-    const into = top.map;
-    if (Object.hasOwn(into, key)) return undefined; // a duplicate key is an error
-    const raw = m[3];
-    if (raw === undefined) {
-      const child: Mapping = {};
-      into[key] = child;
-      pending = { indent, map: child };
+    if (!top || !top.seq || top.indent !== indent) return undefined;
+    const content = item![2]!;
+    const column = line.length - content.length;
+    const km = LINE.exec(content);
+    if (km) {
+      // `- key: …`: a mapping whose keys stand at the column of its first one
+      const map: Mapping = {};
+      top.list.push(map);
+      stack.push({ seq: false, indent: column, map });
+      if (!keyLine(column, km[2]!, km[3])) return undefined;
       continue;
     }
-    const v = value(raw);
+    const v = value(content);
     if (v === OUT) return undefined;
-    into[key] = v;
+    top.list.push(v);
   }
   // an empty last document (a trailing `---`) or no document at all: js-yaml's own rules decide
   if (pending || !root) return undefined;

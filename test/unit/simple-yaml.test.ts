@@ -100,7 +100,7 @@ function pick<T>(xs: readonly T[], r: () => number): T {
   return xs[Math.floor(r() * xs.length)]!;
 }
 
-function randomText(r: () => number): string {
+function randomText(r: () => number, seqs = false): string {
   const lines: string[] = [];
   if (r() < 0.2) lines.push('---');
   const docs = 1 + Math.floor(r() * 3);
@@ -113,6 +113,22 @@ function randomText(r: () => number): string {
       if (roll < 0.03) lines.push(pick(['# comment', '  # indented', '', '   ', '#'], r));
       else if (roll < 0.05) lines.push(pick(['- item', '\tkey: x', 'key:x', 'key: x ', 'key:  x', 'a : b', '? a'], r));
       const key = r() < 0.85 ? pick(KEYS.slice(0, 6), r) : pick(KEYS, r);
+      if (seqs && r() < 0.3) {
+        // a block sequence entry at this column (or one off): a scalar, `key: v`, `key:` or `-` alone
+        const at = Math.max(0, indent + (r() < 0.85 ? 0 : r() < 0.5 ? -1 : 2));
+        const dash = `${' '.repeat(at)}-${r() < 0.9 ? ' ' : '   '}`;
+        const roll2 = r();
+        const scalar = pick(r() < 0.5 ? SCALARS.slice(0, 40) : SCALARS, r);
+        if (roll2 < 0.4) lines.push(`${dash}${scalar}`);
+        else if (roll2 < 0.75) {
+          lines.push(`${dash}${key}: ${scalar}`);
+          indent = dash.length; // the entry's further keys stand at its first key's column
+        } else if (roll2 < 0.95) {
+          lines.push(`${dash}${key}:`);
+          indent = dash.length + (r() < 0.5 ? 0 : 2);
+        } else lines.push(`${' '.repeat(at)}-`);
+        continue;
+      }
       if (r() < 0.25) {
         lines.push(`${' '.repeat(indent)}${key}:`);
         indent += r() < 0.9 ? 2 : 4;
@@ -127,21 +143,29 @@ function randomText(r: () => number): string {
   return lines.join('\n') + (r() < 0.8 ? '\n' : '');
 }
 
-test('every text the subset reader accepts reads as js-yaml reads it', () => {
-  const r = rng(26);
+test.each([
+  ['block mappings', false],
+  ['block mappings and sequences', true],
+])('every text the subset reader accepts reads as js-yaml reads it: %s', (_, seqs) => {
+  const r = rng(seqs ? 27 : 26);
   let accepted = 0;
+  let withSequences = 0;
   for (let i = 0; i < 20_000; i++) {
-    const text = randomText(r);
+    const text = randomText(r, seqs);
     const got = simpleYamlDocuments(text);
     if (got === undefined) continue;
     accepted++;
+    if (/^ *- /m.test(text)) withSequences++;
     const want = reference(text);
     if (JSON.stringify(got) !== JSON.stringify(want))
       throw new Error(`differs from js-yaml for:\n${text}\ngot ${JSON.stringify(got)}\nwant ${JSON.stringify(want)}`);
     expect(got).toEqual(want);
   }
   // the generator stays near the subset: a good share is accepted (and so compared)
-  expect(accepted).toBeGreaterThan(1_500);
+  expect(accepted).toBeGreaterThan(seqs ? 800 : 1_500);
+  if (seqs)
+    expect(withSequences).toBeGreaterThan(100); // seeded: 115 of them
+  else expect(withSequences).toBe(0);
 });
 
 test('typed scalars, quotes, comments and flow collections of a manifest', () => {
@@ -170,12 +194,28 @@ test('typed scalars, quotes, comments and flow collections of a manifest', () =>
   );
 });
 
+test('block sequences as tools write them: indented or at their key column, scalars and mappings as entries', () => {
+  for (const text of [
+    'spec:\n  apply_policies:\n    - pol-0\n    - pol-1\n  rate: 5\n',
+    'spec:\n  apply_policies:\n  - pol-0\n  - 12\n  rate: 5\n',
+    'rate_limit:\n  - path: /users/{id}\n    method: GET\n    rate: 5\n  - path: /orders/[0-9]+\n    per: 1\n',
+    "a:\n- b:\n  - c: [x, y]\n    d: {e: 1}\n  - 'q'\nf: 2\n",
+    'a:\n  - x\n---\nb:\n  - y\n',
+  ]) {
+    const got = simpleYamlDocuments(text);
+    expect({ text, got }).toEqual({ text, got: loadAll(text, { schema: CORE_SCHEMA }) });
+  }
+});
+
 test('outside the subset: left to the full parser', () => {
   for (const text of [
     'a: 1\na: 2\n', // duplicate key
     '__proto__: {a: 1}\n',
     'a:\n', // null value
-    'a:\n  - x\n', // block sequence
+    'a:\n  -\n    x\n', // a dash alone
+    'a:\n  - - x\n', // a sequence in a sequence's entry
+    'a:\n  - x\n - y\n', // entries at two columns
+    'a:\n- b: 1\n   c: 2\n', // an entry's keys at two columns
     'a: |\n  x\n', // block scalar
     'a: &x 1\nb: *x\n', // anchors
     'a: "\\n"\n', // escapes
