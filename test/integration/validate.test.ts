@@ -35,10 +35,22 @@ const problemsOf = (r: Run): Problem[] =>
 
 const yamlDocs = (docs: unknown[]): string => docs.map((d) => stringify(d)).join('---\n');
 
+/** `gw validate --output json` on the paths (`-`: stdin): the run and its problems. */
+async function validateJson(paths: string[], stdin?: string): Promise<Run & { problems: Problem[] }> {
+  const r = await gw(['validate', '--output', 'json', ...paths], stdin);
+  return { ...r, problems: problemsOf(r) };
+}
+
 let dir: string;
 beforeAll(() => {
   dir = tempDir('gw-validate-');
 });
+/** A new directory of that name in the suite's directory. */
+const subdir = (name: string): string => {
+  const d = join(dir, name);
+  mkdirSync(d);
+  return d;
+};
 afterAll(() => cleanup(dir));
 
 describe('gw validate', () => {
@@ -77,12 +89,11 @@ describe('gw validate', () => {
   });
 
   test("every document of the schema table (zod vs the API server) is refused naming the field the controller's Ready names", async () => {
-    const d = join(dir, 'schema');
-    mkdirSync(d);
+    const d = subdir('schema');
     bad.forEach(([, doc], i) => writeFileSync(join(d, `case-${String(i).padStart(3, '0')}.yaml`), stringify(doc)));
-    const r = await gw(['validate', '--output', 'json', d]);
+    const r = await validateJson([d]);
     expect(r.code).toBe(1);
-    const problems = problemsOf(r);
+    const problems = r.problems;
     bad.forEach(([name, doc, zodNeedle], i) => {
       const mine = problems.filter((p) => p.file === join(d, `case-${String(i).padStart(3, '0')}.yaml`));
       const kind = (doc as { kind: keyof typeof RESOURCE_SCHEMAS }).kind;
@@ -99,8 +110,7 @@ describe('gw validate', () => {
   });
 
   test("the operator suite's refusals and missing references: each named with the controller's Ready reason and its field", async () => {
-    const d = join(dir, 'operator');
-    mkdirSync(d);
+    const d = subdir('operator');
     const h = (s: string): string => sha256hex(s);
     // test/integration/operator/operator.test.ts, as applied there (namespace default here)
     writeFileSync(
@@ -149,9 +159,9 @@ describe('gw validate', () => {
         accessKey('ksleepy', { key_hash: h('ksleepy'), apply_policies: ['sleepy'] }),
       ]),
     );
-    const r = await gw(['validate', '--output', 'json', d]);
+    const r = await validateJson([d]);
     expect(r.code).toBe(1); // errors: the conflict, the duplicate key, the bad regexes, the Secret without its key
-    const ps = problemsOf(r);
+    const ps = r.problems;
     const of = (name: string): Problem[] => ps.filter((p) => p.name === name);
     const one = (name: string, reason: string): Problem => {
       const found = of(name).filter((p) => p.reason === reason);
@@ -210,16 +220,15 @@ describe('gw validate', () => {
   });
 
   test("the standalone suites' bad files: YAML, an alias bomb, nested 100,000 levels, over 1 MiB, two APIs on one path, a Secret without the key", async () => {
-    const d = join(dir, 'standalone');
-    mkdirSync(d);
+    const d = subdir('standalone');
     // test/integration/standalone.test.ts's bad.yaml and broken option file, standalone-dir.test.ts's files
     writeFileSync(join(d, 'bad.yaml'), apiYaml('bad', '/bad/', 'http://127.0.0.1:1', { rate: -1 }));
     writeFileSync(join(d, 'good.yaml'), apiYaml('good', '/good/', 'http://127.0.0.1:1'));
     writeRefusedManifests(d, 'http://127.0.0.1:1');
     writeFileSync(join(d, 'broken.yaml'), 'enable_kv_rolling_limiter: [\n');
-    const r = await gw(['validate', '--output', 'json', d]);
+    const r = await validateJson([d]);
     expect(r.code).toBe(1);
-    const ps = problemsOf(r);
+    const ps = r.problems;
     const at = (file: string): Problem[] => ps.filter((p) => p.file === join(d, file));
     expect(at('bad.yaml')).toEqual([expect.objectContaining({ field: 'spec.global_rate_limit.rate', rule: 'schema' })]);
     expect(at('bomb.yaml')).toEqual([
@@ -279,9 +288,9 @@ describe('gw validate', () => {
       }),
       oauthClient('c', { api_id: 'shop', client_id: 'cid', secretRef: { name: 'c-secret', key: 'secret' } }),
     ]);
-    const r = await gw(['validate', '--output', 'json', '-'], text);
+    const r = await validateJson(['-'], text);
     expect(r.code).toBe(1);
-    const ps = problemsOf(r).filter((p) => p.rule === 'reference');
+    const ps = r.problems.filter((p) => p.rule === 'reference');
     const refusedApi =
       'API shop of namespace default is refused: ApiDefinition default/broken-api (-[0]) does not pass its schema (its own error says why)';
     expect(ps.map((p) => [p.severity, p.name, p.field, p.reason, p.message])).toEqual([
@@ -317,9 +326,9 @@ describe('gw validate', () => {
         },
       },
     });
-    const r = await gw(['validate', '--output', 'json', '-'], yamlDocs([doc]));
+    const r = await validateJson(['-'], yamlDocs([doc]));
     expect(r.code).toBe(1);
-    expect(problemsOf(r)).toEqual([
+    expect(r.problems).toEqual([
       expect.objectContaining({
         rule: 'compile',
         reason: 'InvalidSpec',
@@ -332,9 +341,9 @@ describe('gw validate', () => {
   test('one listen path in two namespaces: valid for a cluster (namespaces apart), a warning for gw standalone', async () => {
     const a = apiDef('one', { proxy: { listen_path: '/same/' } });
     const b = { ...apiDef('two', { proxy: { listen_path: '/same/' } }), metadata: { name: 'two', namespace: 'other' } };
-    const r = await gw(['validate', '--output', 'json', '-'], yamlDocs([a, b]));
+    const r = await validateJson(['-'], yamlDocs([a, b]));
     expect(r.code).toBe(0);
-    expect(problemsOf(r)).toEqual([
+    expect(r.problems).toEqual([
       expect.objectContaining({
         severity: 'warning',
         name: 'two',
@@ -345,12 +354,11 @@ describe('gw validate', () => {
   });
 
   test('a directory of 10,000 manifests: every one read and checked, the one bad document found', async () => {
-    const d = join(dir, 'many');
-    mkdirSync(d);
+    const d = subdir('many');
     writeManyManifests(d, 10_000, { badKeyAt: 5002 });
-    const r = await gw(['validate', '--output', 'json', d]);
+    const r = await validateJson([d]);
     expect(r.stderr).toBe('gw validate: 10000 file(s), 10000 document(s): 1 error(s), 0 warning(s)\n');
-    expect(problemsOf(r)).toEqual([
+    expect(r.problems).toEqual([
       expect.objectContaining({ file: join(d, 'm-05002.yaml'), name: 'key-5002', field: 'spec.rate', rule: 'schema' }),
     ]);
     expect(r.code).toBe(1);
