@@ -8,6 +8,10 @@ const { readFileSync } = process.getBuiltinModule('node:fs');
 
 /** Defaults of the slow-client and connection bounds (docs/proxy.md, "Slow clients and connection caps"). */
 export const DEFAULT_HEADERS_TIMEOUT_S = 60;
+/** HTTP/2 streams open at once per gateway connection (nginx: 128; grpc-go clients open up to the server's SETTINGS). */
+export const DEFAULT_H2_MAX_STREAMS = 100;
+/** Seconds an HTTP/2 answer may stay blocked by a client that takes nothing (nginx's send_timeout: 60 s). */
+export const DEFAULT_H2_SEND_TIMEOUT_S = 60;
 export const DEFAULT_MAX_CONNECTIONS = 4096;
 export const DEFAULT_MAX_CONNECTIONS_PER_CLIENT = 1024;
 
@@ -98,6 +102,17 @@ export const GatewayOptions = z.strictObject({
     .optional(),
   /** HTTP/2 with prior knowledge beside HTTP/1.1 on the plain gateway listener. */
   h2c: z.boolean().default(true),
+  /**
+   * HTTP/2 clients of the gateway listener (docs/proxy.md, "Slow clients and connection caps"): streams open
+   * at once on one connection (past it a new stream is refused, REFUSED_STREAM), and the seconds a stream's
+   * answer may stay unable to move (the client takes nothing) before the stream is reset.
+   */
+  http2: z
+    .strictObject({
+      max_concurrent_streams: z.number().int().min(1).max(2_147_483_647).default(DEFAULT_H2_MAX_STREAMS),
+      send_timeout: z.number().positive().default(DEFAULT_H2_SEND_TIMEOUT_S),
+    })
+    .prefault({}),
   /** Open connections of one client address (an IPv6 /64) on the gateway listener; past it, closed at once. */
   max_connections_per_client: z.number().int().min(1).default(DEFAULT_MAX_CONNECTIONS_PER_CLIENT),
 });

@@ -189,6 +189,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     strictPaths: d.options.strict_paths,
     tls: d.options.tls,
     h2c: d.options.h2c,
+    http2: d.options.http2,
     observer: createObserver({
       tracing,
       accessLog,

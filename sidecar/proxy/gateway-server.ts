@@ -97,7 +97,12 @@ export function createGatewayServer(deps: GatewayDeps): { server: Server; close(
   server.on(DRAIN_DEADLINE, () => tunnels.closeAll());
   answerClientErrorsWithJson(server, (_status, reason) => ({ error: reason }));
   // TLS, h2c: the connections handed to the protocol they speak (protocols.ts); HTTP/2 requests reach handle too
-  const protocols = attachProtocols(server, handle, { tls: deps.tls, h2c: deps.h2c ?? true, logger: deps.logger });
+  const protocols = attachProtocols(server, handle, {
+    tls: deps.tls,
+    h2c: deps.h2c ?? true,
+    http2: deps.http2,
+    logger: deps.logger,
+  });
   return {
     server,
     close: async () => {

@@ -20,7 +20,7 @@ import { answer } from './respond.js';
 import { Upstreams, type Forwarding } from './upstream.js';
 import { H2Upstreams } from './upstream-h2.js';
 import { Tunnels, type UpgradeOptions } from './upgrade.js';
-import type { ListenerTls } from './protocols.js';
+import type { Http2Limits, ListenerTls } from './protocols.js';
 import type { RequestObserver } from './observe.js';
 import { RequestMetrics } from './request-metrics.js';
 
@@ -57,6 +57,8 @@ export interface GatewayDeps {
   tls?: ListenerTls;
   /** HTTP/2 with prior knowledge on a plain listener; default true. */
   h2c?: boolean;
+  /** HTTP/2 clients' bounds (protocols.ts); default: lib/options.ts's. */
+  http2?: Http2Limits;
 }
 
 export class Gateway {

@@ -10,13 +10,15 @@
  * The listening server keeps counting raw connections (max_connections, per client: lib/serve.ts).
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { Http2Session } from 'node:http2';
+import type { Http2Session, ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { TLSSocket, SecureContextOptions } from 'node:tls';
 import type { Logger } from '../../lib/logger.js';
 import { DRAIN_DEADLINE } from '../../lib/serve.js';
+import { DEFAULT_H2_MAX_STREAMS, DEFAULT_H2_SEND_TIMEOUT_S } from '../../lib/options.js';
 import { sha256hex } from '../../lib/hash.js';
 const http2 = process.getBuiltinModule('node:http2');
+const { NGHTTP2_CANCEL } = http2.constants;
 const tls = process.getBuiltinModule('node:tls');
 const { readFileSync } = process.getBuiltinModule('node:fs');
 
@@ -27,10 +29,19 @@ export interface ListenerTls {
   min_version: 'TLSv1.2' | 'TLSv1.3';
 }
 
+/** Bounds on one HTTP/2 client connection (the `http2` option). */
+export interface Http2Limits {
+  max_concurrent_streams: number;
+  /** seconds */
+  send_timeout: number;
+}
+
 export interface ProtocolOptions {
   tls?: ListenerTls;
   /** HTTP/2 with prior knowledge on a plain listener (default on). */
   h2c: boolean;
+  /** default: lib/options.ts's defaults */
+  http2?: Http2Limits;
   logger: Logger;
   /** How often the certificate files are read for a change (ms); default 2 s (served within 10 s). */
   reloadMs?: number;
@@ -69,7 +80,27 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
   server.removeListener('connection', httpConnection);
   const asHttp1 = (socket: Socket): void => httpConnection.call(server, socket);
 
-  const h2 = http2.createServer({}, handler as unknown as Parameters<typeof http2.createServer>[1]);
+  // a client's streams at once are capped (SETTINGS_MAX_CONCURRENT_STREAMS, enforced: past it REFUSED_STREAM);
+  // node's own default is no cap, so one connection could hold any number of upstream calls and buffers
+  const limits = o.http2 ?? { max_concurrent_streams: DEFAULT_H2_MAX_STREAMS, send_timeout: DEFAULT_H2_SEND_TIMEOUT_S };
+  const h2 = http2.createServer(
+    { settings: { maxConcurrentStreams: limits.max_concurrent_streams } },
+    handler as unknown as Parameters<typeof http2.createServer>[1],
+  );
+  const sendTimeoutMs = limits.send_timeout * 1000;
+  // a stream with nothing sent or received for send_timeout: node's stream timeout, which waits while a
+  // write still moves. One whose answer is queued and cannot go (the client grants no window, or its
+  // connection takes nothing) is reset: its upstream call is cancelled and its buffered chunks freed
+  // (each stream holds at most its 16 KiB write buffer and one upstream chunk: the upstream is paused).
+  // An idle stream (a gRPC stream between messages, a long poll) has nothing queued and is left alone.
+  h2.on('stream', (stream: ServerHttp2Stream) => {
+    stream.setTimeout(sendTimeoutMs, () => {
+      if (stream.destroyed) return;
+      // queued data of its own, or a connection-level window the client leaves at 0 (all its streams stuck)
+      if (stream.writableLength > 0 || stream.session?.state.remoteWindowSize === 0) stream.close(NGHTTP2_CANCEL);
+      else stream.setTimeout(sendTimeoutMs); // idle, not stuck: looked at again after another send_timeout
+    });
+  });
   const sessions = new Set<Http2Session>();
   h2.on('session', (s: Http2Session) => {
     sessions.add(s);

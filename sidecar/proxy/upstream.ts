@@ -350,6 +350,9 @@ export function forward(upstreams: Upstreams, origin: string, path: string, f: F
   const calls = callsOf(req.socket);
   const call = new UpstreamCall(f, calls, upstreams.onError);
   calls.add(call);
+  // an HTTP/2 stream ends on its own (reset by the client, or by the send timeout: protocols.ts) while its
+  // connection stays: its upstream call is aborted then, not when the connection closes
+  if (req.httpVersionMajor === 2) f.res.once('close', () => call.clientGone());
   upstreams.pool(origin, tls).dispatch(
     {
       origin,
