@@ -20,14 +20,17 @@ import {
   guarded,
 } from '../crds/kinds.js';
 import { codeOf, resourcePath, type KubeApi } from '../lib/kube/api.js';
+import { SECRET_LABEL } from '../contract/annotations.js';
 import type { ResourceRef } from '../lib/kube/informer.js';
 import { waitForObject } from '../lib/kube/wait.js';
 import type { Logger } from '../lib/logger.js';
 import { apiIdOf } from '../crds/schemas/api-definition.js';
 import {
-  clientSecretManifest,
   ConflictError,
+  FACADE_CLIENT_SECRETS,
   isManaged,
+  MAX_SECRET_DATA_BYTES,
+  TooLargeError,
   keyResourceName,
   NotReadyError,
   MANAGED_BY_LABEL,
@@ -377,12 +380,68 @@ export class KubeBackend implements ResourceBackend {
     return this.opts.quota?.(keyHash);
   }
 
-  private async secretOf(c: OAuthClient): Promise<string | undefined> {
-    const s = await this.readSecret(c.metadata.namespace, c.spec.secretRef.name);
-    const d = s?.data?.[c.spec.secretRef.key];
-    return (
-      s?.stringData?.[c.spec.secretRef.key] ?? (d === undefined ? undefined : Buffer.from(d, 'base64').toString('utf8'))
-    );
+  /**
+   * A client's secret: from the facade's shared Secret, or from the Secret a client applied by hand names,
+   * which the facade's Role does not reach (403) in a cluster installed by the chart: then not shown.
+   * `shared`: the shared Secrets read so far for a list, by namespace.
+   */
+  private async secretOf(c: OAuthClient, shared?: Map<string, SecretState | undefined>): Promise<string | undefined> {
+    const { name, key } = c.spec.secretRef;
+    const ns = c.metadata.namespace;
+    let s: SecretState | undefined;
+    if (name === FACADE_CLIENT_SECRETS && shared?.has(ns)) s = shared.get(ns);
+    else
+      try {
+        s = await this.readSecret(ns, name);
+        if (name === FACADE_CLIENT_SECRETS) shared?.set(ns, s);
+      } catch (e) {
+        if (codeOf(e) === 403) return undefined;
+        throw e;
+      }
+    const d = s?.data?.[key];
+    return s?.stringData?.[key] ?? (d === undefined ? undefined : Buffer.from(d, 'base64').toString('utf8'));
+  }
+
+  /**
+   * Sets (or with undefined removes) one client's key in the shared Secret of `namespace`: created on the
+   * first client, replaced keeping resourceVersion after; a 409 (another replica wrote meanwhile) re-reads
+   * and writes again. The Secret carries the controller's watch label, so a change reaches it at once.
+   */
+  private async setClientSecret(namespace: string, key: string, value: string | undefined): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.readSecret(namespace, FACADE_CLIENT_SECRETS);
+      if (current && !isManaged(current.metadata?.labels))
+        throw new ConflictError(`Secret ${namespace}/${FACADE_CLIENT_SECRETS} exists and is not managed by the facade`);
+      const data: Record<string, string> = { ...(current?.data ?? {}) };
+      if (value === undefined) {
+        if (!(key in data)) return;
+        delete data[key];
+      } else data[key] = Buffer.from(value, 'utf8').toString('base64');
+      const bytes = Object.entries(data).reduce((n, [k, v]) => n + k.length + v.length, 0);
+      if (value !== undefined && bytes > MAX_SECRET_DATA_BYTES)
+        throw new TooLargeError(
+          `the client's secret would take Secret ${namespace}/${FACADE_CLIENT_SECRETS} over ${MAX_SECRET_DATA_BYTES} bytes of data (a Secret holds at most 1 MiB)`,
+        );
+      const body = {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: {
+          name: FACADE_CLIENT_SECRETS,
+          namespace,
+          labels: { ...MANAGED_BY_LABEL, [SECRET_LABEL]: 'true' },
+          ...(current ? { resourceVersion: current.metadata?.resourceVersion } : {}),
+        },
+        type: 'Opaque',
+        data,
+      };
+      try {
+        if (current) await this.api.put(resourcePath(SECRETS, namespace, FACADE_CLIENT_SECRETS), body);
+        else await this.api.post(resourcePath(SECRETS, namespace), body);
+        return;
+      } catch (e) {
+        if (codeOf(e) !== 409 || attempt >= 10) throw e;
+      }
+    }
   }
 
   async listClients(apiId: string): Promise<ClientRecord[]> {
@@ -390,12 +449,14 @@ export class KubeBackend implements ResourceBackend {
       (c) => c.spec.api_id === apiId && !terminating(c),
     );
     const out: ClientRecord[] = [];
+    // each namespace's shared Secret read once for the list (the facade's clients all name it)
+    const shared = new Map<string, SecretState | undefined>();
     for (const c of clients)
       out.push({
         namespace: c.metadata.namespace,
         name: c.metadata.name,
         spec: c.spec,
-        secret: await this.secretOf(c),
+        secret: await this.secretOf(c, shared),
       });
     return out.sort((a, b) => a.spec.client_id.localeCompare(b.spec.client_id));
   }
@@ -419,25 +480,14 @@ export class KubeBackend implements ResourceBackend {
   }
 
   async putClient(record: ClientRecord & { secret: string }): Promise<void> {
-    const secretName = record.spec.secretRef.name;
-    const secret = clientSecretManifest(record);
-    const current = await this.readSecret(record.namespace, secretName);
-    if (current && !isManaged(current.metadata?.labels)) {
-      throw new ConflictError(`Secret ${record.namespace}/${secretName} exists and is not managed by the facade`);
-    }
-    if (current) {
-      await this.api.put(resourcePath(SECRETS, record.namespace, secretName), {
-        ...secret,
-        metadata: { ...secret.metadata, resourceVersion: current.metadata?.resourceVersion },
-      });
-    } else {
-      await this.api.post(resourcePath(SECRETS, record.namespace), secret);
-    }
+    // in a cluster the secret goes into the facade's one Secret, keyed by the client's resource name
+    const spec = { ...record.spec, secretRef: { name: FACADE_CLIENT_SECRETS, key: record.name } };
+    await this.setClientSecret(record.namespace, record.name, record.secret);
     await this.upsert('oauthclients', {
       apiVersion: API_VERSION,
       kind: 'OAuthClient',
       metadata: { name: record.name, namespace: record.namespace, labels: { ...MANAGED_BY_LABEL } },
-      spec: record.spec,
+      spec,
     });
   }
 
@@ -447,10 +497,9 @@ export class KubeBackend implements ResourceBackend {
     const { namespace, name } = c.metadata;
     await orUndefined(this.api.delete(resourcePath(ref('oauthclients'), namespace, name)));
     await this.waitGone('oauthclients', namespace, name); // the controller removed the client's Redis record
-    const s = await this.readSecret(namespace, c.spec.secretRef.name);
-    if (isManaged(s?.metadata?.labels)) {
-      await orUndefined(this.api.delete(resourcePath(SECRETS, namespace, c.spec.secretRef.name)));
-    }
+    // its key in the facade's Secret; a Secret of a client applied by hand is left to whoever made it
+    if (c.spec.secretRef.name === FACADE_CLIENT_SECRETS)
+      await this.setClientSecret(namespace, c.spec.secretRef.key, undefined);
     return true;
   }
 }

@@ -120,6 +120,15 @@ export function clientResourceName(namespace: string, apiId: string, clientId: s
   return `oauth-${sha256hex(`${namespace}\u0000${apiId}\u0000${clientId}`).slice(0, 16)}`;
 }
 
+/**
+ * The one Secret of a namespace that holds the secrets of the OAuth clients `gw facade` creates, one data key
+ * per client (its resource name): a name known up front, so the facade's Role grants get/update on it alone
+ * (docs/helm.md "RBAC"). Standalone keeps a Secret per client (clientSecretName) under DIR/.gw/.
+ */
+export const FACADE_CLIENT_SECRETS = 'gw-facade-oauth-clients';
+/** Data a Secret may hold: the API server refuses a Secret over 1 MiB; kept below it for metadata. */
+export const MAX_SECRET_DATA_BYTES = 1_000_000;
+
 export function clientSecretName(clientName: string): string {
   return `${clientName}-secret`;
 }

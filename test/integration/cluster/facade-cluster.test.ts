@@ -9,7 +9,12 @@ import { spawn } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
 import { request } from 'undici';
-import { clientResourceName, clientSecretName, keyResourceName } from '../../../facade/backend.js';
+import {
+  clientResourceName,
+  clientSecretName,
+  FACADE_CLIENT_SECRETS,
+  keyResourceName,
+} from '../../../facade/backend.js';
 import { clientRecordKey } from '../../../controller/reconcile-client.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { SESSION_PREFIX } from '../../../contract/sessions.js';
@@ -416,8 +421,11 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     expect(cr).toBeDefined();
     expect(JSON.stringify(cr)).not.toContain(secret);
     expect((await ready(ns, 'oauthclient', name))?.status).toBe('True');
-    const sec = asRecord(await getJson(ns, 'secret', clientSecretName(name)));
-    expect(Buffer.from(asRecord(sec.data).secret as string, 'base64').toString('utf8')).toBe(secret);
+    // the secret is a key of the facade's one Secret (named up front: its Role reaches no other Secret)
+    expect(asRecord(asRecord(cr).spec).secretRef).toEqual({ name: FACADE_CLIENT_SECRETS, key: name });
+    const sec = asRecord(await getJson(ns, 'secret', FACADE_CLIENT_SECRETS));
+    expect(Buffer.from(asRecord(sec.data)[name] as string, 'base64').toString('utf8')).toBe(secret);
+    expect(await getJson(ns, 'secret', clientSecretName(name))).toBeUndefined();
     const recordKey = clientRecordKey(ns, 'orders', clientId);
     const record = await redis.get(recordKey);
     expect(record).not.toBeNull();
@@ -452,7 +460,10 @@ describe('gw facade in a cluster (kube-apiserver + Redis + controller + sidecar)
     const del = await call('DELETE', `/api/apis/oauth/orders/${clientId}`);
     expect(del.status).toBe(200);
     expect(await getJson(ns, 'oauthclient', name)).toBeUndefined();
-    expect(await getJson(ns, 'secret', clientSecretName(name))).toBeUndefined();
+    // its key removed from the shared Secret; the other client's stays
+    const after = asRecord(asRecord(await getJson(ns, 'secret', FACADE_CLIENT_SECRETS)).data);
+    expect(after[name]).toBeUndefined();
+    expect(after[clientResourceName(ns, 'orders', 'kept-client')]).toBeDefined();
     expect(await redis.exists(recordKey)).toBe(0);
     expect((await call('GET', `/api/apis/oauth/orders/${clientId}`)).status).toBe(404);
   });

@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { helm } from '../../helpers/chart-tools.js';
 import { SHARD_MAX_INDEX } from '../../../contract/config-shards.js';
+import { FACADE_CLIENT_SECRETS } from '../../../facade/backend.js';
 
 const CHART = resolve('helm/gw');
 type Who = 'controller' | 'facade' | 'sidecar' | 'uninstall';
@@ -41,7 +42,8 @@ const CALLS: Call[] = [
   { who: 'facade', group: 'gw.io', resource: 'apidefinitions', verbs: ['list'] },
   { who: 'facade', group: 'gw.io', resource: 'policies', verbs: ['get'] },
   ...['accesskeys', 'oauthclients'].map((r): Call => ({ who: 'facade', group: 'gw.io', resource: r, verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] })),
-  { who: 'facade', group: '', resource: 'secrets', verbs: ['get', 'create', 'update', 'delete'] },
+  { who: 'facade', group: '', resource: 'secrets', verbs: ['get', 'update'], names: [FACADE_CLIENT_SECRETS] },
+  { who: 'facade', group: '', resource: 'secrets', verbs: ['create'] },
   { who: 'facade', group: '', resource: 'configmaps', verbs: ['list', 'watch'], names: ['gw-config'] },
   { who: 'facade', group: '', resource: 'configmaps', verbs: ['get'], names: SHARDS },
   // sidecar (sidecar/config/kube-source.ts)
@@ -91,13 +93,12 @@ const SITES: Record<string, [RegExp, string[]][]> = {
   'facade/backend-kube.ts': [
     [/this\.api\.get\(resourcePath\(ref\(plural\), this\.opts\.namespace\)/g, ['facade apidefinitions,accesskeys,oauthclients list']],
     [/this\.api\.get\(resourcePath\(ref\(plural\), namespace, name\)\)/g, ['facade policies,accesskeys,oauthclients get']],
-    [/this\.api\.get\(resourcePath\(SECRETS/g, ['facade secrets get']],
+    [/this\.api\.get\(resourcePath\(SECRETS/g, ['facade secrets/gw-facade-oauth-clients get (a hand-applied client\'s own Secret: 403, secret not shown)']],
     [/this\.api\.put\(resourcePath\(ref\(plural\)/g, ['facade accesskeys,oauthclients update']],
     [/this\.api\.post\(resourcePath\(ref\(plural\)/g, ['facade accesskeys,oauthclients create']],
     [/this\.api\.delete\(resourcePath\(ref\('(accesskeys|oauthclients)'\)/g, ['facade accesskeys delete', 'facade oauthclients delete']],
-    [/this\.api\.put\(resourcePath\(SECRETS/g, ['facade secrets update']],
-    [/this\.api\.post\(resourcePath\(SECRETS/g, ['facade secrets create']],
-    [/this\.api\.delete\(resourcePath\(SECRETS/g, ['facade secrets delete']],
+    [/this\.api\.put\(resourcePath\(SECRETS, namespace, FACADE_CLIENT_SECRETS\)/g, ['facade secrets/gw-facade-oauth-clients update']],
+    [/this\.api\.post\(resourcePath\(SECRETS/g, ['facade secrets create (gw-facade-oauth-clients, the first time)']],
     [/waitForObject\(/g, ['facade accesskeys,oauthclients list,watch (metadata.name field selector)']],
   ],
   'sidecar/config/kube-source.ts': [

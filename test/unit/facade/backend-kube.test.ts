@@ -13,6 +13,7 @@ import {
   keyResourceName,
   NotReadyError,
   QUOTA_RESET_ANNOTATION,
+  FACADE_CLIENT_SECRETS,
 } from '../../../facade/backend.js';
 import { AccessKeyResource } from '../../../crds/kinds.js';
 import { sha256hex } from '../../../lib/hash.js';
@@ -438,31 +439,67 @@ test('two facade replicas writing one new key at once: both succeed (409 → re-
   expect(await backend.deleteKey(h)).toBe(true);
 });
 
-test('clients: Secret + OAuthClient; list/get with the secret; delete takes the Secret; foreign Secret → conflict', async () => {
+test('clients: a key in the facade’s one Secret + OAuthClient; list/get with the secret; delete takes the key; foreign Secret → conflict', async () => {
   const name = clientResourceName('team', 'pets-id', 'c1');
-  await backend.putClient({
-    namespace: 'team',
-    name,
-    secret: 's3',
-    spec: { api_id: 'pets-id', client_id: 'c1', secretRef: { name: `${name}-secret`, key: 'secret' } },
-  });
-  expect(store.has(`secrets/team/${name}-secret`)).toBe(true);
-  expect((await backend.getClient('pets-id', 'c1'))?.secret).toBe('s3');
-  expect((await backend.listClients('pets-id')).length).toBe(1);
-  expect(await backend.deleteClient('pets-id', 'c1')).toBe(true);
+  const other = clientResourceName('team', 'pets-id', 'c0');
+  const shared = `secrets/team/${FACADE_CLIENT_SECRETS}`;
+  const dataOf = (): Record<string, string> => (store.get(shared) as unknown as { data: Record<string, string> }).data;
+  for (const [n, id, secret] of [
+    [other, 'c0', 's0'],
+    [name, 'c1', 's3'],
+  ] as const)
+    await backend.putClient({
+      namespace: 'team',
+      name: n,
+      secret,
+      spec: { api_id: 'pets-id', client_id: id, secretRef: { name: `${n}-secret`, key: 'secret' } },
+    });
   expect(store.has(`secrets/team/${name}-secret`)).toBe(false);
+  expect(Object.keys(dataOf()).sort()).toEqual([name, other].sort());
+  expect(Buffer.from(dataOf()[name]!, 'base64').toString('utf8')).toBe('s3');
+  expect(
+    (store.get(`oauthclients/team/${name}`) as unknown as { spec: { secretRef: unknown } }).spec.secretRef,
+  ).toEqual({
+    name: FACADE_CLIENT_SECRETS,
+    key: name,
+  });
+  expect((await backend.getClient('pets-id', 'c1'))?.secret).toBe('s3');
+  expect((await backend.listClients('pets-id')).map((c) => c.secret).sort()).toEqual(['s0', 's3']);
+  expect(await backend.deleteClient('pets-id', 'c1')).toBe(true);
+  expect(Object.keys(dataOf())).toEqual([other]);
   expect(await backend.deleteClient('pets-id', 'c1')).toBe(false);
-  store.set('secrets/team/theirs', {
+  await backend.deleteClient('pets-id', 'c0');
+  store.set(shared, {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name: 'theirs', namespace: 'team' },
+    metadata: { name: FACADE_CLIENT_SECRETS, namespace: 'team' },
   });
   await expect(
     backend.putClient({
       namespace: 'team',
       name: 'x',
       secret: 's',
-      spec: { api_id: 'pets-id', client_id: 'c2', secretRef: { name: 'theirs', key: 'secret' } },
+      spec: { api_id: 'pets-id', client_id: 'c2', secretRef: { name: 'x-secret', key: 'secret' } },
     }),
   ).rejects.toBeInstanceOf(ConflictError);
+});
+
+test('two facade replicas adding clients at once: every secret lands in the one Secret (409 → re-read, write again)', async () => {
+  const other = new KubeBackend({ api: apiOf(server), readyTimeoutMs: 1000 });
+  const shared = `secrets/team/${FACADE_CLIENT_SECRETS}`;
+  store.delete(shared); // the foreign one an earlier test left
+  const put = (b: KubeBackend, id: string) =>
+    b.putClient({
+      namespace: 'team',
+      name: clientResourceName('team', 'pets-id', id),
+      secret: `secret-${id}`,
+      spec: { api_id: 'pets-id', client_id: id, secretRef: { name: 'unused', key: 'secret' } },
+    });
+  const ids = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
+  await Promise.all(ids.map((id, i) => put(i % 2 ? other : backend, id)));
+  const data = (store.get(shared) as unknown as { data: Record<string, string> }).data;
+  expect(Object.keys(data).sort()).toEqual(ids.map((id) => clientResourceName('team', 'pets-id', id)).sort());
+  for (const id of ids) expect((await backend.getClient('pets-id', id))?.secret).toBe(`secret-${id}`);
+  await Promise.all(ids.map((id, i) => (i % 2 ? other : backend).deleteClient('pets-id', id)));
+  expect((store.get(shared) as unknown as { data: Record<string, string> }).data).toEqual({});
 });
