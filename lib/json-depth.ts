@@ -17,18 +17,68 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
 /**
+ * The nesting scan over bytes fed in pieces (a request body as its chunks arrive): the same answer as one
+ * scan of the whole, with the state between pieces (depth, inside a string, a backslash ending the last
+ * piece) kept here. One loop over a Uint8Array only: a loop reading both strings and bytes ran ~10×
+ * slower on bytes (20 ms per MB against 1.5–2 ms), which held the event loop once per 1 MB stream body.
+ */
+export class JsonDepthScanner {
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+  private seen = 0;
+  /** Offset (over all bytes fed) of the first bracket past the bound, once found; -1 until then. */
+  pastAt = -1;
+
+  constructor(private readonly maxDepth = MAX_JSON_DEPTH) {}
+
+  /** Scans the next piece; the offset of the first bracket past the bound (over all pieces), or -1. */
+  feed(bytes: Uint8Array): number {
+    if (this.pastAt >= 0) return this.pastAt;
+    const n = bytes.length;
+    if (n === 0) return -1;
+    const max = this.maxDepth;
+    let depth = this.depth;
+    let inString = this.inString;
+    let i = 0;
+    if (this.escaped) {
+      this.escaped = false;
+      i = 1;
+    }
+    for (; i < n; i++) {
+      const c = bytes[i]!;
+      if (inString) {
+        if (c === BACKSLASH) {
+          if (i + 1 >= n) this.escaped = true;
+          i++;
+        } else if (c === QUOTE) inString = false;
+      } else if (c === QUOTE) inString = true;
+      else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+        if (++depth > max) {
+          this.pastAt = this.seen + i;
+          return this.pastAt;
+        }
+      } else if ((c === CLOSE_ARRAY || c === CLOSE_OBJECT) && depth > 0) depth--;
+    }
+    this.depth = depth;
+    this.inString = inString;
+    this.seen += n;
+    return -1;
+  }
+}
+
+/**
  * The offset (character of a string, byte of bytes) of the first `[`/`{` that opens level maxDepth + 1
  * outside strings, or -1 when none does. Stops there. For text that is not JSON the answer is about its
  * brackets only.
  */
 export function jsonNestingPastAt(text: string | Uint8Array, maxDepth = MAX_JSON_DEPTH): number {
+  if (typeof text !== 'string') return new JsonDepthScanner(maxDepth).feed(text);
   let depth = 0;
   let inString = false;
   const n = text.length;
-  const bytes = typeof text === 'string' ? undefined : text;
-  const str = typeof text === 'string' ? text : '';
   for (let i = 0; i < n; i++) {
-    const c = bytes ? bytes[i]! : str.charCodeAt(i);
+    const c = text.charCodeAt(i);
     if (inString) {
       if (c === BACKSLASH) i++;
       else if (c === QUOTE) inString = false;

@@ -77,7 +77,13 @@ export function splitUserinfo(raw: string): { url: string; authorization?: strin
   return { url: u.href, authorization: `Basic ${Buffer.from(userPass).toString('base64')}` };
 }
 
-export function encodeBody(body: unknown): { payload: string; contentType: string } {
+/** A request body and its content type. */
+export interface Encoded {
+  payload: string | Uint8Array;
+  contentType: string;
+}
+
+export function encodeBody(body: unknown): Encoded {
   if (typeof body === 'string') return { payload: body, contentType: 'text/plain; charset=utf-8' };
   return { payload: JSON.stringify(body ?? null), contentType: 'application/json' };
 }
@@ -123,11 +129,16 @@ export class HttpCaller {
     this.fixedTrace = Object.keys(this.headers).some((h) => h.toLowerCase() === 'traceparent');
   }
 
-  async call(body: unknown, signal: AbortSignal, hooks: HttpCallHooks = {}): Promise<HttpResult> {
+  /** `encode` gives the body to send (not called for GET). */
+  async call(
+    encode: () => Encoded | Promise<Encoded>,
+    signal: AbortSignal,
+    hooks: HttpCallHooks = {},
+  ): Promise<HttpResult> {
     const headers: Record<string, string> = { ...this.headers };
-    let payload: string | undefined;
+    let payload: string | Uint8Array | undefined;
     if (this.o.verb !== 'GET') {
-      const enc = encodeBody(body);
+      const enc = await encode();
       payload = enc.payload;
       if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
         headers['content-type'] = enc.contentType;

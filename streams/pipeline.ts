@@ -19,6 +19,7 @@
  */
 import type { Logger } from '../lib/logger.js';
 import { decodeBody } from './body.js';
+import { isLarge } from './body-thread.js';
 import type { StreamMeter } from './metrics.js';
 import {
   PermanentError,
@@ -185,10 +186,11 @@ export class Pipeline {
     for (;;) {
       const item = await this.next();
       if (!item) return;
-      // the raw payload parsed now, and dropped: only messages in flight hold a parsed body. Then a turn
-      // of the event loop, so the requests waiting meanwhile are served before the processors run.
+      // a small raw payload parsed now, and dropped: only messages in flight hold a parsed body. A large
+      // one stays as bytes for the body thread (streams/body-thread.ts). Then a turn of the event loop,
+      // so the requests waiting meanwhile are served before the processors run.
       if (item.msg.raw) {
-        item.msg = { id: item.msg.id, body: decodeBody(item.msg.raw), meta: item.msg.meta };
+        if (!isLarge(item.msg.raw)) item.msg = { id: item.msg.id, body: decodeBody(item.msg.raw), meta: item.msg.meta };
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
       this.inFlight++;

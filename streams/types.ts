@@ -12,9 +12,13 @@ export interface Message {
   /**
    * The payload as received and not parsed yet (http_server): the pipeline parses it into `body` when a
    * worker takes the message, so its buffer holds the bytes that are counted against its byte bound
-   * rather than a parsed value several times their size (streams/body.ts).
+   * rather than a parsed value several times their size (streams/body.ts). A payload of
+   * LARGE_BODY_BYTES or more stays as bytes after that too: the components that need its parsed form
+   * have the body thread work on it (streams/body-thread.ts); `body` is then undefined.
    */
   raw?: Buffer;
+  /** `raw` is JSON as the body thread serialised it (an output sends it as it is), not a payload as received. */
+  rawJson?: boolean;
   meta: Record<string, string>;
 }
 

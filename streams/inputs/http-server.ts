@@ -3,11 +3,11 @@
  * tryHandle(). Accepted into the pipeline buffer → 202 {"status":"accepted","id"}; buffer full → 503 with
  * Retry-After (also once its bodies waiting hold max_pending_bytes, or the process's stream budget is
  * used up); body over max_body_bytes → 413; a body opening like JSON (`{` or `[`) and nested deeper than
- * MAX_JSON_DEPTH → 400, found by a linear scan of the bytes before anything is parsed. The JSON body
- * is the message (a non-JSON body is kept as a string), parsed when the pipeline takes it.
+ * MAX_JSON_DEPTH → 400, found by a linear scan of each chunk as it arrives, before anything is parsed.
+ * The JSON body is the message (a non-JSON body is kept as a string), parsed when the pipeline takes it.
  * Acknowledgement is the 202 itself: the message is the gateway's from then on.
  */
-import { jsonNestingExceeds, MAX_JSON_DEPTH } from '../../lib/json-depth.js';
+import { JsonDepthScanner, MAX_JSON_DEPTH } from '../../lib/json-depth.js';
 import { childTraceparent } from '../../lib/trace/trace-context.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpServerInputT } from '../../crds/schemas/streaming.js';
@@ -21,13 +21,13 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(text);
 }
 
-/** Whether the body's first non-blank byte opens a JSON array or object. */
-function opensJson(buf: Buffer): boolean {
+/** The body's first non-blank byte in `buf`: whether it opens a JSON array or object; undefined: all blank. */
+function opensJson(buf: Buffer): boolean | undefined {
   for (const c of buf) {
     if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
     return c === 0x7b || c === 0x5b;
   }
-  return false;
+  return undefined;
 }
 
 export class HttpServerInput implements Input {
@@ -52,6 +52,10 @@ export class HttpServerInput implements Input {
     const chunks: Buffer[] = [];
     let size = 0;
     let tooLarge = false;
+    // the nesting scan runs on each chunk as it arrives (one socket read, ≤ 64 KiB): never one pass over
+    // the whole body in one turn of the event loop. Only a body opening like JSON is scanned.
+    let json: boolean | undefined;
+    const scanner = new JsonDepthScanner();
     req.on('data', (c: Buffer) => {
       if (tooLarge) return;
       size += c.length;
@@ -61,7 +65,10 @@ export class HttpServerInput implements Input {
         req.resume();
         return;
       }
+      if (scanner.pastAt >= 0) return; // refused once the body has ended: the rest is not kept
       chunks.push(c);
+      json ??= opensJson(c);
+      if (json) scanner.feed(c);
     });
     req.on('error', () => {
       if (!res.headersSent) send(res, 400, { error: 'Bad request' });
@@ -72,11 +79,11 @@ export class HttpServerInput implements Input {
         send(res, 503, { error: 'Stream is stopping' }, { 'retry-after': String(this.retryAfterSeconds) });
         return;
       }
-      const raw = Buffer.concat(chunks);
-      if (opensJson(raw) && jsonNestingExceeds(raw)) {
+      if (scanner.pastAt >= 0) {
         send(res, 400, { error: `Message body nested deeper than ${MAX_JSON_DEPTH} levels` });
         return;
       }
+      const raw = Buffer.concat(chunks, size);
       const id = `${this.stream}-${Date.now().toString(36)}-${(seq++).toString(36)}`;
       const msg: Message = { id, body: undefined, raw, meta: { http_path: req.url ?? '' } };
       // the request's trace context (or a new trace), continued by every http_client call for this message

@@ -5,6 +5,7 @@
  */
 import type { Clock } from '../../lib/clock.js';
 import type { HttpClientOutputT } from '../../crds/schemas/streaming.js';
+import { encodeMessage } from '../body-thread.js';
 import { HttpCaller } from '../http-call.js';
 import type { StreamMeter } from '../metrics.js';
 import type { LocalRateLimit } from '../rate-limit.js';
@@ -26,7 +27,7 @@ export class HttpClientOutput implements Output {
   }
 
   async write(msg: Message, signal: AbortSignal): Promise<void> {
-    await this.caller.call(msg.body, signal, {
+    await this.caller.call(() => encodeMessage(msg), signal, {
       onRateLimitWait: () => this.meter.rateLimitWait(this.o.rate_limit ?? ''),
       onRetry: () => this.meter.retry('output.http_client'),
       traceparent: msg.meta.traceparent,

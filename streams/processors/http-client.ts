@@ -7,6 +7,7 @@
 import type { Clock } from '../../lib/clock.js';
 import type { HttpClientProcessorT } from '../../crds/schemas/streaming.js';
 import { decodeBody } from '../body.js';
+import { editInThread, encodeMessage, isLarge } from '../body-thread.js';
 import { HttpCaller } from '../http-call.js';
 import { editor } from './mapping.js';
 import type { StreamMeter } from '../metrics.js';
@@ -30,13 +31,24 @@ export class HttpClientProcessor implements Processor {
   }
 
   async process(msg: Message, signal: AbortSignal): Promise<Message> {
-    const res = await this.caller.call(msg.body, signal, {
+    const res = await this.caller.call(() => encodeMessage(msg), signal, {
       onRateLimitWait: () => this.meter.rateLimitWait(this.o.rate_limit ?? ''),
       onRetry: () => this.meter.retry('processor.http_client'),
       traceparent: msg.meta.traceparent,
     });
+    // a large answer (or a large message to store it in) is parsed and merged by the body thread
+    const large = isLarge(res.text);
+    if (!this.o.result_field) {
+      if (large) return { id: msg.id, body: undefined, raw: Buffer.from(res.text), meta: msg.meta };
+      return { id: msg.id, body: parse(res.text), meta: msg.meta };
+    }
+    if (large || msg.raw !== undefined) {
+      const raw = msg.raw ?? Buffer.from(JSON.stringify(msg.body ?? null));
+      if (msg.raw === undefined && (typeof msg.body !== 'object' || msg.body === null || Array.isArray(msg.body)))
+        throw new PermanentError('http_client processor: result_field needs a JSON object message');
+      return editInThread(msg, raw, [{ set: { path: this.o.result_field, text: res.text } }]);
+    }
     const result = parse(res.text);
-    if (!this.o.result_field) return { ...msg, body: result };
     const body = msg.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new PermanentError('http_client processor: result_field needs a JSON object message');

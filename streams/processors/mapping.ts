@@ -4,6 +4,7 @@
  * needed. No scripting engine. A message that is not a JSON object is rejected.
  */
 import type { MappingProcessorT } from '../../crds/schemas/streaming.js';
+import { editInThread } from '../body-thread.js';
 import { PermanentError, type Message, type Processor } from '../types.js';
 
 type Obj = Record<string, unknown>;
@@ -92,6 +93,8 @@ export class MappingProcessor implements Processor {
   constructor(private readonly m: MappingProcessorT) {}
 
   async process(msg: Message): Promise<Message> {
+    // a large payload kept as bytes: parsed, edited and serialised by the body thread
+    if (msg.raw !== undefined) return editInThread(msg, msg.raw, [{ mapping: this.m }]);
     return { ...msg, body: applyMapping(this.m, msg.body) };
   }
 

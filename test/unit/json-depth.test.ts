@@ -1,5 +1,6 @@
 /** The nesting scan that every JSON body gw parses goes through before JSON.parse (lib/json-depth.ts). */
 import {
+  JsonDepthScanner,
   jsonNestingPastAt,
   jsonNestingExceeds,
   JsonTooDeepError,
@@ -63,5 +64,35 @@ describe('JSON nesting scan', () => {
     // generous bounds (a shared 2-core machine): ~2 ms for 1.9 MB here
     expect(t1 - t0).toBeLessThan(200);
     expect(t2 - t1).toBeLessThan(200);
+  });
+
+  test('the scanner fed in pieces (a body as its chunks arrive) gives the answer of one scan at every split, a backslash ending a piece included', () => {
+    const texts = [
+      `["\\\\",${nested(64)}]`, // an escaped backslash, then structure
+      `["\\\\",${nested(63)}]`,
+      `["\\"${'['.repeat(100)}"]`, // an escaped quote: still in the string
+      `["a\\\\\\"b",${nested(64, '"\\""')}]`,
+      `["\\",${nested(64)}]`, // the string never ends: no structure after it
+      `{"é€😀":"[[[ « ☃ »","k":${nested(64, '"😀"')}}`,
+      nested(65),
+    ];
+    for (const text of texts) {
+      const bytes = Buffer.from(text);
+      const whole = jsonNestingPastAt(bytes);
+      for (let cut = 0; cut <= bytes.length; cut++) {
+        for (const third of [cut, Math.min(bytes.length, cut + 1), Math.min(bytes.length, cut + 3)]) {
+          const s = new JsonDepthScanner();
+          const a = s.feed(bytes.subarray(0, cut));
+          const b = a >= 0 ? a : s.feed(bytes.subarray(cut, third));
+          const c = b >= 0 ? b : s.feed(bytes.subarray(third));
+          expect([cut, third, c]).toEqual([cut, third, whole]);
+          expect(s.pastAt).toBe(whole);
+        }
+      }
+    }
+    // once past the bound, later pieces change nothing
+    const s = new JsonDepthScanner(2);
+    expect(s.feed(Buffer.from('[[['))).toBe(2);
+    expect(s.feed(Buffer.from(']]]'))).toBe(2);
   });
 });
