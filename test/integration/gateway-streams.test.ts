@@ -1,10 +1,9 @@
 /** Streams wired into the gateway: an http_server input under the listen path, delivered to a receiver. */
-import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { join } from 'node:path';
 import { request } from 'undici';
 import { startEcho } from '../../scripts/echo-upstream.js';
-import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
+import { cleanup, type Standalone } from '../helpers/standalone.js';
+import { postEvent, startStreamIntake } from '../helpers/stream-intake.js';
 
 describe('streams inside gw standalone', () => {
   let receiver: Server;
@@ -25,16 +24,9 @@ describe('streams inside gw standalone', () => {
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     echo = await startEcho();
     const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/in`;
-    dir = tempDir();
-    writeFileSync(
-      join(dir, 'events.yaml'),
-      `apiVersion: gw.io/v1alpha1
-kind: ApiDefinition
-metadata: {name: events}
-spec:
-  use_keyless: true
-  proxy: {listen_path: /events/, target_url: ${echo.url}}
-  streaming:
+    ({ gw, dir } = await startStreamIntake(
+      echo.url,
+      `  streaming:
     rate_limit_resources:
       - label: partner
         local: {count: 5, interval: 300ms}
@@ -43,8 +35,7 @@ spec:
         input: {http_server: {path: /in}}
         output: {http_client: {url: '${url}', rate_limit: partner}}
 `,
-    );
-    gw = await startStandalone(dir);
+    ));
   });
   afterAll(async () => {
     await gw?.stop();
@@ -56,13 +47,7 @@ spec:
   test('POSTs under the listen path are accepted (202) and delivered in order within the local limit', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 15; i++) {
-      const r = await request(`${gw.gateway}/events/in`, {
-        method: 'POST',
-        body: JSON.stringify({ n: i }),
-        headers: { 'content-type': 'application/json' },
-      });
-      await r.body.dump();
-      statuses.push(r.statusCode);
+      statuses.push(await postEvent(gw, JSON.stringify({ n: i })));
     }
     expect(statuses.every((s) => s === 202)).toBe(true);
     const end = Date.now() + 5000;
