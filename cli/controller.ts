@@ -10,7 +10,7 @@ import { createLogger } from '../lib/logger.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
-import { closeStoreClient, storeClientFromFlag } from '../lib/store/redis.js';
+import { closeStoreClient, gatewayReconnectDelay, storeClientFromFlag } from '../lib/store/redis.js';
 import { SHARD_BUDGET_BYTES } from '../controller/reconcile-config.js';
 import { Operator } from '../controller/operator.js';
 import { OperatorMetrics } from '../controller/metrics.js';
@@ -55,7 +55,12 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     );
   const leaderElect = flags.leaderElect === true || flags.leaderElect === 'true' || flags.leaderElect === '1';
   const redis = flags.redis
-    ? storeClientFromFlag(flags.redis, { maxRetriesPerRequest: 1, enableOfflineQueue: false }, logger)
+    ? storeClientFromFlag(
+        flags.redis,
+        // reconnecting as fast as the gateways do: a store that is back gets its sessions restored at once
+        { maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: gatewayReconnectDelay },
+        logger,
+      )
     : undefined;
   redis?.on('error', () => undefined);
   if (!redis) logger.warn('no --redis: AccessKeys and OAuthClients stay Ready=False StoreUnavailable');

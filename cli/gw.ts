@@ -186,9 +186,24 @@ program
   .addOption(namespaceOption('--namespace <ns>', 'GW_NAMESPACE', 'namespace of the compiled config', 'default'))
   .addOption(env('--group <name>', 'GW_GROUP', 'DRL peer group', 'default'))
   .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
+  .addOption(
+    env(
+      '--config-map <name>',
+      'GW_CONFIG_MAP',
+      'ConfigMap of --namespace whose key config.yaml is --config: changes are followed through the API (watch)',
+    ),
+  )
   .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
   .addOption(
     addressOption('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9091'),
+  )
+  .addOption(
+    env(
+      '--drain-delay <seconds>',
+      'GW_DRAIN_DELAY',
+      "how long GET /prestop (the pod's preStop hook, metrics port) holds while responses close their connections",
+      '0',
+    ),
   )
   .action((opts: SidecarFlags) =>
     import('./sidecar.js').then((m) => m.runSidecar(opts)).catch((e: unknown) => fail((e as Error).message)),
@@ -301,6 +316,14 @@ program
       '--sidecar-node-options <flags>',
       'GW_SIDECAR_NODE_OPTIONS',
       "the sidecar's NODE_OPTIONS (default: V8 heap flags derived from its memory limit)",
+    ),
+  )
+  .addOption(
+    env(
+      '--sidecar-drain-delay <seconds>',
+      'GW_SIDECAR_DRAIN_DELAY',
+      "a terminating pod's time to leave its Service before the sidecar drains (preStop hooks); 0: none",
+      String(D.drainDelaySeconds),
     ),
   )
   .addOption(env('--run-as-user <uid>', 'GW_SIDECAR_RUN_AS_USER', 'UID of the sidecar', String(D.runAsUser)))

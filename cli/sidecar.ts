@@ -12,10 +12,10 @@ import { type SessionStore } from '../contract/sessions.js';
 import { RedisSessionStore } from '../stores/sessions-redis.js';
 import { markerComplete, storeKeys, storeMarkerKey } from '../contract/store-keys.js';
 import { StoreLossDetector } from '../lib/store/store-loss.js';
-import { createOpsServer } from '../lib/ops-server.js';
-import { drain, listen } from '../lib/serve.js';
+import { createOpsServer, json } from '../lib/ops-server.js';
+import { closeConnectionsFor, drain, listen } from '../lib/serve.js';
 import { KubeConfigSource } from '../sidecar/config/kube-source.js';
-import { watchOptionsFile } from '../sidecar/config/options-file.js';
+import { watchOptionsConfigMap, watchOptionsFile } from '../sidecar/config/options-file.js';
 import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime, startOrWithdraw } from '../sidecar/runtime.js';
 import { SMOOTHING_CHANNEL, type SmoothingEventPayloadT } from '../lib/events.js';
@@ -28,6 +28,7 @@ import { MemoryTokenStore } from '../stores/oauth/tokens-memory.js';
 import { type TokenStore } from '../contract/oauth/tokens.js';
 import { RedisTokenStore } from '../stores/oauth/tokens-redis.js';
 import { DEFAULT_STORE_DEADLINE_MS } from '../lib/store/store-calls.js';
+const { readFileSync } = process.getBuiltinModule('node:fs');
 
 export interface SidecarFlags {
   upstream: string;
@@ -36,13 +37,21 @@ export interface SidecarFlags {
   namespace: string;
   group: string;
   config?: string;
+  /** the ConfigMap --config is mounted from: followed through the API instead of polling the file */
+  configMap?: string;
   redis?: string;
   metricsListen: string;
+  /** seconds the preStop hook's GET /prestop holds before answering (responses close their connections meanwhile) */
+  drainDelay: string;
 }
 
 export async function runSidecar(flags: SidecarFlags): Promise<void> {
   const logger = createLogger('sidecar');
   const options = loadGatewayOptions(flags.config);
+  const drainDelay = Number(flags.drainDelay);
+  if (!/^\d+$/.test(flags.drainDelay) || drainDelay > 60)
+    throw new Error(`--drain-delay: ${JSON.stringify(flags.drainDelay)} is not a whole number of seconds from 0 to 60`);
+  const drainDelayMs = drainDelay * 1000;
   let upstream: URL;
   try {
     upstream = new URL(flags.upstream);
@@ -148,18 +157,39 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   });
   onConfig = (c) => void runtime.applyConfig(c);
   // the --config file (the chart's gw-sidecar-config ConfigMap volume) is followed: live options apply
-  // within a poll (2 s), the others are named in a warn line
-  const optionsWatch = flags.config
-    ? watchOptionsFile({
-        file: flags.config,
-        initial: options,
-        logger,
-        apply: (next) => runtime.setOptions(next),
-        onRefused: () => metrics.configErrors.inc(),
+  // as soon as the ConfigMap changes (--config-map: its API watch) or within a poll of the file (2 s, after
+  // the kubelet's refresh of the volume); the others are named in a warn line
+  const follow = {
+    initial: options,
+    logger,
+    apply: (next: typeof options) => runtime.setOptions(next),
+    onRefused: () => metrics.configErrors.inc(),
+  };
+  const optionsWatch = flags.configMap
+    ? watchOptionsConfigMap({
+        ...follow,
+        api: kube,
+        namespace: flags.namespace,
+        name: flags.configMap,
+        initialText: flags.config ? readFileSync(flags.config, 'utf8') : undefined,
       })
-    : undefined;
+    : flags.config
+      ? watchOptionsFile({ ...follow, file: flags.config })
+      : undefined;
   await runtime.applyConfig(source.current());
-  const ops = createOpsServer(metrics.registry, { ready: runtime.ready, health: () => storeHealth(redis) });
+  // GET /prestop: the pod's preStop hook (the webhook sets it): the Service is taking this pod out of its
+  // endpoints; for --drain-delay seconds every response closes its connection, so keep-alive clients move
+  // to the pods that stay, then the hook answers and the kubelet's SIGTERM drains what is left
+  const ops = createOpsServer(
+    metrics.registry,
+    { ready: runtime.ready, health: () => storeHealth(redis) },
+    (req, res) => {
+      if (req.url !== '/prestop' || req.method !== 'GET') return json(res, 404, { error: 'Not Found' });
+      closeConnectionsFor(runtime.server, drainDelayMs);
+      logger.info({ drainDelayMs }, 'preStop: closing connections after each response, then draining on SIGTERM');
+      setTimeout(() => json(res, 200, { draining: true }), drainDelayMs).unref();
+    },
+  );
   releaseStartupMemory();
   // a start that fails here (an address in use) takes back its DRL heartbeat: the group must not count
   // a peer that never served

@@ -22,6 +22,7 @@ export interface WebhookFlags {
   sidecarCpuLimit?: string;
   sidecarMemoryLimit: string;
   sidecarNodeOptions?: string;
+  sidecarDrainDelay: string;
   runAsUser: string;
 }
 
@@ -60,6 +61,11 @@ export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
     memoryRequest: quantity('--sidecar-memory-request'),
     cpuLimit: quantity('--sidecar-cpu-limit').optional(),
     memoryLimit: quantity('--sidecar-memory-limit'),
+    drainDelaySeconds: z
+      .string()
+      .regex(/^\d+$/, '--sidecar-drain-delay: not a whole number of seconds')
+      .transform(Number)
+      .pipe(z.number().max(60, '--sidecar-drain-delay: at most 60 seconds')),
     runAsUser: z
       .string()
       .regex(/^\d+$/, '--run-as-user: not a number')
@@ -78,6 +84,7 @@ export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
     memoryRequest: f.sidecarMemoryRequest,
     cpuLimit: f.sidecarCpuLimit,
     memoryLimit: f.sidecarMemoryLimit,
+    drainDelaySeconds: f.sidecarDrainDelay,
     runAsUser: f.runAsUser,
   });
   if (!r.success) throw new Error(r.error.issues[0]?.message ?? 'bad flags');
@@ -96,6 +103,7 @@ export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
       limits: v.cpuLimit ? { cpu: v.cpuLimit, memory: v.memoryLimit } : { memory: v.memoryLimit },
     },
     runAsUser: v.runAsUser,
+    drainDelaySeconds: v.drainDelaySeconds,
     ...(f.sidecarNodeOptions?.trim() ? { nodeOptions: f.sidecarNodeOptions.trim() } : {}),
   };
 }

@@ -141,22 +141,35 @@ export function selectedAlgorithm(o: GatewayOptionsT): Algorithm {
 
 /** Reads and validates the config file, then applies GW_SECRET / GW_ACCESS_TOKENS when the file omits them. */
 export function loadGatewayOptions(file: string | undefined, env: NodeJS.ProcessEnv = process.env): GatewayOptionsT {
+  if (!file) return parseGatewayOptions(undefined, 'config', env);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(`${file}: cannot read config file: ${(e as Error).message}`, { cause: e });
+  }
+  return parseGatewayOptions(text, file, env);
+}
+
+/**
+ * Validates a config file's text (`source` names it in errors: a file, a ConfigMap key), then applies
+ * GW_SECRET / GW_ACCESS_TOKENS when it omits them. No text: the defaults.
+ */
+export function parseGatewayOptions(
+  text: string | undefined,
+  source: string,
+  env: NodeJS.ProcessEnv = process.env,
+): GatewayOptionsT {
   let raw: unknown = {};
-  if (file) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (e) {
-      throw new Error(`${file}: cannot read config file: ${(e as Error).message}`, { cause: e });
-    }
+  if (text !== undefined) {
     try {
       raw = parse(text) ?? {};
     } catch (e) {
-      throw new Error(`${file}: invalid YAML: ${firstLine((e as Error).message)}`, { cause: e });
+      throw new Error(`${source}: invalid YAML: ${firstLine((e as Error).message)}`, { cause: e });
     }
   }
   const parsed = GatewayOptions.safeParse(raw);
-  if (!parsed.success) throw new Error(`${file ?? 'config'}: ${formatZodError(parsed.error)}`);
+  if (!parsed.success) throw new Error(`${source}: ${formatZodError(parsed.error)}`);
   const o = parsed.data;
   if (!o.secret && env.GW_SECRET?.trim()) o.secret = env.GW_SECRET.trim();
   if (!o.access_tokens && env.GW_ACCESS_TOKENS) {

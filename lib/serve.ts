@@ -90,6 +90,25 @@ export function listen(server: Server, address: string, flag: string, limits?: L
   });
 }
 
+/** Until when (epoch ms) each server's responses close their connection: the drain's advance notice. */
+const closingUntil = new WeakMap<Server, number>();
+
+/**
+ * For the next `ms`, every response closes its connection (`Connection: close`) while the server keeps
+ * accepting: the advance notice of a drain (the sidecar's preStop hook, docs/helm.md "Termination"). A
+ * keep-alive client then opens its next connection anew, which the Service sends to a pod that stays,
+ * before the drain closes what is left idle; idle connections are not closed here (a client reusing one
+ * at that instant would get a reset). Afterwards the server keeps connections alive again.
+ */
+export function closeConnectionsFor(server: Server, ms: number): void {
+  if (!closingUntil.has(server)) {
+    server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+      if (Date.now() < (closingUntil.get(server) ?? 0)) res.shouldKeepAlive = false;
+    });
+  }
+  closingUntil.set(server, Math.max(closingUntil.get(server) ?? 0, Date.now() + ms));
+}
+
 /** Emitted on a server when its drain deadline passes: connections node:http no longer tracks (upgraded ones) close on it. */
 export const DRAIN_DEADLINE = 'gw:drain-deadline';
 

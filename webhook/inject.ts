@@ -50,7 +50,16 @@ export interface InjectOptions {
   runAsUser: number;
   /** NODE_OPTIONS of the sidecar; default: the heap flags derived from the memory limit (node-options.ts). */
   nodeOptions?: string;
+  /**
+   * Seconds a terminating pod keeps serving while the Service takes it out of its endpoints: the sidecar's
+   * preStop hook (GET /prestop, `--drain-delay`) and, when the app container has no preStop of its own, a
+   * preStop sleep of this + APP_GRACE_EXTRA_SECONDS on it (docs/helm.md, "Termination"). 0: neither.
+   */
+  drainDelaySeconds?: number;
 }
+
+/** The app outlives the sidecar's drain by this much: the sidecar's last proxied requests still find it. */
+export const APP_GRACE_EXTRA_SECONDS = 2;
 
 export const defaultInjectOptions: InjectOptions = {
   image: 'gw:0.1.0',
@@ -60,6 +69,7 @@ export const defaultInjectOptions: InjectOptions = {
   redisSecretName: 'gw-redis',
   resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '256Mi' } },
   runAsUser: 10001,
+  drainDelaySeconds: 5,
 };
 
 export interface InjectResult {
@@ -144,8 +154,15 @@ export function sidecarContainer(
     },
   };
   const mounts: Record<string, unknown>[] = [];
+  const delay = o.drainDelaySeconds ?? 0;
+  if (delay > 0) {
+    args.push('--drain-delay', String(delay));
+    c.lifecycle = { preStop: { httpGet: { path: '/prestop', port: a.metricsPort } } };
+  }
   if (a.config) {
+    // the mounted file to start with, its ConfigMap watched through the API for live changes
     args.push('--config', '/etc/gw/config.yaml');
+    if (o.configMapName) args.push('--config-map', o.configMapName);
     mounts.push({ name: 'gw-sidecar-config', mountPath: '/etc/gw', readOnly: true });
   }
   if (a.ownToken) mounts.push({ name: SIDECAR_TOKEN_VOLUME, mountPath: SA_MOUNT_PATH, readOnly: true });
@@ -258,6 +275,7 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
     // only among the probed container's ports: left as "http" they would fail, the pod never Ready)
     patch.push(...portReferences(containers[named.ci]!, named.ci, portName));
   }
+  patch.push(...appPreStop(containers, named?.ci ?? containers.findIndex((c) => usedPorts([c]).has(upstreamPort)), o));
   patch.push({ op: 'add', path: '/spec/containers/-', value: sidecar });
   const volumes: Record<string, unknown>[] = [];
   if (config) volumes.push({ name: 'gw-sidecar-config', configMap: { name: o.configMapName, optional: true } });
@@ -276,6 +294,21 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
   if (!rewire)
     warnings.push(`gw sidecar listens on port ${listenPort} (named "gw-proxy"): point the Service's targetPort at it`);
   return { patch, outcome: 'injected', warnings };
+}
+
+/**
+ * The app container (index `ci`, -1: not found) keeps serving through the sidecar's drain: a preStop sleep
+ * of drainDelaySeconds + APP_GRACE_EXTRA_SECONDS, so its SIGTERM comes after the sidecar has stopped
+ * taking requests. An app with a preStop of its own is left as it is (it decides when it stops).
+ */
+function appPreStop(containers: PodContainer[], ci: number, o: InjectOptions): JsonPatchOp[] {
+  const delay = o.drainDelaySeconds ?? 0;
+  const app = containers[ci] as (PodContainer & { lifecycle?: Record<string, unknown> }) | undefined;
+  if (delay <= 0 || !app || app.lifecycle?.preStop !== undefined) return [];
+  const preStop = { sleep: { seconds: delay + APP_GRACE_EXTRA_SECONDS } };
+  return app.lifecycle
+    ? [{ op: 'add', path: `/spec/containers/${ci}/lifecycle/preStop`, value: preStop }]
+    : [{ op: 'add', path: `/spec/containers/${ci}/lifecycle`, value: { preStop } }];
 }
 
 /** `replace` ops renaming `portName` → gw-upstream in a container's probes and lifecycle handlers. */

@@ -117,6 +117,15 @@ export function gatewayReconnectDelay(attempt: number): number {
 }
 
 /**
+ * How long one connection attempt to the store may take before it is dropped and retried. A SYN sent while
+ * a Service still routes to a Redis pod that is gone gets no answer at all; with ioredis's own 10 s every
+ * client that tried then (the controller's, so the sessions' restore, and the gateways', so their limits)
+ * waited that long after the new Redis was reachable (measured on the one-node cluster: the sessions back
+ * 9 s after Redis answered; docs/operator.md, "Day 2 on a real cluster").
+ */
+export const STORE_CONNECT_TIMEOUT_MS = 2000;
+
+/**
  * createStoreClient for a URL given with `--redis`: a bad URL is an error naming the flag. A database
  * index the server does not have (`/99` on a default Redis of 16) makes ioredis report an error and go on
  * in database 0, sharing it with whatever else uses it: gw closes the client instead (the store stays
@@ -152,7 +161,7 @@ export function storeClientFromFlag(
 export function createStoreClient(url: string, opts: RedisOptions = {}): StoreClient {
   // auto-pipelining: commands issued in the same tick by concurrent requests leave in one write, so
   // each check stays one round trip while many checks share the syscalls
-  const options: RedisOptions = { enableAutoPipelining: true, ...opts };
+  const options: RedisOptions = { enableAutoPipelining: true, connectTimeout: STORE_CONNECT_TIMEOUT_MS, ...opts };
   const p = parseStoreUrl(url);
   const auth = { ...(p.username ? { username: p.username } : {}), ...(p.password ? { password: p.password } : {}) };
   const tls = p.tls ? { tls: {} } : {};

@@ -8,8 +8,14 @@
  * replaces the file by swapping the `..data` symlink: the path keeps its name, its target changes.
  */
 import type { Logger } from '../../lib/logger.js';
-import { loadGatewayOptions, type GatewayOptionsT } from '../../lib/options.js';
+import type { KubeApi } from '../../lib/kube/api.js';
+import { Informer, type ResourceRef } from '../../lib/kube/informer.js';
+import { parseGatewayOptions, type GatewayOptionsT } from '../../lib/options.js';
 const { readFileSync } = process.getBuiltinModule('node:fs');
+
+const CONFIG_MAPS: ResourceRef = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' };
+/** The key of the options ConfigMap that holds the file (the chart's gw-sidecar-config). */
+export const OPTIONS_KEY = 'config.yaml';
 
 /** Options a running gateway takes without a restart (they only shape the limiter engine). */
 export const LIVE_OPTIONS: readonly (keyof GatewayOptionsT)[] = [
@@ -39,24 +45,27 @@ export interface OptionsFileWatch {
   check(): void;
 }
 
-export function watchOptionsFile(o: {
-  file: string;
+interface FollowOptions {
   initial: GatewayOptionsT;
   logger: Logger;
   /** A valid change with at least one live option changed: the options to run with now. */
   apply: (next: GatewayOptionsT, live: string[]) => void;
   onRefused?: () => void;
-  pollMs?: number;
-}): OptionsFileWatch {
-  let text = read(o.file);
+}
+
+/**
+ * The change logic both sources share: `offer(text)` with the config's current text (undefined: not
+ * readable now, ignored); a text seen last time is skipped, a new one validated and its live options applied.
+ */
+function follower(o: FollowOptions & { source: string; text: string | undefined }): (text: string | undefined) => void {
+  let text = o.text;
   let current = o.initial;
-  const check = (): void => {
-    const now = read(o.file);
+  return (now) => {
     if (now === undefined || now === text) return;
     text = now;
     let next: GatewayOptionsT;
     try {
-      next = loadGatewayOptions(o.file);
+      next = parseGatewayOptions(now, o.source);
     } catch (e) {
       o.onRefused?.();
       o.logger.error({ err: (e as Error).message }, 'gateway config file refused; keeping the options in force');
@@ -80,9 +89,47 @@ export function watchOptionsFile(o: {
         `gateway config file changed: ${restart.join(', ')} cannot change live; they apply when the sidecar restarts`,
       );
   };
+}
+
+export function watchOptionsFile(o: FollowOptions & { file: string; pollMs?: number }): OptionsFileWatch {
+  const offer = follower({ ...o, source: o.file, text: read(o.file) });
+  const check = (): void => offer(read(o.file));
   const timer = setInterval(check, o.pollMs ?? 2000);
   timer.unref();
   return { stop: () => clearInterval(timer), check };
+}
+
+/**
+ * The same file as the ConfigMap the chart writes it into (`gw-sidecar-config`, key `config.yaml`),
+ * watched through the API server: a change applies within a second of the write, where the kubelet's
+ * refresh of the mounted file takes up to its sync period (a minute) plus its cache's TTL. The mounted
+ * file (`--config`) is what the sidecar starts with; `initialText` is its text, so an unchanged ConfigMap
+ * applies nothing. A ConfigMap deleted or without the key keeps the options in force.
+ */
+export function watchOptionsConfigMap(
+  o: FollowOptions & { api: KubeApi; namespace: string; name: string; initialText: string | undefined },
+): { stop(): void } {
+  const offer = follower({ ...o, source: `ConfigMap ${o.namespace}/${o.name} ${OPTIONS_KEY}`, text: o.initialText });
+  const informer = new Informer({
+    api: o.api,
+    resource: CONFIG_MAPS,
+    namespace: o.namespace,
+    fieldSelector: `metadata.name=${o.name}`,
+    logger: o.logger,
+    onChange: (type, obj) => {
+      if (type === 'delete' || obj.metadata.name !== o.name) return;
+      const data = (obj as { data?: unknown }).data;
+      const text = data && typeof data === 'object' ? (data as Record<string, unknown>)[OPTIONS_KEY] : undefined;
+      offer(typeof text === 'string' ? text : undefined);
+    },
+    onError: (err, retryInMs) =>
+      o.logger.warn(
+        { err: err.message, retryInMs },
+        'gateway config watch failed; restarting (keeping the options in force)',
+      ),
+  });
+  informer.start();
+  return { stop: () => informer.stop() };
 }
 
 function read(file: string): string | undefined {

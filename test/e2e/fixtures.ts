@@ -94,3 +94,77 @@ spec:
 `;
 
 export const SVC = `http://echo.${APP_NS}.svc.cluster.local`;
+
+/**
+ * The day-2 suite's application (test/e2e/day2.e2e.ts): the echo Deployment of APP with a rolling update
+ * that never goes below its replicas (`maxUnavailable: 0`).
+ */
+export const DAY2_APP = APP.replace(
+  '  replicas: 3\n',
+  '  replicas: 3\n  strategy: {type: RollingUpdate, rollingUpdate: {maxUnavailable: 0, maxSurge: 1}}\n',
+);
+
+/** A key limited to 50 requests per 5 s (the DRL's windows), with a large quota the `quotas` headers show. */
+export const KEY_DAY2 = 'e2e-day2-key-0123456789abcdef';
+export const DAY2_RATE = { rate: 50, per: 5, quota_max: 10_000_000 };
+export const DAY2_RESOURCES = `
+apiVersion: v1
+kind: Secret
+metadata: {name: day2-key, namespace: ${APP_NS}}
+stringData: {key: ${KEY_DAY2}}
+---
+apiVersion: gw.io/v1alpha1
+kind: AccessKey
+metadata: {name: day2, namespace: ${APP_NS}}
+spec:
+  alias: day2
+  secretRef: {name: day2-key, key: key}
+  rate: ${DAY2_RATE.rate}
+  per: ${DAY2_RATE.per}
+  allowance: ${DAY2_RATE.rate}
+  quota_max: ${DAY2_RATE.quota_max}
+  quota_renewal_rate: 86400
+  access_rights: {echo: {api_id: echo, versions: [Default]}}
+`;
+
+/** A key with the same quota, for reading the `X-RateLimit-*` headers without spending KEY_DAY2's allowance. */
+export const KEY_HEADERS = 'e2e-day2-headers-0123456789abcdef';
+export const DAY2_HEADERS_RESOURCES = `
+apiVersion: v1
+kind: Secret
+metadata: {name: day2-headers-key, namespace: ${APP_NS}}
+stringData: {key: ${KEY_HEADERS}}
+---
+apiVersion: gw.io/v1alpha1
+kind: AccessKey
+metadata: {name: day2-headers, namespace: ${APP_NS}}
+spec:
+  alias: day2-headers
+  secretRef: {name: day2-headers-key, key: key}
+  rate: 1000
+  per: 1
+  allowance: 1000
+  quota_max: ${DAY2_RATE.quota_max}
+  quota_renewal_rate: 86400
+  access_rights: {echo: {api_id: echo, versions: [Default]}}
+`;
+
+/** An AccessKey (and its Secret) whose key is `key`: 100 requests per second on the echo API. */
+export const accessKey = (name: string, key: string): string => `
+apiVersion: v1
+kind: Secret
+metadata: {name: ${name}, namespace: ${APP_NS}}
+stringData: {key: ${key}}
+---
+apiVersion: gw.io/v1alpha1
+kind: AccessKey
+metadata: {name: ${name}, namespace: ${APP_NS}}
+spec:
+  alias: ${name}
+  secretRef: {name: ${name}, key: key}
+  rate: 100
+  per: 1
+  allowance: 100
+  quota_max: -1
+  access_rights: {echo: {api_id: echo, versions: [Default]}}
+`;

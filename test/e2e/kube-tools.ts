@@ -2,7 +2,8 @@
  * What the end-to-end suites share (test/e2e/*.e2e.ts): kubectl and helm runs, polling, pods and their
  * cgroups, the in-cluster load client, and the chart values the suites install with.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import http from 'node:http';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -190,12 +191,13 @@ export function cgroupLimit(pod: Pod, container: string): number | undefined {
 
 export const MB = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
 
-export function values(config: Record<string, unknown>): string {
+/** The chart's values for the suites: the built image (or `tag` of it), the bundled Redis, `config`. */
+export function values(config: Record<string, unknown>, tag = IMAGE.split(':')[1]): string {
   const file = join(tmp, `values-${Date.now()}.json`);
   writeFileSync(
     file,
     JSON.stringify({
-      image: { repository: IMAGE.split(':')[0], tag: IMAGE.split(':')[1], pullPolicy: 'IfNotPresent' },
+      image: { repository: IMAGE.split(':')[0], tag, pullPolicy: 'IfNotPresent' },
       redis: {
         bundled: {
           enabled: true,
@@ -212,3 +214,181 @@ export function values(config: Record<string, unknown>): string {
 
 export const DRL = { drl_threshold: 0, drl_notification_frequency: 0.2 };
 export const LOG = { enable_kv_rolling_limiter: true, kv_deadline_ms: 3000 };
+
+/** One response (or failure) of `steadyLoad`, timed by the receiving side: the test's own clock. */
+export interface Sample {
+  /** when the response ended or the request failed (epoch ms) */
+  t: number;
+  /** HTTP status; 0 when the request failed without one (`err` says how) */
+  status: number;
+  pod?: string;
+  err?: string;
+  /** the value of `recordHeader`, when asked */
+  header?: string;
+}
+
+export interface SteadyLoad {
+  /** stops sending, waits for the requests in flight, returns every sample in the order they ended */
+  stop(): Promise<Sample[]>;
+  samples: Sample[];
+}
+
+/**
+ * A fixed rate of requests from the test process (in the cluster's network namespace) to `url`, e.g. a
+ * Service's ClusterIP: the node's connections to Services go through kube-proxy's rules like a pod's.
+ * Every response is recorded (status, the echo's pod, failures by their error code). `connections`
+ * keep-alive sockets (a response with `Connection: close` makes the next request open a new one, which
+ * kube-proxy may send to another pod); `fresh: true` opens a connection per request instead.
+ */
+export function steadyLoad(
+  url: string,
+  o: { rps: number; connections?: number; fresh?: boolean; headers?: Record<string, string>; recordHeader?: string },
+): SteadyLoad {
+  const agent = new http.Agent({ keepAlive: !o.fresh, maxSockets: o.connections ?? 8 });
+  const samples: Sample[] = [];
+  const inflight = new Set<Promise<void>>();
+  const start = Date.now();
+  let n = 0;
+  let stopped = false;
+  const one = (): Promise<void> =>
+    new Promise((resolve) => {
+      const req = http.get(url, { agent, headers: o.headers, timeout: 10_000 }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => {
+          let pod: string | undefined;
+          if (res.statusCode === 200) {
+            try {
+              pod = (JSON.parse(body) as { pod?: string }).pod;
+            } catch {
+              // a 200 that is not the echo's JSON: counted by status
+            }
+          }
+          const h = o.recordHeader ? res.headers[o.recordHeader.toLowerCase()] : undefined;
+          samples.push({
+            t: Date.now(),
+            status: res.statusCode ?? 0,
+            pod,
+            header: h === undefined ? undefined : String(h),
+          });
+          resolve();
+        });
+        res.on('error', (e: NodeJS.ErrnoException) => {
+          samples.push({ t: Date.now(), status: 0, err: `response ${e.code ?? e.message}` });
+          resolve();
+        });
+      });
+      req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'TIMEOUT' })));
+      req.on('error', (e: NodeJS.ErrnoException) => {
+        samples.push({ t: Date.now(), status: 0, err: e.code ?? e.message });
+        resolve();
+      });
+    });
+  // each request at its slot on an absolute schedule: a late timer catches up instead of lowering the rate
+  const tick = (): void => {
+    if (stopped) return;
+    const due = Math.floor(((Date.now() - start) * o.rps) / 1000) + 1;
+    while (n < due) {
+      n++;
+      const p = one().finally(() => inflight.delete(p));
+      inflight.add(p);
+    }
+    setTimeout(tick, Math.max(1, Math.floor(1000 / o.rps / 2)));
+  };
+  tick();
+  return {
+    samples,
+    async stop() {
+      stopped = true;
+      while (inflight.size) await Promise.all([...inflight]);
+      agent.destroy();
+      return samples;
+    },
+  };
+}
+
+/** Samples that failed: no HTTP status, or a 5xx. */
+export const failures = (s: Sample[]): Sample[] => s.filter((x) => x.status === 0 || x.status >= 500);
+
+/** Counts of each status (failures without a status under their error code). */
+export function tally(s: Sample[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const x of s) {
+    const k = x.status ? String(x.status) : (x.err ?? 'error');
+    out[k] = (out[k] ?? 0) + 1;
+  }
+  return out;
+}
+
+/** 200s per window of `ms` from `from` (epoch ms), complete windows only: the DRL's admitted counts. */
+export function admittedPerWindow(s: Sample[], from: number, ms: number): number[] {
+  const last = Math.max(...s.map((x) => x.t));
+  const n = Math.floor((last - from) / ms);
+  const out = new Array<number>(Math.max(0, n)).fill(0);
+  for (const x of s) {
+    const i = Math.floor((x.t - from) / ms);
+    if (x.status === 200 && i >= 0 && i < n) out[i]!++;
+  }
+  return out;
+}
+
+/** Requests per pod (200s naming the echo's pod). */
+export function perPod(s: Sample[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const x of s) if (x.pod) out[x.pod] = (out[x.pod] ?? 0) + 1;
+  return out;
+}
+
+export async function clusterIP(ns: string, name: string): Promise<string> {
+  return (await kjson<{ spec: { clusterIP: string } }>(['-n', ns, 'get', 'service', name])).spec.clusterIP;
+}
+
+/** The holder of the controller's Lease (its pod name is the identity's prefix), or undefined. */
+export async function leaseHolder(ns = GW_NS): Promise<string | undefined> {
+  const l = await kjson<{ spec: { holderIdentity?: string } }>(['-n', ns, 'get', 'lease', 'gw-controller']);
+  return l.spec.holderIdentity || undefined;
+}
+
+/** The host PIDs in a container's memory cgroup (cgroup v1), undefined once the cgroup is gone. */
+export function containerPids(pod: Pod, container: string): number[] | undefined {
+  const id = pod.status.containerStatuses?.find((c) => c.name === container)?.containerID?.replace(/^\w+:\/\//, '');
+  if (!id) return undefined;
+  for (const qos of ['burstable', 'besteffort', '']) {
+    try {
+      const f = join('/sys/fs/cgroup/memory/kubepods', qos, `pod${pod.metadata.uid}`, id, 'cgroup.procs');
+      return readFileSync(f, 'utf8').split('\n').filter(Boolean).map(Number);
+    } catch {
+      // not this QoS class
+    }
+  }
+  return undefined;
+}
+
+/** Resolves with the time (epoch ms) a container's processes are all gone, polling its cgroup every 20 ms. */
+export async function exitTime(pod: Pod, container: string, secs: number): Promise<number> {
+  const deadline = Date.now() + secs * 1000;
+  while (Date.now() < deadline) {
+    const pids = containerPids(pod, container);
+    if (!pids || pids.length === 0) return Date.now();
+    await sleep(20);
+  }
+  throw new Error(`${pod.metadata.name}/${container} still running after ${secs} s`);
+}
+
+/** `kubectl logs -f` of a container from now on, as lines; `stop()` ends it. */
+export function followLogs(ns: string, pod: string, container: string): { lines: string[]; stop(): void } {
+  const lines: string[] = [];
+  const child = spawn(KUBECTL, ['-n', ns, 'logs', '-f', '--tail=0', pod, '-c', container], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  let buf = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (c: string) => {
+    buf += c;
+    const parts = buf.split('\n');
+    buf = parts.pop()!;
+    lines.push(...parts);
+  });
+  return { lines, stop: () => child.kill() };
+}

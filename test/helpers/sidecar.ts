@@ -85,6 +85,8 @@ export async function startSidecar(
     cli?: string;
     /** What to wait for before returning (default /readyz; /healthz when no config is there yet). */
     waitFor?: '/readyz' | '/healthz';
+    /** More flags of `gw sidecar`. */
+    args?: string[];
   },
   retried = false,
 ): Promise<Sidecar> {
@@ -111,6 +113,7 @@ export async function startSidecar(
     args.push('--config', f);
   }
   if (o.configFile) args.push('--config', o.configFile);
+  if (o.args) args.push(...o.args);
   const proc = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, GW_LOG_LEVEL: 'info', ...o.env },

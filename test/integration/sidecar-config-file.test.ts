@@ -5,12 +5,15 @@
  * atomic rename of the `..data` symlink). A live option (rate_limit_response_headers) takes effect within
  * 10 s; an option that applies only at a restart is named in a warn line; a file that does not validate
  * is refused with the field named, the options in force kept.
+ * With `--config-map` (what the webhook passes) the ConfigMap itself is watched through the API server:
+ * a change applies within 2 s of the write, with the mounted file still as it was (the kubelet refreshes a
+ * volume only after its sync period, about a minute).
  */
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startEcho } from '../../scripts/echo-upstream.js';
-import { freshNamespace } from '../helpers/kube.js';
+import { freshNamespace, kubectl } from '../helpers/kube.js';
 import { tempDir } from '../helpers/standalone.js';
 import { configOf, eventually, metricsText, startSidecar, writeConfigMap, type Sidecar } from '../helpers/sidecar.js';
 
@@ -93,4 +96,62 @@ describe('gw sidecar follows its mounted --config file', () => {
     await eventually(async () => (await limitHeader()) === '1000', 10_000, 'back to rate_limits');
     expect(s.proc.exitCode).toBeNull(); // never restarted
   }, 60_000);
+});
+
+describe('gw sidecar --config-map follows the ConfigMap through the API server', () => {
+  let s: Sidecar;
+  let echo: Awaited<ReturnType<typeof startEcho>>;
+  let ns: string;
+  const options = async (text: string): Promise<void> => {
+    const cm = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'gw-sidecar-config', namespace: ns },
+      data: { 'config.yaml': text },
+    });
+    const r = await kubectl(['apply', '-f', '-'], cm);
+    if (r.code !== 0) throw new Error(r.stderr);
+  };
+
+  beforeAll(async () => {
+    ns = await freshNamespace('sidecar-cfgmap');
+    echo = await startEcho();
+    await writeConfigMap(ns, configOf(ns, [{ name: 'a', path: '/a/', rate: 1000, per: 60 }]));
+    const text = 'rate_limit_response_headers: rate_limits\n';
+    await options(text);
+    const dir = tempDir('gw-cm-file-');
+    writeFileSync(join(dir, 'config.yaml'), text);
+    s = await startSidecar({
+      ns,
+      upstream: echo.url,
+      configFile: join(dir, 'config.yaml'),
+      args: ['--config-map', 'gw-sidecar-config'],
+    });
+  }, 30_000);
+  afterAll(async () => {
+    await s?.stop();
+    echo?.server.close();
+  });
+
+  const limitHeader = async (): Promise<string | undefined> => {
+    const r = await request(`${s.gw}/a/x`);
+    await r.body.dump();
+    const h = r.headers['x-ratelimit-limit'];
+    return typeof h === 'string' ? h : undefined;
+  };
+
+  test('a live option written to the ConfigMap applies within 2 s, the file unchanged; an invalid one is refused', async () => {
+    expect(await limitHeader()).toBe('1000');
+    const t0 = Date.now();
+    await options('rate_limit_response_headers: quotas\n');
+    await eventually(async () => (await limitHeader()) === undefined, 5000, 'the live option applied');
+    expect(Date.now() - t0).toBeLessThan(2000);
+    await options('rate_limit_response_headers: sometimes\n');
+    await eventually(async () => /gateway config file refused/.test(s.out()), 5000, 'the bad options refused');
+    expect(s.out()).toMatch(/ConfigMap .*gw-sidecar-config config\.yaml: .*rate_limit_response_headers/);
+    expect(await limitHeader()).toBeUndefined();
+    await options('rate_limit_response_headers: rate_limits\n');
+    await eventually(async () => (await limitHeader()) === '1000', 5000, 'back to rate_limits');
+    expect(s.proc.exitCode).toBeNull();
+  }, 30_000);
 });

@@ -48,6 +48,8 @@ const CALLS: Call[] = [
   { who: 'facade', group: '', resource: 'configmaps', verbs: ['get'], names: SHARDS },
   // sidecar (sidecar/config/kube-source.ts)
   { who: 'sidecar', group: '', resource: 'configmaps', verbs: ['list', 'watch'], names: ['gw-config'] },
+  // sidecar (sidecar/config/options-file.ts: the --config-map the webhook names)
+  { who: 'sidecar', group: '', resource: 'configmaps', verbs: ['list', 'watch'], names: ['gw-sidecar-config'] },
   { who: 'sidecar', group: '', resource: 'configmaps', verbs: ['get'], names: SHARDS },
   // the pre-delete hook (controller/release-finalizers.ts): the controller stopped, then its finalizers removed
   { who: 'uninstall', group: 'apps', resource: 'deployments', verbs: ['get'], names: ['gw-controller'] },
@@ -100,6 +102,9 @@ const SITES: Record<string, [RegExp, string[]][]> = {
     [/this\.api\.put\(resourcePath\(SECRETS, namespace, FACADE_CLIENT_SECRETS\)/g, ['facade secrets/gw-facade-oauth-clients update']],
     [/this\.api\.post\(resourcePath\(SECRETS/g, ['facade secrets create (gw-facade-oauth-clients, the first time)']],
     [/waitForObject\(/g, ['facade accesskeys,oauthclients list,watch (metadata.name field selector)']],
+  ],
+  'sidecar/config/options-file.ts': [
+    [/new Informer\(\{[\s\S]{0,200}fieldSelector: `metadata\.name=\$\{o\.name\}`/g, ['sidecar configmaps/gw-sidecar-config list,watch']],
   ],
   'sidecar/config/kube-source.ts': [
     [/this\.api\.get\(resourcePath\(CONFIG_MAPS/g, ['sidecar, facade configmaps/<shards> get']],

@@ -142,7 +142,7 @@ describe('what the chart renders', () => {
     expect(hook.args).toContain('--sidecar-memory-limit=256Mi');
     expect(hook.args.some((a) => a.startsWith('--sidecar-node-options'))).toBe(false);
     // what the webhook then injects for that limit
-    const flags = { listen: '0.0.0.0:8443', tlsCert: 'c', tlsKey: 'k', image: 'gw', imagePullPolicy: 'IfNotPresent', sidecarListenPort: '15080', sidecarMetricsPort: '15090', redisSecret: '', sidecarCpuRequest: '50m', sidecarMemoryRequest: '128Mi', sidecarMemoryLimit: '256Mi', runAsUser: '10001' };
+    const flags = { listen: '0.0.0.0:8443', tlsCert: 'c', tlsKey: 'k', image: 'gw', imagePullPolicy: 'IfNotPresent', sidecarListenPort: '15080', sidecarMetricsPort: '15090', redisSecret: '', sidecarCpuRequest: '50m', sidecarMemoryRequest: '128Mi', sidecarMemoryLimit: '256Mi', sidecarDrainDelay: '5', runAsUser: '10001' };
     const injected = sidecarContainer(injectOptionsFromFlags(flags), { upstreamPort: 8080, listenPort: 15080, metricsPort: 15090, group: 'g', portName: 'http', config: false }) as C;
     expect(nodeOptions(injected)).toBe('--expose-gc --max-semi-space-size=8 --v8-pool-size=2 --max-old-space-size=153');
 
@@ -151,6 +151,18 @@ describe('what the chart renders', () => {
     expect(container(changed, 'gw-webhook').args).toContain('--sidecar-node-options=--max-old-space-size=100');
     const given = docs(await template(['--set', 'controller.nodeOptions=--max-old-space-size=200']));
     expect(nodeOptions(container(given, 'gw-controller'))).toBe('--max-old-space-size=200');
+  });
+
+  test('termination: facade and webhook pods keep serving drainDelaySeconds (preStop sleep); the webhook passes the sidecar its delay', async () => {
+    type C = { args: string[]; lifecycle?: unknown };
+    const container = (all: Doc[], name: string): C => (find(all, 'Deployment', name) as unknown as { spec: { template: { spec: { containers: C[] } } } }).spec.template.spec.containers[0]!;
+    const byDefault = docs(await template());
+    for (const d of ['gw-facade', 'gw-webhook']) expect(container(byDefault, d).lifecycle).toEqual({ preStop: { exec: { command: ['sleep', '5'] } } });
+    expect(container(byDefault, 'gw-webhook').args).toContain('--sidecar-drain-delay=5');
+    expect(container(byDefault, 'gw-controller').lifecycle).toBeUndefined();
+    const off = docs(await template(['--set', 'facade.drainDelaySeconds=0', '--set', 'webhook.drainDelaySeconds=0', '--set', 'sidecar.drainDelaySeconds=0']));
+    for (const d of ['gw-facade', 'gw-webhook']) expect(container(off, d).lifecycle).toBeUndefined();
+    expect(container(off, 'gw-webhook').args).toContain('--sidecar-drain-delay=0');
   });
 
   test("no ConfigMap of the chart takes the name the controller writes its compiled config to (gw-config), even for release `gw`", async () => {

@@ -148,7 +148,10 @@ describe('mutating admission webhook on the real API server', () => {
     const [appC, side] = pod!.spec.containers;
     expect(appC!.ports).toEqual([expect.objectContaining({ name: 'gw-upstream', containerPort: 8080 })]);
     expect((side as Container & { image: string }).image).toBe('ghcr.io/gw-project/gw:0.1.0'); // the chart's image, via --image
-    expect(side!.args).toEqual(['sidecar', '--upstream', 'http://127.0.0.1:8080', '--listen', '0.0.0.0:15080', '--metrics-listen', '0.0.0.0:15090', '--group', 'orders']);
+    expect(side!.args).toEqual(['sidecar', '--upstream', 'http://127.0.0.1:8080', '--listen', '0.0.0.0:15080', '--metrics-listen', '0.0.0.0:15090', '--group', 'orders', '--drain-delay', '5']);
+    // the termination hooks, as the API server stored them (the app's sleep action included)
+    expect((side as Container & { lifecycle?: unknown }).lifecycle).toEqual({ preStop: { httpGet: { path: '/prestop', port: 15090, scheme: 'HTTP' } } });
+    expect((appC as Container & { lifecycle?: unknown }).lifecycle).toEqual({ preStop: { sleep: { seconds: 7 } } });
     expect(side!.ports).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'http', containerPort: 15080 })]));
     expect(pod!.metadata.annotations?.['gw.io/status']).toBe('injected');
     // Stored as admitted: read back from the API server.

@@ -1,5 +1,5 @@
 import { Cluster, Redis } from 'ioredis';
-import { createStoreClient, parseStoreUrl } from '../../../lib/store/redis.js';
+import { STORE_CONNECT_TIMEOUT_MS, createStoreClient, parseStoreUrl } from '../../../lib/store/redis.js';
 import { hostPort, parseHostPort } from '../../../lib/serve.js';
 
 describe('store URLs', () => {
@@ -77,5 +77,18 @@ describe('store URLs', () => {
     expect((sentinel as Redis).options.name).toBe('mymaster');
     expect(cluster).toBeInstanceOf(Cluster);
     for (const c of [single, sentinel, cluster]) c.disconnect();
+  });
+
+  test('a connection attempt is given up after 2 s (a SYN to a Redis pod that is gone gets no answer), unless told otherwise', () => {
+    const single = createStoreClient('redis://127.0.0.1:1/0', { lazyConnect: true });
+    const sentinel = createStoreClient('redis+sentinel://127.0.0.1:1/mymaster', { lazyConnect: true });
+    const cluster = createStoreClient('redis+cluster://127.0.0.1:1,127.0.0.1:2', { lazyConnect: true });
+    const given = createStoreClient('redis://127.0.0.1:1/0', { lazyConnect: true, connectTimeout: 500 });
+    expect(STORE_CONNECT_TIMEOUT_MS).toBe(2000);
+    expect((single as Redis).options.connectTimeout).toBe(2000);
+    expect((sentinel as Redis).options.connectTimeout).toBe(2000);
+    expect((cluster as Cluster).options.redisOptions?.connectTimeout).toBe(2000);
+    expect((given as Redis).options.connectTimeout).toBe(500);
+    for (const c of [single, sentinel, cluster, given]) c.disconnect();
   });
 });

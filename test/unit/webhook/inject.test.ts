@@ -62,6 +62,8 @@ describe('injectSidecar', () => {
       '0.0.0.0:15090',
       '--group',
       'orders',
+      '--drain-delay',
+      '5',
     ]);
     expect(s.ports).toEqual([
       { name: 'http', containerPort: 15080, protocol: 'TCP' },
@@ -85,6 +87,50 @@ describe('injectSidecar', () => {
     expect(after.metadata?.annotations?.[ANN.status]).toBe('injected');
     // unknown fields survive
     expect((after.spec as Obj).restartPolicy).toBe('Always');
+  });
+
+  test("termination: the sidecar's preStop hook holds --drain-delay; the app's preStop sleeps 2 s longer", () => {
+    const before = pod({ [ANN.inject]: 'true' });
+    const after = applyPatch(before, injectSidecar(before, o).patch);
+    expect(sidecarOf(after).lifecycle).toEqual({ preStop: { httpGet: { path: '/prestop', port: 15090 } } });
+    expect(containers(after)[0]!.lifecycle).toEqual({ preStop: { sleep: { seconds: 7 } } });
+    // an app with lifecycle hooks but no preStop gets the sleep beside them
+    const hooked = PodSchema.parse({
+      metadata: { annotations: { [ANN.inject]: 'true' } },
+      spec: {
+        containers: [
+          {
+            name: 'app',
+            ports: [{ name: 'http', containerPort: 8080 }],
+            lifecycle: { postStart: { exec: { command: ['true'] } } },
+          },
+        ],
+      },
+    });
+    expect(containers(applyPatch(hooked, injectSidecar(hooked, o).patch))[0]!.lifecycle).toEqual({
+      postStart: { exec: { command: ['true'] } },
+      preStop: { sleep: { seconds: 7 } },
+    });
+    // an app's own preStop is left as it is; drainDelaySeconds 0: no hook anywhere
+    const own = PodSchema.parse({
+      metadata: { annotations: { [ANN.inject]: 'true' } },
+      spec: {
+        containers: [
+          {
+            name: 'app',
+            ports: [{ name: 'http', containerPort: 8080 }],
+            lifecycle: { preStop: { exec: { command: ['x'] } } },
+          },
+        ],
+      },
+    });
+    expect(containers(applyPatch(own, injectSidecar(own, o).patch))[0]!.lifecycle).toEqual({
+      preStop: { exec: { command: ['x'] } },
+    });
+    const none = applyPatch(before, injectSidecar(before, { ...o, drainDelaySeconds: 0 }).patch);
+    expect(sidecarOf(none).lifecycle).toBeUndefined();
+    expect(sidecarOf(none).args).not.toContain('--drain-delay');
+    expect(containers(none)[0]!.lifecycle).toBeUndefined();
   });
 
   test('idempotent: a second admission of the injected pod adds nothing', () => {
@@ -145,7 +191,9 @@ describe('injectSidecar', () => {
     expect((after.spec as Obj).volumes).toEqual([
       { name: 'gw-sidecar-config', configMap: { name: 'gw-sidecar-config', optional: true } },
     ]);
-    expect(sidecarOf(after).args).toEqual(expect.arrayContaining(['--config', '/etc/gw/config.yaml']));
+    expect(sidecarOf(after).args).toEqual(
+      expect.arrayContaining(['--config', '/etc/gw/config.yaml', '--config-map', 'gw-sidecar-config']),
+    );
   });
 
   test('a pod with automountServiceAccountToken: false: the sidecar alone gets a projected token (its config is read through the API), the app still none', () => {
@@ -294,6 +342,7 @@ describe('gw webhook flags', () => {
     sidecarCpuRequest: '50m',
     sidecarMemoryRequest: '128Mi',
     sidecarMemoryLimit: '512Mi',
+    sidecarDrainDelay: '5',
     runAsUser: '10001',
   };
   test("the sidecar's heap flags follow its memory limit; --sidecar-node-options replaces them", () => {
@@ -324,6 +373,7 @@ describe('gw webhook flags', () => {
       metricsPort: 15090,
       redisSecretName: 'gw-redis',
       runAsUser: 10001,
+      drainDelaySeconds: 5,
     });
     expect(injectOptionsFromFlags({ ...flags, redisSecret: '' }).redisSecretName).toBeUndefined();
   });
@@ -333,6 +383,8 @@ describe('gw webhook flags', () => {
     [{ imagePullPolicy: 'Sometimes' }, /--image-pull-policy/],
     [{ sidecarMemoryLimit: 'lots' }, /--sidecar-memory-limit: not a Kubernetes quantity/],
     [{ sidecarMetricsPort: '15080' }, /must differ/],
+    [{ sidecarDrainDelay: '-1' }, /--sidecar-drain-delay: not a whole number/],
+    [{ sidecarDrainDelay: '61' }, /--sidecar-drain-delay: at most 60/],
   ])('bad flag %p → one-line error', (bad, msg) => {
     expect(() => injectOptionsFromFlags({ ...flags, ...bad })).toThrow(msg);
   });
