@@ -68,11 +68,12 @@ image:
 e2e: build
 	bash test/servers/e2e.sh
 
-# Benchmark tools from Debian (wrk, nginx, taskset, redis-server) are installed when missing; vegeta is built with Go.
+# Benchmark tools from Debian (wrk, nginx, taskset, redis-server, h2load) are installed when missing; vegeta is built with Go.
 bench: build
-	bash test/servers/install-debian.sh wrk:wrk nginx:nginx-light taskset:util-linux redis-server:redis-server
+	bash test/servers/install-debian.sh wrk:wrk nginx:nginx-light taskset:util-linux redis-server:redis-server h2load:nghttp2-client
 	bash test/servers/build-bench-tools.sh   # vegeta (Go module proxy): the fixed-rate latency client
 	node dist/test/bench/run.js
+	node dist/test/bench/protocols.js          # h2c, TLS handshakes, gRPC unary (docs/benchmarks.md, "HTTP/2, gRPC and TLS")
 
 # The DRL's promise measured with real processes (docs/limiter-engine.md, "Figures"): the DRL's traffic shapes
 # through gw standalone gateways on one redis-server, then store commands and memory per bucket (~4 min).

@@ -1,0 +1,453 @@
+/**
+ * `make bench`'s HTTP/2, gRPC and TLS rows (docs/benchmarks.md, "HTTP/2, gRPC and TLS"), every one a ratio
+ * against a baseline measured in the same run, with the set-up of run.ts: proxies pinned to
+ * GW_BENCH_PROXY_CPU (0), load generators and upstreams to GW_BENCH_LOAD_CPU (1), nginx (a 29-byte JSON
+ * body) as the HTTP/1.1 upstream, the bench API and key of gw-bench-setup.ts (key auth, a DRL key limit
+ * that never refuses), gw as `gw standalone` with the image's node flags.
+ *   h2c: `gw` (h2c on its plain listener) against a bare node:http2 proxy (bare-protocols.ts h2c), both
+ *     forwarding to nginx over HTTP/1.1; simultaneous pairs under h2load (-c H2_CONNS -m H2_STREAMS).
+ *   TLS handshake: new connections per second, every request on a new TLS connection (wrk with
+ *     `Connection: close`), gw's TLS listener against a bare node:https proxy (bare-protocols.ts tls);
+ *     simultaneous pairs. ECDSA P-256 certificate; the bare proxy counts resumed sessions (0: every one a
+ *     full handshake).
+ *   gRPC unary: h2load posting one framed message to /bench.Echo/Unary of a grpc-js server
+ *     (grpc-upstream.ts, h2c), directly and through gw (an h2c:// target); interleaved sequential rounds
+ *     (the upstream is the same process, so the two cannot be loaded at once): calls/s, gw's CPU µs per
+ *     call, and the mean time of a call with one in flight (added = gw − direct).
+ * Every process started is stopped at the end or on failure. Needs h2load (Debian nghttp2-client), wrk,
+ * nginx, taskset. Prints Markdown and writes dist/bench-protocols-last.json.
+ */
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect as h2connect } from 'node:http2';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '../harness/ports.js';
+import { issue, makeCa } from '../helpers/certs.js';
+import { BENCH_KEY, GW_BENCH_ENV, GW_NODE_FLAGS, gwStandaloneBench } from './gw-bench-setup.js';
+import { cpuSeconds, family, pinTo, stopChild } from './proc.js';
+
+const run = promisify(execFile);
+const SECONDS = Number(process.env.GW_BENCH_SECONDS ?? 5);
+const WARM_S = Number(process.env.GW_BENCH_WARM_S ?? 3);
+const CONNS = Number(process.env.GW_BENCH_CONNECTIONS ?? 50);
+const ROUNDS = Number(process.env.GW_BENCH_SIM_ROUNDS ?? 5);
+const PROXY_CPU = process.env.GW_BENCH_PROXY_CPU ?? '0';
+const LOAD_CPU = process.env.GW_BENCH_LOAD_CPU ?? '1';
+/** h2load: connections and concurrent streams per connection (500 requests in flight, as 50 × 10) */
+const H2_CONNS = 50;
+const H2_STREAMS = 10;
+/** ~(3 + 5) s per measurement × (2 pairs + 2 gRPC runs + 2 one-in-flight runs) × 5 rounds, start-up */
+const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 600);
+/** GW_BENCH_PROTOCOLS=h2c,tls,grpc: only these rows */
+const ROWS = process.env.GW_BENCH_PROTOCOLS?.split(',').map((c) => c.trim());
+const wanted = (k: string): boolean => !ROWS || ROWS.includes(k);
+const started = Date.now();
+
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+process.on('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => process.exit(130));
+setTimeout(() => {
+  console.error(`gw bench protocols: over ${DEADLINE_S} s, stopping`);
+  process.exit(1);
+}, DEADLINE_S * 1000).unref();
+
+function tmp(prefix: string): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(d);
+  return d;
+}
+
+function pinned(cpu: string, cmd: string, args: string[], env = process.env): ChildProcess & { out: () => string } {
+  const c = spawn('taskset', ['-c', cpu, cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
+  let out = '';
+  const keep = (d: Buffer): void => void (out.length < 65_536 && (out += d.toString()));
+  c.stdout!.on('data', keep);
+  c.stderr!.on('data', keep);
+  children.push(c);
+  return Object.assign(c, { out: () => out });
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((r) => {
+    const s = connect(port, '127.0.0.1');
+    s.once('connect', () => (s.destroy(), r(true)));
+    s.once('error', () => r(false));
+  });
+}
+
+async function waitFor(what: string, cond: () => Promise<boolean> | boolean, out?: () => string): Promise<void> {
+  const end = Date.now() + 20_000;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`gw bench protocols: ${what} did not come up${out ? `:\n${out()}` : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+interface Load {
+  rps: number;
+  /** requests answered 2xx */
+  ok: number;
+  /** non-2xx, failed, errored, timed out */
+  errors: number;
+  /** h2load's mean time per request, ms */
+  meanMs: number;
+}
+
+const msOf = (v: string, unit: string): number =>
+  unit === 'us' ? Number(v) / 1000 : unit === 's' ? Number(v) * 1000 : Number(v);
+
+/** h2load on the load CPU for `seconds`. */
+async function h2load(
+  url: string,
+  seconds: number,
+  o: { c: number; m: number; headers: string[]; data?: string },
+): Promise<Load> {
+  const args = ['-c', LOAD_CPU, 'h2load', '-t1', `-c${o.c}`, `-m${o.m}`, `-D${seconds}`];
+  for (const h of o.headers) args.push('-H', h);
+  if (o.data) args.push('-d', o.data);
+  args.push(url);
+  const { stdout } = await run('taskset', args, { timeout: (seconds + 20) * 1000 });
+  const req =
+    /requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/.exec(
+      stdout,
+    );
+  // status codes count every answer (the ramp-up's too), requests only the measured period
+  const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(stdout);
+  const mean = /time for request:\s+\S+?(us|ms|s)\s+\S+?(?:us|ms|s)\s+([\d.]+)(us|ms|s)/.exec(stdout);
+  const done = Number(req?.[2] ?? NaN);
+  const bad = codes ? Number(codes[2]) + Number(codes[3]) + Number(codes[4]) : NaN;
+  return {
+    rps: Number(/finished in [\d.]+s, ([\d.]+) req\/s/.exec(stdout)?.[1] ?? NaN),
+    ok: done - bad,
+    errors: req ? bad + Number(req[4]) + Number(req[5]) + Number(req[6]) : NaN,
+    meanMs: mean ? msOf(mean[2]!, mean[3]!) : NaN,
+  };
+}
+
+/** wrk with every request on a new connection (`Connection: close`): new TLS connections per second. */
+async function wrkNewConnections(url: string, seconds: number, auth?: string): Promise<Load> {
+  const args = [
+    '-c',
+    LOAD_CPU,
+    'wrk',
+    '-t1',
+    `-c${CONNS}`,
+    `-d${seconds}s`,
+    '--timeout',
+    '5s',
+    '-H',
+    'connection: close',
+  ];
+  if (auth) args.push('-H', `authorization: ${auth}`);
+  args.push(url);
+  const { stdout } = await run('taskset', args, { timeout: (seconds + 20) * 1000 });
+  const requests = Number(/(\d+) requests in/.exec(stdout)?.[1] ?? NaN);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0);
+  // wrk counts a connection the server closes after its answer as a read error on some versions: those
+  // are not failures here; connect errors and timeouts are
+  const errors = [...stdout.matchAll(/(connect|timeout) (\d+)/g)].reduce((s, m) => s + Number(m[2]), 0);
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? NaN),
+    ok: requests - non2xx,
+    errors: non2xx + errors,
+    meanMs: NaN,
+  };
+}
+
+interface Proxy {
+  name: string;
+  pid: number;
+}
+
+interface PairRound {
+  rps: number;
+  perCpu: number;
+  errors: number;
+  a: number;
+  b: number;
+}
+
+/** Both loads at the same moment (the one that starts first alternates): req/s and requests per CPU-second ratios. */
+async function pair(
+  a: Proxy,
+  b: Proxy,
+  load: (which: 'a' | 'b', seconds: number) => Promise<Load>,
+  bFirst: boolean,
+): Promise<PairRound> {
+  const both = async (seconds: number): Promise<[Load, Load]> => {
+    if (bFirst) {
+      const [y, x] = await Promise.all([load('b', seconds), load('a', seconds)]);
+      return [x, y];
+    }
+    return Promise.all([load('a', seconds), load('b', seconds)]);
+  };
+  await both(WARM_S);
+  const ca = cpuSeconds(a.pid);
+  const cb = cpuSeconds(b.pid);
+  const [la, lb] = await both(SECONDS);
+  const perCpu = la.ok / (cpuSeconds(a.pid) - ca) / (lb.ok / (cpuSeconds(b.pid) - cb));
+  return { rps: la.rps / lb.rps, perCpu, errors: la.errors + lb.errors, a: la.rps, b: lb.rps };
+}
+
+function spread(xs: number[]): { median: number; min: number; max: number } {
+  const r = [...xs].sort((x, y) => x - y);
+  const mid = r.length >> 1;
+  return { median: r.length % 2 ? r[mid]! : (r[mid - 1]! + r[mid]!) / 2, min: r[0]!, max: r[r.length - 1]! };
+}
+const fmt = (n: number, d = 0): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
+const spreadText = (xs: number[], d = 2): string => {
+  const x = spread(xs);
+  return `${fmt(x.median, d)} (${fmt(x.min, d)}–${fmt(x.max, d)})`;
+};
+
+/** One gRPC unary call over h2c to `origin`: its grpc-status trailer (a sanity check before the load). */
+function grpcStatus(origin: string, body: Buffer, auth?: string): Promise<string> {
+  return new Promise((res, rej) => {
+    const s = h2connect(origin);
+    s.on('error', rej);
+    const r = s.request({
+      ':method': 'POST',
+      ':path': '/bench.Echo/Unary',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      ...(auth ? { authorization: auth } : {}),
+    });
+    let status = 'none';
+    r.on('response', (h) => (status = String(h['grpc-status'] ?? status)));
+    r.on('trailers', (t) => (status = String(t['grpc-status'] ?? status)));
+    r.on('data', () => undefined);
+    r.on('end', () => (s.close(), res(status)));
+    r.on('error', rej);
+    r.end(body);
+  });
+}
+
+async function startGw(
+  name: string,
+  upstream: string,
+  grpcUpstream: string,
+  config?: string,
+): Promise<Proxy & { origin: string }> {
+  const dir = tmp('gw-bench-proto-res-');
+  const args = await gwStandaloneBench(dir, upstream);
+  // the gRPC API beside the bench API: the same key (no access_rights: every API)
+  writeFileSync(
+    join(dir, 'grpc.yaml'),
+    `apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: bench-grpc}
+spec:
+  proxy: {listen_path: /bench.Echo/, target_url: 'h2c://${grpcUpstream}'}
+`,
+  );
+  if (config) {
+    const f = join(tmp('gw-bench-proto-cfg-'), 'config.yaml');
+    writeFileSync(f, config);
+    args.push('--config', f);
+  }
+  const c = pinned(PROXY_CPU, process.execPath, [...GW_NODE_FLAGS, ...args], GW_BENCH_ENV);
+  await waitFor(name, () => c.out().includes('gw standalone ready:'), c.out);
+  const origin = /gateway (https?:\/\/[^\s]+)/.exec(c.out())![1]!;
+  return { name, pid: c.pid!, origin };
+}
+
+async function main(): Promise<void> {
+  for (const tool of ['h2load', 'wrk', 'nginx', 'taskset'])
+    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0)
+      throw new Error(`gw bench protocols needs ${tool} (make bench installs it: test/servers/install-debian.sh)`);
+  const dir = tmp('gw-bench-proto-');
+  console.log(
+    `gw bench protocols: proxies on CPU ${PROXY_CPU}; load and upstreams on CPU ${LOAD_CPU}; ${ROUNDS} rounds of ${WARM_S} s warm-up + ${SECONDS} s; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+  );
+  const upPort = await freePort();
+  writeFileSync(
+    join(dir, 'upstream.conf'),
+    `worker_processes 1; daemon off; user root root; pid ${dir}/up.pid; error_log ${dir}/up-error.log warn;
+events { worker_connections 4096; }
+http { access_log off; keepalive_requests 1000000;
+  client_body_temp_path ${dir}/b; proxy_temp_path ${dir}/p; fastcgi_temp_path ${dir}/f; uwsgi_temp_path ${dir}/u; scgi_temp_path ${dir}/s;
+  server { listen 127.0.0.1:${upPort} reuseport backlog=4096; location / { default_type application/json; return 200 '{"ok":true,"service":"bench"}'; } } }
+`,
+  );
+  const up = pinned(LOAD_CPU, 'nginx', ['-p', dir, '-c', join(dir, 'upstream.conf')]);
+  await waitFor('upstream nginx', () => portOpen(upPort), up.out);
+  const upstream = `http://127.0.0.1:${upPort}`;
+  const grpcPort = await freePort();
+  const grpcUp = pinned(LOAD_CPU, process.execPath, [resolve('dist/test/bench/grpc-upstream.js'), String(grpcPort)]);
+  await waitFor('grpc upstream', () => grpcUp.out().includes('ready'), grpcUp.out);
+
+  makeCa(dir, 'ca');
+  const cert = issue(dir, 'ca', 'gw', 'localhost');
+  const bareH2Port = await freePort();
+  const bareH2 = pinned(PROXY_CPU, process.execPath, [
+    resolve('dist/test/bench/bare-protocols.js'),
+    'h2c',
+    String(bareH2Port),
+    upstream,
+  ]);
+  const bareTlsPort = await freePort();
+  const bareTls = pinned(PROXY_CPU, process.execPath, [
+    resolve('dist/test/bench/bare-protocols.js'),
+    'tls',
+    String(bareTlsPort),
+    upstream,
+    cert.cert,
+    cert.key,
+  ]);
+  await waitFor('bare h2c proxy', () => bareH2.out().includes('ready'), bareH2.out);
+  await waitFor('bare TLS proxy', () => bareTls.out().includes('ready'), bareTls.out);
+  const gw = await startGw('gw h2c', upstream, `127.0.0.1:${grpcPort}`);
+  const gwTls = await startGw(
+    'gw TLS',
+    upstream,
+    `127.0.0.1:${grpcPort}`,
+    `tls: {cert_file: ${cert.cert}, key_file: ${cert.key}}\n`,
+  );
+  const proxies: Proxy[] = [gw, gwTls, { name: 'bare h2c', pid: bareH2.pid! }, { name: 'bare TLS', pid: bareTls.pid! }];
+  const onProxyCpu = (...measured: Proxy[]): void => {
+    const keep = new Set(measured.map((p) => p.pid));
+    for (const p of proxies) pinTo(keep.has(p.pid) ? PROXY_CPU : LOAD_CPU, family(p.pid));
+  };
+
+  // the gRPC request body: one length-prefixed message (uncompressed, 16 bytes)
+  const msg = Buffer.from('bench-grpc-unary');
+  const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, msg.length]), msg]);
+  const dataFile = join(dir, 'unary.bin');
+  writeFileSync(dataFile, frame);
+  const grpcDirect = `http://127.0.0.1:${grpcPort}`;
+  for (const [what, origin, auth] of [
+    ['direct', grpcDirect, undefined],
+    ['through gw', gw.origin, BENCH_KEY],
+  ] as const) {
+    const st = await grpcStatus(origin, frame, auth);
+    if (st !== '0') throw new Error(`gw bench protocols: a gRPC call ${what} ended with grpc-status ${st}`);
+  }
+  const grpcHeaders = ['content-type: application/grpc', 'te: trailers'];
+  const keyHeader = `authorization: ${BENCH_KEY}`;
+
+  const h2c: PairRound[] = [];
+  const tlsRounds: PairRound[] = [];
+  const grpcRounds: { direct: Load; gw: Load; gwCpuUs: number; directOne: Load; gwOne: Load }[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    console.log(`round ${r + 1}/${ROUNDS}`);
+    const swap = r % 2 === 1;
+    if (wanted('h2c')) {
+      onProxyCpu(gw, proxies[2]!);
+      const x = await pair(
+        gw,
+        proxies[2]!,
+        (w, s) =>
+          h2load(w === 'a' ? `${gw.origin}/api/x` : `http://127.0.0.1:${bareH2Port}/x`, s, {
+            c: H2_CONNS,
+            m: H2_STREAMS,
+            headers: w === 'a' ? [keyHeader] : [],
+          }),
+        swap,
+      );
+      h2c.push(x);
+      console.log(
+        `  h2c gw × bare node:http2: req/s ${x.rps.toFixed(3)} (${fmt(x.a)} / ${fmt(x.b)}), per CPU-second ${x.perCpu.toFixed(3)}, errors ${x.errors}`,
+      );
+    }
+    if (wanted('tls')) {
+      onProxyCpu(gwTls, proxies[3]!);
+      const x = await pair(
+        gwTls,
+        proxies[3]!,
+        (w, s) =>
+          w === 'a'
+            ? wrkNewConnections(`${gwTls.origin}/api/x`, s, BENCH_KEY)
+            : wrkNewConnections(`https://127.0.0.1:${bareTlsPort}/x`, s),
+        swap,
+      );
+      tlsRounds.push(x);
+      console.log(
+        `  TLS new connections gw × bare node:https: ${x.rps.toFixed(3)} (${fmt(x.a)} / ${fmt(x.b)} per s), per CPU-second ${x.perCpu.toFixed(3)}, errors ${x.errors}`,
+      );
+    }
+    if (wanted('grpc')) {
+      onProxyCpu(gw);
+      const direct = (s: number, c: number, m: number): Promise<Load> =>
+        h2load(`${grpcDirect}/bench.Echo/Unary`, s, { c, m, headers: grpcHeaders, data: dataFile });
+      const through = (s: number, c: number, m: number): Promise<Load> =>
+        h2load(`${gw.origin}/bench.Echo/Unary`, s, { c, m, headers: [...grpcHeaders, keyHeader], data: dataFile });
+      const measureGw = async (): Promise<[Load, number]> => {
+        await through(WARM_S, H2_CONNS, H2_STREAMS);
+        const c0 = cpuSeconds(gw.pid);
+        const l = await through(SECONDS, H2_CONNS, H2_STREAMS);
+        return [l, ((cpuSeconds(gw.pid) - c0) * 1e6) / l.ok];
+      };
+      const measureDirect = async (): Promise<Load> => {
+        await direct(WARM_S, H2_CONNS, H2_STREAMS);
+        return direct(SECONDS, H2_CONNS, H2_STREAMS);
+      };
+      let d: Load;
+      let g: [Load, number];
+      if (swap) {
+        g = await measureGw();
+        d = await measureDirect();
+      } else {
+        d = await measureDirect();
+        g = await measureGw();
+      }
+      // one call in flight: the time a call takes, direct and through gw (closed loop, 3 s each)
+      const directOne = await direct(3, 1, 1);
+      const gwOne = await through(3, 1, 1);
+      grpcRounds.push({ direct: d, gw: g[0], gwCpuUs: g[1], directOne, gwOne });
+      console.log(
+        `  gRPC unary: direct ${fmt(d.rps)}/s, through gw ${fmt(g[0].rps)}/s (${fmt(g[1], 1)} CPU µs per call), one in flight ${fmt(directOne.meanMs, 3)} / ${fmt(gwOne.meanMs, 3)} ms, errors ${d.errors + g[0].errors + directOne.errors + gwOne.errors}`,
+      );
+    }
+  }
+  await Promise.all(children.map((c) => stopChild(c, 5000)));
+  const resumed = /tls handshakes (\d+), resumed (\d+)/.exec(bareTls.out());
+
+  const lines: string[] = [''];
+  const p = (s: string): void => void lines.push(s);
+  p(`## HTTP/2, gRPC and TLS (proxies on CPU ${PROXY_CPU}, load on CPU ${LOAD_CPU}; ${ROUNDS} rounds)`);
+  p('| figure | median (range) | absolute (medians) | target | errors |');
+  p('|---|---|---|---|---|');
+  if (h2c.length) {
+    const ok = Math.min(spread(h2c.map((x) => x.rps)).median, spread(h2c.map((x) => x.perCpu)).median) >= 0.9;
+    p(
+      `| h2c, gw key auth + DRL × bare node:http2 (simultaneous; h2load -c${H2_CONNS} -m${H2_STREAMS}): req/s; per CPU-second | ${spreadText(h2c.map((x) => x.rps))}; ${spreadText(h2c.map((x) => x.perCpu))} | ${fmt(spread(h2c.map((x) => x.a)).median)} / ${fmt(spread(h2c.map((x) => x.b)).median)} req/s | ≥ 0.9: ${ok ? 'met' : 'MISSED'} | ${h2c.reduce((s, x) => s + x.errors, 0)} |`,
+    );
+  }
+  if (tlsRounds.length)
+    p(
+      `| new TLS connections/s (one request each), gw TLS listener × bare node:https (simultaneous; wrk -c${CONNS}, connection: close): per s; per CPU-second | ${spreadText(tlsRounds.map((x) => x.rps))}; ${spreadText(tlsRounds.map((x) => x.perCpu))} | ${fmt(spread(tlsRounds.map((x) => x.a)).median)} / ${fmt(spread(tlsRounds.map((x) => x.b)).median)} per s${resumed ? `; bare: ${resumed[2]} of ${resumed[1]} sessions resumed` : ''} | report | ${tlsRounds.reduce((s, x) => s + x.errors, 0)} |`,
+    );
+  if (grpcRounds.length) {
+    p(
+      `| gRPC unary through gw × direct (sequential, interleaved; h2load -c${H2_CONNS} -m${H2_STREAMS}): calls/s | ${spreadText(grpcRounds.map((x) => x.gw.rps / x.direct.rps))} | ${fmt(spread(grpcRounds.map((x) => x.gw.rps)).median)} / ${fmt(spread(grpcRounds.map((x) => x.direct.rps)).median)} calls/s; gw ${fmt(spread(grpcRounds.map((x) => x.gwCpuUs)).median, 1)} CPU µs per call | report | ${grpcRounds.reduce((s, x) => s + x.gw.errors + x.direct.errors, 0)} |`,
+    );
+    p(
+      `| gRPC unary, one call in flight: added by gw (mean per call, gw − direct) | ${spreadText(
+        grpcRounds.map((x) => x.gwOne.meanMs - x.directOne.meanMs),
+        3,
+      )} ms | ${fmt(spread(grpcRounds.map((x) => x.gwOne.meanMs)).median, 3)} / ${fmt(spread(grpcRounds.map((x) => x.directOne.meanMs)).median, 3)} ms | report | ${grpcRounds.reduce((s, x) => s + x.gwOne.errors + x.directOne.errors, 0)} |`,
+    );
+  }
+  p(
+    `run time ${fmt((Date.now() - started) / 1000)} s; load average now ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+  );
+  console.log(lines.join('\n'));
+  writeFileSync(
+    resolve('dist/bench-protocols-last.json'),
+    JSON.stringify({ at: new Date().toISOString(), h2c, tls: tlsRounds, grpc: grpcRounds }, null, 2),
+  );
+}
+
+main()
+  .then(() => process.exit(0))
+  .catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
