@@ -21,7 +21,12 @@
 import { Lexer, Parser } from 'yaml';
 import { MAX_JSON_DEPTH } from './json-depth.js';
 
-export const MAX_YAML_DEPTH = MAX_JSON_DEPTH;
+/**
+ * A manifest's bound: a resource body at the JSON bound (what the facade accepts) sits inside its
+ * document's mapping, and a JSON manifest may hold its documents in an array: two levels more.
+ */
+export const MAX_MANIFEST_DEPTH = MAX_JSON_DEPTH + 2;
+export const MAX_YAML_DEPTH = MAX_MANIFEST_DEPTH;
 
 /** Where the first collection past the bound opens: its document (from 0), line and column (from 1). */
 export interface YamlTooDeep {

@@ -9,8 +9,8 @@ import { firstLine, formatZodError, zodIssues, type FieldIssue } from '../lib/er
 import { isProblem, listManifests, type Listing } from '../lib/manifest-walk.js';
 import { facadeJson, readManifestFile } from '../lib/manifest-read.js';
 import { simpleYamlDocuments } from '../lib/simple-yaml.js';
-import { MAX_JSON_DEPTH, jsonNestingPastAt } from '../lib/json-depth.js';
-import { MAX_YAML_DEPTH, yamlNestingPast } from '../lib/yaml-depth.js';
+import { jsonNestingPastAt } from '../lib/json-depth.js';
+import { MAX_MANIFEST_DEPTH, MAX_YAML_DEPTH, yamlNestingPast } from '../lib/yaml-depth.js';
 import { shapeValidator, type ShapeValidator } from '../lib/zod-shapes.js';
 
 export interface LoadError {
@@ -143,11 +143,11 @@ function slowDocuments(text: string, file: string, into: LoadResult): unknown[] 
 export function loadManifestText(text: string, file: string, into: LoadResult): void {
   let docs: unknown[];
   if (/\.json$/i.test(file)) {
-    const deep = jsonNestingPastAt(text, MAX_JSON_DEPTH);
+    const deep = jsonNestingPastAt(text, MAX_MANIFEST_DEPTH);
     if (deep >= 0) {
       into.errors.push({
         file,
-        message: `invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels (at offset ${deep}): not parsed`,
+        message: `invalid JSON: nested deeper than ${MAX_MANIFEST_DEPTH} levels (at offset ${deep}): not parsed`,
       });
       return;
     }

@@ -89,7 +89,7 @@ describe('gw standalone: a hostile directory at start-up', () => {
 
   test('a file nested 100,000 levels deep is refused before the parse, naming it and the rule; it is not served', async () => {
     expect(
-      linesWith(gw, 'resource refused: deep.yaml: invalid YAML: nested deeper than 64 levels (document 0, line 5'),
+      linesWith(gw, 'resource refused: deep.yaml: invalid YAML: nested deeper than 66 levels (document 0, line 5'),
     ).toHaveLength(1);
     expect(linesWith(gw, 'Maximum call stack')).toEqual([]);
     expect(await status(`${gw.gateway}/good/x`)).toBe(200);

@@ -238,7 +238,7 @@ describe('gw validate', () => {
       expect.objectContaining({
         rule: 'yaml',
         field: '(file)',
-        message: 'invalid YAML: nested deeper than 64 levels (document 0, line 5, column 74): not parsed',
+        message: 'invalid YAML: nested deeper than 66 levels (document 0, line 5, column 76): not parsed',
       }),
     ]);
     expect(at('broken.yaml')).toEqual([

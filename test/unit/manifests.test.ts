@@ -171,7 +171,7 @@ describe('manifest loading: a directory that cannot be trusted', () => {
     expect(into.errors.map(formatLoadError)).toEqual([
       expect.stringMatching(/^bomb\.yaml \(document 1\): invalid YAML: Excessive alias count/),
       // refused by the scan before any parser (lib/yaml-depth.ts): the whole file, naming the rule and where
-      'deep.yaml: invalid YAML: nested deeper than 64 levels (document 0, line 1, column 67): not parsed',
+      'deep.yaml: invalid YAML: nested deeper than 66 levels (document 0, line 1, column 69): not parsed',
     ]);
     expect(into.resources.map((x) => x.resource.metadata.name)).toEqual(['before', 'after']);
   });

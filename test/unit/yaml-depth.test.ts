@@ -51,14 +51,14 @@ test('the one-pass bound is never below the real nesting (random depths and styl
 
 test('compact block sequences and explicit keys on one line, and a later document, are counted', () => {
   const chain = (n: number, item = '- '): string => `${item.repeat(n)}x\n`;
-  expect(yamlNestingPast(chain(64))).toBeUndefined();
+  expect(yamlNestingPast(chain(MAX_YAML_DEPTH))).toBeUndefined();
   expect(yamlNestingPast(chain(70))).toMatchObject({ document: 0, line: 1 });
   expect(yamlNestingPast(`a:\n${chain(70, '  - ')}`)).toMatchObject({ line: 2 });
   expect(yamlNestingPast(chain(70, '? '))).toMatchObject({ line: 1 });
   expect(yamlNestingPast(`a: 1\n---\nb: 2\n---\nc: ${'['.repeat(70)}${']'.repeat(70)}\n`)).toEqual({
     document: 2,
     line: 5,
-    column: 3 + 66, // `c: ` and 66 brackets: the document's mapping and 65 sequences
+    column: 3 + 68, // `c: ` and 68 brackets: the document's mapping and 67 sequences
   });
 });
 
@@ -98,9 +98,9 @@ test('manifests: a deep YAML or JSON file is refused naming the file and the rul
   expect(into.errors).toEqual([
     {
       file: 'deep.yaml',
-      message: 'invalid YAML: nested deeper than 64 levels (document 0, line 5, column 74): not parsed',
+      message: 'invalid YAML: nested deeper than 66 levels (document 0, line 5, column 76): not parsed',
     },
-    { file: 'deep.json', message: 'invalid JSON: nested deeper than 64 levels (at offset 64): not parsed' },
+    { file: 'deep.json', message: 'invalid JSON: nested deeper than 66 levels (at offset 66): not parsed' },
   ]);
   expect(into.resources.map((r) => r.resource.metadata.name)).toEqual(['ok']);
 });
