@@ -355,5 +355,15 @@ function documentLabel(p: Problem): string {
 
 /** One line: `error file[doc] Kind ns/name field: message (rule[, Reason])`. */
 export function formatProblem(p: Problem): string {
-  return `${p.severity} ${documentLabel(p)} ${p.field}: ${p.message} (${p.rule}${p.reason ? `, ${p.reason}` : ''})`;
+  return printable(
+    `${p.severity} ${documentLabel(p)} ${p.field}: ${p.message} (${p.rule}${p.reason ? `, ${p.reason}` : ''})`,
+  );
 }
+
+/**
+ * A problem line holds names and values from the manifests: control, bidi and other format characters
+ * (CR, LF, ESC, U+202E…) are shown as \u{…} escapes, so a manifest cannot forge lines or colours in a CI log.
+ */
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\u2028\u2029]/gu;
+export const printable = (line: string): string =>
+  line.replace(UNPRINTABLE, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
