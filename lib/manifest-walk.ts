@@ -101,8 +101,10 @@ function* walkOps(dir: string): Generator<FsOp, Listing, FsResult> {
         const code = errCode(e);
         if (code === 'ELOOP') problem(relPath, 'skipped: symbolic link loop');
         else if (code === 'ENOENT') {
-          // gone since the listing (nothing to say), or a symbolic link to nothing
-          if (manifestName) {
+          // gone since the listing (nothing to say), a symbolic link to nothing, or a name that is not
+          // UTF-8: the listing decodes it with U+FFFD, a path no file has (it would be skipped unseen)
+          if (name.includes('\uFFFD')) problem(relPath, 'skipped: its name is not valid UTF-8 (rename it)');
+          else if (manifestName) {
             const link = yield { op: 'isLink', path };
             if (link.ok && link.value) problem(relPath, 'skipped: symbolic link to a missing file');
           }

@@ -126,6 +126,21 @@ describe('manifest loading: a directory that cannot be trusted', () => {
     expect(r.errors.map(formatLoadError)).toContain('la.yaml: skipped: symbolic link loop');
   });
 
+  test('a file or directory whose name is not valid UTF-8 is a problem naming it, not skipped unseen', () => {
+    writeFileSync(join(dir, 'a.yaml'), policy('a'));
+    writeFileSync(Buffer.from(join(dir, 'b\xffad.yaml'), 'latin1'), policy('BAD'));
+    mkdirSync(Buffer.from(join(dir, 'd\xfe'), 'latin1'));
+    const listed = listManifests(dir).entries.map((e) => (isProblem(e) ? `${e.rel} ! ${e.problem}` : e.rel));
+    expect(listed).toEqual([
+      'a.yaml',
+      'b\uFFFDad.yaml ! skipped: its name is not valid UTF-8 (rename it)',
+      'd\uFFFD ! skipped: its name is not valid UTF-8 (rename it)',
+    ]);
+    expect(loadManifestDir(dir).errors.map(formatLoadError)).toContain(
+      'b\uFFFDad.yaml: skipped: its name is not valid UTF-8 (rename it)',
+    );
+  });
+
   test('a file deleted between listing and reading is absent, not an error', () => {
     writeFileSync(join(dir, 'a.yaml'), policy('a'));
     writeFileSync(join(dir, 'b.yaml'), policy('b'));
