@@ -59,7 +59,9 @@ export function keysCommand(): Command {
       .description(
         'Create or import a key (POST /gw/keys/{keyID}); a random 256-bit key when KEY_ID is omitted. Prints {key, key_hash, action, status}',
       )
-      .argument('[keyID]', 'the key (or its hash with --hashed)'),
+      .argument('[keyID]', 'the key (or its hash with --hashed)')
+      // An imported key may begin with "-": it is the argument, not an unknown option echoed to stderr.
+      .allowUnknownOption(),
     { body: true, write: true, hashed: true },
   ).action(
     clientAction(async (keyID: string | undefined, flags: KeyFlags) => {
@@ -87,7 +89,8 @@ export function keysCommand(): Command {
     keys
       .command('update')
       .description('Replace the session of an existing key (PUT /gw/keys/{keyID})')
-      .argument('<keyID>'),
+      .argument('<keyID>')
+      .allowUnknownOption(),
     { body: true, write: true, hashed: true },
   ).action(clientAction(async (keyID: string, flags: KeyFlags) => write('PUT', keyID, flags)));
 
@@ -95,7 +98,8 @@ export function keysCommand(): Command {
     keys
       .command('get')
       .description('The session, with live quota_remaining/quota_renews (GET /gw/keys/{keyID})')
-      .argument('<keyID>'),
+      .argument('<keyID>')
+      .allowUnknownOption(),
     {
       hashed: true,
     },
@@ -109,9 +113,16 @@ export function keysCommand(): Command {
     ),
   );
 
-  common(keys.command('delete').description('Delete a key (DELETE /gw/keys/{keyID})').argument('<keyID>'), {
-    hashed: true,
-  }).action(
+  common(
+    keys
+      .command('delete')
+      .description('Delete a key (DELETE /gw/keys/{keyID})')
+      .argument('<keyID>')
+      .allowUnknownOption(),
+    {
+      hashed: true,
+    },
+  ).action(
     clientAction(async (keyID: string, flags: KeyFlags) =>
       callAndPrint(flags, {
         method: 'DELETE',

@@ -81,7 +81,9 @@ export function addOAuthFlowCommands(oauth: Command): void {
       .description(
         'Whether a token is active, with its client, API and lifetime (POST /gw/oauth/introspect, RFC 7662). Prints {active, ...}',
       )
-      .argument('<token>', 'the access or refresh token; "-" reads it from stdin (keeps it out of the process list)'),
+      .argument('<token>', 'the access or refresh token; "-" reads it from stdin (keeps it out of the process list)')
+      // A token may begin with "-" (base64url): it is the argument, not an unknown option echoed to stderr.
+      .allowUnknownOption(),
     { creds: { secret: true } },
   ).action(
     clientAction(async (token: string, flags: IntrospectFlags) =>

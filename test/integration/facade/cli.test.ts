@@ -156,6 +156,14 @@ describe('gw keys', () => {
     const b = await gw(['keys', 'update', 'stdin-key', '--body', '-'], { stdin: '{"rate": 4, "per": 1}' });
     expect(b.code).toBe(Exit.OK);
     expect((await gw(['keys', 'get', 'stdin-key'])).json).toEqual({ rate: 4, per: 1 });
+    // an imported key that begins with "-" is the argument, not an unknown option echoed to stderr
+    const dash = '-dash-leading-key';
+    const d = await gw(['keys', 'create', dash, '--body', '{"rate": 3, "per": 1}']);
+    expect({ code: d.code, stderr: d.stderr }).toEqual({ code: Exit.OK, stderr: '' });
+    expect((await gw(['keys', 'update', dash, '--body', '{"rate": 5, "per": 1}'])).code).toBe(Exit.OK);
+    expect((await gw(['keys', 'get', dash])).json).toEqual({ rate: 5, per: 1 });
+    expect((await gw(['keys', 'delete', dash])).code).toBe(Exit.OK);
+    expect((await gw(['keys', 'get', dash])).code).toBe(Exit.NOT_FOUND);
   });
 
   slow('create without a key id generates a random 256-bit key that works at the gateway', async () => {

@@ -123,6 +123,9 @@ describe('gw oauth authorize | introspect (CLI against a facade)', () => {
       expect((byArg.exp as number) - (byArg.iat as number)).toBe(3600);
       expect(ok(await gw(['oauth', 'introspect', '-'], { stdin: `${t}\n` }))).toEqual(byArg);
       expect(ok(await gw(['oauth', 'introspect', 'no-such-token']))).toEqual({ active: false });
+      // a base64url token may begin with "-": it is the token, never an unknown option echoed to stderr
+      expect(ok(await gw(['oauth', 'introspect', '-9TbjAw_not-a-token']))).toEqual({ active: false });
+      expect(ok(await gw(['oauth', 'introspect', `-${t}`]))).toEqual({ active: false });
       // revoked at the gateway → inactive
       await postForm(`${sa.gateway}/oa/oauth/revoke`, { token: t }, { authorization: basic('app1', SECRET) });
       expect(ok(await gw(['oauth', 'introspect', t]))).toEqual({ active: false });
