@@ -171,6 +171,30 @@ export async function ensureFinalizer(
   return inf.get(obj.metadata.namespace ?? '', obj.metadata.name) ?? obj;
 }
 
+/**
+ * Removes `finalizer` from `obj` with one JSON patch that tests the resourceVersion it was read at (a
+ * conflict is a 409, or a 422 from the test op). Returns the API server's answer (the written object), or
+ * undefined when `obj` does not carry the finalizer. Shared by the reconcilers and `gw release-finalizers`.
+ */
+export async function patchOutFinalizer(
+  api: KubeApi,
+  ref: ResourceRef,
+  obj: KubeObject,
+  finalizer: string,
+): Promise<{ written: unknown } | undefined> {
+  const list = obj.metadata.finalizers ?? [];
+  if (!list.includes(finalizer)) return undefined;
+  const written = await api.patch(
+    resourcePath(ref, obj.metadata.namespace, obj.metadata.name),
+    [
+      { op: 'test', path: '/metadata/resourceVersion', value: obj.metadata.resourceVersion },
+      { op: 'replace', path: '/metadata/finalizers', value: list.filter((f) => f !== finalizer) },
+    ],
+    'json',
+  );
+  return { written };
+}
+
 export async function removeFinalizer(
   ctx: OperatorContext,
   ref: ResourceRef,
@@ -178,19 +202,10 @@ export async function removeFinalizer(
   obj: KubeObject,
   finalizer: string,
 ): Promise<void> {
-  const list = obj.metadata.finalizers ?? [];
-  if (!list.includes(finalizer)) return;
-  const path = resourcePath(ref, obj.metadata.namespace, obj.metadata.name);
-  const written = await ctx.api.patch(
-    path,
-    [
-      { op: 'test', path: '/metadata/resourceVersion', value: obj.metadata.resourceVersion },
-      { op: 'replace', path: '/metadata/finalizers', value: list.filter((f) => f !== finalizer) },
-    ],
-    'json',
-  );
+  const patched = await patchOutFinalizer(ctx.api, ref, obj, finalizer);
+  if (!patched) return;
   ctx.metrics.writes.inc({ target: 'finalizer' });
-  inf.remember(written);
+  inf.remember(patched.written);
 }
 
 /** First zod issue as "path: message". */

@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import { codeOf, resourcePath, type KubeApi } from '../lib/kube/api.js';
 import { KubeObjectSchema, type KubeObject, type ResourceRef } from '../lib/kube/informer.js';
-import { REFS } from './context.js';
+import { patchOutFinalizer, REFS } from './context.js';
 import { KEY_FINALIZER } from './reconcile-key.js';
 import { CLIENT_FINALIZER } from './reconcile-client.js';
 import { z } from 'zod';
@@ -65,25 +65,14 @@ async function stopController(api: KubeApi, opts: ReleaseOptions, logger: Logger
 async function release(api: KubeApi, ref: ResourceRef, obj: KubeObject, finalizer: string): Promise<boolean> {
   let cur = obj;
   for (let attempt = 0; attempt < 5; attempt++) {
-    const list = cur.metadata.finalizers ?? [];
-    if (!list.includes(finalizer)) return false;
-    const path = resourcePath(ref, cur.metadata.namespace, cur.metadata.name);
     try {
-      await api.patch(
-        path,
-        [
-          { op: 'test', path: '/metadata/resourceVersion', value: cur.metadata.resourceVersion },
-          { op: 'replace', path: '/metadata/finalizers', value: list.filter((f) => f !== finalizer) },
-        ],
-        'json',
-      );
-      return true;
+      return (await patchOutFinalizer(api, ref, cur, finalizer)) !== undefined;
     } catch (e) {
       const code = codeOf(e);
       if (code === 404) return false;
       if (code !== 409 && code !== 422) throw e; // 422: the test op saw a newer resourceVersion
       try {
-        cur = KubeObjectSchema.parse(await api.get(path));
+        cur = KubeObjectSchema.parse(await api.get(resourcePath(ref, cur.metadata.namespace, cur.metadata.name)));
       } catch (g) {
         if (codeOf(g) === 404) return false;
         throw g;
