@@ -1,16 +1,17 @@
 /**
  * `gw validate [PATH…] [-f PATH|-]…`: manifests checked offline, before a pipeline applies them, with the
  * checks the controller and `gw standalone` make (standalone/validate.ts). Files and directories are read
- * as `gw standalone --resources` reads them (lib/manifest-walk.ts, standalone/parse-files.ts,
- * standalone/manifests.ts); `-` is stdin.
+ * as `gw standalone --resources` reads them (lib/manifest-walk.ts, standalone/manifests.ts); `-` is stdin.
+ * Everything is parsed on this one thread: a worker thread (as `gw standalone` starts for a large
+ * directory) would load the parser's modules and warm its compiled code a second time, about a third
+ * more CPU time for 10,000 files, which a pre-commit hook on a busy machine pays in wall time too.
  * One line per problem on stdout (`--output json`: one JSON object per line), a summary line on stderr;
  * exit 0 valid (warnings allowed), 1 errors or no document at all, 2 usage (docs/facade.md, "gw validate").
  */
-import { loadManifestText, type LoadResult } from '../standalone/manifests.js';
-import { ManifestParser } from '../standalone/parse-files.js';
+import { loadManifestFile, loadManifestText, type LoadResult } from '../standalone/manifests.js';
 import { formatProblem, validateLoad } from '../standalone/validate.js';
-import { isProblem, listManifests, type ListedFile } from '../lib/manifest-walk.js';
-import { readManifestFile } from '../lib/manifest-read.js';
+import { isProblem, listManifests } from '../lib/manifest-walk.js';
+import { decodeManifest, readManifestFile, type ReadOutcome } from '../lib/manifest-read.js';
 const { statSync, readFileSync, realpathSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 
@@ -25,11 +26,8 @@ export interface ValidateFlags {
 /** A command-line mistake: one line on stderr, exit 2. */
 export class UsageError extends Error {}
 
-/**
- * A directory's files read as `gw standalone` reads its directory at start-up (standalone/parse-files.ts:
- * a large one split between this thread and a worker, both parsing at once), in walk order.
- */
-async function loadDirectory(path: string, parser: ManifestParser, seen: Set<string>): Promise<LoadResult> {
+/** A directory's files read as `gw standalone` reads its directory, in walk order. */
+function loadDirectory(path: string, seen: Set<string>): LoadResult {
   let listing;
   try {
     listing = listManifests(path);
@@ -45,10 +43,6 @@ async function loadDirectory(path: string, parser: ManifestParser, seen: Set<str
     seen.add(key);
     return true;
   });
-  const files = fresh
-    .filter((e): e is ListedFile => !isProblem(e))
-    .map((f) => ({ rel: f.rel, path: f.path, size: Number(f.size) }));
-  const loads = await parser.parse(files, true);
   // named as given (`manifests/orders.yaml`), not relative to the directory
   const out: LoadResult = { resources: [], errors: [], files: [] };
   for (const entry of fresh) {
@@ -58,8 +52,8 @@ async function loadDirectory(path: string, parser: ManifestParser, seen: Set<str
       if (!entry.dir) out.files.push(file);
       continue;
     }
-    const load = loads.get(entry.rel);
-    if (!load || load.gone) continue; // deleted since the listing
+    const load = loadManifestFile(entry.rel, entry.path);
+    if (load.gone) continue; // deleted since the listing
     for (const r of load.resources) out.resources.push({ ...r, file });
     for (const e of load.errors) out.errors.push({ ...e, file });
     out.files.push(file);
@@ -80,45 +74,42 @@ function realOf(p: string): string {
  * The files and directories named, read in order into one result (`-`: stdin, once). A file is read
  * once however often it is named (`ok.yaml -f ok.yaml`, a directory and a file inside it): by real path.
  */
-export async function readInputs(paths: readonly string[], stdin: () => string): Promise<LoadResult> {
+export function readInputs(paths: readonly string[], stdin: () => ReadOutcome): LoadResult {
   const into: LoadResult = { resources: [], errors: [], files: [] };
-  const parser = new ManifestParser();
   let stdinRead = false;
   const seen = new Set<string>();
-  try {
-    for (const path of paths) {
-      if (path === '-') {
-        if (stdinRead) throw new UsageError('stdin (-) named twice');
-        stdinRead = true;
-        loadManifestText(stdin(), '-', into);
-        into.files.push('-');
-        continue;
-      }
-      let dir: boolean;
-      try {
-        dir = statSync(path).isDirectory();
-      } catch (e) {
-        throw new UsageError(
-          `${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : (e as Error).message}`,
-        );
-      }
-      if (dir) {
-        const listed = await loadDirectory(path, parser, seen);
-        for (const r of listed.resources) into.resources.push(r);
-        for (const e of listed.errors) into.errors.push(e);
-        for (const f of listed.files) into.files.push(f);
-        continue;
-      }
-      const real = realOf(path);
-      if (seen.has(real)) continue;
-      seen.add(real);
-      const read = readManifestFile(path);
-      if (read.ok) loadManifestText(read.text, path, into);
-      else into.errors.push({ file: path, message: read.gone ? 'no such file or directory' : read.message });
-      into.files.push(path);
+  for (const path of paths) {
+    if (path === '-') {
+      if (stdinRead) throw new UsageError('stdin (-) named twice');
+      stdinRead = true;
+      const read = stdin();
+      if (read.ok) loadManifestText(read.text, '-', into);
+      else into.errors.push({ file: '-', message: read.gone ? 'no such file or directory' : read.message });
+      into.files.push('-');
+      continue;
     }
-  } finally {
-    parser.stop();
+    let dir: boolean;
+    try {
+      dir = statSync(path).isDirectory();
+    } catch (e) {
+      throw new UsageError(
+        `${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : (e as Error).message}`,
+      );
+    }
+    if (dir) {
+      const listed = loadDirectory(path, seen);
+      for (const r of listed.resources) into.resources.push(r);
+      for (const e of listed.errors) into.errors.push(e);
+      for (const f of listed.files) into.files.push(f);
+      continue;
+    }
+    const real = realOf(path);
+    if (seen.has(real)) continue;
+    seen.add(real);
+    const read = readManifestFile(path);
+    if (read.ok) loadManifestText(read.text, path, into);
+    else into.errors.push({ file: path, message: read.gone ? 'no such file or directory' : read.message });
+    into.files.push(path);
   }
   return into;
 }
@@ -126,7 +117,7 @@ export async function readInputs(paths: readonly string[], stdin: () => string):
 export async function runValidate(args: readonly string[], flags: ValidateFlags): Promise<number> {
   const paths = [...args, ...(flags.filename ?? [])];
   if (!paths.length) throw new UsageError('name the manifests to check: files, directories, or -f - for stdin');
-  const load = await readInputs(paths, () => readFileSync(0, 'utf8'));
+  const load = readInputs(paths, () => decodeManifest(readFileSync(0)));
   const problems = validateLoad(load, { strict: flags.strict === true });
   // a reader that stops early (`| head`) ends the output, not the process with an unhandled EPIPE
   process.stdout.on('error', () => {});

@@ -87,6 +87,19 @@ export function compileConfig(
   policies: Policy[],
   serving: ReadonlySet<string> = new Set(),
 ): { config: CompiledConfig; problems: CompileProblem[] } {
+  const { compiled, problems } = compileApis(apis, serving);
+  const pols = policiesOf(policies);
+  return { config: { hash: hashSync(compiled, pols), apis: compiled, policies: pols }, problems };
+}
+
+/**
+ * compileConfig's APIs and problems without the config's hash (`gw validate` wants the refusals only):
+ * the APIs that serve, longest listen path first, and what was refused.
+ */
+export function compileApis(
+  apis: ApiDefinition[],
+  serving: ReadonlySet<string> = new Set(),
+): { compiled: CompiledApi[]; problems: CompileProblem[] } {
   const problems: CompileProblem[] = [];
   const compiled: CompiledApi[] = [];
   const byListen = new Map<string, CompiledApi>();
@@ -120,9 +133,8 @@ export function compileConfig(
     byId.set(idKey, api);
     compiled.push(api);
   }
-  const pols = policiesOf(policies);
   compiled.sort((a, b) => b.listenPath.length - a.listenPath.length || cmp(a.listenPath, b.listenPath));
-  return { config: { hash: hashSync(compiled, pols), apis: compiled, policies: pols }, problems };
+  return { compiled, problems };
 }
 
 /** The compiled policies, keyed by namespace/name in sorted order. */

@@ -16,6 +16,12 @@ export type ReadOutcome =
 
 const CHUNK = 64 * 1024;
 
+/**
+ * The buffer files are read into, reused (grown to the largest file read): one allocation for a
+ * directory of 10,000 files instead of one per file, and a file that fstat sized is read by one read.
+ */
+let scratch = Buffer.allocUnsafe(CHUNK);
+
 export function readManifestFile(path: string, maxBytes = MAX_MANIFEST_BYTES): ReadOutcome {
   let fd: number;
   try {
@@ -34,25 +40,59 @@ export function readManifestFile(path: string, maxBytes = MAX_MANIFEST_BYTES): R
       message: `too large: ${size} bytes, over the limit of ${maxBytes} bytes per manifest file (split it into several files)`,
     });
     if (st.size > maxBytes) return tooLarge(st.size);
-    const chunks: Buffer[] = [];
-    let total = 0;
-    // sized by fstat (one more byte to see the end), in CHUNK pieces beyond: a file that grows while read
-    let next = Math.min(st.size + 1, CHUNK);
-    for (;;) {
-      const buf = Buffer.allocUnsafe(next);
-      next = CHUNK;
+    // one byte more than fstat's size: a read that returns exactly the size is the whole file
+    const want = st.size + 1;
+    if (scratch.length < want) scratch = Buffer.allocUnsafe(want);
+    const first = readSync(fd, scratch, 0, want, null);
+    if (first === st.size) return decodeManifest(scratch.subarray(0, first));
+    // shorter (truncated meanwhile) or longer (growing): read on to the end, in CHUNK pieces
+    const chunks: Buffer[] = [Buffer.from(scratch.subarray(0, first))];
+    let total = first;
+    if (total > maxBytes) return tooLarge(total);
+    while (first > 0) {
+      const buf = Buffer.allocUnsafe(CHUNK);
       const n = readSync(fd, buf, 0, buf.length, null);
       if (n === 0) break;
       chunks.push(buf.subarray(0, n));
       total += n;
       if (total > maxBytes) return tooLarge(total); // grew while being read
     }
-    return { ok: true, text: Buffer.concat(chunks, total).toString('utf8') };
+    return decodeManifest(Buffer.concat(chunks, total));
   } catch (e) {
     return { ok: false, message: `cannot read: ${(e as Error).message}` };
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * A manifest's bytes as text: UTF-8, a UTF-8 byte-order mark dropped (YAML allows one; JSON.parse would
+ * refuse it). A UTF-16 or UTF-32 file (what PowerShell 5's `>` and some Windows editors write: a
+ * byte-order mark, or NUL bytes, which neither YAML nor JSON text may hold) is refused naming the
+ * encoding, rather than decoded as UTF-8 into a parse error about its first character
+ * (docs/standalone.md, "Checking manifests before they are applied").
+ */
+export function decodeManifest(bytes: Uint8Array): ReadOutcome {
+  const b0 = bytes[0];
+  const b1 = bytes[1];
+  let encoding: string | undefined;
+  if (b0 === 0xff && b1 === 0xfe) encoding = bytes[2] === 0 && bytes[3] === 0 ? 'UTF-32LE' : 'UTF-16LE';
+  else if (b0 === 0xfe && b1 === 0xff) encoding = 'UTF-16BE';
+  else if (b0 === 0 && b1 === 0 && bytes[2] === 0xfe && bytes[3] === 0xff) encoding = 'UTF-32BE';
+  if (encoding)
+    return {
+      ok: false,
+      message: `not UTF-8: encoded as ${encoding} (a byte-order mark); gw reads manifests as UTF-8 (save it as UTF-8)`,
+    };
+  if (bytes.indexOf(0) >= 0)
+    return {
+      ok: false,
+      message:
+        'not UTF-8 text: it has NUL bytes (UTF-16 without a byte-order mark?); gw reads manifests as UTF-8 (save it as UTF-8)',
+    };
+  const skip = b0 === 0xef && b1 === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return { ok: true, text: buf.toString('utf8', skip) };
 }
 
 /** The first line of every manifest the facade writes. */

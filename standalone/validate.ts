@@ -4,7 +4,7 @@
  * they hold the resources, each by the function they call — nothing here decides a rule of its own:
  * - the kinds' zod schemas (validateDocument: fields, types, limit_by, enums, path patterns a linear-time
  *   matcher refuses, bounds), each issue its own problem, the first the one the controller's Ready names;
- * - compileConfig per namespace, as the controller compiles it (compile errors such as an OAS middleware
+ * - the compile per namespace (compileApis: compileConfig without its hash), as the controller compiles it (compile errors such as an OAS middleware
  *   entry naming no operation; a listen path or api_id another ApiDefinition already has), then over every
  *   namespace at once, as `gw standalone` serves them on one listener (a listen path two namespaces share:
  *   a warning, as a cluster serves each namespace apart);
@@ -19,7 +19,7 @@
  * conflict) is not served either: an error.
  */
 import type { AccessKey, AnyResource, ApiDefinition, OAuthClient, Policy } from '../crds/kinds.js';
-import { compileConfig, compiledOf, type CompileProblem } from '../compiler/compile-config.js';
+import { compileApis, compiledOf, type CompileProblem } from '../compiler/compile-config.js';
 import { missingClientReferences } from '../compiler/client-records.js';
 import {
   inactivePolicyReference,
@@ -211,15 +211,15 @@ function validateResources(
   const servedIds = new Map<string, Set<string>>();
   const refused = new Set<AnyResource>();
   for (const ns of new Set([...apisByNs.keys(), ...policiesByNs.keys()])) {
-    const { config, problems: ps } = compileConfig(apisByNs.get(ns) ?? [], policiesByNs.get(ns) ?? []);
-    servedIds.set(ns, new Set(config.apis.map((a) => a.api_id)));
+    const { compiled, problems: ps } = compileApis(apisByNs.get(ns) ?? []);
+    servedIds.set(ns, new Set(compiled.map((a) => a.api_id)));
     for (const p of ps) {
       refused.add(p.resource);
       compileRefusal(p, 'error', 'conflict');
     }
   }
   if (apisByNs.size > 1)
-    for (const p of compileConfig(s.apis, s.policies).problems)
+    for (const p of compileApis(s.apis).problems)
       if (!refused.has(p.resource))
         compileRefusal(
           p,

@@ -3,7 +3,8 @@
  * (test/fixtures/many-manifests.ts), GW_BENCH_VALIDATE_RUNS (5) times: per run of the real binary, the
  * wall time from spawn to exit (node's start-up included) and its CPU time (user + system, all threads:
  * bash's `times` of its child), then the medians and the load average (a shared machine's wall times
- * follow its load; the CPU time much less). Figures: docs/standalone.md,
+ * follow its load; the CPU time much less). GW_BENCH_VALIDATE_CLI: another build's dist/cli/gw.js to time
+ * (the same fixture and runs, for a before/after). Figures: docs/standalone.md,
  * "Checking manifests before they are applied". Run: `make build && node dist/test/bench/validate.js`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,6 +16,8 @@ import { CLI } from '../helpers/standalone.js';
 
 const FILES = Number(process.env.GW_BENCH_VALIDATE_FILES ?? 10_000);
 const RUNS = Number(process.env.GW_BENCH_VALIDATE_RUNS ?? 5);
+/** Another build's gw.js to run instead (an older checkout's `dist/cli/gw.js`: before/after on one machine). */
+const GW = process.env.GW_BENCH_VALIDATE_CLI ?? CLI;
 
 const dir = mkdtempSync(join(tmpdir(), 'gw-bench-validate-'));
 try {
@@ -26,7 +29,7 @@ try {
     // `times` prints the shell's own times, then its children's: `0m1.234s 0m0.456s`
     const r = spawnSync(
       'bash',
-      ['-c', '"$0" "$1" validate "$2" >/dev/null 2>&1; rc=$?; times; exit $rc', process.execPath, CLI, dir],
+      ['-c', '"$0" "$1" validate "$2" >/dev/null 2>&1; rc=$?; times; exit $rc', process.execPath, GW, dir],
       {
         encoding: 'utf8',
       },

@@ -16,7 +16,7 @@ export interface Run {
  */
 export function runGw(
   args: string[],
-  o: { url: string; env?: Record<string, string | undefined>; stdin?: string },
+  o: { url: string; env?: Record<string, string | undefined>; stdin?: string | Uint8Array },
 ): Promise<Run> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('GW_')) env[k] = v;

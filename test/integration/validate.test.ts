@@ -23,7 +23,7 @@ import { accessKey, apiDef, oauthClient, policy, secret } from './operator/helpe
 
 jest.setTimeout(60_000);
 
-const gw = (args: string[], stdin?: string): Promise<Run> =>
+const gw = (args: string[], stdin?: string | Uint8Array): Promise<Run> =>
   runGw(args, { url: 'http://127.0.0.1:1', ...(stdin !== undefined ? { stdin } : {}) });
 
 /** `--output json`: one problem per line. */
@@ -36,7 +36,7 @@ const problemsOf = (r: Run): Problem[] =>
 const yamlDocs = (docs: unknown[]): string => docs.map((d) => stringify(d)).join('---\n');
 
 /** `gw validate --output json` on the paths (`-`: stdin): the run and its problems. */
-async function validateJson(paths: string[], stdin?: string): Promise<Run & { problems: Problem[] }> {
+async function validateJson(paths: string[], stdin?: string | Uint8Array): Promise<Run & { problems: Problem[] }> {
   const r = await gw(['validate', '--output', 'json', ...paths], stdin);
   return { ...r, problems: problemsOf(r) };
 }
@@ -270,6 +270,29 @@ describe('gw validate', () => {
     ]); // `generated`'s Secret does not exist: the controller and standalone generate it
     expect(at('good.yaml')).toEqual([]);
     expect(at('keyed.yaml')).toEqual([]);
+  });
+
+  test('a UTF-16 manifest (a file, stdin) is one error naming it and its encoding, rule file; a UTF-8 byte-order mark is read past', async () => {
+    const d = subdir('utf16');
+    const text = yamlDocs([policy('p16', { rate: 1, per: 1 })]);
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+    writeFileSync(join(d, 'windows.yaml'), utf16);
+    writeFileSync(
+      join(d, 'bom.yaml'),
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text.replace('p16', 'p8'))]),
+    );
+    const message =
+      'not UTF-8: encoded as UTF-16LE (a byte-order mark); gw reads manifests as UTF-8 (save it as UTF-8)';
+    const r = await validateJson([d]);
+    expect({ code: r.code, problems: r.problems }).toEqual({
+      code: 1,
+      problems: [{ severity: 'error', file: join(d, 'windows.yaml'), field: '(file)', rule: 'file', message }],
+    });
+    const s = await validateJson(['-'], utf16);
+    expect({ code: s.code, problems: s.problems }).toEqual({
+      code: 1,
+      problems: [{ severity: 'error', file: '-', field: '(file)', rule: 'file', message }],
+    });
   });
 
   test('a reference to an ApiDefinition or Policy the schema refused is an error naming that document, not "not found"', async () => {

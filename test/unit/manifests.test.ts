@@ -166,6 +166,44 @@ describe('manifest loading: a directory that cannot be trusted', () => {
     });
   });
 
+  test('files read one after another into the reused buffer: each read back exactly (a large one, then smaller ones)', () => {
+    const big = `# ${'x'.repeat(200_000)}\n${policy('big')}`;
+    writeFileSync(join(dir, 'a.yaml'), big);
+    writeFileSync(join(dir, 'b.yaml'), policy('b'));
+    writeFileSync(join(dir, 'c.yaml'), '');
+    expect(readManifestFile(join(dir, 'a.yaml'))).toEqual({ ok: true, text: big });
+    expect(readManifestFile(join(dir, 'b.yaml'))).toEqual({ ok: true, text: policy('b') });
+    expect(readManifestFile(join(dir, 'c.yaml'))).toEqual({ ok: true, text: '' });
+    expect(readManifestFile(join(dir, 'a.yaml'))).toEqual({ ok: true, text: big });
+  });
+
+  test('a UTF-16 or UTF-32 file is refused naming the file and its encoding; a UTF-8 byte-order mark is read past', () => {
+    const text = policy('p16');
+    const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+    const be = Buffer.from(le.map((_, i) => le[i ^ 1]!)); // each UTF-16 unit's bytes swapped
+    writeFileSync(join(dir, 'a-le.yaml'), le);
+    writeFileSync(join(dir, 'b-be.yaml'), be);
+    writeFileSync(join(dir, 'c-32.yaml'), Buffer.from([0xff, 0xfe, 0, 0, 0x61, 0, 0, 0]));
+    writeFileSync(join(dir, 'd-nobom.json'), Buffer.from(text, 'utf16le'));
+    writeFileSync(
+      join(dir, 'e-bom8.yaml'),
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(policy('bom8'))]),
+    );
+    writeFileSync(
+      join(dir, 'f-bom8.json'),
+      `\ufeff${JSON.stringify({ apiVersion: 'gw.io/v1alpha1', kind: 'Policy', metadata: { name: 'bom8json' }, spec: { rate: 1, per: 1 } })}`,
+    );
+    const r = loadManifestDir(dir);
+    const utf8 = 'gw reads manifests as UTF-8 (save it as UTF-8)';
+    expect(r.errors.map(formatLoadError)).toEqual([
+      `a-le.yaml: not UTF-8: encoded as UTF-16LE (a byte-order mark); ${utf8}`,
+      `b-be.yaml: not UTF-8: encoded as UTF-16BE (a byte-order mark); ${utf8}`,
+      `c-32.yaml: not UTF-8: encoded as UTF-32LE (a byte-order mark); ${utf8}`,
+      `d-nobom.json: not UTF-8 text: it has NUL bytes (UTF-16 without a byte-order mark?); ${utf8}`,
+    ]);
+    expect(r.resources.map((x) => x.resource.metadata.name)).toEqual(['bom8', 'bom8json']);
+  });
+
   test('a FIFO put where a file was listed is refused at once (opened non-blocking), not waited on', async () => {
     const fifo = join(dir, 'late.yaml');
     await run('mkfifo', [fifo]);
