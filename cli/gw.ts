@@ -197,6 +197,19 @@ program
   .addOption(
     addressOption('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9091'),
   )
+  // TLS and h2c of the gateway listener for this process, in place of the --config file's `tls` and `h2c`
+  // (the injection webhook sets them per pod from its annotations: docs/helm.md, "TLS and h2c per pod")
+  .addOption(env('--tls-cert <file>', 'GW_GATEWAY_TLS_CERT', "the gateway listener's certificate (PEM): TLS on"))
+  .addOption(env('--tls-key <file>', 'GW_GATEWAY_TLS_KEY', "the gateway listener's key (PEM)"))
+  .addOption(
+    env(
+      '--tls-client-ca <file>',
+      'GW_GATEWAY_TLS_CLIENT_CA',
+      'CA bundle (PEM) client certificates are verified against',
+    ),
+  )
+  .addOption(env('--tls-min-version <version>', 'GW_GATEWAY_TLS_MIN_VERSION', 'TLSv1.2 (default) or TLSv1.3'))
+  .addOption(env('--h2c <true|false>', 'GW_GATEWAY_H2C', 'HTTP/2 with prior knowledge on a plain listener'))
   .addOption(
     env(
       '--drain-delay <seconds>',
@@ -324,6 +337,35 @@ program
       'GW_SIDECAR_DRAIN_DELAY',
       "a terminating pod's time to leave its Service before the sidecar drains (preStop hooks); 0: none",
       String(D.drainDelaySeconds),
+    ),
+  )
+  .addOption(
+    env(
+      '--sidecar-tls-secret <name>',
+      'GW_SIDECAR_TLS_SECRET',
+      "Secret (pod's namespace, keys tls.crt, tls.key) of the sidecars' TLS listener unless a pod names its own (gw.io/tls-secret)",
+    ),
+  )
+  .addOption(
+    env(
+      '--sidecar-tls-client-ca <true|false>',
+      'GW_SIDECAR_TLS_CLIENT_CA',
+      "client certificates verified against that Secret's ca.crt (gw.io/tls-client-ca)",
+      'false',
+    ),
+  )
+  .addOption(
+    env(
+      '--sidecar-tls-min-version <version>',
+      'GW_SIDECAR_TLS_MIN_VERSION',
+      'TLSv1.2 or TLSv1.3 (gw.io/tls-min-version)',
+    ),
+  )
+  .addOption(
+    env(
+      '--sidecar-h2c <true|false>',
+      'GW_SIDECAR_H2C',
+      "h2c on the sidecars' plain listener (gw.io/h2c); unset: the sidecar's config decides (on by default)",
     ),
   )
   .addOption(env('--run-as-user <uid>', 'GW_SIDECAR_RUN_AS_USER', 'UID of the sidecar', String(D.runAsUser)))

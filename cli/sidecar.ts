@@ -4,7 +4,13 @@
  */
 import { createLogger } from '../lib/logger.js';
 import { storeClientFromFlag, storeHealth, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
-import { adminListenerLimits, gatewayListenerLimits, loadGatewayOptions } from '../lib/options.js';
+import {
+  adminListenerLimits,
+  gatewayListenerLimits,
+  listenerOverrides,
+  loadGatewayOptions,
+  type ListenerFlags,
+} from '../lib/options.js';
 import { loadKubeConnection } from '../lib/kube/connection.js';
 import { createKubeApi } from '../lib/kube/api.js';
 import { MemorySessionStore } from '../stores/sessions-memory.js';
@@ -30,7 +36,7 @@ import { RedisTokenStore } from '../stores/oauth/tokens-redis.js';
 import { DEFAULT_STORE_DEADLINE_MS } from '../lib/store/store-calls.js';
 const { readFileSync } = process.getBuiltinModule('node:fs');
 
-export interface SidecarFlags {
+export interface SidecarFlags extends ListenerFlags {
   upstream: string;
   listen: string;
   kubeconfig?: string;
@@ -47,7 +53,9 @@ export interface SidecarFlags {
 
 export async function runSidecar(flags: SidecarFlags): Promise<void> {
   const logger = createLogger('sidecar');
-  const options = loadGatewayOptions(flags.config);
+  // the listener flags (TLS, h2c) win over the file's, at start and on every live change of the file
+  const overrides = listenerOverrides(flags);
+  const options = overrides(loadGatewayOptions(flags.config));
   const drainDelay = Number(flags.drainDelay);
   if (!/^\d+$/.test(flags.drainDelay) || drainDelay > 60)
     throw new Error(`--drain-delay: ${JSON.stringify(flags.drainDelay)} is not a whole number of seconds from 0 to 60`);
@@ -161,6 +169,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
   // the kubelet's refresh of the volume); the others are named in a warn line
   const follow = {
     initial: options,
+    override: overrides,
     logger,
     apply: (next: typeof options) => runtime.setOptions(next),
     onRefused: () => metrics.configErrors.inc(),

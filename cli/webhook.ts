@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createLogger } from '../lib/logger.js';
 import { drain, listen } from '../lib/serve.js';
 import { createWebhookServer } from '../webhook/server.js';
-import type { InjectOptions } from '../webhook/inject.js';
+import { SECRET_NAME, type InjectOptions } from '../webhook/inject.js';
 import { onShutdown } from './shutdown.js';
 
 export interface WebhookFlags {
@@ -23,6 +23,10 @@ export interface WebhookFlags {
   sidecarMemoryLimit: string;
   sidecarNodeOptions?: string;
   sidecarDrainDelay: string;
+  sidecarTlsSecret?: string;
+  sidecarTlsClientCa?: string;
+  sidecarTlsMinVersion?: string;
+  sidecarH2c?: string;
   runAsUser: string;
 }
 
@@ -66,6 +70,16 @@ export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
       .regex(/^\d+$/, '--sidecar-drain-delay: not a whole number of seconds')
       .transform(Number)
       .pipe(z.number().max(60, '--sidecar-drain-delay: at most 60 seconds')),
+    tlsSecret: z
+      .string()
+      .trim()
+      .refine((v) => v === '' || (v.length <= 253 && SECRET_NAME.test(v)), '--sidecar-tls-secret: not a Secret name')
+      .optional(),
+    tlsClientCa: z.enum(['true', 'false'], { message: '--sidecar-tls-client-ca: true or false' }),
+    tlsMinVersion: z
+      .enum(['TLSv1.2', 'TLSv1.3'], { message: '--sidecar-tls-min-version: TLSv1.2 or TLSv1.3' })
+      .optional(),
+    h2c: z.enum(['true', 'false'], { message: '--sidecar-h2c: true or false' }).optional(),
     runAsUser: z
       .string()
       .regex(/^\d+$/, '--run-as-user: not a number')
@@ -85,11 +99,17 @@ export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
     cpuLimit: f.sidecarCpuLimit,
     memoryLimit: f.sidecarMemoryLimit,
     drainDelaySeconds: f.sidecarDrainDelay,
+    tlsSecret: f.sidecarTlsSecret,
+    tlsClientCa: f.sidecarTlsClientCa ?? 'false',
+    tlsMinVersion: f.sidecarTlsMinVersion || undefined,
+    h2c: f.sidecarH2c || undefined,
     runAsUser: f.runAsUser,
   });
   if (!r.success) throw new Error(r.error.issues[0]?.message ?? 'bad flags');
   const v = r.data;
   if (v.listenPort === v.metricsPort) throw new Error('--sidecar-listen-port and --sidecar-metrics-port must differ');
+  if (!v.tlsSecret && (v.tlsClientCa === 'true' || v.tlsMinVersion))
+    throw new Error('--sidecar-tls-client-ca and --sidecar-tls-min-version need --sidecar-tls-secret');
   return {
     image: v.image,
     imagePullPolicy: v.imagePullPolicy,
@@ -105,6 +125,16 @@ export function injectOptionsFromFlags(f: WebhookFlags): InjectOptions {
     runAsUser: v.runAsUser,
     drainDelaySeconds: v.drainDelaySeconds,
     ...(f.sidecarNodeOptions?.trim() ? { nodeOptions: f.sidecarNodeOptions.trim() } : {}),
+    ...(v.tlsSecret
+      ? {
+          tls: {
+            secretName: v.tlsSecret,
+            clientCa: v.tlsClientCa === 'true',
+            ...(v.tlsMinVersion ? { minVersion: v.tlsMinVersion } : {}),
+          },
+        }
+      : {}),
+    ...(v.h2c ? { h2c: v.h2c === 'true' } : {}),
   };
 }
 

@@ -209,3 +209,54 @@ export function adminListenerLimits(o?: GatewayOptionsT): ListenerLimits {
     ),
   };
 }
+
+/**
+ * The gateway listener's TLS and h2c given per process by flags (`gw sidecar --tls-cert … --h2c …`: what the
+ * injection webhook sets per pod from its annotations, docs/helm.md "TLS and h2c per pod"). Strings as
+ * they come from the command line; validated here with the flag named.
+ */
+export interface ListenerFlags {
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsClientCa?: string;
+  tlsMinVersion?: string;
+  h2c?: string;
+}
+
+const ListenerFlagsSchema = z
+  .object({
+    tlsCert: z.string().min(1, '--tls-cert: empty').optional(),
+    tlsKey: z.string().min(1, '--tls-key: empty').optional(),
+    tlsClientCa: z.string().min(1, '--tls-client-ca: empty').optional(),
+    tlsMinVersion: z.enum(['TLSv1.2', 'TLSv1.3'], { message: '--tls-min-version: TLSv1.2 or TLSv1.3' }).optional(),
+    h2c: z.enum(['true', 'false'], { message: '--h2c: true or false' }).optional(),
+  })
+  .refine((f) => (f.tlsCert === undefined) === (f.tlsKey === undefined), {
+    message: '--tls-cert and --tls-key go together',
+  })
+  .refine((f) => f.tlsCert !== undefined || (f.tlsClientCa === undefined && f.tlsMinVersion === undefined), {
+    message: '--tls-client-ca and --tls-min-version need --tls-cert and --tls-key',
+  });
+
+/**
+ * The options with the listener flags in place of the file's `tls` and `h2c` (a flag wins over the file;
+ * no flag leaves the file's value). Returns a function so that every later version of the file (a live
+ * change) gets the same overrides. Throws a one-line error naming the flag.
+ */
+export function listenerOverrides(flags: ListenerFlags): (o: GatewayOptionsT) => GatewayOptionsT {
+  const r = ListenerFlagsSchema.safeParse(flags);
+  if (!r.success) throw new Error(r.error.issues[0]?.message ?? 'bad listener flags');
+  const f = r.data;
+  const tls =
+    f.tlsCert !== undefined && f.tlsKey !== undefined
+      ? {
+          cert_file: f.tlsCert,
+          key_file: f.tlsKey,
+          ...(f.tlsClientCa !== undefined ? { client_ca_file: f.tlsClientCa } : {}),
+          min_version: f.tlsMinVersion ?? ('TLSv1.2' as const),
+        }
+      : undefined;
+  const h2c = f.h2c === undefined ? undefined : f.h2c === 'true';
+  if (tls === undefined && h2c === undefined) return (o) => o;
+  return (o) => ({ ...o, ...(tls ? { tls } : {}), ...(h2c !== undefined ? { h2c } : {}) });
+}

@@ -23,6 +23,10 @@ export const ANN = {
   listenPort: 'gw.io/listen-port',
   metricsPort: 'gw.io/metrics-port',
   group: 'gw.io/group',
+  tlsSecret: 'gw.io/tls-secret',
+  tlsClientCa: 'gw.io/tls-client-ca',
+  tlsMinVersion: 'gw.io/tls-min-version',
+  h2c: 'gw.io/h2c',
   status: 'gw.io/status',
 } as const;
 export const UPSTREAM_PORT_NAME = 'gw-upstream';
@@ -56,6 +60,56 @@ export interface InjectOptions {
    * preStop sleep of this + APP_GRACE_EXTRA_SECONDS on it (docs/helm.md, "Termination"). 0: neither.
    */
   drainDelaySeconds?: number;
+  /**
+   * TLS on every injected sidecar's gateway listener unless a pod says otherwise (`gw.io/tls-secret`): the
+   * Secret of the pod's namespace (keys `tls.crt`, `tls.key`, and `ca.crt` with clientCa) mounted read-only.
+   */
+  tls?: { secretName: string; clientCa: boolean; minVersion?: TlsMinVersion };
+  /** h2c on the sidecars' plain listener (`--h2c`); undefined: the sidecar's own (its config file, else on). */
+  h2c?: boolean;
+}
+
+export type TlsMinVersion = 'TLSv1.2' | 'TLSv1.3';
+/** Where the TLS Secret is mounted in the sidecar (beside /etc/gw, not inside that ConfigMap volume). */
+export const TLS_MOUNT_PATH = '/etc/gw-tls';
+export const TLS_VOLUME = 'gw-sidecar-tls';
+/** A Secret's name: a DNS-1123 subdomain (what the API server would refuse in the volume otherwise). */
+export const SECRET_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** The pod's TLS and h2c, from its annotations over the webhook's defaults; a string says what is wrong. */
+export interface ListenerChoice {
+  tls?: { secretName: string; clientCa: boolean; minVersion?: TlsMinVersion };
+  h2c?: boolean;
+}
+export function listenerChoice(ann: Record<string, string>, o: InjectOptions): ListenerChoice | string {
+  const bool = (key: string): boolean | string | undefined => {
+    const v = ann[key];
+    if (v === undefined) return undefined;
+    const t = v.trim().toLowerCase();
+    if (t === 'true' || t === 'false') return t === 'true';
+    return `${key}: ${JSON.stringify(v)} is not "true" or "false"`;
+  };
+  const given = ann[ANN.tlsSecret];
+  const secretName = given !== undefined ? given.trim() : o.tls?.secretName;
+  if (secretName !== undefined && secretName !== '' && (secretName.length > 253 || !SECRET_NAME.test(secretName)))
+    return `${ANN.tlsSecret}: ${JSON.stringify(given)} is not a Secret name (lowercase letters, digits, '-' and '.', at most 253)`;
+  const clientCa = bool(ANN.tlsClientCa);
+  if (typeof clientCa === 'string') return clientCa;
+  const h2c = bool(ANN.h2c);
+  if (typeof h2c === 'string') return h2c;
+  const minGiven = ann[ANN.tlsMinVersion];
+  if (minGiven !== undefined && minGiven.trim() !== 'TLSv1.2' && minGiven.trim() !== 'TLSv1.3')
+    return `${ANN.tlsMinVersion}: ${JSON.stringify(minGiven)} is not TLSv1.2 or TLSv1.3`;
+  const minVersion = (minGiven?.trim() as TlsMinVersion | undefined) ?? o.tls?.minVersion;
+  const choice: ListenerChoice = {};
+  if (secretName) {
+    choice.tls = { secretName, clientCa: clientCa ?? o.tls?.clientCa ?? false, ...(minVersion ? { minVersion } : {}) };
+  } else if (clientCa === true || minGiven !== undefined) {
+    return `${clientCa === true ? ANN.tlsClientCa : ANN.tlsMinVersion} needs a TLS Secret (${ANN.tlsSecret})`;
+  }
+  const h2cValue = h2c ?? o.h2c;
+  if (h2cValue !== undefined) choice.h2c = h2cValue;
+  return choice;
 }
 
 /** The app outlives the sidecar's drain by this much: the sidecar's last proxied requests still find it. */
@@ -105,6 +159,8 @@ export function sidecarContainer(
     config: boolean;
     /** The pod mounts no ServiceAccount token: the sidecar mounts its own (sidecarTokenVolume). */
     ownToken?: boolean;
+    /** TLS and h2c of its gateway listener (listenerChoice). */
+    listener?: ListenerChoice;
   },
 ): Record<string, unknown> {
   const env: Record<string, unknown>[] = [
@@ -166,6 +222,16 @@ export function sidecarContainer(
     mounts.push({ name: 'gw-sidecar-config', mountPath: '/etc/gw', readOnly: true });
   }
   if (a.ownToken) mounts.push({ name: SIDECAR_TOKEN_VOLUME, mountPath: SA_MOUNT_PATH, readOnly: true });
+  const tls = a.listener?.tls;
+  if (tls) {
+    // the Secret volume's files are symlinks through ..data, swapped by the kubelet on an update: the sidecar
+    // reads the files again every 2 s and serves a changed pair to new connections (docs/proxy.md)
+    args.push('--tls-cert', `${TLS_MOUNT_PATH}/tls.crt`, '--tls-key', `${TLS_MOUNT_PATH}/tls.key`);
+    if (tls.clientCa) args.push('--tls-client-ca', `${TLS_MOUNT_PATH}/ca.crt`);
+    if (tls.minVersion) args.push('--tls-min-version', tls.minVersion);
+    mounts.push({ name: TLS_VOLUME, mountPath: TLS_MOUNT_PATH, readOnly: true });
+  }
+  if (a.listener?.h2c !== undefined) args.push('--h2c', String(a.listener.h2c));
   if (mounts.length) c.volumeMounts = mounts;
   return c;
 }
@@ -250,6 +316,8 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
     return refuse(`a container port is already named "${UPSTREAM_PORT_NAME}"`);
   }
 
+  const listener = listenerChoice(ann, o);
+  if (typeof listener === 'string') return refuse(listener);
   const group = ann[ANN.group] ?? labels['app.kubernetes.io/name'] ?? labels.app ?? 'default';
   const config =
     o.configMapName !== undefined &&
@@ -263,6 +331,7 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
     portName: rewire ? portName : 'gw-proxy',
     config,
     ownToken,
+    listener,
   });
   const patch: JsonPatchOp[] = [];
   if (rewire && named) {
@@ -280,6 +349,15 @@ export function injectSidecar(pod: Pod, o: InjectOptions, namespace?: string): I
   const volumes: Record<string, unknown>[] = [];
   if (config) volumes.push({ name: 'gw-sidecar-config', configMap: { name: o.configMapName, optional: true } });
   if (ownToken) volumes.push(sidecarTokenVolume());
+  if (listener.tls) {
+    // the keys named: a Secret without one of them keeps the pod in ContainerCreating with an event naming
+    // the key ("couldn't find key tls.key in Secret …"), rather than a sidecar that cannot start
+    const keys = ['tls.crt', 'tls.key', ...(listener.tls.clientCa ? ['ca.crt'] : [])];
+    volumes.push({
+      name: TLS_VOLUME,
+      secret: { secretName: listener.tls.secretName, items: keys.map((k) => ({ key: k, path: k })) },
+    });
+  }
   let hasVolumes = Array.isArray((pod.spec as Record<string, unknown>).volumes);
   for (const volume of volumes) {
     patch.push(

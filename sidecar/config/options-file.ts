@@ -51,6 +51,8 @@ interface FollowOptions {
   /** A valid change with at least one live option changed: the options to run with now. */
   apply: (next: GatewayOptionsT, live: string[]) => void;
   onRefused?: () => void;
+  /** Applied to every validated version of the file (the process's flags that win over it: --tls-cert, --h2c). */
+  override?: (o: GatewayOptionsT) => GatewayOptionsT;
 }
 
 /**
@@ -66,6 +68,7 @@ function follower(o: FollowOptions & { source: string; text: string | undefined 
     let next: GatewayOptionsT;
     try {
       next = parseGatewayOptions(now, o.source);
+      if (o.override) next = o.override(next);
     } catch (e) {
       o.onRefused?.();
       o.logger.error({ err: (e as Error).message }, 'gateway config file refused; keeping the options in force');

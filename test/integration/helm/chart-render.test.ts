@@ -153,6 +153,24 @@ describe('what the chart renders', () => {
     expect(nodeOptions(container(given, 'gw-controller'))).toBe('--max-old-space-size=200');
   });
 
+  test('TLS and h2c per pod: sidecar.tls and sidecar.h2c become the webhook\'s defaults, which it injects as a read-only Secret volume and listener flags', async () => {
+    type C = { args: string[] };
+    const webhookArgs = async (extra: string[]): Promise<string[]> =>
+      (find(docs(await template(extra)), 'Deployment', 'gw-webhook') as unknown as { spec: { template: { spec: { containers: C[] } } } }).spec.template.spec.containers[0]!.args;
+    const byDefault = await webhookArgs([]);
+    expect(byDefault.filter((a) => a.startsWith('--sidecar-tls') || a.startsWith('--sidecar-h2c'))).toEqual([]);
+    const on = await webhookArgs(['--set', 'sidecar.tls.secretName=shop-tls', '--set', 'sidecar.tls.clientCA=true', '--set', 'sidecar.tls.minVersion=TLSv1.3', '--set', 'sidecar.h2c=false']);
+    const flagsOf = on.filter((a) => a.startsWith('--sidecar-tls') || a.startsWith('--sidecar-h2c'));
+    expect(flagsOf).toEqual(['--sidecar-tls-secret=shop-tls', '--sidecar-tls-client-ca=true', '--sidecar-tls-min-version=TLSv1.3', '--sidecar-h2c=false']);
+    expect((await webhookArgs(['--set', 'sidecar.h2c=true'])).filter((a) => a.startsWith('--sidecar-h2c'))).toEqual(['--sidecar-h2c=true']);
+    // the rendered flags, read by the webhook's own flag parser, and what it injects with them
+    const flags = { listen: '0.0.0.0:8443', tlsCert: 'c', tlsKey: 'k', image: 'gw', imagePullPolicy: 'IfNotPresent', sidecarListenPort: '15080', sidecarMetricsPort: '15090', redisSecret: '', sidecarCpuRequest: '50m', sidecarMemoryRequest: '128Mi', sidecarMemoryLimit: '256Mi', sidecarDrainDelay: '5', runAsUser: '10001' };
+    const value = (name: string): string => flagsOf.find((a) => a.startsWith(`${name}=`))!.split('=')[1]!;
+    const inject = injectOptionsFromFlags({ ...flags, sidecarTlsSecret: value('--sidecar-tls-secret'), sidecarTlsClientCa: value('--sidecar-tls-client-ca'), sidecarTlsMinVersion: value('--sidecar-tls-min-version'), sidecarH2c: value('--sidecar-h2c') });
+    expect(inject.tls).toEqual({ secretName: 'shop-tls', clientCa: true, minVersion: 'TLSv1.3' });
+    expect(inject.h2c).toBe(false);
+  });
+
   test('termination: facade and webhook pods keep serving drainDelaySeconds (preStop sleep); the webhook passes the sidecar its delay', async () => {
     type C = { args: string[]; lifecycle?: unknown };
     const container = (all: Doc[], name: string): C => (find(all, 'Deployment', name) as unknown as { spec: { template: { spec: { containers: C[] } } } }).spec.template.spec.containers[0]!;
@@ -295,7 +313,9 @@ describe('the chart and the CLI agree', () => {
         }
       }
     }
-    const sidecar = sidecarContainer(defaultInjectOptions, { upstreamPort: 8080, listenPort: 15080, metricsPort: 15090, group: 'g', portName: 'http', config: true }) as { args: string[]; env: { name: string }[] };
+    const listener = { tls: { secretName: 's', clientCa: true, minVersion: 'TLSv1.3' as const }, h2c: false };
+    const sidecar = sidecarContainer(defaultInjectOptions, { upstreamPort: 8080, listenPort: 15080, metricsPort: 15090, group: 'g', portName: 'http', config: true, listener }) as { args: string[]; env: { name: string }[] };
+    expect(sidecar.args).toEqual(expect.arrayContaining(['--tls-cert', '--tls-key', '--tls-client-ca', '--tls-min-version', '--h2c']));
     const text = await helpOf('sidecar');
     for (const flag of sidecar.args.filter((a) => a.startsWith('--'))) expect([flag, text.includes(flag)]).toEqual([flag, true]);
     const names = sidecar.env.map((x) => x.name);
@@ -341,6 +361,10 @@ describe('values.schema.json refuses bad values', () => {
     ['empty namespaceSelector (template check)', ['--set', 'webhook.namespaceSelector.matchLabels=null'], /namespaceSelector must select/],
     ['facade namespace the controller does not watch (template check)', ['--set', 'controller.watchNamespace=shop', '--set', 'facade.namespace=other'], /facade\.namespace "other" is not watched by the controller/],
     ['sidecar namespace the controller does not watch (template check)', ['--set', 'controller.watchNamespace=shop', '--set', 'facade.namespace=shop', '--set', 'sidecar.namespaces[0].name=billing'], /sidecar\.namespaces "billing" is not watched/],
+    ['sidecar.tls.secretName not a Secret name', ['--set', 'sidecar.tls.secretName=Shop_TLS'], /secretName/],
+    ['sidecar.tls.minVersion: TLSv1.1', ['--set', 'sidecar.tls.secretName=t', '--set', 'sidecar.tls.minVersion=TLSv1.1'], /minVersion/],
+    ['sidecar.h2c: maybe', ['--set', 'sidecar.h2c=maybe'], /h2c/],
+    ['sidecar.tls.clientCA without secretName (template check)', ['--set', 'sidecar.tls.clientCA=true'], /sidecar\.tls\.clientCA needs sidecar\.tls\.secretName/],
     ['a sidecar namespace listed twice (template check)', ['--set', 'sidecar.namespaces[0].name=shop', '--set', 'sidecar.namespaces[1].name=shop'], /sidecar\.namespaces lists "shop" twice/],
   ];
   test.each(bad)('%s → helm template fails with a clear message', async (_n, args, msg) => {

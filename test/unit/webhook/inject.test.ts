@@ -2,6 +2,8 @@ import { describe, expect, test } from '@jest/globals';
 import {
   ANN,
   SIDECAR_NAME,
+  TLS_MOUNT_PATH,
+  TLS_VOLUME,
   UPSTREAM_PORT_NAME,
   applyPatch,
   defaultInjectOptions,
@@ -284,6 +286,102 @@ describe('injectSidecar', () => {
   });
 });
 
+describe('TLS and h2c per pod (gw.io/tls-secret, gw.io/tls-client-ca, gw.io/tls-min-version, gw.io/h2c)', () => {
+  const volumes = (p: Pod): Obj[] => ((p.spec as Obj).volumes ?? []) as Obj[];
+  const mounts = (p: Pod): Obj[] => (sidecarOf(p).volumeMounts ?? []) as Obj[];
+  const inject = (ann: Record<string, string>, opts = o): Pod => {
+    const before = pod({ [ANN.inject]: 'true', ...ann });
+    const r = injectSidecar(before, opts);
+    expect([r.outcome, r.warnings]).toEqual(['injected', []]);
+    return applyPatch(before, r.patch);
+  };
+
+  test('a named Secret is mounted read-only into the sidecar alone and its gateway listener serves TLS with it', () => {
+    const after = inject({ [ANN.tlsSecret]: 'orders-tls' });
+    expect(volumes(after)).toEqual([
+      {
+        name: TLS_VOLUME,
+        secret: {
+          secretName: 'orders-tls',
+          items: [
+            { key: 'tls.crt', path: 'tls.crt' },
+            { key: 'tls.key', path: 'tls.key' },
+          ],
+        },
+      },
+    ]);
+    expect(mounts(after)).toEqual([{ name: TLS_VOLUME, mountPath: TLS_MOUNT_PATH, readOnly: true }]);
+    const args = sidecarOf(after).args as string[];
+    expect(args.slice(args.indexOf('--tls-cert'))).toEqual([
+      '--tls-cert',
+      '/etc/gw-tls/tls.crt',
+      '--tls-key',
+      '/etc/gw-tls/tls.key',
+    ]);
+    expect(args).not.toContain('--tls-client-ca');
+    expect(args).not.toContain('--h2c');
+    // the app container sees neither the Secret nor a changed port
+    expect(containers(after)[0]!.volumeMounts).toBeUndefined();
+  });
+
+  test('client certificates: ca.crt of the same Secret is mounted and named; a minimum version is passed on', () => {
+    const after = inject({ [ANN.tlsSecret]: 'orders-tls', [ANN.tlsClientCa]: 'true', [ANN.tlsMinVersion]: 'TLSv1.3' });
+    expect((volumes(after)[0]!.secret as { items: Obj[] }).items).toContainEqual({ key: 'ca.crt', path: 'ca.crt' });
+    expect(sidecarOf(after).args).toEqual(
+      expect.arrayContaining(['--tls-client-ca', '/etc/gw-tls/ca.crt', '--tls-min-version', 'TLSv1.3']),
+    );
+  });
+
+  test('beside the --config ConfigMap: two volumes, the Secret outside /etc/gw (a mount inside a ConfigMap volume)', () => {
+    const after = inject({ [ANN.tlsSecret]: 'orders-tls' }, { ...o, configMapName: 'gw-sidecar-config' });
+    expect(volumes(after).map((v) => v.name)).toEqual(['gw-sidecar-config', TLS_VOLUME]);
+    expect(mounts(after).map((m) => m.mountPath)).toEqual(['/etc/gw', '/etc/gw-tls']);
+  });
+
+  test("gw.io/h2c: true or false becomes the sidecar's --h2c; absent, the sidecar's config decides", () => {
+    expect(sidecarOf(inject({ [ANN.h2c]: 'false' })).args).toEqual(expect.arrayContaining(['--h2c', 'false']));
+    expect(sidecarOf(inject({ [ANN.h2c]: 'True' })).args).toEqual(expect.arrayContaining(['--h2c', 'true']));
+    expect(sidecarOf(inject({})).args).not.toContain('--h2c');
+  });
+
+  test('the webhook\'s defaults (chart sidecar.tls, sidecar.h2c) apply to every pod; a pod\'s annotations win, "" turns TLS off', () => {
+    const defaults = { ...o, tls: { secretName: 'shop-tls', clientCa: true }, h2c: false };
+    const byDefault = inject({}, defaults);
+    expect(volumes(byDefault)[0]).toMatchObject({ secret: { secretName: 'shop-tls' } });
+    expect(sidecarOf(byDefault).args).toEqual(expect.arrayContaining(['--tls-client-ca', '--h2c', 'false']));
+    const own = inject({ [ANN.tlsSecret]: 'own-tls', [ANN.tlsClientCa]: 'false', [ANN.h2c]: 'true' }, defaults);
+    expect(volumes(own)[0]).toMatchObject({ secret: { secretName: 'own-tls' } });
+    expect(sidecarOf(own).args).not.toContain('--tls-client-ca');
+    expect(sidecarOf(own).args).toEqual(expect.arrayContaining(['--h2c', 'true']));
+    const off = inject({ [ANN.tlsSecret]: '' }, defaults);
+    expect(volumes(off)).toEqual([]);
+    expect(sidecarOf(off).args).not.toContain('--tls-cert');
+  });
+
+  test.each([
+    [{ [ANN.tlsSecret]: 'Orders_TLS' }, /gw\.io\/tls-secret: "Orders_TLS" is not a Secret name/],
+    [{ [ANN.tlsSecret]: 'x'.repeat(254) }, /gw\.io\/tls-secret: .* is not a Secret name/],
+    [{ [ANN.tlsSecret]: 't', [ANN.tlsClientCa]: 'yes' }, /gw\.io\/tls-client-ca: "yes" is not "true" or "false"/],
+    [
+      { [ANN.tlsSecret]: 't', [ANN.tlsMinVersion]: 'TLSv1.1' },
+      /gw\.io\/tls-min-version: "TLSv1.1" is not TLSv1.2 or TLSv1.3/,
+    ],
+    [{ [ANN.h2c]: 'on' }, /gw\.io\/h2c: "on" is not "true" or "false"/],
+    [{ [ANN.tlsClientCa]: 'true' }, /gw\.io\/tls-client-ca needs a TLS Secret \(gw\.io\/tls-secret\)/],
+    [{ [ANN.tlsMinVersion]: 'TLSv1.3' }, /gw\.io\/tls-min-version needs a TLS Secret/],
+  ])(
+    'bad annotation %p → not injected, admitted with a warning naming it (never a plain listener where TLS was asked for)',
+    (ann, msg) => {
+      const r = injectSidecar(pod({ [ANN.inject]: 'true', ...ann }), o);
+      expect(r.outcome).toBe('refused');
+      expect(r.patch).toEqual([]);
+      expect(r.warnings).toHaveLength(1);
+      expect(r.warnings[0]).toMatch(/^gw sidecar not injected: /);
+      expect(r.warnings[0]).toMatch(msg);
+    },
+  );
+});
+
 describe('review (AdmissionReview in, AdmissionReview out)', () => {
   const envelope = (object: unknown, kind = 'Pod') => ({
     apiVersion: 'admission.k8s.io/v1',
@@ -376,6 +474,16 @@ describe('gw webhook flags', () => {
       drainDelaySeconds: 5,
     });
     expect(injectOptionsFromFlags({ ...flags, redisSecret: '' }).redisSecretName).toBeUndefined();
+    expect(injectOptionsFromFlags(flags).tls).toBeUndefined();
+    expect(injectOptionsFromFlags(flags).h2c).toBeUndefined();
+    expect(
+      injectOptionsFromFlags({
+        ...flags,
+        sidecarTlsSecret: 'shop-tls',
+        sidecarTlsClientCa: 'true',
+        sidecarH2c: 'false',
+      }),
+    ).toMatchObject({ tls: { secretName: 'shop-tls', clientCa: true }, h2c: false });
   });
   test.each([
     [{ sidecarListenPort: 'x' }, /--sidecar-listen-port: not a number/],
@@ -385,6 +493,11 @@ describe('gw webhook flags', () => {
     [{ sidecarMetricsPort: '15080' }, /must differ/],
     [{ sidecarDrainDelay: '-1' }, /--sidecar-drain-delay: not a whole number/],
     [{ sidecarDrainDelay: '61' }, /--sidecar-drain-delay: at most 60/],
+    [{ sidecarTlsSecret: 'Bad_Name' }, /--sidecar-tls-secret: not a Secret name/],
+    [{ sidecarTlsSecret: 't', sidecarTlsClientCa: 'yes' }, /--sidecar-tls-client-ca: true or false/],
+    [{ sidecarTlsSecret: 't', sidecarTlsMinVersion: 'TLSv1' }, /--sidecar-tls-min-version: TLSv1.2 or TLSv1.3/],
+    [{ sidecarTlsClientCa: 'true' }, /need --sidecar-tls-secret/],
+    [{ sidecarH2c: 'off' }, /--sidecar-h2c: true or false/],
   ])('bad flag %p → one-line error', (bad, msg) => {
     expect(() => injectOptionsFromFlags({ ...flags, ...bad })).toThrow(msg);
   });
