@@ -10,7 +10,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { ConnectionOptions } from 'node:tls';
 import type { Forwarding } from './upstream.js';
 import type { UpstreamTls } from './upstream-tls.js';
-import { headerObject, requestHeaders, responseHeaders } from './upstream.js';
+import { requestHeaders, responseHeaders, writeHeadH2 } from './upstream.js';
 import { ERRORS, GRPC, grpcMessage, isGrpc, answer } from './respond.js';
 const http2 = process.getBuiltinModule('node:http2');
 const { NGHTTP2_CANCEL } = http2.constants;
@@ -80,13 +80,11 @@ export function forwardH2(up: H2Upstreams, origin: string, path: string, f: Forw
       ? req.headers['content-length'] !== '0'
       : req.headers['transfer-encoding'] !== undefined;
   f.status = 502;
-  const headers: OutgoingHttpHeaders = headerObject(requestHeaders(req, f.traceparent, f.stripHeader));
-  delete headers['x-forwarded-host']; // set again below from the client's authority
-  const authority = req.headers.host ?? (req.headers[':authority'] as string | undefined);
-  if (authority !== undefined) headers['x-forwarded-host'] = req.headers['x-forwarded-host'] || authority;
-  headers[':method'] = req.method ?? 'GET';
-  headers[':path'] = path;
-  if (req.headers.te === 'trailers') headers.te = 'trailers'; // gRPC servers require it
+  // name/value pairs, as node:http2 takes them without copying them into an object first; :authority and
+  // :scheme are the session's (node's), X-Forwarded-Host the client's authority (requestHeaders)
+  const headers = requestHeaders(req, f.traceparent, f.stripHeader);
+  headers.push(':method', req.method ?? 'GET', ':path', path);
+  if (req.headers.te === 'trailers') headers.push('te', 'trailers'); // gRPC servers require it
 
   let over = false;
   let stream: ClientHttp2Stream | undefined;
@@ -156,13 +154,13 @@ export function forwardH2(up: H2Upstreams, origin: string, path: string, f: Forw
     const trailersOnly = (flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0;
     if (trailersOnly && h2client) {
       // a trailers-only answer (a gRPC error) stays one HEADERS frame that ends the stream
-      const o = headerObject(out) as OutgoingHttpHeaders;
-      o[':status'] = status;
-      (res as unknown as Http2ServerResponse).stream.respond(o, { endStream: true });
+      writeHeadH2(res, status, out, { endStream: true });
       finish();
       return;
     }
-    res.writeHead(status, out);
+    // to an HTTP/2 client, the trailers (if any) follow the body (the 'end' below)
+    if (h2client) writeHeadH2(res, status, out, { waitForTrailers: true });
+    else res.writeHead(status, out);
   });
   s.on('data', (chunk: Buffer) => {
     if (over) return;

@@ -8,7 +8,7 @@ import { Pool, errors, type Dispatcher } from '../../lib/http/undici.js';
 import type { HeaderNumbers } from '../engine/types.js';
 import { ERRORS, answer } from './respond.js';
 import { boundedTracestate, validTraceparent } from '../../lib/trace/trace-context.js';
-import type { Http2ServerRequest } from 'node:http2';
+import type { Http2ServerRequest, Http2ServerResponse, OutgoingHttpHeaders } from 'node:http2';
 import type { UpstreamTls } from './upstream-tls.js';
 import { UPSTREAM_POOL } from '../../lib/tuning.js';
 
@@ -153,6 +153,28 @@ function forwardedFor(v: string | string[] | undefined): string {
 }
 const EMPTY_ELEMENT = /(?:^|,)\s*(?:,|$)/;
 
+const NO_TRAILERS = { waitForTrailers: false } as const;
+
+/**
+ * The response head to an HTTP/2 client (`res` of node:http2's compatibility API), `pairs` as
+ * responseHeaders makes them, straight onto its stream: the compatibility API's writeHead copies and
+ * checks every header into an object of its own before node:http2 checks them again, and always asks
+ * for trailers. `waitForTrailers`: trailers set later with res.addTrailers are sent after the body
+ * (res.end()); without it the body's last frame ends the stream. A stream already gone is left alone
+ * (as writeHead does).
+ */
+export function writeHeadH2(
+  res: ServerResponse,
+  status: number,
+  pairs: (string | string[])[],
+  o: { endStream?: boolean; waitForTrailers?: boolean },
+): void {
+  const { stream } = res as unknown as Http2ServerResponse;
+  if (stream.destroyed || stream.closed) return;
+  pairs.push(':status', String(status));
+  stream.respond(pairs as unknown as OutgoingHttpHeaders, o);
+}
+
 /**
  * Header pairs (requestHeaders, responseHeaders) as an object; repeated names become arrays. No prototype:
  * a header named `constructor` or `__proto__` is a header like any other.
@@ -275,8 +297,9 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     this.left = typeof cl === 'string' && f.req.method !== 'HEAD' ? Number(cl) : -1;
     const out = responseHeaders(headers, f.rateLimit, statusCode);
     // the upstream's reason phrase, as nginx relays it (node would put its own, or "unknown")
-    // (HTTP/2 has no reason phrase)
-    if (statusMessage && f.req.httpVersionMajor !== 2) f.res.writeHead(statusCode, statusMessage, out);
+    // (HTTP/2 has no reason phrase; nor trailers from an HTTP/1.1 upstream)
+    if (f.req.httpVersionMajor === 2) writeHeadH2(f.res, statusCode, out, NO_TRAILERS);
+    else if (statusMessage) f.res.writeHead(statusCode, statusMessage, out);
     else f.res.writeHead(statusCode, out);
   }
 
