@@ -22,6 +22,7 @@ import {
   eventually,
   figure,
   helm,
+  installRelease,
   kjson,
   kubectl,
   load,
@@ -50,19 +51,7 @@ describe('gw on a one-node cluster', { concurrency: false }, () => {
 
   test('helm install: controller (2, one leader), facade and webhook Ready; the bundled Redis by Service name', async () => {
     const t0 = Date.now();
-    await helm([
-      'install',
-      'gw',
-      CHART,
-      '-n',
-      GW_NS,
-      '--create-namespace',
-      '-f',
-      values(DRL),
-      '--wait',
-      '--timeout',
-      '6m',
-    ]);
+    await installRelease(DRL);
     figure('helm install --wait', `${((Date.now() - t0) / 1000).toFixed(0)} s`);
     for (const c of ['controller', 'facade', 'webhook', 'redis']) {
       const ps = await pods(GW_NS, `app.kubernetes.io/component=${c}`);

@@ -1,7 +1,7 @@
 /**
  * Day-2 operations on the one-node cluster (`make e2e`, after cluster.e2e.ts): scaling the application,
- * a rolling update, the controller leader deleted, Redis deleted, `helm upgrade` of config and image, the
- * webhook down. Every scenario runs under steady load through the application's Service (the test
+ * a rolling update, a sidecar's SIGTERM, a slow app holding many connections (node pressure), the
+ * controller leader deleted, Redis deleted, `helm upgrade` of config and image, the webhook down. Every scenario runs under steady load through the application's Service (the test
  * process sends it from the cluster's network namespace; every response is recorded, timed by the test's
  * clock) and checks that no request fails and that the DRL's limit holds per window. Figures are printed
  * as `e2e-figure:` lines (docs/operator.md, "Day 2 on a real cluster"). Runs in order: each scenario
@@ -19,9 +19,12 @@ import {
   KUBECTL,
   LOAD_NS,
   DRL,
+  MB,
+  SIDECAR_LIMIT,
   type Pod,
   type Sample,
   admittedPerWindow,
+  cgroupLimit,
   clusterIP,
   eventually,
   exitTime,
@@ -29,6 +32,7 @@ import {
   figure,
   followLogs,
   helm,
+  installRelease,
   kjson,
   kubectl,
   leaseHolder,
@@ -40,6 +44,7 @@ import {
   steadyLoad,
   tally,
   values,
+  workingSet,
 } from './kube-tools.js';
 import { Redis } from 'ioredis';
 import {
@@ -63,6 +68,31 @@ const TAG2 = `${IMAGE.split(':')[1]}2`;
 
 let svc = '';
 const secs = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+
+/** Slow requests of the node-pressure scenario: held connections (the per-client cap of a listener is 1,024). */
+const HOLD = 900;
+const HOLD_MS = 25_000;
+
+/** `n` requests to `url` at once, each on its own connection; resolves with their samples when all ended. */
+async function holdRequests(url: string, n: number): Promise<Sample[]> {
+  const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+  const one = (): Promise<Sample> =>
+    new Promise((resolve) => {
+      const sent = Date.now();
+      const done = (status: number, err?: string): void =>
+        resolve({ t: Date.now(), ms: Date.now() - sent, status, err });
+      const req = http.get(url, { agent, timeout: HOLD_MS + 20_000 }, (res) => {
+        res.resume();
+        res.on('end', () => done(res.statusCode ?? 0));
+        res.on('error', (e: NodeJS.ErrnoException) => done(0, `response ${e.code ?? e.message}`));
+      });
+      req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'TIMEOUT' })));
+      req.on('error', (e: NodeJS.ErrnoException) => done(0, e.code ?? e.message));
+    });
+  const out = await Promise.all(Array.from({ length: n }, one));
+  agent.destroy();
+  return out;
+}
 
 /** The two streams every scenario runs: the DRL key on fresh connections, a keyless API on keep-alive ones. */
 function streams(): { limited: ReturnType<typeof steadyLoad>; open: ReturnType<typeof steadyLoad>; t0: number } {
@@ -89,7 +119,12 @@ async function settle(
   figure(`${name}: DRL admitted per ${DAY2_RATE.per} s window (rate ${DAY2_RATE.rate})`, windows.join(' '));
   const failed = [...failures(limited), ...failures(open)].filter((x) => !o.allowFailures?.(x));
   assert.deepEqual(
-    failed.slice(0, 20).map((x) => `${new Date(x.t).toISOString()} ${x.status || x.err}`),
+    failed
+      .slice(0, 20)
+      .map(
+        (x) =>
+          `${new Date(x.t).toISOString()} ${x.status || x.err}${x.idleMs === undefined ? '' : ` (a reused connection, idle ${x.idleMs} ms)`}`,
+      ),
     [],
     `${name}: ${failed.length} failed requests`,
   );
@@ -99,6 +134,26 @@ async function settle(
       assert.ok(w >= LOW && w <= HIGH, `${name}: window ${i} admitted ${w}, not within ${LOW}–${HIGH}`);
   }
   return { limited, open };
+}
+
+/**
+ * Once only `n` echo pods are left (the terminating ones gone), reports the time since `since` as
+ * `figureName`, lets the streams run `tailMs` more, then settles them as `name`.
+ */
+async function settleAt(
+  n: number,
+  figureName: string,
+  since: number,
+  tailMs: number,
+  name: string,
+  s: ReturnType<typeof streams>,
+): Promise<void> {
+  await eventually(120, `only ${n} pods left`, async () =>
+    (await pods(APP_NS, 'app=echo')).length === n ? true : undefined,
+  );
+  figure(figureName, secs(Date.now() - since));
+  await sleep(tailMs);
+  await settle(name, s);
 }
 
 async function readyCount(): Promise<number> {
@@ -160,6 +215,23 @@ async function headerOf(p: Pod): Promise<string | undefined> {
   const r = await fetch(`http://${p.status.podIP}:15080/echo/header`, { headers: { authorization: KEY_HEADERS } });
   await r.arrayBuffer();
   return r.headers.get('x-ratelimit-limit') ?? undefined;
+}
+
+/** When a ConfigMap was last written by helm (epoch ms, the API server's managedFields time: whole seconds). */
+async function configMapWritten(ns: string, name: string): Promise<number> {
+  const cm = await kjson<{ metadata: { managedFields?: { manager?: string; time?: string }[] } }>([
+    '-n',
+    ns,
+    'get',
+    'configmap',
+    name,
+    '--show-managed-fields',
+  ]);
+  const times = (cm.metadata.managedFields ?? [])
+    .filter((f) => f.manager?.startsWith('helm') && f.time)
+    .map((f) => Date.parse(f.time!));
+  assert.ok(times.length, `${ns}/${name}: no write by helm in its managedFields`);
+  return Math.max(...times);
 }
 
 async function deletePod(ns: string, name: string): Promise<number> {
@@ -229,23 +301,22 @@ async function bounceRedis(): Promise<{ deleted: number; readyAt: number; pingAt
   return { deleted, readyAt, pingAt, markerAt };
 }
 
+/** From 3 pods, the streams running: the Redis pod deleted after 5 s; the streams go on 10 s after its replacement is Ready. */
+async function redisDeletedUnderLoad(mode: string): Promise<{ s: ReturnType<typeof streams>; readyAt: number }> {
+  await threePods();
+  const s = streams();
+  await sleep(5_000);
+  const { deleted, readyAt } = await bounceRedis();
+  figure(`Redis (${mode}): deletion → new pod Ready`, secs(readyAt - deleted));
+  await sleep(10_000);
+  return { s, readyAt };
+}
+
 describe('day 2 on a one-node cluster', { concurrency: false }, () => {
   before(async () => {
     for (const ns of [APP_NS, LOAD_NS]) await kubectl(['create', 'namespace', ns]);
     await kubectl(['label', 'namespace', APP_NS, 'gw.io/injection=enabled']);
-    await helm([
-      'install',
-      'gw',
-      CHART,
-      '-n',
-      GW_NS,
-      '--create-namespace',
-      '-f',
-      values(CONFIG),
-      '--wait',
-      '--timeout',
-      '6m',
-    ]);
+    await installRelease(CONFIG);
     await kubectl(['apply', '-f', '-'], [RESOURCES, DAY2_RESOURCES, DAY2_HEADERS_RESOURCES].join('\n---\n'));
     await kubectl(['apply', '-f', '-'], DAY2_APP);
     await kubectl(['-n', APP_NS, 'rollout', 'status', 'deployment/echo', '--timeout=240s'], undefined, 250_000);
@@ -280,12 +351,7 @@ describe('day 2 on a one-node cluster', { concurrency: false }, () => {
     await sleep(15_000);
     const down = Date.now();
     await kubectl(['-n', APP_NS, 'scale', 'deployment/echo', '--replicas=2']);
-    await eventually(120, 'only 2 pods left', async () =>
-      (await pods(APP_NS, 'app=echo')).length === 2 ? true : undefined,
-    );
-    figure('scale: 6 → 2, the 4 pods gone after', secs(Date.now() - down));
-    await sleep(15_000);
-    await settle('scale 3→6→2', s);
+    await settleAt(2, 'scale: 6 → 2, the 4 pods gone after', down, 15_000, 'scale 3→6→2', s);
   });
 
   test('rolling update (maxUnavailable 0) under load: no failed request, the DRL within bounds', async () => {
@@ -303,12 +369,7 @@ describe('day 2 on a one-node cluster', { concurrency: false }, () => {
       JSON.stringify({ spec: { template: { metadata: { annotations: { 'day2/revision': String(t) } } } } }),
     ]);
     await kubectl(['-n', APP_NS, 'rollout', 'status', 'deployment/echo', '--timeout=240s'], undefined, 250_000);
-    await eventually(120, 'the old pods gone', async () =>
-      (await pods(APP_NS, 'app=echo')).length === 3 ? true : undefined,
-    );
-    figure('rolling update: 3 pods replaced in', secs(Date.now() - t));
-    await sleep(10_000);
-    await settle('rolling update', s);
+    await settleAt(3, 'rolling update: 3 pods replaced in', t, 10_000, 'rolling update', s);
   });
 
   test('a terminating sidecar with idle keep-alive clients exits as soon as its drain is done', async () => {
@@ -364,6 +425,66 @@ describe('day 2 on a one-node cluster', { concurrency: false }, () => {
     assert.ok(exited - sigterm < 3000, `SIGTERM → exit took ${exited - sigterm} ms`);
   });
 
+  test('node pressure: a sidecar whose app is slow holds 900 connections within its memory limit and keeps serving others', async () => {
+    await threePods();
+    const [victim] = await pods(APP_NS, 'app=echo');
+    assert.ok(victim);
+    const side = `http://${victim.status.podIP}:15080`;
+    const limit = cgroupLimit(victim, 'gw-sidecar');
+    assert.ok(limit && limit <= SIDECAR_LIMIT, `the sidecar's cgroup limit ${limit}`);
+    const before = workingSet(victim, 'gw-sidecar') ?? 0;
+    let peak = before;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        peak = Math.max(peak, workingSet(victim, 'gw-sidecar') ?? 0);
+        await sleep(250);
+      }
+    })();
+    // the slow requests: each holds its connection to the sidecar and the sidecar's to the app for HOLD_MS
+    const t0 = Date.now();
+    const slow = holdRequests(`${side}/open/slow?delay=${HOLD_MS}`, HOLD);
+    await sleep(3000);
+    // another client meanwhile: 20 requests a second on 4 keep-alive connections, for most of the hold
+    const others = await (async () => {
+      const l = steadyLoad(`${side}/open/fast`, { rps: 20, connections: 4 });
+      await sleep(HOLD_MS - 8000);
+      return l.stop();
+    })();
+    const held = await slow;
+    sampling = false;
+    await sampler;
+    const after = (await pods(APP_NS, 'app=echo')).find((p) => p.metadata.name === victim.metadata.name);
+    const status = after?.status.containerStatuses?.find((c) => c.name === 'gw-sidecar');
+    const ms = others.map((x) => x.ms).sort((a, b) => a - b);
+    const q = (f: number): string => `${ms[Math.min(ms.length - 1, Math.floor(f * ms.length))] ?? '-'} ms`;
+    figure(
+      `node pressure: ${HOLD} slow requests (the app answers after ${secs(HOLD_MS)})`,
+      JSON.stringify(tally(held)),
+    );
+    figure(
+      'node pressure: slow requests answered after',
+      `${secs(Math.min(...held.map((x) => x.t)) - t0)} – ${secs(Math.max(...held.map((x) => x.t)) - t0)}`,
+    );
+    figure(
+      'node pressure: another client meanwhile',
+      `${JSON.stringify(tally(others))}; latency p50 ${q(0.5)}, p99 ${q(0.99)}, max ${q(1)}`,
+    );
+    figure('node pressure: sidecar working set', `${MB(before)} before, peak ${MB(peak)}, limit ${MB(limit)}`);
+    figure(
+      'node pressure: sidecar restarts',
+      `${status?.restartCount ?? '?'} (last terminated: ${status?.lastState?.terminated?.reason ?? 'none'})`,
+    );
+    assert.deepEqual(tally(held), { 200: HOLD }, 'every slow request answered by the app');
+    assert.ok(Math.min(...held.map((x) => x.t)) - t0 >= HOLD_MS, 'the slow requests were held');
+    assert.deepEqual(failures(others), [], 'the other client failed meanwhile');
+    assert.ok(others.length >= 0.9 * 20 * ((HOLD_MS - 8000) / 1000), `the other client got ${others.length} answers`);
+    assert.ok(ms.at(-1)! < 5000, `the other client's slowest answer took ${ms.at(-1)} ms`);
+    assert.ok(peak < limit, `peak working set ${MB(peak)} within the limit ${MB(limit)}`);
+    assert.equal(status?.restartCount, 0, 'the sidecar restarted');
+    assert.equal(status?.ready, true, 'the sidecar is Ready after the hold');
+  });
+
   test('the controller leader deleted while AccessKeys are created: every key served, failover time', async () => {
     const controllers = (await pods(GW_NS, 'app.kubernetes.io/component=controller')).map((p) => p.metadata.name);
     const holder = await leaseHolder();
@@ -413,12 +534,7 @@ describe('day 2 on a one-node cluster', { concurrency: false }, () => {
   });
 
   test('Redis pod deleted under load, kv_failure_mode open: no failed request', async () => {
-    await threePods();
-    const s = streams();
-    await sleep(5_000);
-    const { deleted, readyAt } = await bounceRedis();
-    figure('Redis (open): deletion → new pod Ready', secs(readyAt - deleted));
-    await sleep(10_000);
+    const { s } = await redisDeletedUnderLoad('open');
     // the windows while the store is away are the even split's, not the shared counter's: reported only
     await settle('Redis deleted (open)', s, { windows: false });
   });
@@ -469,7 +585,7 @@ describe('day 2 on a one-node cluster', { concurrency: false }, () => {
       while (watching) {
         for (const p of running)
           if (!seen.has(p.metadata.name) && (await headerOf(p).catch(() => undefined)) === String(DAY2_RATE.quota_max))
-            seen.set(p.metadata.name, Date.now() - t);
+            seen.set(p.metadata.name, Date.now());
         await sleep(250);
       }
     })();
@@ -485,7 +601,14 @@ describe('day 2 on a one-node cluster', { concurrency: false }, () => {
     creating = false;
     await creator;
     const facadeSamples = await facade.stop();
-    figure('helm upgrade: running sidecars took the config after', [...seen.values()].map(secs).join(', '));
+    // when helm wrote the sidecars' ConfigMap, by the API server's clock (whole seconds, rounded down:
+    // the latencies below are at most 1 s longer than they were); helm's own start before it is reported
+    const written = await configMapWritten(APP_NS, 'gw-sidecar-config');
+    figure('helm upgrade: helm started → gw-sidecar-config written', secs(written - t));
+    figure(
+      'helm upgrade: gw-sidecar-config written → running sidecars took the config',
+      [...seen.values()].map((x) => secs(x - written)).join(', '),
+    );
     figure('helm upgrade: facade calls', JSON.stringify(tally(facadeSamples)));
     const withSidecar = admissions.filter((a) => a.sidecar);
     for (const a of admissions.filter((x) => x.err)) figure(`helm upgrade: admission of ${a.name} refused`, a.err!);
@@ -507,16 +630,12 @@ describe('day 2 on a one-node cluster', { concurrency: false }, () => {
         assert.equal(p.spec.containers[0]!.image, `${IMAGE.split(':')[0]}:${TAG2}`, p.metadata.name);
     }
     assert.equal(seen.size, running.length, `sidecars with the new config: ${[...seen.keys()].join(', ')}`);
-    for (const [pod, ms] of seen) assert.ok(ms <= 10_000, `${pod} took the config after ${ms} ms`);
+    for (const [pod, at] of seen)
+      assert.ok(at - written <= 10_000, `${pod} took the config ${at - written} ms after the ConfigMap's write`);
   });
 
   test('Redis pod deleted under load, kv_failure_mode closed: the 503s stop within 2 s of Redis Ready, sessions restored', async () => {
-    await threePods();
-    const s = streams();
-    await sleep(5_000);
-    const { deleted, readyAt } = await bounceRedis();
-    figure('Redis (closed): deletion → new pod Ready', secs(readyAt - deleted));
-    await sleep(10_000);
+    const { s, readyAt } = await redisDeletedUnderLoad('closed');
     const { limited, open } = await settle('Redis deleted (closed)', s, {
       windows: false,
       allowFailures: (x) => x.status === 503,

@@ -212,6 +212,23 @@ export function values(config: Record<string, unknown>, tag = IMAGE.split(':')[1
   return file;
 }
 
+/** `helm install` of the chart as release `gw` in GW_NS with `values(config)`, waiting until it is Ready. */
+export async function installRelease(config: Record<string, unknown>): Promise<void> {
+  await helm([
+    'install',
+    'gw',
+    CHART,
+    '-n',
+    GW_NS,
+    '--create-namespace',
+    '-f',
+    values(config),
+    '--wait',
+    '--timeout',
+    '6m',
+  ]);
+}
+
 export const DRL = { drl_threshold: 0, drl_notification_frequency: 0.2 };
 export const LOG = { enable_kv_rolling_limiter: true, kv_deadline_ms: 3000 };
 
@@ -221,7 +238,13 @@ export interface Sample {
   t: number;
   /** HTTP status; 0 when the request failed without one (`err` says how) */
   status: number;
+  /** ms from sending the request to `t` */
+  ms: number;
+  /** on a failure over a reused keep-alive connection: how long it had been idle in the client's pool (ms) */
+  idleMs?: number;
   pod?: string;
+  /** a 200's arrival at the echo app (epoch ms, the node's clock): when the gateway admitted it */
+  at?: number;
   err?: string;
   /** the value of `recordHeader`, when asked */
   header?: string;
@@ -245,6 +268,9 @@ export function steadyLoad(
   o: { rps: number; connections?: number; fresh?: boolean; headers?: Record<string, string>; recordHeader?: string },
 ): SteadyLoad {
   const agent = new http.Agent({ keepAlive: !o.fresh, maxSockets: o.connections ?? 8 });
+  // when each keep-alive socket went back to the pool: a failure on a reused one says how long it idled
+  const freedAt = new WeakMap<import('node:net').Socket, number>();
+  agent.on('free', (socket: import('node:net').Socket) => freedAt.set(socket, Date.now()));
   const samples: Sample[] = [];
   const inflight = new Set<Promise<void>>();
   const start = Date.now();
@@ -252,15 +278,18 @@ export function steadyLoad(
   let stopped = false;
   const one = (): Promise<void> =>
     new Promise((resolve) => {
+      const sent = Date.now();
+      let idleMs: number | undefined;
       const req = http.get(url, { agent, headers: o.headers, timeout: 10_000 }, (res) => {
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (body += c));
         res.on('end', () => {
           let pod: string | undefined;
+          let at: number | undefined;
           if (res.statusCode === 200) {
             try {
-              pod = (JSON.parse(body) as { pod?: string }).pod;
+              ({ pod, at } = JSON.parse(body) as { pod?: string; at?: number });
             } catch {
               // a 200 that is not the echo's JSON: counted by status
             }
@@ -268,20 +297,32 @@ export function steadyLoad(
           const h = o.recordHeader ? res.headers[o.recordHeader.toLowerCase()] : undefined;
           samples.push({
             t: Date.now(),
+            ms: Date.now() - sent,
             status: res.statusCode ?? 0,
             pod,
+            at,
             header: h === undefined ? undefined : String(h),
           });
           resolve();
         });
         res.on('error', (e: NodeJS.ErrnoException) => {
-          samples.push({ t: Date.now(), status: 0, err: `response ${e.code ?? e.message}` });
+          samples.push({
+            t: Date.now(),
+            ms: Date.now() - sent,
+            status: 0,
+            err: `response ${e.code ?? e.message}`,
+            idleMs,
+          });
           resolve();
         });
       });
+      req.on('socket', (socket: import('node:net').Socket) => {
+        const f = freedAt.get(socket);
+        if (f !== undefined) idleMs = Date.now() - f;
+      });
       req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'TIMEOUT' })));
       req.on('error', (e: NodeJS.ErrnoException) => {
-        samples.push({ t: Date.now(), status: 0, err: e.code ?? e.message });
+        samples.push({ t: Date.now(), ms: Date.now() - sent, status: 0, err: e.code ?? e.message, idleMs });
         resolve();
       });
     });
@@ -321,13 +362,18 @@ export function tally(s: Sample[]): Record<string, number> {
   return out;
 }
 
-/** 200s per window of `ms` from `from` (epoch ms), complete windows only: the DRL's admitted counts. */
+/**
+ * 200s per window of `ms` from `from` (epoch ms), complete windows only: the DRL's admitted counts. A 200
+ * counts in the window of its arrival at the echo app (`at`, the moment the gateway let it through), not
+ * of its response at the test: on a loaded machine responses come late by up to seconds, which moves
+ * admissions across window edges.
+ */
 export function admittedPerWindow(s: Sample[], from: number, ms: number): number[] {
   const last = Math.max(...s.map((x) => x.t));
   const n = Math.floor((last - from) / ms);
   const out = new Array<number>(Math.max(0, n)).fill(0);
   for (const x of s) {
-    const i = Math.floor((x.t - from) / ms);
+    const i = Math.floor(((x.at ?? x.t) - from) / ms);
     if (x.status === 200 && i >= 0 && i < n) out[i]!++;
   }
   return out;
