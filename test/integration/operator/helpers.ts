@@ -202,6 +202,20 @@ export async function apply(ns: string, ...docs: object[]): Promise<void> {
   if (r.code !== 0) throw new Error(`kubectl apply: ${r.stderr}`);
 }
 
+/** A Kubernetes Event, the fields the tests read. */
+export interface KubeEvent {
+  type: string;
+  reason: string;
+  message: string;
+  involvedObject: { kind: string; name: string };
+}
+
+/** The Events of namespace `ns` about the object named `name` (any kind). */
+export async function eventsOn(ns: string, name: string): Promise<KubeEvent[]> {
+  const r = await kubectl(['get', 'events', '-n', ns, '--field-selector', `involvedObject.name=${name}`, '-o', 'json']);
+  return (JSON.parse(r.stdout) as { items: KubeEvent[] }).items;
+}
+
 export async function getJson(ns: string, kind: string, name: string): Promise<Record<string, unknown> | undefined> {
   const r = await kubectl(['get', '-n', ns, kind, name, '-o', 'json']);
   if (r.code !== 0) {

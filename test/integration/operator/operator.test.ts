@@ -17,6 +17,7 @@ import {
   accessKey,
   apiDef,
   apply,
+  eventsOn,
   eventually,
   getJson,
   oauthClient,
@@ -262,17 +263,7 @@ describe('gw controller: reconciling the four kinds', () => {
     expect((await waitReady(ns, 'policy', 'bronze', 'False', 'ApiNotFound')).message).toContain('ghost');
     const events = await eventually(
       async () => {
-        const r = await kubectl([
-          'get',
-          'events',
-          '-n',
-          ns,
-          '--field-selector',
-          'involvedObject.name=kp',
-          '-o',
-          'json',
-        ]);
-        const items = (JSON.parse(r.stdout) as { items: { reason: string; type: string }[] }).items;
+        const items = await eventsOn(ns, 'kp');
         return items.some((e) => e.reason === 'PolicyNotFound' && e.type === 'Warning') ? items : undefined;
       },
       10_000,
@@ -355,21 +346,7 @@ describe('gw controller: reconciling the four kinds', () => {
     };
     await redis.publish(SMOOTHING_CHANNEL, JSON.stringify(payload));
     const ev = await eventually(
-      async () => {
-        const r = await kubectl([
-          'get',
-          'events',
-          '-n',
-          ns,
-          '--field-selector',
-          'involvedObject.name=ks',
-          '-o',
-          'json',
-        ]);
-        return (JSON.parse(r.stdout) as { items: { reason: string; type: string; message: string }[] }).items.find(
-          (e) => e.reason === 'RateLimitSmoothingUp',
-        );
-      },
+      async () => (await eventsOn(ns, 'ks')).find((e) => e.reason === 'RateLimitSmoothingUp'),
       10_000,
       'smoothing Event',
     );
@@ -391,21 +368,8 @@ describe('gw controller: reconciling the four kinds', () => {
       }),
     );
     await waitReady(ns, 'policy', 'ppat', 'True', 'Reconciled');
-    const eventsOn = async (name: string) => {
-      const r = await kubectl([
-        'get',
-        'events',
-        '-n',
-        ns,
-        '--field-selector',
-        `involvedObject.name=${name}`,
-        '-o',
-        'json',
-      ]);
-      return (
-        JSON.parse(r.stdout) as { items: { reason: string; message: string; involvedObject: { kind: string } }[] }
-      ).items.filter((e) => e.reason === 'RateLimitSmoothingDown');
-    };
+    const smoothingDownOn = async (name: string) =>
+      (await eventsOn(ns, name)).filter((e) => e.reason === 'RateLimitSmoothingDown');
     const payload = {
       event: 'RateLimitSmoothingDown',
       api_id: 'pets',
@@ -419,7 +383,7 @@ describe('gw controller: reconciling the four kinds', () => {
     await redis.publish(SMOOTHING_CHANNEL, JSON.stringify(payload));
     const [ev] = await eventually(
       async () => {
-        const got = await eventsOn('ppat');
+        const got = await smoothingDownOn('ppat');
         return got.length ? got : undefined;
       },
       10_000,
@@ -427,7 +391,7 @@ describe('gw controller: reconciling the four kinds', () => {
     );
     expect(ev!.involvedObject.kind).toBe('Policy');
     expect(ev!.message).toContain('6 → 4');
-    expect(await eventsOn('aaa-unrelated')).toEqual([]);
+    expect(await smoothingDownOn('aaa-unrelated')).toEqual([]);
   });
 
   test('metrics and health: reconciles by kind and result, latency, queue depth, leader', async () => {

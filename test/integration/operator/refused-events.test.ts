@@ -6,16 +6,9 @@
  */
 import { jest } from '@jest/globals';
 import { freshNamespace, kubectl } from '../../helpers/kube.js';
-import { apiDef, apply, eventually, startController, waitReady, type Controller } from './helpers.js';
+import { apiDef, apply, eventsOn, eventually, startController, waitReady, type Controller } from './helpers.js';
 
 jest.setTimeout(60_000);
-
-interface Event {
-  type: string;
-  reason: string;
-  message: string;
-  involvedObject: { kind: string; name: string };
-}
 
 describe('gw controller: refused resources and their takeover are told', () => {
   let ns: string;
@@ -29,19 +22,6 @@ describe('gw controller: refused resources and their takeover are told', () => {
     await ctl?.stop();
   });
 
-  const eventsOn = async (name: string): Promise<Event[]> => {
-    const r = await kubectl([
-      'get',
-      'events',
-      '-n',
-      ns,
-      '--field-selector',
-      `involvedObject.name=${name}`,
-      '-o',
-      'json',
-    ]);
-    return (JSON.parse(r.stdout) as { items: Event[] }).items;
-  };
   /** The controller's log lines at warn (pino level 40) with this message. */
   const warnLines = (msg: string): Record<string, unknown>[] =>
     ctl
@@ -59,7 +39,7 @@ describe('gw controller: refused resources and their takeover are told', () => {
 
     const refused = await eventually(
       async () => {
-        const e = (await eventsOn('second')).find((x) => x.type === 'Warning');
+        const e = (await eventsOn(ns, 'second')).find((x) => x.type === 'Warning');
         return e && warnLines('resource refused').some((l) => l.name === 'second') ? e : undefined;
       },
       10_000,
@@ -74,7 +54,7 @@ describe('gw controller: refused resources and their takeover are told', () => {
     await waitReady(ns, 'apidefinition', 'second', 'True', 'Reconciled');
     const accepted = await eventually(
       async () => {
-        const e = (await eventsOn('second')).find((x) => x.reason === 'Accepted');
+        const e = (await eventsOn(ns, 'second')).find((x) => x.reason === 'Accepted');
         return e && warnLines('resource refused until now is Ready').some((l) => l.name === 'second') ? e : undefined;
       },
       10_000,
