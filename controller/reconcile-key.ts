@@ -19,6 +19,7 @@
  */
 import { z } from 'zod';
 import { AccessKeyResource, PolicyResource, type AccessKey } from '../crds/kinds.js';
+import { AccessKeyStatus } from '../crds/schemas/access-key.js';
 import { sha256hex } from '../lib/hash.js';
 import { SESSION_PREFIX } from '../contract/sessions.js';
 import type { StoredSession } from '../contract/sessions.js';
@@ -49,17 +50,7 @@ const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 export const KEY_FINALIZER = 'gw.io/session-cleanup';
 
-const KeyStatus = z.looseObject({
-  status: z
-    .looseObject({
-      keyHash: z
-        .string()
-        .regex(/^[0-9a-f]{64}$/)
-        .optional(),
-      quotaReset: z.string().optional(),
-    })
-    .optional(),
-});
+const KeyStatus = z.looseObject({ status: AccessKeyStatus.optional() });
 const ownedHash = (raw: KubeObject): string | undefined => KeyStatus.safeParse(raw).data?.status?.keyHash;
 /** The last gw.io/quota-reset token acted on. */
 const doneReset = (raw: KubeObject): string | undefined => KeyStatus.safeParse(raw).data?.status?.quotaReset;

@@ -8,6 +8,7 @@
 import { pino } from 'pino';
 import { z } from 'zod';
 import { Status } from '../crds/schemas/common.js';
+import { AccessKeyStatus } from '../crds/schemas/access-key.js';
 import {
   AccessKeyObject,
   API_VERSION,
@@ -84,22 +85,13 @@ const ItemList = z.looseObject({ items: z.array(z.unknown()).nullish() });
 /** The part of a written resource the wait reads. */
 const ReconcileState = z.object({ status: Status.optional() });
 /** status.quotaReset of an AccessKey: the last gw.io/quota-reset token the controller acted on. */
-const QuotaResetState = z.looseObject({ status: z.looseObject({ quotaReset: z.string().optional() }).optional() });
+const QuotaResetState = z.looseObject({ status: AccessKeyStatus.pick({ quotaReset: true }).optional() });
 
 const PolicyActive = z.looseObject({ spec: z.looseObject({ active: z.boolean().optional() }).optional() });
 const Terminating = z.looseObject({ metadata: z.looseObject({ deletionTimestamp: z.string().optional() }) });
 /** An AccessKey with the hash the controller recorded for a key kept in a Secret (status.keyHash). */
 const AccessKeyWithHash = guarded(
-  AccessKeyObject.extend({
-    status: z
-      .looseObject({
-        keyHash: z
-          .string()
-          .regex(/^[0-9a-f]{64}$/)
-          .optional(),
-      })
-      .optional(),
-  }),
+  AccessKeyObject.extend({ status: AccessKeyStatus.pick({ keyHash: true }).optional() }),
 );
 type AccessKeyWithHash = z.infer<typeof AccessKeyWithHash>;
 const hashOf = (k: AccessKeyWithHash): string | undefined => k.spec.key_hash ?? k.status?.keyHash;

@@ -129,5 +129,12 @@ export const AccessKeySpec = KeySessionFields.extend({
   })
   .describe('An access key and its session.');
 
+/**
+ * The fields of an AccessKey's status the controller records and the facade reads: `keyHash`, the hash whose
+ * session the AccessKey owns (a key kept in a Secret has no spec.key_hash), and `quotaReset`, the last
+ * gw.io/quota-reset token the controller acted on (contract/annotations.ts). Other status fields pass.
+ */
+export const AccessKeyStatus = z.looseObject({ keyHash: KeyHash.optional(), quotaReset: z.string().optional() });
+
 export type KeySessionT = z.infer<typeof KeySession>;
 export type AccessKeySpecT = z.infer<typeof AccessKeySpec>;
