@@ -24,6 +24,7 @@ import { KubeConfigSource } from '../sidecar/config/kube-source.js';
 import { watchOptionsConfigMap, watchOptionsFile } from '../sidecar/config/options-file.js';
 import { GatewayMetrics } from '../sidecar/metrics.js';
 import { createGatewayRuntime, startOrWithdraw } from '../sidecar/runtime.js';
+import { smoothingEventFields } from '../sidecar/engine/smoothing-report.js';
 import { SMOOTHING_CHANNEL, type SmoothingEventPayloadT } from '../lib/events.js';
 import { onShutdown } from './shutdown.js';
 import { releaseStartupMemory } from '../sidecar/heap-tuning.js';
@@ -146,12 +147,7 @@ export async function runSidecar(flags: SidecarFlags): Promise<void> {
     upstreamOverride: flags.upstream,
     onSmoothingEvent: (e) => {
       const payload: SmoothingEventPayloadT = {
-        event: e.event,
-        api_id: e.api_id,
-        limiter_key: e.limiterKey,
-        old_allowance: e.oldAllowance,
-        new_allowance: e.newAllowance,
-        time: e.time,
+        ...smoothingEventFields(e),
         namespace: flags.namespace,
         ...(e.policy !== undefined ? { policy: e.policy } : {}),
       };

@@ -13,6 +13,7 @@ import { throttledWarn } from '../lib/log-throttle.js';
 import type { CompiledConfig } from '../contract/config.js';
 import { createEngine, type GatewayEngine } from './engine/engine.js';
 import type { CheckRequest } from './engine/types.js';
+import { smoothingEventFields } from './engine/smoothing-report.js';
 import { effectiveSession } from '../contract/limits/effective-session.js';
 import { DrlPeers } from '../limiters/drl-peers.js';
 import type { SmoothingEvent } from '../limiters/types.js';
@@ -102,17 +103,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
       storeDeadlineMs: options.kv_deadline_ms,
       onSmoothingEvent: (e) => {
         metrics.smoothingEvents.inc({ api: e.api_id, event: e.event });
-        logger.info(
-          {
-            event: e.event,
-            api_id: e.api_id,
-            limiter_key: e.limiterKey,
-            old_allowance: e.oldAllowance,
-            new_allowance: e.newAllowance,
-            time: e.time,
-          },
-          e.event,
-        );
+        logger.info(smoothingEventFields(e), e.event);
         d.onSmoothingEvent?.(e);
       },
       onSmoothingUnsupported: (e) => {

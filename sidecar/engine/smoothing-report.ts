@@ -7,9 +7,22 @@ import type { LimitSpec } from '../../contract/config.js';
 import { smoothingActive } from '../../limiters/smoothing.js';
 import type { Limiters } from '../../limiters/select.js';
 import type { Limiter, SmoothingEvent } from '../../limiters/types.js';
+import type { SmoothingEventPayloadT } from '../../lib/events.js';
 
 /** A smoothing event with its API and, when a policy configured the limit, that policy's name. */
 export type EngineSmoothingEvent = SmoothingEvent & { api_id: string; policy?: string };
+
+/** An event's fields as the log line and the controller's payload (lib/events.ts) spell them, in that order. */
+export function smoothingEventFields(e: EngineSmoothingEvent): Omit<SmoothingEventPayloadT, 'namespace' | 'policy'> {
+  return {
+    event: e.event,
+    api_id: e.api_id,
+    limiter_key: e.limiterKey,
+    old_allowance: e.oldAllowance,
+    new_allowance: e.newAllowance,
+    time: e.time,
+  };
+}
 
 export interface SmoothingUnsupported {
   api_id: string;
