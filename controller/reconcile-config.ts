@@ -145,26 +145,18 @@ export async function reconcileConfig(ctx: OperatorContext, ns: string): Promise
   // the phases' durations, in the log line of a reconcile that wrote a ConfigMap
   const t0 = performance.now();
   let parsedAnew = 0;
-  const fresh = (kind: 'ApiDefinition' | 'Policy') => () => {
-    parsedAnew++;
-    ctx.metrics.configParsed.inc({ kind });
-  };
-  const { parsed: apis, byName: apiRaw } = parseCached(
-    'ApiDefinition',
-    ns,
-    inf.apis.list(ns),
-    ApiDefinitionResource,
-    outcomes,
-    fresh('ApiDefinition'),
-  );
-  const { parsed: policies, byName: policyRaw } = parseCached(
-    'Policy',
-    ns,
-    inf.policies.list(ns),
-    PolicyResource,
-    outcomes,
-    fresh('Policy'),
-  );
+  // a kind's cached resources parsed, each one parsed anew (a cache miss) counted for the log line and the metric
+  const parseKind = <T extends { metadata: { name: string } }>(
+    kind: 'ApiDefinition' | 'Policy',
+    raws: KubeObject[],
+    schema: z.ZodType<T>,
+  ) =>
+    parseCached(kind, ns, raws, schema, outcomes, () => {
+      parsedAnew++;
+      ctx.metrics.configParsed.inc({ kind });
+    });
+  const { parsed: apis, byName: apiRaw } = parseKind('ApiDefinition', inf.apis.list(ns), ApiDefinitionResource);
+  const { parsed: policies, byName: policyRaw } = parseKind('Policy', inf.policies.list(ns), PolicyResource);
   const tParsed = performance.now();
   // the APIs this controller last compiled keep their place against a newcomer (a fresh leader has none
   // yet: the older creationTimestamp wins, which is the one serving unless it was invalid until now); kept
