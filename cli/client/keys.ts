@@ -42,11 +42,13 @@ function common(cmd: Command, opts: { body?: boolean; write?: boolean; hashed?: 
   });
 }
 
-function write(method: 'POST' | 'PUT', keyID: string, flags: KeyFlags): Promise<ExitCode> {
+/** One key's call (`/gw/keys/{keyID}`): a write (POST, PUT) sends the session body and its quota flag. */
+function keyCall(method: 'GET' | 'POST' | 'PUT' | 'DELETE', keyID: string, flags: KeyFlags): Promise<ExitCode> {
+  const write = method === 'POST' || method === 'PUT';
   return callAndPrint(
     flags,
-    { method, path: `/gw/keys/${seg(keyID)}${query(flags, true)}`, credential: 'secret' },
-    true,
+    { method, path: `/gw/keys/${seg(keyID)}${query(flags, write)}`, credential: 'secret' },
+    write,
   );
 }
 
@@ -68,7 +70,7 @@ export function keysCommand(): Command {
       if (keyID === undefined && flags.hashed) return usage('--hashed needs a KEY_ID (the hash)');
       const key = keyID ?? generateKey();
       try {
-        return await write('POST', key, flags);
+        return await keyCall('POST', key, flags);
       } catch (e) {
         // Written but not Ready (exit 9): the AccessKey exists, so the key is printed all the same —
         // a generated one would otherwise be lost, and each repeat would leave another AccessKey whose
@@ -92,7 +94,7 @@ export function keysCommand(): Command {
       .argument('<keyID>')
       .allowUnknownOption(),
     { body: true, write: true, hashed: true },
-  ).action(clientAction(async (keyID: string, flags: KeyFlags) => write('PUT', keyID, flags)));
+  ).action(clientAction(async (keyID: string, flags: KeyFlags) => keyCall('PUT', keyID, flags)));
 
   common(
     keys
@@ -103,15 +105,7 @@ export function keysCommand(): Command {
     {
       hashed: true,
     },
-  ).action(
-    clientAction(async (keyID: string, flags: KeyFlags) =>
-      callAndPrint(flags, {
-        method: 'GET',
-        path: `/gw/keys/${seg(keyID)}${query(flags, false)}`,
-        credential: 'secret',
-      }),
-    ),
-  );
+  ).action(clientAction(async (keyID: string, flags: KeyFlags) => keyCall('GET', keyID, flags)));
 
   common(
     keys
@@ -122,15 +116,7 @@ export function keysCommand(): Command {
     {
       hashed: true,
     },
-  ).action(
-    clientAction(async (keyID: string, flags: KeyFlags) =>
-      callAndPrint(flags, {
-        method: 'DELETE',
-        path: `/gw/keys/${seg(keyID)}${query(flags, false)}`,
-        credential: 'secret',
-      }),
-    ),
-  );
+  ).action(clientAction(async (keyID: string, flags: KeyFlags) => keyCall('DELETE', keyID, flags)));
 
   common(keys.command('list').description('SHA-256 hashes of every key (GET /gw/keys)'), {}).action(
     clientAction(async (flags: KeyFlags) =>
