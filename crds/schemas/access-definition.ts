@@ -5,6 +5,9 @@ import {
   HttpMethod,
   PER_RULE,
   PerSeconds,
+  QuotaMax,
+  QuotaRemaining,
+  QuotaRenewalRate,
   Rate,
   RateLimitPair,
   refinePer,
@@ -18,13 +21,9 @@ export const ApiLimit = z
   .strictObject({
     rate: Rate.optional(),
     per: PerSeconds.optional(),
-    quota_max: z.number().int().optional().describe('Requests per quota period; 0 or less is unlimited.'),
-    quota_remaining: z
-      .number()
-      .int()
-      .optional()
-      .describe('Requests left in the current quota period (kept current by the gateway).'),
-    quota_renewal_rate: z.number().int().optional().describe('Quota period in seconds; 0 or less never renews.'),
+    quota_max: QuotaMax,
+    quota_remaining: QuotaRemaining,
+    quota_renewal_rate: QuotaRenewalRate,
     throttle_interval: ThrottleInterval.optional(),
     throttle_retry_limit: ThrottleRetryLimit.optional(),
     smoothing: Smoothing.nullable().optional(),

@@ -5,6 +5,9 @@ import {
   FreeObject,
   PER_RULE,
   PerSeconds,
+  QuotaMax,
+  QuotaRemaining,
+  QuotaRenewalRate,
   Rate,
   refinePer,
   SecretRef,
@@ -74,13 +77,9 @@ const KeySessionFields = z.strictObject({
   oauth_keys: FreeObject.nullable().optional().describe('OAuth keys (kept as given).'),
   org_id: z.string().optional().describe('Organisation id.'),
   per: PerSeconds.optional().describe('Key-level window in seconds.'),
-  quota_max: z.number().int().optional().describe('Requests per quota period; 0 or less is unlimited.'),
-  quota_remaining: z
-    .number()
-    .int()
-    .optional()
-    .describe('Requests left in the current quota period (kept current by the gateway).'),
-  quota_renewal_rate: z.number().int().optional().describe('Quota period in seconds; 0 or less never renews.'),
+  quota_max: QuotaMax,
+  quota_remaining: QuotaRemaining,
+  quota_renewal_rate: QuotaRenewalRate,
   quota_renews: z
     .number()
     .int()

@@ -78,6 +78,18 @@ export const Smoothing = z
   .describe('Rate limit smoothing (sliding window log and sentinel limiters only). The upper bound is rate.');
 
 /** Throttling (docs/contract.md#throttling); Tyk writes -1 for "off", so any value ≤ 0 is accepted and means no throttling. */
+/** The quota fields of a key's session, an access right and a policy (optional, each described once). */
+export const QuotaMax = z.number().int().optional().describe('Requests per quota period; 0 or less is unlimited.');
+export const QuotaRemaining = z
+  .number()
+  .int()
+  .optional()
+  .describe('Requests left in the current quota period (kept current by the gateway).');
+export const QuotaRenewalRate = z
+  .number()
+  .int()
+  .optional()
+  .describe('Quota period in seconds; 0 or less never renews.');
 export const ThrottleInterval = z
   .number()
   .describe('Seconds to wait before re-checking a request refused by the key-level limit (≤ 0: no wait).');
