@@ -55,6 +55,17 @@ abstract class HotMetric<S> {
     for (const { s } of this.series.values()) this.zero(s);
   }
   protected abstract zero(s: S): void;
+
+  /** What get() answers the Registry: this metric's values with its name, help, type and aggregator. */
+  protected exposition<V extends MetricValue<string>>(values: V[]): MetricObjectWithValues<V> {
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type as unknown as MetricType,
+      aggregator: this.aggregator,
+      values,
+    } as MetricObjectWithValues<V>;
+  }
 }
 
 export class CounterSeries {
@@ -74,13 +85,7 @@ export class HotCounter extends HotMetric<CounterSeries> {
   }
   async get(): Promise<MetricObjectWithValues<MetricValue<string>>> {
     const values = [...this.series.values()].map(({ labels, s }) => ({ labels, value: s.value }));
-    return {
-      name: this.name,
-      help: this.help,
-      type: 'counter' as unknown as MetricType,
-      aggregator: this.aggregator,
-      values,
-    } as MetricObjectWithValues<MetricValue<string>>;
+    return this.exposition(values);
   }
 }
 
@@ -139,12 +144,6 @@ export class HotHistogram extends HotMetric<HistogramSeries> {
       values.push({ metricName: `${this.name}_sum`, labels, value: s.sum });
       values.push({ metricName: `${this.name}_count`, labels, value: s.count });
     }
-    return {
-      name: this.name,
-      help: this.help,
-      type: 'histogram' as unknown as MetricType,
-      aggregator: this.aggregator,
-      values,
-    } as MetricObjectWithValues<MetricValueWithName<string>>;
+    return this.exposition(values);
   }
 }
