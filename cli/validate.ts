@@ -56,6 +56,7 @@ function loadDirectory(path: string, seen: Set<string>): LoadResult {
     if (load.gone) continue; // deleted since the listing
     for (const r of load.resources) out.resources.push({ ...r, file });
     for (const e of load.errors) out.errors.push({ ...e, file });
+    for (const w of load.warnings ?? []) (out.warnings ??= []).push({ ...w, file });
     out.files.push(file);
   }
   return out;
@@ -100,6 +101,7 @@ export function readInputs(paths: readonly string[], stdin: () => ReadOutcome): 
       const listed = loadDirectory(path, seen);
       for (const r of listed.resources) into.resources.push(r);
       for (const e of listed.errors) into.errors.push(e);
+      for (const w of listed.warnings ?? []) (into.warnings ??= []).push(w);
       for (const f of listed.files) into.files.push(f);
       continue;
     }

@@ -7,14 +7,9 @@
  * quotes and backslashes are ASCII and never occur inside a UTF-8 multi-byte sequence, so bytes and
  * characters give the same answer. docs/architecture.md, "Hostile input".
  */
-export const MAX_JSON_DEPTH = 64;
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from './char-codes.js';
 
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
+export const MAX_JSON_DEPTH = 64;
 
 /**
  * The nesting scan over bytes fed in pieces (a request body as its chunks arrive): the same answer as one

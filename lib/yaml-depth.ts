@@ -20,6 +20,7 @@
  */
 import { Lexer, Parser } from 'yaml';
 import { MAX_JSON_DEPTH } from './json-depth.js';
+import { AMPERSAND, BANG, COLON, DASH, NL, OPEN_ARRAY, OPEN_OBJECT, QUESTION, SPACE, TAB } from './char-codes.js';
 
 /**
  * A manifest's bound: a resource body at the JSON bound (what the facade accepts) sits inside its
@@ -34,17 +35,6 @@ export interface YamlTooDeep {
   line: number;
   column: number;
 }
-
-const NL = 10;
-const SPACE = 32;
-const TAB = 9;
-const DASH = 45;
-const QUESTION = 63;
-const COLON = 58;
-const OPEN_ARRAY = 0x5b;
-const OPEN_OBJECT = 0x7b;
-const AMPERSAND = 38;
-const BANG = 33;
 
 /** An upper bound of the text's collection nesting (see above), from one pass over its characters. */
 export function yamlNestingBound(text: string): number {

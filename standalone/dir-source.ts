@@ -445,6 +445,7 @@ export class DirSource {
     if (unchanged) return;
 
     const errors: LoadError[] = [];
+    const warnings: LoadError[] = [];
     const order: string[] = [];
     for (const e of entries) {
       if ((++n & 255) === 0) await y.maybe();
@@ -453,7 +454,9 @@ export class DirSource {
         if (!e.dir) order.push(e.rel);
         continue;
       }
-      for (const err of this.parsed.get(e.rel)!.load.errors) errors.push(err);
+      const load = this.parsed.get(e.rel)!.load;
+      for (const err of load.errors) errors.push(err);
+      for (const w of load.warnings ?? []) warnings.push(w);
       order.push(e.rel);
     }
     const result = { errors, order };
@@ -469,6 +472,16 @@ export class DirSource {
       );
     }
     if (fresh.length) this.onErrors(fresh);
+    // a document read, but perhaps not as meant (a YAML 1.1 boolean): served, said once
+    for (const w of warnings) {
+      const note = `warning ${formatLoadError(w)}`;
+      reported.add(note);
+      if (this.reported.has(note)) continue;
+      this.logger.warn(
+        { file: w.file, ...(w.index === undefined ? {} : { document: w.index }) },
+        `resource read with a warning: ${formatLoadError(w)}`,
+      );
+    }
     this.snapshot = await this.merge(result, reported);
     this.reported = reported;
     this.loadedOnce = true;

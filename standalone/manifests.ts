@@ -2,7 +2,7 @@
  * Reads YAML/JSON manifests (multi-document) into validated resources. Every error names the file,
  * the document index, the field path and the rule; a bad document never stops the good ones.
  */
-import { parseAllDocuments } from 'yaml';
+import { isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
 import { CORE_SCHEMA, loadAll } from 'js-yaml';
 import { RESOURCE_SCHEMAS, type AnyResource } from '../crds/kinds.js';
 import { firstLine, formatZodError, zodIssues, type FieldIssue } from '../lib/errors.js';
@@ -29,6 +29,11 @@ export interface LoadError {
 export interface LoadResult {
   resources: { file: string; index: number; resource: AnyResource }[];
   errors: LoadError[];
+  /**
+   * What was read, but perhaps not as its author meant: a YAML 1.1 boolean (`yes`, `off`…), read as
+   * kubectl reads it. The document still loads (standalone logs it; `gw validate` prints a warning).
+   */
+  warnings?: LoadError[];
   /** Every manifest path of this read, in read order, refused ones included (files deleted meanwhile not). */
   files: string[];
 }
@@ -113,8 +118,63 @@ function fastDocuments(text: string): unknown[] | undefined {
   }
 }
 
-/** The documents of a YAML text by the `yaml` parser; its errors go to `into` (undefined: none readable). */
-function slowDocuments(text: string, file: string, into: LoadResult): unknown[] | undefined {
+/**
+ * The plain (unquoted) scalars YAML 1.1 reads as booleans and YAML 1.2 as strings. kubectl reads
+ * manifests as YAML 1.1 (sigs.k8s.io/yaml, go-yaml v2): `active: yes` reaches the API server, and so the
+ * controller, as `true`, and `name: no` as `false` (which the schema then refuses). gw's parsers read
+ * YAML 1.2, so these are read as kubectl reads them, with a warning naming the field: standalone, `gw
+ * validate` and the controller see the same values (docs/standalone.md, "Checking manifests before they
+ * are applied").
+ */
+const YAML11_BOOLEAN = /^(?:y|Y|yes|Yes|YES|on|On|ON|n|N|no|No|NO|off|Off|OFF)$/;
+/** A text where such a scalar may stand (conservative: a match in a comment or a quoted string only costs the `yaml` parser). */
+const MAY_HAVE_YAML11_BOOLEAN = /(?:^|[\s[{,])(?:[yYnN]|yes|Yes|YES|on|On|ON|no|No|NO|off|Off|OFF)(?=$|[\s,\]}:])/m;
+
+/** A YAML 1.1 boolean found: its field path and what it says. */
+interface Yaml11Boolean {
+  field: string;
+  word: string;
+  value: boolean;
+}
+
+/**
+ * Every plain YAML 1.1 boolean of a document's node tree (values and keys), each turned into the boolean
+ * kubectl reads. Recursion is bounded: the text's nesting was checked first (lib/yaml-depth.ts).
+ */
+function yaml11Booleans(node: unknown, path: (string | number)[], out: Yaml11Boolean[]): void {
+  /** A plain YAML 1.1 boolean turned into its boolean and recorded at `field`; false for any other node. */
+  const found = (n: unknown, field: string): boolean => {
+    if (!isScalar(n) || n.type !== 'PLAIN' || n.tag || typeof n.value !== 'string' || !YAML11_BOOLEAN.test(n.value))
+      return false;
+    const word = n.value;
+    const value = /^(?:y|yes|on)$/i.test(word);
+    n.value = value;
+    out.push({ field, word, value });
+    return true;
+  };
+  const at = (p: (string | number)[]): string => p.join('.') || '(root)';
+  if (isMap(node))
+    for (const pair of node.items) {
+      const keyOf = (): string => String(isScalar(pair.key) ? pair.key.value : pair.key);
+      found(pair.key, `${at([...path, keyOf()])} (a key)`);
+      path.push(keyOf()); // as the JSON kubectl sends names it (`true`)
+      if (!found(pair.value, at(path))) yaml11Booleans(pair.value, path, out);
+      path.pop();
+    }
+  else if (isSeq(node))
+    node.items.forEach((item, i) => {
+      path.push(i);
+      if (!found(item, at(path))) yaml11Booleans(item, path, out);
+      path.pop();
+    });
+  else if (path.length === 0) found(node, '(root)');
+}
+
+/**
+ * The documents of a YAML text by the `yaml` parser; its errors go to `into` (undefined: none readable).
+ * `yaml11`: YAML 1.1 booleans read as kubectl reads them, each a warning.
+ */
+function slowDocuments(text: string, file: string, into: LoadResult, yaml11 = false): unknown[] | undefined {
   const docs: unknown[] = [];
   let parsed;
   try {
@@ -129,8 +189,20 @@ function slowDocuments(text: string, file: string, into: LoadResult): unknown[] 
       docs.push(undefined);
       return;
     }
+    const booleans: Yaml11Boolean[] = [];
+    if (yaml11) yaml11Booleans(d.contents, [], booleans);
     try {
-      docs.push(d.toJS()); // throws on an alias bomb ("Excessive alias count…", the yaml default limit)
+      const js: unknown = d.toJS(); // throws on an alias bomb ("Excessive alias count…", the yaml default limit)
+      docs.push(js);
+      const id = booleans.length ? documentId(js) : undefined;
+      for (const b of booleans)
+        (into.warnings ??= []).push({
+          file,
+          index: i,
+          message: `${b.field}: ${b.word} is read as ${b.value}, as kubectl reads YAML (1.1; YAML 1.2 reads the string "${b.word}"): write ${b.value} for the boolean, or quote it ("${b.word}") for the string`,
+          issues: [{ field: b.field, message: `${b.word} is read as ${b.value} (a YAML 1.1 boolean)` }],
+          ...(id ? { doc: id } : {}),
+        });
     } catch (e) {
       into.errors.push({ file, index: i, message: `invalid YAML: ${firstLine((e as Error).message)}` });
       docs.push(undefined);
@@ -171,7 +243,12 @@ export function loadManifestText(text: string, file: string, into: LoadResult): 
         return;
       }
     }
-    const parsed = json !== undefined ? [json] : (fastDocuments(text) ?? slowDocuments(text, file, into));
+    const parsed =
+      json !== undefined
+        ? [json]
+        : MAY_HAVE_YAML11_BOOLEAN.test(text)
+          ? slowDocuments(text, file, into, true)
+          : (fastDocuments(text) ?? slowDocuments(text, file, into));
     if (!parsed) return;
     docs = parsed;
   }
@@ -193,14 +270,15 @@ export function loadManifestText(text: string, file: string, into: LoadResult): 
 }
 
 /** One file of a listing read and validated; `gone` when it was deleted since it was listed. */
-export type FileLoad = { gone: true } | { gone?: false; resources: LoadResult['resources']; errors: LoadError[] };
+export type FileLoad =
+  { gone: true } | { gone?: false; resources: LoadResult['resources']; errors: LoadError[]; warnings?: LoadError[] };
 
 export function loadManifestFile(rel: string, path: string): FileLoad {
   const read = readManifestFile(path);
   if (!read.ok) return read.gone ? { gone: true } : { resources: [], errors: [{ file: rel, message: read.message }] };
   const into: LoadResult = { resources: [], errors: [], files: [] };
   loadManifestText(read.text, rel, into);
-  return { resources: into.resources, errors: into.errors };
+  return { resources: into.resources, errors: into.errors, ...(into.warnings ? { warnings: into.warnings } : {}) };
 }
 
 /** Reads every file of a listing, in its order; the listing's problems become errors. */

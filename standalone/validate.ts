@@ -123,6 +123,19 @@ export function validateLoad(load: LoadResult, o: { strict?: boolean } = {}): Pr
         message: e.message,
       });
   }
+  // read, but perhaps not as meant (a YAML 1.1 boolean): the document is checked as read
+  for (const w of load.warnings ?? [])
+    for (const i of w.issues ?? [{ field: '(root)', message: w.message }])
+      problems.push({
+        severity: 'warning',
+        file: w.file,
+        ...(w.index !== undefined ? { document: w.index } : {}),
+        ...(w.doc?.kind !== undefined ? { kind: w.doc.kind } : {}),
+        ...(w.doc?.name !== undefined ? { namespace: w.doc.namespace!, name: w.doc.name } : {}),
+        field: i.field,
+        rule: 'yaml',
+        message: w.message.startsWith(`${i.field}: `) ? w.message.slice(i.field.length + 2) : w.message,
+      });
   const at = new Map<AnyResource, Located>(load.resources.map((r) => [r.resource, r]));
   problems.push(...validateResources(toSnapshot(load.resources.map((r) => r.resource)), at, refusedDocuments(load), o));
   // in read order: by file, then document (a stable sort keeps each document's problems in check order)

@@ -16,7 +16,6 @@ const SECRET = 'bench-secret-0123456789abcdef';
 const st = await startOAuthStandalone((target) => ({
   'oauth.yaml': oauthManifests({
     api: 'oa',
-    listen: '/oa/',
     target,
     policy: 'roomy',
     rate: 1_000_000,

@@ -94,7 +94,8 @@ export const createClient = (
 /** ApiDefinition + Policy + Secret + OAuthClient manifests of one OAuth API (classic form). */
 export function oauthManifests(o: {
   api: string;
-  listen: string;
+  /** The API's listen path; `/<api>/` when not given. */
+  listen?: string;
   target: string;
   policy: string;
   rate: number;
@@ -112,7 +113,7 @@ metadata: {name: ${o.api}${ns}}
 spec:
   use_oauth2: true
   oauth_meta: ${o.meta ?? '{auth_login_redirect: "https://login.example/consent?from=gw"}'}
-  proxy: {listen_path: ${o.listen}, target_url: ${o.target}}`,
+  proxy: {listen_path: ${o.listen ?? `/${o.api}/`}, target_url: ${o.target}}`,
     `apiVersion: gw.io/v1alpha1
 kind: Policy
 metadata: {name: ${o.policy}${ns}}
@@ -138,7 +139,7 @@ spec:
 
 /** The API every OAuth suite serves: `oa` on /oa/, every grant, policy `roomy` (1,000 per 60 s). */
 export const oaManifests = (target: string, clients: ClientManifest[]): string =>
-  oauthManifests({ api: 'oa', listen: '/oa/', target, policy: 'roomy', rate: 1000, per: 60, clients });
+  oauthManifests({ api: 'oa', target, policy: 'roomy', rate: 1000, per: 60, clients });
 
 export interface OAuthStandalone {
   echo: { server: Server; url: string };

@@ -40,6 +40,20 @@ function configMapVolume(dir: string) {
   };
 }
 
+/** The sidecar and the echo upstream of a suite, stopped (either may not have started). */
+async function stopBoth(s: Sidecar | undefined, echo: { server: { close(): unknown } } | undefined): Promise<void> {
+  await s?.stop();
+  echo?.server.close();
+}
+
+/** The X-RateLimit-Limit header of a request to the sidecar's `/a/` API (absent: no header). */
+async function limitHeaderOf(s: Sidecar): Promise<string | undefined> {
+  const r = await request(`${s.gw}/a/x`);
+  await r.body.dump();
+  const h = r.headers['x-ratelimit-limit'];
+  return typeof h === 'string' ? h : undefined;
+}
+
 describe('gw sidecar follows its mounted --config file', () => {
   let s: Sidecar;
   let echo: Awaited<ReturnType<typeof startEcho>>;
@@ -53,17 +67,8 @@ describe('gw sidecar follows its mounted --config file', () => {
     vol.init('rate_limit_response_headers: rate_limits\nupstream_timeout: 30\n');
     s = await startSidecar({ ns, upstream: echo.url, configFile: vol.file });
   }, 30_000);
-  afterAll(async () => {
-    await s?.stop();
-    echo?.server.close();
-  });
-
-  const limitHeader = async (): Promise<string | undefined> => {
-    const r = await request(`${s.gw}/a/x`);
-    await r.body.dump();
-    const h = r.headers['x-ratelimit-limit'];
-    return typeof h === 'string' ? h : undefined;
-  };
+  afterAll(() => stopBoth(s, echo));
+  const limitHeader = (): Promise<string | undefined> => limitHeaderOf(s);
 
   test('a live option applies within 10 s; a restart-only one is named; an invalid file is refused', async () => {
     expect(await limitHeader()).toBe('1000');
@@ -128,17 +133,8 @@ describe('gw sidecar --config-map follows the ConfigMap through the API server',
       args: ['--config-map', 'gw-sidecar-config'],
     });
   }, 30_000);
-  afterAll(async () => {
-    await s?.stop();
-    echo?.server.close();
-  });
-
-  const limitHeader = async (): Promise<string | undefined> => {
-    const r = await request(`${s.gw}/a/x`);
-    await r.body.dump();
-    const h = r.headers['x-ratelimit-limit'];
-    return typeof h === 'string' ? h : undefined;
-  };
+  afterAll(() => stopBoth(s, echo));
+  const limitHeader = (): Promise<string | undefined> => limitHeaderOf(s);
 
   test('a live option written to the ConfigMap applies within 2 s, the file unchanged; an invalid one is refused', async () => {
     expect(await limitHeader()).toBe('1000');

@@ -81,7 +81,6 @@ spec: {key_hash: ${sha256hex(KEY)}}
       join(dir, 'oauth.yaml'),
       oauthManifests({
         api: 'oa',
-        listen: '/oa/',
         target: echo.url,
         policy: 'roomy',
         rate: 1000,

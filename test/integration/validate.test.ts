@@ -295,6 +295,36 @@ describe('gw validate', () => {
     });
   });
 
+  test('a YAML 1.1 boolean (active: off) is read as kubectl reads it: a warning naming the field, exit 0; in a string field, the schema error kubectl would get', async () => {
+    const text =
+      'apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: sleepy}\nspec: {rate: 1, per: 1, active: off}\n';
+    const r = await validateJson(['-'], text);
+    expect({ code: r.code, problems: r.problems }).toEqual({
+      code: 0,
+      problems: [
+        {
+          severity: 'warning',
+          file: '-',
+          document: 0,
+          kind: 'Policy',
+          namespace: 'default',
+          name: 'sleepy',
+          field: 'spec.active',
+          rule: 'yaml',
+          message:
+            'off is read as false, as kubectl reads YAML (1.1; YAML 1.2 reads the string "off"): write false for the boolean, or quote it ("off") for the string',
+        },
+      ],
+    });
+    const named = await validateJson(['-'], text.replace('{name: sleepy}', '{name: no}'));
+    expect(named.code).toBe(1);
+    expect(named.problems.map((p) => `${p.severity} ${p.rule} ${p.field}`)).toEqual([
+      'error schema metadata.name',
+      'warning yaml metadata.name',
+      'warning yaml spec.active',
+    ]);
+  });
+
   test('a reference to an ApiDefinition or Policy the schema refused is an error naming that document, not "not found"', async () => {
     const text = yamlDocs([
       apiDef('broken-api', {

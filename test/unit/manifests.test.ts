@@ -91,6 +91,64 @@ describe('manifest loading', () => {
   });
 });
 
+describe('manifest loading: YAML 1.1 booleans (yes/no/on/off/y/n), read as kubectl reads them', () => {
+  const kubectlRead = (word: string, value: boolean, field: string): string =>
+    `${field}: ${word} is read as ${value}, as kubectl reads YAML (1.1; YAML 1.2 reads the string "${word}"): write ${value} for the boolean, or quote it ("${word}") for the string`;
+
+  test('a plain one is the boolean kubectl sends (a warning naming the field); quoted, it stays a string', () => {
+    const into: LoadResult = { resources: [], errors: [], files: [] };
+    loadManifestText(
+      [
+        'apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: plain}\nspec: {rate: 1, per: 1, active: off}',
+        'apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata:\n  name: block\n  labels: {team: "no"}\nspec:\n  rate: 1\n  per: 1\n  active: Yes',
+        // a string field given `no`: false, which the schema refuses as the API server would
+        'apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata:\n  name: no\nspec: {rate: 1, per: 1}',
+      ].join('\n---\n'),
+      'p.yaml',
+      into,
+    );
+    expect(
+      into.resources.map((r) => [
+        r.resource.metadata.name,
+        (r.resource as { spec?: { active?: unknown } }).spec?.active,
+      ]),
+    ).toEqual([
+      ['plain', false],
+      ['block', true],
+    ]);
+    expect((into.resources[1]!.resource.metadata.labels as Record<string, string>).team).toBe('no');
+    expect(into.warnings!.map(formatLoadError)).toEqual([
+      `p.yaml (document 0): ${kubectlRead('off', false, 'spec.active')}`,
+      `p.yaml (document 1): ${kubectlRead('Yes', true, 'spec.active')}`,
+      `p.yaml (document 2): ${kubectlRead('no', false, 'metadata.name')}`,
+    ]);
+    expect(into.errors.map(formatLoadError)).toEqual([
+      expect.stringMatching(
+        /^p\.yaml \(document 2\): metadata\.name: Invalid input: expected string, received boolean/,
+      ),
+    ]);
+  });
+
+  test('in a sequence, a flow collection and as a key; true/false and other words are not warned about', () => {
+    const into: LoadResult = { resources: [], errors: [], files: [] };
+    loadManifestText('a: [y, n]\nb:\n  - on\nc: {on: 1}\nd: true\ne: yesterday\nf: "off"\n', 'x.yaml', into);
+    expect(into.warnings!.map((w) => w.issues![0]!.field)).toEqual(['a.0', 'a.1', 'b.0', 'c.on (a key)']);
+    // not a gw kind: refused, but what was read is what kubectl reads
+    expect(into.errors.map((e) => e.issues?.[0]?.field)).toEqual(['kind']);
+  });
+
+  test('a text without any is read by the fast readers, with no warning', () => {
+    const into: LoadResult = { resources: [], errors: [], files: [] };
+    loadManifestText(
+      'apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\nspec: {rate: 1, per: 1, active: false}\n',
+      'p.yaml',
+      into,
+    );
+    expect(into.warnings).toBeUndefined();
+    expect(into.resources).toHaveLength(1);
+  });
+});
+
 describe('manifest loading: a directory that cannot be trusted', () => {
   let dir: string;
   beforeEach(() => {

@@ -48,7 +48,6 @@ describe('gw facade with the chart’s Role: its one Secret of client secrets, n
       ['apply', '-n', ns, '-f', '-'],
       oauthManifests({
         api: 'oa',
-        listen: '/oa/',
         target: 'http://127.0.0.1:9',
         policy: 'roomy',
         rate: 1000,

@@ -95,7 +95,6 @@ describe('OAuth 2.0 in a cluster (kube-apiserver + Redis + controller + two side
       '---\napiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: tight}\nspec: {rate: 3, per: 60}\n---\n' +
       oauthManifests({
         api: 'qa',
-        listen: '/qa/',
         target: echo.url,
         policy: 'quota',
         rate: 1000,

@@ -53,7 +53,6 @@ describe('OAuth 2.0 in gw standalone', () => {
         'oa.yaml': oaManifests(target, [{ name: 'app1', id: 'app1', secret: SECRET1 }]),
         'lim.yaml': oauthManifests({
           api: 'lim',
-          listen: '/lim/',
           target,
           policy: 'tight',
           rate: 3,
@@ -66,7 +65,6 @@ describe('OAuth 2.0 in gw standalone', () => {
         }),
         'cc.yaml': oauthManifests({
           api: 'cc',
-          listen: '/cc/',
           target,
           policy: 'free',
           rate: 1000,

@@ -17,7 +17,6 @@ describe('gw standalone: live tokens per client are bounded, oldest first, acros
     st = await startOAuthStandalone((target) => ({
       'oauth.yaml': oauthManifests({
         api: 'oa',
-        listen: '/oa/',
         target,
         policy: 'roomy',
         rate: 1000,
