@@ -59,6 +59,8 @@ describe('gw standalone: a hostile directory at start-up', () => {
     writeFileSync(join(dir, 'locked-dir', 'hidden.yaml'), apiYaml('hidden', '/hidden/', echo.url));
     chmodSync(join(dir, 'locked-dir'), 0o000);
     await mkfifo(join(dir, 'pipe.yaml'));
+    // a YAML 1.1 boolean: `active: off` is false, as kubectl sends it
+    writeFileSync(join(dir, 'off.yaml'), `${apiYaml('inactive', '/inactive/', echo.url)}  active: off\n`);
     gw = await startStandalone(dir, [], { GW_LOG_LEVEL: 'info' }, { permissions: true });
   });
   afterAll(async () => {
@@ -92,6 +94,18 @@ describe('gw standalone: a hostile directory at start-up', () => {
       linesWith(gw, 'resource refused: deep.yaml: invalid YAML: nested deeper than 66 levels (document 0, line 5'),
     ).toHaveLength(1);
     expect(linesWith(gw, 'Maximum call stack')).toEqual([]);
+    expect(await status(`${gw.gateway}/good/x`)).toBe(200);
+  });
+
+  test('a YAML 1.1 boolean (active: off) is read as kubectl reads it: the API is inactive (404), one line names the field', async () => {
+    expect(
+      linesWith(
+        gw,
+        'resource read with a warning: off.yaml (document 0): spec.active: off is read as false, as kubectl reads YAML (1.1',
+      ),
+    ).toHaveLength(1);
+    expect(linesWith(gw, 'resource refused: off.yaml')).toEqual([]);
+    expect(await status(`${gw.gateway}/inactive/x`)).toBe(404);
     expect(await status(`${gw.gateway}/good/x`)).toBe(200);
   });
 
