@@ -3,7 +3,9 @@
  * - no file cites a document outside the repository (the contract is docs/contract.md, in the project's words);
  * - no doc or comment carries a work-log label (a numbered stage, a lettered run, a date): docs describe the
  *   system as it is, and how it got there is in git;
- * - every `docs/contract.md#section` cited names a section of docs/contract.md, and every `docs/NAME.md` exists.
+ * - every `docs/contract.md#section` cited names a section of docs/contract.md, and every `docs/NAME.md` exists;
+ * - docs/architecture.md's map is the tree: its folder map names every top-level folder and only those, and every
+ *   file its tables name exists (with each `name` in the parentheses right after a file found in that file).
  * Run from the repository root: `node scripts/check-docs.ts`.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -76,6 +78,121 @@ export function docProblems(
   return problems;
 }
 
+/** A table cell's backticked token that names a file or a folder of the repository (not a URL path or a key). */
+const PATH_TOKEN =
+  /^(?:[\w.*{},-]+\/)*[\w*{},-]+(?:\.(?:ts|js|lua|md|ya?ml|json|tpl|sh)|\/)$|^(?:Makefile|Dockerfile)$/;
+const IDENTIFIER = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)?$/;
+
+/** `a/{b,c}.ts` → `a/b.ts`, `a/c.ts` (one brace group, as the docs write them). */
+function expandBraces(token: string): string[] {
+  const m = /^(.*?)\{([^{}]*)\}(.*)$/.exec(token);
+  return m ? m[2]!.split(',').flatMap((alt) => expandBraces(m[1]! + alt + m[3]!)) : [token];
+}
+
+/** A glob of one folder level (`*` within a name) as a RegExp. */
+const globRe = (name: string): RegExp =>
+  new RegExp(`^${name.replace(/[.+?^$()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
+
+/**
+ * The problems of docs/architecture.md against the tree, one line each (`docs/architecture.md:line: what`):
+ * the folder map's first column against `folders` (the repository's top-level folders), and in the folder map,
+ * the request path and the "where each rule lives" table, every path a cell names. A name without a top-level
+ * folder is read against the folders the row, the cell or the section's text named before it (`events.ts` after
+ * `controller/status.ts`, the request path's files in `sidecar/proxy/`). `list(dir)` answers a folder's entries
+ * (undefined: no such folder); `read(path)` a file's text.
+ */
+export function architectureProblems(
+  doc: string,
+  folders: readonly string[],
+  list: (dir: string) => string[] | undefined,
+  read: (path: string) => string | undefined,
+): string[] {
+  const problems: string[] = [];
+  const top = new Set(folders);
+  const exists = (path: string): string[] => {
+    // the paths a token (globs allowed) names that exist
+    let found = [''];
+    const parts = path.replace(/\/$/, '').split('/');
+    for (const part of parts) {
+      const next: string[] = [];
+      for (const dir of found) {
+        const entries = list(dir === '' ? '.' : dir) ?? [];
+        const re = globRe(part);
+        for (const e of entries) if (re.test(e)) next.push(dir === '' ? e : `${dir}/${e}`);
+      }
+      found = next;
+    }
+    return path.endsWith('/') ? found.filter((f) => list(f) !== undefined) : found;
+  };
+  let section = '';
+  let bases: string[] = [];
+  const mapped = new Set<string>();
+  doc.split('\n').forEach((line, i) => {
+    const at = `docs/architecture.md:${i + 1}`;
+    const heading = /^## (.+)$/.exec(line);
+    if (heading) {
+      section = heading[1]!;
+      bases = [];
+      return;
+    }
+    const checked = ['Folder map', 'The request path', 'Where each rule lives'].includes(section);
+    if (!checked) return;
+    const cells = line.startsWith('|') ? line.split(/(?<!\\)\|/).slice(1, -1) : [line];
+    if (/^\|[-| ]+\|$/.test(line)) return;
+    const rowBases: string[] = [];
+    if (section === 'Folder map' && line.startsWith('|')) {
+      const folder = /^\s*`([\w-]+)\/`\s*$/.exec(cells[0] ?? '');
+      if (folder) {
+        mapped.add(folder[1]!);
+        rowBases.push(folder[1]!);
+        if (!top.has(folder[1]!))
+          problems.push(`${at}: the folder map names ${folder[1]}/, which the tree does not have`);
+      }
+    }
+    // the folder map's first column is checked above, against the top-level folders
+    for (const cell of section === 'Folder map' && line.startsWith('|') ? cells.slice(1) : cells) {
+      const cellBases: string[] = [];
+      for (const m of cell.matchAll(/`([^`]+)`(\s*\(([^()]*)\))?/g)) {
+        const token = m[1]!;
+        if (!PATH_TOKEN.test(token) || token.startsWith('.')) continue;
+        const candidates = [...cellBases, ...rowBases, ...bases].map((b) => `${b}/`);
+        const direct = top.has(token.split('/')[0]!) || /^(?:Makefile|Dockerfile)$/.test(token);
+        let files: string[] = [];
+        for (const alt of expandBraces(token)) {
+          const tries = direct ? [''] : [...candidates, ''];
+          const hit = tries.map((b) => exists(b + alt)).find((f) => f.length > 0);
+          if (!hit) {
+            problems.push(
+              `${at}: ${alt} does not exist${direct ? '' : ` (read in ${[...candidates, './'].join(', ')})`}`,
+            );
+            continue;
+          }
+          files.push(...hit);
+        }
+        if (files.length) {
+          // what the cell names next may be relative to this token's folder
+          const first = files[0]!;
+          const dir = list(first) !== undefined ? first.replace(/\/$/, '') : first.replace(/\/?[^/]*$/, '');
+          if (dir && !cellBases.includes(dir)) cellBases.unshift(dir);
+          if (direct && !line.startsWith('|') && dir && !bases.includes(dir)) bases.unshift(dir);
+        }
+        files = files.filter((f) => list(f) === undefined);
+        const names = [...(m[3] ?? '').matchAll(/`([^`]+)`/g)].map((n) => n[1]!);
+        if (files.length !== 1 || !names.length || !names.every((n) => IDENTIFIER.test(n))) continue;
+        const text = read(files[0]!) ?? '';
+        for (const n of names) {
+          const word = n.split('.').pop()!;
+          if (!new RegExp(`\\b${word.replace(/\$/g, '\\$')}\\b`).test(text))
+            problems.push(`${at}: ${files[0]} has no ${n}`);
+        }
+      }
+    }
+  });
+  for (const f of folders)
+    if (!mapped.has(f)) problems.push(`docs/architecture.md: the folder map does not name ${f}/`);
+  return problems;
+}
+
 /** The repository's text files, keyed by repository path. */
 export function repositoryTexts(root: string): Map<string, string> {
   const files = new Map<string, string>();
@@ -98,12 +215,27 @@ export function repositoryTexts(root: string): Map<string, string> {
 export function treeProblems(root: string): string[] {
   const contract = join(root, 'docs', 'contract.md');
   const anchors = existsSync(contract) ? anchorsOf(readFileSync(contract, 'utf8')) : new Set<string>();
-  return docProblems(repositoryTexts(root), anchors, (p) => existsSync(join(root, p)));
+  const folders = readdirSync(root).filter(
+    (n) => !n.startsWith('.') && !SKIP_DIRS.has(n) && statSync(join(root, n)).isDirectory(),
+  );
+  const list = (dir: string): string[] | undefined => {
+    const p = join(root, dir);
+    return existsSync(p) && statSync(p).isDirectory() ? readdirSync(p) : undefined;
+  };
+  const read = (p: string): string | undefined =>
+    existsSync(join(root, p)) ? readFileSync(join(root, p), 'utf8') : undefined;
+  const architecture = join(root, 'docs', 'architecture.md');
+  return [
+    ...docProblems(repositoryTexts(root), anchors, (p) => existsSync(join(root, p))),
+    ...(existsSync(architecture) ? architectureProblems(readFileSync(architecture, 'utf8'), folders, list, read) : []),
+  ];
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const problems = treeProblems(process.cwd());
   for (const p of problems) process.stderr.write(`check-docs: ${p}\n`);
   if (problems.length) process.exit(1);
-  process.stdout.write('check-docs: no outside citation, no work-log label, every contract section cited exists\n');
+  process.stdout.write(
+    'check-docs: no outside citation, no work-log label, every contract section cited exists, the architecture map is the tree\n',
+  );
 }
