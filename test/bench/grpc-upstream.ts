@@ -4,18 +4,10 @@
  * Prints "grpc upstream ready".
  */
 import * as grpc from '@grpc/grpc-js';
+import { bufferMethod } from '../helpers/grpc.js';
 
-const pass = (b: Buffer): Buffer => b;
 const SERVICE = {
-  Unary: {
-    path: '/bench.Echo/Unary',
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: pass,
-    requestDeserialize: pass,
-    responseSerialize: pass,
-    responseDeserialize: pass,
-  },
+  Unary: bufferMethod('/bench.Echo/Unary'),
 } satisfies grpc.ServiceDefinition;
 const server = new grpc.Server();
 server.addService(SERVICE, {

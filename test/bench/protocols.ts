@@ -14,19 +14,22 @@
  *     (grpc-upstream.ts, h2c), directly and through gw (an h2c:// target); interleaved sequential rounds
  *     (the upstream is the same process, so the two cannot be loaded at once): calls/s, gw's CPU µs per
  *     call, and the mean time of a call with one in flight (added = gw − direct).
+ *   gRPC unary, gw × bare: the same calls through gw and through a bare node:http2 gRPC proxy
+ *     (bare-protocols.ts grpc) to the same upstream; simultaneous pairs: what gw costs over the least a
+ *     node:http2 proxy of gRPC does (direct calls cross no proxy at all).
  * Every process started is stopped at the end or on failure. Needs h2load (Debian nghttp2-client), wrk,
  * nginx, taskset. Prints Markdown and writes dist/bench-protocols-last.json.
  */
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { connect as h2connect } from 'node:http2';
-import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../harness/ports.js';
 import { issue, makeCa } from '../helpers/certs.js';
+import { apiManifest } from '../helpers/standalone.js';
 import { BENCH_KEY, GW_BENCH_ENV, GW_NODE_FLAGS, gwStandaloneBench } from './gw-bench-setup.js';
+import { benchRun, children, pinned, portOpen, tmp, waitFor } from './children.js';
 import { cpuSeconds, family, pinTo, stopChild } from './proc.js';
 
 const run = promisify(execFile);
@@ -39,56 +42,14 @@ const LOAD_CPU = process.env.GW_BENCH_LOAD_CPU ?? '1';
 /** h2load: connections and concurrent streams per connection (500 requests in flight, as 50 × 10) */
 const H2_CONNS = 50;
 const H2_STREAMS = 10;
-/** ~(3 + 5) s per measurement × (2 pairs + 2 gRPC runs + 2 one-in-flight runs) × 5 rounds, start-up */
-const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 600);
+/** ~(3 + 5) s per measurement × (3 pairs + 2 gRPC runs + 2 one-in-flight runs) × 5 rounds, start-up */
+const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 900);
 /** GW_BENCH_PROTOCOLS=h2c,tls,grpc: only these rows */
 const ROWS = process.env.GW_BENCH_PROTOCOLS?.split(',').map((c) => c.trim());
 const wanted = (k: string): boolean => !ROWS || ROWS.includes(k);
 const started = Date.now();
 
-const children: ChildProcess[] = [];
-const dirs: string[] = [];
-process.on('exit', () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => process.exit(130));
-setTimeout(() => {
-  console.error(`gw bench protocols: over ${DEADLINE_S} s, stopping`);
-  process.exit(1);
-}, DEADLINE_S * 1000).unref();
-
-function tmp(prefix: string): string {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  dirs.push(d);
-  return d;
-}
-
-function pinned(cpu: string, cmd: string, args: string[], env = process.env): ChildProcess & { out: () => string } {
-  const c = spawn('taskset', ['-c', cpu, cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
-  let out = '';
-  const keep = (d: Buffer): void => void (out.length < 65_536 && (out += d.toString()));
-  c.stdout!.on('data', keep);
-  c.stderr!.on('data', keep);
-  children.push(c);
-  return Object.assign(c, { out: () => out });
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((r) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => (s.destroy(), r(true)));
-    s.once('error', () => r(false));
-  });
-}
-
-async function waitFor(what: string, cond: () => Promise<boolean> | boolean, out?: () => string): Promise<void> {
-  const end = Date.now() + 20_000;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`gw bench protocols: ${what} did not come up${out ? `:\n${out()}` : ''}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+benchRun('gw bench protocols', DEADLINE_S);
 
 interface Load {
   rps: number;
@@ -240,12 +201,7 @@ async function startGw(
   // the gRPC API beside the bench API: the same key (no access_rights: every API)
   writeFileSync(
     join(dir, 'grpc.yaml'),
-    `apiVersion: gw.io/v1alpha1
-kind: ApiDefinition
-metadata: {name: bench-grpc}
-spec:
-  proxy: {listen_path: /bench.Echo/, target_url: 'h2c://${grpcUpstream}'}
-`,
+    apiManifest('bench-grpc', `proxy: {listen_path: /bench.Echo/, target_url: 'h2c://${grpcUpstream}'}`),
   );
   if (config) {
     const f = join(tmp('gw-bench-proto-cfg-'), 'config.yaml');
@@ -253,7 +209,7 @@ spec:
     args.push('--config', f);
   }
   const c = pinned(PROXY_CPU, process.execPath, [...GW_NODE_FLAGS, ...args], GW_BENCH_ENV);
-  await waitFor(name, () => c.out().includes('gw standalone ready:'), c.out);
+  await waitFor(name, () => c.out().includes('gw standalone ready:'), 20_000, c.out);
   const origin = /gateway (https?:\/\/[^\s]+)/.exec(c.out())![1]!;
   return { name, pid: c.pid!, origin };
 }
@@ -277,32 +233,34 @@ http { access_log off; keepalive_requests 1000000;
 `,
   );
   const up = pinned(LOAD_CPU, 'nginx', ['-p', dir, '-c', join(dir, 'upstream.conf')]);
-  await waitFor('upstream nginx', () => portOpen(upPort), up.out);
+  await waitFor('upstream nginx', () => portOpen(upPort), 20_000, up.out);
   const upstream = `http://127.0.0.1:${upPort}`;
   const grpcPort = await freePort();
   const grpcUp = pinned(LOAD_CPU, process.execPath, [resolve('dist/test/bench/grpc-upstream.js'), String(grpcPort)]);
-  await waitFor('grpc upstream', () => grpcUp.out().includes('ready'), grpcUp.out);
+  await waitFor('grpc upstream', () => grpcUp.out().includes('ready'), 20_000, grpcUp.out);
 
   makeCa(dir, 'ca');
   const cert = issue(dir, 'ca', 'gw', 'localhost');
-  const bareH2Port = await freePort();
-  const bareH2 = pinned(PROXY_CPU, process.execPath, [
-    resolve('dist/test/bench/bare-protocols.js'),
-    'h2c',
-    String(bareH2Port),
-    upstream,
-  ]);
-  const bareTlsPort = await freePort();
-  const bareTls = pinned(PROXY_CPU, process.execPath, [
-    resolve('dist/test/bench/bare-protocols.js'),
-    'tls',
-    String(bareTlsPort),
-    upstream,
-    cert.cert,
-    cert.key,
-  ]);
-  await waitFor('bare h2c proxy', () => bareH2.out().includes('ready'), bareH2.out);
-  await waitFor('bare TLS proxy', () => bareTls.out().includes('ready'), bareTls.out);
+  const grpcDirect = `http://127.0.0.1:${grpcPort}`;
+  /** A bare proxy (bare-protocols.ts `mode`) on the proxy CPU, up: its port and process. */
+  const bareProxy = async (
+    mode: string,
+    what: string,
+    ...rest: string[]
+  ): Promise<[number, ChildProcess & { out: () => string }]> => {
+    const port = await freePort();
+    const c = pinned(PROXY_CPU, process.execPath, [
+      resolve('dist/test/bench/bare-protocols.js'),
+      mode,
+      String(port),
+      ...rest,
+    ]);
+    await waitFor(what, () => c.out().includes('ready'), 20_000, c.out);
+    return [port, c];
+  };
+  const [bareH2Port, bareH2] = await bareProxy('h2c', 'bare h2c proxy', upstream);
+  const [bareTlsPort, bareTls] = await bareProxy('tls', 'bare TLS proxy', upstream, cert.cert, cert.key);
+  const [bareGrpcPort, bareGrpc] = await bareProxy('grpc', 'bare gRPC proxy', grpcDirect);
   const gw = await startGw('gw h2c', upstream, `127.0.0.1:${grpcPort}`);
   const gwTls = await startGw(
     'gw TLS',
@@ -310,7 +268,14 @@ http { access_log off; keepalive_requests 1000000;
     `127.0.0.1:${grpcPort}`,
     `tls: {cert_file: ${cert.cert}, key_file: ${cert.key}}\n`,
   );
-  const proxies: Proxy[] = [gw, gwTls, { name: 'bare h2c', pid: bareH2.pid! }, { name: 'bare TLS', pid: bareTls.pid! }];
+  const bareGrpcProxy: Proxy = { name: 'bare gRPC', pid: bareGrpc.pid! };
+  const proxies: Proxy[] = [
+    gw,
+    gwTls,
+    { name: 'bare h2c', pid: bareH2.pid! },
+    { name: 'bare TLS', pid: bareTls.pid! },
+    bareGrpcProxy,
+  ];
   const onProxyCpu = (...measured: Proxy[]): void => {
     const keep = new Set(measured.map((p) => p.pid));
     for (const p of proxies) pinTo(keep.has(p.pid) ? PROXY_CPU : LOAD_CPU, family(p.pid));
@@ -321,10 +286,10 @@ http { access_log off; keepalive_requests 1000000;
   const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, msg.length]), msg]);
   const dataFile = join(dir, 'unary.bin');
   writeFileSync(dataFile, frame);
-  const grpcDirect = `http://127.0.0.1:${grpcPort}`;
   for (const [what, origin, auth] of [
     ['direct', grpcDirect, undefined],
     ['through gw', gw.origin, BENCH_KEY],
+    ['through the bare gRPC proxy', `http://127.0.0.1:${bareGrpcPort}`, undefined],
   ] as const) {
     const st = await grpcStatus(origin, frame, auth);
     if (st !== '0') throw new Error(`gw bench protocols: a gRPC call ${what} ended with grpc-status ${st}`);
@@ -334,6 +299,7 @@ http { access_log off; keepalive_requests 1000000;
 
   const h2c: PairRound[] = [];
   const tlsRounds: PairRound[] = [];
+  const grpcPairs: PairRound[] = [];
   const grpcRounds: { direct: Load; gw: Load; gwCpuUs: number; directOne: Load; gwOne: Load }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     console.log(`round ${r + 1}/${ROUNDS}`);
@@ -373,6 +339,24 @@ http { access_log off; keepalive_requests 1000000;
       );
     }
     if (wanted('grpc')) {
+      // gw against the bare node:http2 gRPC proxy, at the same moment, to the same upstream
+      onProxyCpu(gw, bareGrpcProxy);
+      const x = await pair(
+        gw,
+        bareGrpcProxy,
+        (w, s) =>
+          h2load(w === 'a' ? `${gw.origin}/bench.Echo/Unary` : `http://127.0.0.1:${bareGrpcPort}/bench.Echo/Unary`, s, {
+            c: H2_CONNS,
+            m: H2_STREAMS,
+            headers: w === 'a' ? [...grpcHeaders, keyHeader] : grpcHeaders,
+            data: dataFile,
+          }),
+        swap,
+      );
+      grpcPairs.push(x);
+      console.log(
+        `  gRPC unary gw × bare node:http2 gRPC proxy: calls/s ${x.rps.toFixed(3)} (${fmt(x.a)} / ${fmt(x.b)}), per CPU-second ${x.perCpu.toFixed(3)}, errors ${x.errors}`,
+      );
       onProxyCpu(gw);
       const direct = (s: number, c: number, m: number): Promise<Load> =>
         h2load(`${grpcDirect}/bench.Echo/Unary`, s, { c, m, headers: grpcHeaders, data: dataFile });
@@ -424,6 +408,10 @@ http { access_log off; keepalive_requests 1000000;
     p(
       `| new TLS connections/s (one request each), gw TLS listener × bare node:https (simultaneous; wrk -c${CONNS}, connection: close): per s; per CPU-second | ${spreadText(tlsRounds.map((x) => x.rps))}; ${spreadText(tlsRounds.map((x) => x.perCpu))} | ${fmt(spread(tlsRounds.map((x) => x.a)).median)} / ${fmt(spread(tlsRounds.map((x) => x.b)).median)} per s${resumed ? `; bare: ${resumed[2]} of ${resumed[1]} sessions resumed` : ''} | report | ${tlsRounds.reduce((s, x) => s + x.errors, 0)} |`,
     );
+  if (grpcPairs.length)
+    p(
+      `| gRPC unary, gw key auth + DRL × bare node:http2 gRPC proxy (simultaneous; h2load -c${H2_CONNS} -m${H2_STREAMS}): calls/s; per CPU-second | ${spreadText(grpcPairs.map((x) => x.rps))}; ${spreadText(grpcPairs.map((x) => x.perCpu))} | ${fmt(spread(grpcPairs.map((x) => x.a)).median)} / ${fmt(spread(grpcPairs.map((x) => x.b)).median)} calls/s | report | ${grpcPairs.reduce((s, x) => s + x.errors, 0)} |`,
+    );
   if (grpcRounds.length) {
     p(
       `| gRPC unary through gw × direct (sequential, interleaved; h2load -c${H2_CONNS} -m${H2_STREAMS}): calls/s | ${spreadText(grpcRounds.map((x) => x.gw.rps / x.direct.rps))} | ${fmt(spread(grpcRounds.map((x) => x.gw.rps)).median)} / ${fmt(spread(grpcRounds.map((x) => x.direct.rps)).median)} calls/s; gw ${fmt(spread(grpcRounds.map((x) => x.gwCpuUs)).median, 1)} CPU µs per call | report | ${grpcRounds.reduce((s, x) => s + x.gw.errors + x.direct.errors, 0)} |`,
@@ -441,7 +429,7 @@ http { access_log off; keepalive_requests 1000000;
   console.log(lines.join('\n'));
   writeFileSync(
     resolve('dist/bench-protocols-last.json'),
-    JSON.stringify({ at: new Date().toISOString(), h2c, tls: tlsRounds, grpc: grpcRounds }, null, 2),
+    JSON.stringify({ at: new Date().toISOString(), h2c, tls: tlsRounds, grpc: grpcRounds, grpcPairs }, null, 2),
   );
 }
 

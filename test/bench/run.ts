@@ -21,14 +21,14 @@
  *   identities through one gw against one identity, RSS against the bound from max_client_buckets.
  * Needs wrk and nginx (Debian: apt-get install wrk nginx-light), taskset and redis-server.
  */
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
-import { homedir, tmpdir } from 'node:os';
+import { execFile, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../harness/ports.js';
 import { BENCH_CLIENT, BENCH_KEY, GW_BENCH_ENV, GW_NODE_FLAGS, gwStandaloneBench } from './gw-bench-setup.js';
+import { benchRun, children, pinned, portOpen, tmp, waitFor } from './children.js';
 import { cpuSeconds, family, pinTo, rssMb, stopChild } from './proc.js';
 
 const run = promisify(execFile);
@@ -68,62 +68,7 @@ const SIM_PAIRS: [string, string, string, number | undefined][] = [
 ];
 const started = Date.now();
 
-const children: ChildProcess[] = [];
-const dirs: string[] = [];
-function cleanupAll(): void {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-}
-process.on('exit', cleanupAll);
-for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => process.exit(130));
-const watchdog = setTimeout(() => {
-  console.error(`gw bench: over ${DEADLINE_S} s, stopping`);
-  process.exit(1);
-}, DEADLINE_S * 1000);
-watchdog.unref();
-
-function tmp(prefix: string): string {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  dirs.push(d);
-  return d;
-}
-
-function pinned(
-  cpu: string,
-  cmd: string,
-  args: string[],
-  env: NodeJS.ProcessEnv = process.env,
-): ChildProcess & { out: () => string } {
-  const c = spawn('taskset', ['-c', cpu, cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
-  let out = '';
-  // the first 64 KiB (ready lines, errors): a gateway writing access logs would fill the runner's memory
-  const keep = (d: Buffer): void => void (out.length < 65_536 && (out += d.toString()));
-  c.stdout!.on('data', keep);
-  c.stderr!.on('data', keep);
-  children.push(c);
-  return Object.assign(c, { out: () => out });
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((r) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => (s.destroy(), r(true)));
-    s.once('error', () => r(false));
-  });
-}
-
-async function waitFor(
-  what: string,
-  cond: () => Promise<boolean> | boolean,
-  ms = 15_000,
-  out?: () => string,
-): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`gw bench: ${what} did not come up${out ? `:\n${out()}` : ''}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+benchRun('gw bench', DEADLINE_S);
 
 function nginxConf(dir: string, name: string, server: string, http = ''): string {
   const conf = join(dir, `${name}.conf`);

@@ -119,3 +119,13 @@ async function startOnPorts(
 export function cleanup(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
+
+/** An ApiDefinition manifest named `name`; `spec`: its spec's YAML lines, unindented. */
+export function apiManifest(name: string, spec: string): string {
+  const body = spec
+    .trim()
+    .split('\n')
+    .map((l) => `  ${l}`)
+    .join('\n');
+  return `apiVersion: gw.io/v1alpha1\nkind: ApiDefinition\nmetadata: {name: ${name}}\nspec:\n${body}\n`;
+}

@@ -13,7 +13,7 @@ import { connect as h2connect, type ClientHttp2Session, type IncomingHttpHeaders
 import { connect as netConnect, type Socket } from 'node:net';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
+import { apiManifest, cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
 
 const STREAMS_CAP = 20;
 const CONNECTIONS = 8;
@@ -89,13 +89,7 @@ describe('HTTP/2 clients that never read', () => {
     dir = tempDir();
     writeFileSync(
       join(dir, 'api.yaml'),
-      `apiVersion: gw.io/v1alpha1
-kind: ApiDefinition
-metadata: {name: dl}
-spec:
-  use_keyless: true
-  proxy: {listen_path: /, target_url: '${url}'}
-`,
+      apiManifest('dl', `use_keyless: true\nproxy: {listen_path: /, target_url: '${url}'}`),
     );
     confDir = tempDir('gw-conf-');
     const conf = join(confDir, 'gw.yaml');

@@ -12,22 +12,13 @@ import { freshNamespace } from '../../helpers/kube.js';
 import { eventually, startSidecar, writeConfigMap, type Sidecar } from '../../helpers/sidecar.js';
 import { issue, makeCa } from '../../helpers/certs.js';
 import { cleanup, tempDir } from '../../helpers/standalone.js';
+import { bufferMethod, pass } from '../../helpers/grpc.js';
 
-const pass = (b: Buffer): Buffer => b;
-const unaryMethod = (path: string): grpc.MethodDefinition<Buffer, Buffer> => ({
-  path,
-  requestStream: false,
-  responseStream: false,
-  requestSerialize: pass,
-  requestDeserialize: pass,
-  responseSerialize: pass,
-  responseDeserialize: pass,
-});
 const SERVICE = {
-  Unary: unaryMethod('/test.Echo/Unary'),
-  Limited: unaryMethod('/test.Echo/Limited'),
+  Unary: bufferMethod('/test.Echo/Unary'),
+  Limited: bufferMethod('/test.Echo/Limited'),
 } satisfies grpc.ServiceDefinition;
-const OTHER = { Unary: unaryMethod('/other.Svc/Unary') } satisfies grpc.ServiceDefinition;
+const OTHER = { Unary: bufferMethod('/other.Svc/Unary') } satisfies grpc.ServiceDefinition;
 
 describe('gRPC through gw sidecar: TLS both ways', () => {
   let certs: string;

@@ -13,21 +13,10 @@ import { request } from 'undici';
 import { startEcho } from '../../../scripts/echo-upstream.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
+import { bufferMethod, pass } from '../../helpers/grpc.js';
 
-const pass = (b: Buffer): Buffer => b;
-const method = (
-  name: string,
-  requestStream: boolean,
-  responseStream: boolean,
-): grpc.MethodDefinition<Buffer, Buffer> => ({
-  path: `/test.Echo/${name}`,
-  requestStream,
-  responseStream,
-  requestSerialize: pass,
-  requestDeserialize: pass,
-  responseSerialize: pass,
-  responseDeserialize: pass,
-});
+const method = (name: string, requestStream: boolean, responseStream: boolean): grpc.MethodDefinition<Buffer, Buffer> =>
+  bufferMethod(`/test.Echo/${name}`, requestStream, responseStream);
 const SERVICE = {
   Unary: method('Unary', false, false),
   Limited: method('Limited', false, false),
