@@ -119,6 +119,17 @@ export interface LeaseCall {
    * room for a first admission that reaches the upstream late (a cold connection and code path).
    */
   delay?: number;
+  /**
+   * The span window (ms, slots of 1 ms; absent or 0: none): an exact window's 3 × per, counted on the
+   * admissions' upstream times rather than on the grants' slots. Each grant also leaves a span record at
+   * `now + late` (a bound of when its admissions reach the upstream), which the gateway moves (`moves`)
+   * once it knows better; the span window holds at most rate + over of them, and `wide` then bounds the
+   * grant slots like the window of `per`.
+   */
+  span?: number;
+  late?: number;
+  /** Span records to move first: flat triples [from ms, to ms (0: drop), tokens]. */
+  moves?: readonly number[];
 }
 
 export interface LeaseCounter {
@@ -162,8 +173,45 @@ function renumber(slots: SlotCounts, slotMs: number): void {
     addTo(slots, Math.floor(((pairs[i]! + 1) * was - 1) / slotMs), pairs[i + 1]!);
 }
 
+/**
+ * An exact window's span records in process: [span ms, at ms, tokens, at, tokens, …] (the store's `a<ms>` fields).
+ * `moves` applied, records out of the span window dropped; answers the tokens counted and the oldest
+ * record (Infinity: none).
+ */
+function spanOn(spans: number[], c: LeaseCall, spanMs: number): { used: number; oldest: number } {
+  const m = c.moves ?? [];
+  for (let i = 0; i + 2 < m.length; i += 3) {
+    addSpan(spans, m[i]!, -m[i + 2]!);
+    if (m[i + 1]! > 0) addSpan(spans, m[i + 1]!, m[i + 2]!);
+  }
+  spans[0] = spanMs;
+  let used = 0;
+  let oldest = Infinity;
+  for (let i = 1; i < spans.length;) {
+    if (spans[i]! + spanMs <= c.now) {
+      spans.splice(i, 2);
+      continue;
+    }
+    used += spans[i + 1]!;
+    oldest = Math.min(oldest, spans[i]!);
+    i += 2;
+  }
+  return { used, oldest };
+}
+
+function addSpan(spans: number[], at: number, n: number): void {
+  for (let i = 1; i < spans.length; i += 2) {
+    if (spans[i] !== at) continue;
+    const v = spans[i + 1]! + n;
+    if (v > 0) spans[i + 1] = v;
+    else spans.splice(i, 2);
+    return;
+  }
+  if (n > 0) spans.push(at, n);
+}
+
 /** The rule of one call on one bucket's slot counts (shared by the memory counter; the script mirrors it). */
-function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
+function leaseOn(slots: SlotCounts, c: LeaseCall, spans?: number[]): LeaseAnswer {
   const cur = Math.floor(c.now / c.slotMs);
   const { window, wide } = windowsOfCall(c);
   const low = cur - wide; // slots ≤ low have left the wide window
@@ -193,6 +241,9 @@ function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
   const rate = Math.max(0, Math.floor(c.rate));
   const cap = rate + Math.max(0, Math.floor(c.over ?? 0));
   let room = Math.min(rate - usedPer, cap - used);
+  const spanMs = c.span ?? 0;
+  const sp = spans !== undefined && spanMs > 0 ? spanOn(spans, c, spanMs) : undefined;
+  if (sp !== undefined) room = Math.min(room, cap - sp.used);
   let slot = cur + Math.max(0, Math.floor(c.delay ?? 0));
   const longRoom = Math.floor(rate / LONG_SHARE_DIVISOR) - future;
   if (c.life > LEASE_SLOTS && longRoom >= 1) {
@@ -207,8 +258,20 @@ function leaseOn(slots: SlotCounts, c: LeaseCall): LeaseAnswer {
   }
   const leftPer = rate - usedPer - granted;
   const leftWide = cap - used - granted;
-  const left = Math.max(0, Math.min(leftPer, leftWide));
-  const nextFreeMs = left > 0 ? 0 : nextFree(c, window, wide, leftPer, oldestPer, leftWide, oldest);
+  let left = Math.max(0, Math.min(leftPer, leftWide));
+  let spanFree = 0;
+  if (sp !== undefined) {
+    const at = c.now + Math.max(0, Math.floor(c.late ?? 0));
+    if (granted > 0) {
+      addSpan(spans!, at, granted);
+      sp.oldest = Math.min(sp.oldest, at);
+    }
+    const leftSpan = cap - sp.used - granted;
+    left = Math.max(0, Math.min(left, leftSpan));
+    if (leftSpan <= 0 && sp.oldest !== Infinity) spanFree = Math.max(1, sp.oldest + spanMs - c.now);
+  }
+  let nextFreeMs = left > 0 ? 0 : nextFree(c, window, wide, leftPer, oldestPer, leftWide, oldest);
+  if (left === 0 && spanFree > nextFreeMs) nextFreeMs = spanFree;
   return { granted, slot, left, nextFreeMs };
 }
 
@@ -243,6 +306,8 @@ const SWEEP_EVERY = 10_000;
 
 export class MemoryLeaseCounter implements LeaseCounter {
   private readonly buckets = new Map<string, SlotCounts>();
+  /** Exact windows' span records, by bucket (spanOn). */
+  private readonly spans = new Map<string, number[]>();
   private calls = 0;
 
   constructor(private readonly clock: Clock) {}
@@ -253,7 +318,13 @@ export class MemoryLeaseCounter implements LeaseCounter {
     const slots = held ?? [c.slotMs, wide];
     if (slots[0] !== c.slotMs) renumber(slots, c.slotMs);
     slots[1] = wide;
-    const a = leaseOn(slots, c);
+    let spans: number[] | undefined;
+    if ((c.span ?? 0) > 0) {
+      spans = this.spans.get(bucket) ?? [c.span ?? 0];
+      if (spans.length === 1) this.spans.set(bucket, spans);
+    }
+    const a = leaseOn(slots, c, spans);
+    if (spans !== undefined && spans.length === 1) this.spans.delete(bucket);
     // a new bucket's array is kept as an exact-size copy (a pushed-to array reserves 17 elements)
     if (slots.length > PAIRS) {
       if (held === undefined) this.buckets.set(bucket, slots.slice());
@@ -264,10 +335,12 @@ export class MemoryLeaseCounter implements LeaseCounter {
 
   reset(bucket: string): void {
     this.buckets.delete(bucket);
+    this.spans.delete(bucket);
   }
 
   forget(bucket: string): void {
     this.buckets.delete(bucket);
+    this.spans.delete(bucket);
   }
 
   /** Buckets held (tests). */
@@ -279,6 +352,11 @@ export class MemoryLeaseCounter implements LeaseCounter {
     this.calls = 0;
     const now = this.clock.now();
     for (const [bucket, slots] of this.buckets) if (spentOut(slots, now)) this.buckets.delete(bucket);
+    for (const [bucket, spans] of this.spans) {
+      let last = -Infinity;
+      for (let i = 1; i < spans.length; i += 2) last = Math.max(last, spans[i]!);
+      if (last + spans[0]! <= now) this.spans.delete(bucket);
+    }
   }
 }
 
@@ -331,6 +409,9 @@ export class RedisLeaseCounter implements LeaseCounter {
         window,
         wide,
         Math.floor(c.delay ?? 0),
+        Math.floor(c.span ?? 0),
+        Math.floor(c.late ?? 0),
+        ...(c.moves ?? []).map((v) => Math.floor(v)),
       ],
     ).then(([granted, left, nextFreeMs, slot]) => ({ granted, slot, left, nextFreeMs }));
   }

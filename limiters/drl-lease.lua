@@ -7,6 +7,10 @@
 -- (per) hold at most rate, the last `wide` at most rate + over; fields `w` and `p` record `wide` and `window`
 -- (the log counts the grants of the last `p` slots).
 -- A short lease is recorded `delay` slots ahead (counted from now all the same: it holds its tokens longer).
+-- ARGV[12] = span, ARGV[13] = late, ARGV[14..] = moves: an exact window's span window (ms; 0 = none) counts
+-- fields `a<ms>` (span records: a grant's admissions reach the upstream by then), at most rate + over of
+-- them in the last `span` ms; a grant adds its record at now + late; moves (triples from, to, n; to 0 = drop)
+-- are applied first (the gateway moves a record once it knows when the admissions left).
 -- Returns { granted, left, nextFreeMs, slot }. Slots out of the window are deleted as they are read; the
 -- key expires one slot after its last counted slot leaves the window. A changed slot length (`per` edited)
 -- renumbers the slots first, each to the new slot holding its last ms (counted at least as long as before).
@@ -24,6 +28,15 @@ local wPer = tonumber(ARGV[9])
 local w = tonumber(ARGV[10])
 local delay = tonumber(ARGV[11])
 if delay == nil or delay < 0 then delay = 0 end
+local span = tonumber(ARGV[12]) or 0
+local late = tonumber(ARGV[13]) or 0
+if late < 0 then late = 0 end
+for i = 14, #ARGV - 2, 3 do
+  local n = tonumber(ARGV[i + 2])
+  local from = 'a' .. ARGV[i]
+  if redis.call('HINCRBY', key, from, -n) <= 0 then redis.call('HDEL', key, from) end
+  if tonumber(ARGV[i + 1]) > 0 then redis.call('HINCRBY', key, 'a' .. ARGV[i + 1], n) end
+end
 local cur = math.floor(now / slotMs)
 local low = cur - w
 local lowPer = cur - wPer
@@ -63,11 +76,25 @@ local future = 0
 local oldest = nil
 local oldestPer = nil
 local last = nil
+local usedSpan = 0
+local oldestSpan = nil
+local lastSpan = nil
 for i = 1, #flat, 2 do
   local s = tonumber(flat[i])
   local n = tonumber(flat[i + 1])
   if s == nil then
-    -- the `ms`, `w` and `p` fields
+    -- the `ms`, `w` and `p` fields, and span records `a<ms>`
+    local at = nil
+    if string.sub(flat[i], 1, 1) == 'a' then at = tonumber(string.sub(flat[i], 2)) end
+    if at ~= nil then
+      if span <= 0 or at + span <= now then
+        if span > 0 then redis.call('HDEL', key, flat[i]) end
+      else
+        usedSpan = usedSpan + n
+        if oldestSpan == nil or at < oldestSpan then oldestSpan = at end
+        if lastSpan == nil or at > lastSpan then lastSpan = at end
+      end
+    end
   elseif s <= low then
     redis.call('HDEL', key, flat[i])
   else
@@ -88,6 +115,10 @@ usedPer = usedPer + logged
 local cap = rate + over
 local room = rate - usedPer
 if cap - used < room then room = cap - used end
+if span > 0 then
+  usedSpan = usedSpan + redis.call('ZCOUNT', KEYS[2], '(' .. (now - span), '+inf')
+  if cap - usedSpan < room then room = cap - usedSpan end
+end
 local slot = cur + delay
 local longRoom = math.floor(rate / {{LONG_SHARE_DIVISOR}}) - future
 if life > {{LEASE_SLOTS}} and longRoom >= 1 then
@@ -104,11 +135,21 @@ if granted > 0 then
   if oldestPer == nil or slot < oldestPer then oldestPer = slot end
   if last == nil or slot > last then last = slot end
 end
-if last ~= nil then redis.call('PEXPIRE', key, (last + w + 1) * slotMs - now) end
+if span > 0 and granted > 0 then
+  redis.call('HINCRBY', key, 'a' .. (now + late), granted)
+  if oldestSpan == nil or now + late < oldestSpan then oldestSpan = now + late end
+  if lastSpan == nil or now + late > lastSpan then lastSpan = now + late end
+end
+local expireMs = 0
+if last ~= nil then expireMs = (last + w + 1) * slotMs - now end
+if lastSpan ~= nil and lastSpan + span + 1 - now > expireMs then expireMs = lastSpan + span + 1 - now end
+if expireMs > 0 then redis.call('PEXPIRE', key, expireMs) end
 local leftPer = rate - usedPer - granted
 local leftWide = cap - used - granted
 local left = leftPer
 if leftWide < left then left = leftWide end
+local leftSpan = cap - usedSpan - granted
+if span > 0 and leftSpan < left then left = leftSpan end
 if left < 0 then left = 0 end
 -- a spent window: until both windows have room (the oldest grant of each full one leaves it)
 local nextFree = 0
@@ -120,6 +161,11 @@ if left == 0 then
     nextFree = at - now
     if nextFree < 1 then nextFree = 1 end
   end
+end
+if left == 0 and span > 0 and leftSpan <= 0 and oldestSpan ~= nil then
+  local free = oldestSpan + span - now
+  if free < 1 then free = 1 end
+  if free > nextFree then nextFree = free end
 end
 if left == 0 and logged > 0 then
   local first = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. (now - w * slotMs), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)

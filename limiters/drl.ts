@@ -80,22 +80,23 @@ export const EXACT_BELOW = 20;
  */
 export const CUSHION_MAX_MS = 50;
 /**
- * The lateness an exact window allows for (ms): per / LATE_DIVISOR, at most LATE_MAX_MS. The counter counts
- * a grant when the gateway asks for it; the upstream sees the admission later by the store round trip, the
- * gateway's event loop, the proxy and the upstream's own event loop — a few ms on an idle machine, 100–200 ms
- * on a loaded one (two cores shared by several test suites), and unevenly, so admissions granted more than
- * 3 × per apart may arrive less than 3 × per apart. A span of 3 × per at the upstream holds the grants of a
- * span of 3 × per + lateness; the exact windows are sized so that such a span holds no more than the
- * bound of docs/contract.md#drl-bounds (exactWindows). Jitter does not grow with `per`, so neither does this past LATE_MAX_MS.
+ * The lateness an exact window allows for between a decision and its admission's arrival at the upstream
+ * (ms, lateMs): the gateway's event loop, the proxy, the network and the upstream's own event loop — a few ms
+ * on an idle machine, 100–300 ms and unevenly on a loaded one (two cores shared by several test suites).
+ * The store round trip before the decision is not part of it: the span window counts each grant's
+ * admissions from when the gateway made its decision (a grant answered late moves its span record).
+ * The allowance is what a long demand at the rate can afford and still get LATE_LOWER × rate (the span
+ * window holds 3 × rate + over per 3 × per + the allowance), at most LATE_MAX_MS: jitter does not grow with
+ * `per`.
  */
-export const LATE_MAX_MS = 200;
-export const LATE_DIVISOR = 5;
+export const LATE_MAX_MS = 1000;
+export const LATE_LOWER = 0.93;
 /**
  * In an exact window, a request that finds the window spent waits for the next token when it frees within
  * this many cushions of its arrival (holdMs: at least the span window's lateness and a cushion), and asks
  * once more: a demand paced exactly at the rate (a client, or gateways in step) arrives a hair before its
  * token frees as often as after it, and a burst that comes back a little more than `per` later finds its
- * tokens freeing as the grants of 3 × per + L before leave the span window.
+ * tokens freeing as the records of 3 × per + X before leave the span window.
  */
 export const HOLD_CUSHIONS = 4;
 
@@ -108,21 +109,21 @@ function cushionMs(perMs: number): number {
 }
 
 /**
- * The lateness (ms) an exact window of `perMs` allows for at the upstream: per / LATE_DIVISOR, at most
- * LATE_MAX_MS, and where the rate spares tokens (exactOverOf), at most per × over / rate: a demand paced
- * exactly at the rate then fits in the span window (3 × rate + rate × L / per ≤ 3 × rate + over) and loses
- * nothing (6 per 1 s: 166 ms).
+ * The lateness (ms) an exact window of `perMs` allows for between a decision and the upstream (X): the most
+ * for which the span window, 3 × rate + over per 3 × per + X + a cushion (the record's margin before a
+ * late answer moves it), still gives a long demand LATE_LOWER × rate; at most LATE_MAX_MS. At per = 1 s:
+ * 200 ms at 1–3 per window, 380 ms at 6, 439 ms at 9.
  */
 export function lateMs(rate: number, perMs: number): number {
-  const over = exactOverOf(rate);
-  const paced = over > 0 ? Math.floor((perMs * over) / Math.max(1, Math.floor(rate))) : Infinity;
-  return Math.min(Math.floor(perMs / LATE_DIVISOR), LATE_MAX_MS, paced);
+  const r = Math.max(1, Math.floor(rate));
+  const afford = Math.floor(perMs * ((3 * r + exactOverOf(r)) / (LATE_LOWER * r) - 3));
+  return Math.max(0, Math.min(afford - cushionMs(perMs), LATE_MAX_MS));
 }
 
 /**
  * How long a request that finds an exact window spent waits for a token that frees (ms): HOLD_CUSHIONS
  * cushions, and at least the span window's lateness and a cushion — a burst that comes back a little more
- * than `per` later finds its tokens freeing as the grants of 3 × per + L before leave the span window.
+ * than `per` later finds its tokens freeing as the records of 3 × per + X before leave the span window.
  */
 function holdMs(b: Lease): number {
   const c = cushionMs(b.perMs);
@@ -130,18 +131,19 @@ function holdMs(b: Lease): number {
 }
 
 /**
- * An exact window's two windows (ms; slots of 1 ms) for a small rate: `window` (= per) holds at most `rate`;
- * `wide`, the span window, holds at most its cap (exactCap). Where the span window is 3 × per + L
- * (L = lateMs), any span of 3 × per at the upstream holds admissions granted within a span of 3 × per + L,
- * so at most 3 × rate + exactOverOf(rate): the bound of docs/contract.md#drl-bounds, whatever their lateness up to L. A long demand at
- * or above the rate gets (3 × rate + over) per (3 × per + L): ≥ 0.99 × rate for 4–9 per window at
- * L = per / 5 (the window of `per` caps it at the rate), 0.94 × rate for 1–3. A rate of 1–3 below N keeps
- * window = wide = per: the bound's + N covers any lateness under `per` (4 × rate ≤ 3 × rate + N).
+ * An exact window's windows (ms; slots of 1 ms) for a small rate: `window` (= per) holds at most `rate`
+ * grants; where there is a span window, `wide` is its 3 × per and the lateness its records allow for
+ * (lateMs and a cushion): the span window holds at most 3 × rate + exactOverOf(rate) span records, each at
+ * a bound of when a token's admission reaches the upstream — a grant's at its lot's end + X (windowsOf), a
+ * token's moved back to its decision + X once spent (spentAt). Any span of 3 × per at the upstream then holds only admissions whose records lie in
+ * one span window, so at most the bound of docs/contract.md#drl-bounds, whatever the store round trip, for
+ * admissions reaching the upstream up to X after their decision. A rate of 1–3 below N keeps window = wide
+ * = per and no span window: the bound's + N covers any lateness under `per` (4 × rate ≤ 3 × rate + N).
  */
 export function exactWindows(rate: number, perMs: number, gateways: number): { window: number; wide: number } {
   const n = Math.ceil(perMs);
   if (rate < gateways && exactOverOf(rate) === 0) return { window: n, wide: n };
-  return { window: n, wide: 3 * n + lateMs(rate, perMs) };
+  return { window: n, wide: 3 * n + lateMs(rate, perMs) + cushionMs(perMs) };
 }
 
 /** The span window's cap beyond `rate` (the counter's `over`): 3 × rate + exactOverOf(rate) in all; 0 without a span window. */
@@ -159,6 +161,11 @@ class Lease {
   s1 = 0;
   t2 = 0;
   s2 = 0;
+  /** With a span window: each lot's span record (ms, exactWindows). */
+  p1 = 0;
+  p2 = 0;
+  /** Span records to move at the next exchange: triples [from, to (0: drop), tokens]. */
+  moves: number[] | undefined = undefined;
   /** Tokens the counter had left at its last answer. */
   left = 0;
   /** The next lease is fetched when the tokens held fall to this (half of a short lease; none of a long one). */
@@ -180,7 +187,11 @@ class Lease {
 
   /** The counter's slot length: per / 40, or 1 ms in an exact window. */
   readonly slotMs: number;
-  /** How long a lot may be spent after its slot began: LEASE_SLOTS slots of per / 40. */
+  /**
+   * How long a lot may be spent after its slot began: LEASE_SLOTS slots of per / 40 — with a span window,
+   * `per`: its tokens' admissions are counted from their decisions (a token spent late moves its record), so
+   * a store answering later than a short lease lives still serves the requests waiting for it.
+   */
   readonly lifeMs: number;
   /** In an exact window, until the bucket's first lease here: that lease is recorded a cushion ahead. */
   cold: boolean;
@@ -194,7 +205,7 @@ class Lease {
   ) {
     const step = slotMsOf(perMs / 1000);
     this.slotMs = wideMs > 0 ? 1 : step;
-    this.lifeMs = LEASE_SLOTS * step;
+    this.lifeMs = wideMs > windowMs ? Math.max(LEASE_SLOTS * step, Math.ceil(perMs)) : LEASE_SLOTS * step;
     this.seenSince = now;
     this.lastSeen = now;
     this.cold = wideMs > 0;
@@ -205,9 +216,19 @@ class Lease {
     return this.wideMs > 0;
   }
 
+  /** An exact window with a span window (exactWindows). */
+  get spans(): boolean {
+    return this.wideMs > this.windowMs;
+  }
+
+  /** A span record's lateness after a decision (lateMs, X). */
+  get lateMs(): number {
+    return this.wideMs - 3 * Math.ceil(this.perMs) - cushionMs(this.perMs);
+  }
+
   /** The slot length of per / 40: lease lives, polls and idle spells are counted in it in either window. */
   get step(): number {
-    return this.lifeMs / LEASE_SLOTS;
+    return slotMsOf(this.perMs / 1000);
   }
 }
 
@@ -216,13 +237,20 @@ function endOf(slot: number, b: Lease): number {
   return slot * b.slotMs + b.lifeMs;
 }
 
-/** The counter's windows of a bucket: 40 and 41 slots of per / 40, or an exact window's two in slots of 1 ms. */
-function windowsOf(b: Lease): { window?: number; wide?: number } {
+/**
+ * The counter's windows of a bucket: 40 and 41 slots of per / 40, or an exact window's in slots of 1 ms —
+ * the window of `per` (also its `wide`), and a span window of 3 × per counting span records: a new grant's
+ * at the end of its lot's life + lateMs (no decision it serves is later), each token's moved back to its
+ * decision + lateMs once spent.
+ */
+function windowsOf(b: Lease): { window?: number; wide?: number; span?: number; late?: number } {
   if (!b.exact) return {};
-  return { window: b.windowMs, wide: b.wideMs };
+  if (!b.spans) return { window: b.windowMs, wide: b.wideMs };
+  const span = 3 * Math.ceil(b.perMs);
+  return { window: b.windowMs, wide: b.windowMs, span, late: b.lifeMs + b.lateMs };
 }
 
-/** A call that only gives back what a bucket owes (asks for nothing). */
+/** A call that only gives back what a bucket owes and moves its span records (asks for nothing). */
 function backCall(b: Lease, now: number): LeaseCall {
   return {
     asked: 0,
@@ -315,6 +343,8 @@ export class DrlLimiter implements Limiter {
    * used now and then) would only give that lease back unspent: two more store calls for one request.
    */
   private admit(b: Lease, bucket: string, rate: number, now: number): LimitResult {
+    // with a span window: this token's admission is counted from now (its record moves back from the lot's)
+    if (b.p1 > 0) this.spentAt(b, now);
     this.spend(b);
     if (
       b.pending === undefined &&
@@ -334,57 +364,97 @@ export class DrlLimiter implements Limiter {
   private shift(b: Lease): void {
     b.t1 = b.t2;
     b.s1 = b.s2;
+    b.p1 = b.p2;
     b.t2 = 0;
+    b.p2 = 0;
+  }
+
+  /**
+   * A token of lot 1 spent at `now`: its span record moves from the lot's (a bound of any decision the lot
+   * may serve) to now + lateMs, with the next exchange (a lease, or the sweep's give-back) — an earlier
+   * record, so until it lands the store counts the token longer, never shorter.
+   */
+  private spentAt(b: Lease, now: number): void {
+    const to = now + b.lateMs;
+    const m = (b.moves ??= []);
+    const k = m.length - 3;
+    if (k >= 0 && m[k] === b.p1 && m[k + 1] === to) m[k + 2]!++;
+    else m.push(b.p1, to, 1);
   }
 
   /** Lots past their last slot: their tokens are owed back. */
   private expire(b: Lease, bucket: string, now: number): void {
     while (b.t1 > 0 && now >= endOf(b.s1, b)) {
-      this.owe(b, bucket, b.s1, b.t1);
+      this.owe(b, bucket, b.s1, b.t1, b.p1);
       b.t1 = 0;
+      b.p1 = 0;
       if (b.t2 > 0) this.shift(b);
     }
   }
 
-  private owe(b: Lease, bucket: string, slot: number, n: number): void {
+  /** Unspent tokens granted in `slot` (their span record at `at`, 0: none) owed back. */
+  private owe(b: Lease, bucket: string, slot: number, n: number, at: number): void {
     if (b.back > 0 && b.backSlot !== slot) this.giveBack(b, bucket);
     b.backSlot = slot;
     b.back += n;
+    if (at > 0) (b.moves ??= []).push(at, 0, n);
   }
 
-  /** Lots are kept in the order they expire (lot 1 first, spent first); of three, the first to expire goes back. */
-  private addLot(b: Lease, n: number, slot: number, bucket: string): void {
+  /**
+   * Lots are kept in the order they expire (lot 1 first, spent first); of three, the first to expire goes
+   * back. `at`: the lot's span record (0: none); tokens added to a lot of the same slot take the later record.
+   */
+  private addLot(b: Lease, n: number, slot: number, bucket: string, at: number): void {
     const expires = endOf(slot, b);
-    if (b.t1 > 0 && b.s1 === slot) b.t1 += n;
-    else if (b.t2 > 0 && b.s2 === slot) b.t2 += n;
-    else if (b.t1 === 0) {
+    if (b.t1 > 0 && b.s1 === slot) {
+      b.t1 += n;
+      b.p1 = this.merge(b, b.p1, at, n, b.t1 - n);
+    } else if (b.t2 > 0 && b.s2 === slot) {
+      b.t2 += n;
+      b.p2 = this.merge(b, b.p2, at, n, b.t2 - n);
+    } else if (b.t1 === 0) {
       b.t1 = n;
       b.s1 = slot;
+      b.p1 = at;
     } else if (expires < endOf(b.s1, b)) {
       if (b.t2 > 0) {
-        this.owe(b, bucket, slot, n);
+        this.owe(b, bucket, slot, n, at);
         return;
       }
       b.t2 = b.t1;
       b.s2 = b.s1;
+      b.p2 = b.p1;
       b.t1 = n;
       b.s1 = slot;
+      b.p1 = at;
     } else if (b.t2 === 0) {
       b.t2 = n;
       b.s2 = slot;
+      b.p2 = at;
     } else {
-      this.owe(b, bucket, b.s1, b.t1);
+      this.owe(b, bucket, b.s1, b.t1, b.p1);
       this.shift(b);
       if (expires < endOf(b.s1, b)) {
         b.t2 = b.t1;
         b.s2 = b.s1;
+        b.p2 = b.p1;
         b.t1 = n;
         b.s1 = slot;
+        b.p1 = at;
       } else {
         b.t2 = n;
         b.s2 = slot;
+        b.p2 = at;
       }
     }
+  }
+
+  /** One lot's span record for tokens of two grants (records at `was` for `had`, at `at` for `n`): the later, the other moved to it. */
+  private merge(b: Lease, was: number, at: number, n: number, had: number): number {
+    if (was === at || at === 0 || was === 0) return Math.max(was, at);
+    if (at > was) (b.moves ??= []).push(was, at, had);
+    else (b.moves ??= []).push(at, was, n);
+    return Math.max(was, at);
   }
 
   /** No local token: the even split while the store is unreachable, a local refusal while the window is spent, else a lease. */
@@ -423,6 +493,7 @@ export class DrlLimiter implements Limiter {
     rate: number,
     p: Promise<void>,
   ): Promise<LimitResult> {
+    const began = this.clock.now();
     for (let attempt = 0; ; attempt++) {
       try {
         await p;
@@ -435,8 +506,12 @@ export class DrlLimiter implements Limiter {
       if (now < b.pollAt) return this.refusal(b, rate, now);
       // the window has room but three leases expired on their way (a store slower than a lease lives): for this
       // request the store is as good as unreachable, so the even split answers (as during an outage)
-      // (a hold is a wait for a token that frees, not a lease that expired)
-      if (attempt >= 2 && !(b.pending !== undefined && this.holding.has(b.pending)))
+      // (a hold is a wait for a token that frees, not a lease that expired). A span window's lots live `per`,
+      // so its leases do not expire on their way: one that brought this request nothing went to the requests
+      // before it (the store answers), so it asks again while the window has room, and is refused after `per`
+      if (b.spans) {
+        if (now - began >= b.perMs) return this.refusal(b, rate, now);
+      } else if (attempt >= 2 && !(b.pending !== undefined && this.holding.has(b.pending)))
         return this.even.check(bucket, limit);
       b.waiters++;
       const next = b.pending ?? this.lease(b, bucket, rate, now);
@@ -503,6 +578,8 @@ export class DrlLimiter implements Limiter {
       delay,
       ...windowsOf(b),
     };
+    // a span record bounds the lot's last decision (its slot's end, `delay` ahead) + lateMs
+    if (c.late !== undefined) c.late += delay;
     return this.exchange(b, bucket, c, until);
   }
 
@@ -559,6 +636,10 @@ export class DrlLimiter implements Limiter {
 
   private exchange(b: Lease, bucket: string, c: LeaseCall, until = 0): Promise<void> | undefined {
     b.back = 0;
+    if (b.moves !== undefined) {
+      c.moves = b.moves;
+      b.moves = undefined;
+    }
     this.calls_made++;
     let r: MaybePromise<LeaseAnswer | Error>;
     if (this.calls === undefined) r = this.counter.lease(bucket, c);
@@ -597,7 +678,7 @@ export class DrlLimiter implements Limiter {
       this.onFallback(false);
     }
     if (c.asked === 0 && c.rate === 0) return; // a give-back alone says nothing of the window
-    if (a.granted > 0) this.addLot(b, a.granted, a.slot, bucket);
+    if (a.granted > 0) this.addLot(b, a.granted, a.slot, bucket, this.spanRecord(c));
     // a long lease asked, a short one granted (no long share left, or a rate under LONG_SHARE_DIVISOR): a
     // renewal in the background would hold a token the next request comes too late for, so none is made
     if (c.life > LEASE_SLOTS && a.slot === Math.floor(c.now / b.slotMs)) b.refill = -1;
@@ -611,6 +692,11 @@ export class DrlLimiter implements Limiter {
     } else b.pollAt = 0;
   }
 
+  /** Where a new lot's span record is (0: no span window): the script put it at the call's time + late. */
+  private spanRecord(c: LeaseCall): number {
+    return c.span === undefined || c.span <= 0 ? 0 : c.now + (c.late ?? 0);
+  }
+
   /**
    * Expired leases given back, idle buckets forgotten (a bucket idle for a window and a slot holds no
    * lease and no block worth keeping). Run by a timer (start) or by hand (tests).
@@ -619,7 +705,7 @@ export class DrlLimiter implements Limiter {
     const now = this.clock.now();
     for (const [bucket, b] of this.leases) {
       if (b.t1 > 0 && now >= endOf(b.s1, b)) this.expire(b, bucket, now);
-      if (b.back > 0 && b.pending === undefined) this.giveBack(b, bucket);
+      if ((b.back > 0 || b.moves !== undefined) && b.pending === undefined) this.giveBack(b, bucket);
       if (b.t1 === 0 && b.back === 0 && b.pending === undefined && now - b.lastSeen > b.perMs + b.step)
         this.leases.delete(bucket);
     }
@@ -643,10 +729,10 @@ export class DrlLimiter implements Limiter {
     const now = this.clock.now();
     const out: Promise<void>[] = [];
     for (const [bucket, b] of this.leases) {
-      if (b.t1 > 0) this.owe(b, bucket, b.s1, b.t1);
-      if (b.t2 > 0) this.owe(b, bucket, b.s2, b.t2);
+      if (b.t1 > 0) this.owe(b, bucket, b.s1, b.t1, b.p1);
+      if (b.t2 > 0) this.owe(b, bucket, b.s2, b.t2, b.p2);
       b.t1 = b.t2 = 0;
-      if (b.back > 0) {
+      if (b.back > 0 || b.moves !== undefined) {
         const p = this.exchange(b, bucket, backCall(b, now));
         if (p) out.push(p.catch(() => undefined));
       }

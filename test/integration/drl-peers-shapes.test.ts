@@ -1,6 +1,7 @@
 /**
  * docs/contract.md#drl-bounds's promise of the DRL across peers joining, dying and living in other groups, with real
- * processes on one Redis, admissions counted by the upstreams' own receive times:
+ * processes on one Redis, admissions counted by the upstreams' own receive times (upstreams in processes of
+ * their own, recorder-process.ts):
  *   a peer SIGKILLed mid-run and a peer joining mid-run (gw standalone processes): the upper bound over
  *   any 3 × per from the first request, the lower bound once 2 heartbeats have passed after the event;
  *   a key's global limit reached through two APIs served by sidecars of two different --group (gw
@@ -15,7 +16,8 @@ import { freshNamespace } from '../helpers/kube.js';
 import { freshRedis, redisUrl } from '../helpers/redis.js';
 import { configOf, startSidecar, writeConfigMap, type Sidecar } from '../helpers/sidecar.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
-import { drive, maxInAnySpan, merged, sleep, startRecorder, windows, type Recorder } from '../helpers/drl-traffic.js';
+import { drive, maxInAnySpan, merged, sleep, windows } from '../helpers/drl-traffic.js';
+import { startRecorderProcess, type ProcessRecorder } from '../helpers/recorder-process.js';
 
 const HEARTBEAT_S = 1;
 const options = `drl_threshold: 0\ndrl_notification_frequency: ${HEARTBEAT_S}\nkv_deadline_ms: 3000\n`;
@@ -34,13 +36,13 @@ function check(name: string, times: number[], rate: number, per: number, from: n
 }
 
 describe('DRL: peers dying and joining (gw standalone processes)', () => {
-  let up: Recorder;
+  let up: ProcessRecorder;
   let dir: string;
   let cfgDir: string;
   const gws: Standalone[] = [];
   beforeAll(async () => {
     (await freshRedis()).disconnect();
-    up = await startRecorder();
+    up = await startRecorderProcess();
     dir = tempDir();
     cfgDir = tempDir('gw-drl-cfg-');
     writeFileSync(join(dir, 'kill.yaml'), api('kill', up.url, 90, 3));
@@ -88,6 +90,7 @@ describe('DRL: peers dying and joining (gw standalone processes)', () => {
     ]);
     await killer;
     const joined = await joiner;
+    await up.sync();
     const bad = [
       // kill at 3 s: converged again 2 heartbeats later, so from the window [6 s, 9 s)
       ...check('kill', up.times('kill'), 90, 3, 2, 1),
@@ -101,7 +104,7 @@ describe('DRL: peers dying and joining (gw standalone processes)', () => {
 
 describe("DRL: a key's global limit through two APIs served by sidecars of two different groups", () => {
   let ns: string;
-  let ups: Recorder[] = [];
+  let ups: ProcessRecorder[] = [];
   let sc: Sidecar[] = [];
   const KEY = 'drl-groups-key-0123456789';
 
@@ -118,7 +121,7 @@ describe("DRL: a key's global limit through two APIs served by sidecars of two d
         { name: 'kb', path: '/kb/', rate: 100000, per: 1, keyless: false },
       ]),
     );
-    ups = await Promise.all([startRecorder(), startRecorder()]);
+    ups = await Promise.all([startRecorderProcess(), startRecorderProcess()]);
     sc = await Promise.all(
       ['g1', 'g2'].map((group, i) => startSidecar({ ns, upstream: ups[i]!.url, redis: redisUrl(), group, options })),
     );
@@ -134,6 +137,7 @@ describe("DRL: a key's global limit through two APIs served by sidecars of two d
       drive({ origin: sc[0]!.gw, path: '/ka/x', rate: 20, ms: 9500, headers }),
       drive({ origin: sc[1]!.gw, path: '/kb/x', rate: 20, ms: 9500, headers }),
     ]);
+    await Promise.all(ups.map((u) => u.sync()));
     const times = merged(ups[0]!.all(), ups[1]!.all());
     const bad = check('two groups', times, 60, 3, 1, 2);
     if (bad.length) console.log(runs.map((r) => `${r.ok}/${r.refused}/${r.other}`).join('; '));

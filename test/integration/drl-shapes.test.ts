@@ -3,7 +3,8 @@
  * Redis, every traffic shape of docs/limiter-engine.md "Figures" at once (90 per 3 s where the bench runs 120 per 2 s: leases live
  * 3 slots of per / 40, a longer window gives them time, and a lower rate keeps the load generator on time,
  * on a loaded machine) (one API each, so one bucket each), admissions counted
- * by the upstream's own receive times:
+ * by the upstream's own receive times (an upstream in a process of its own, recorder-process.ts: in the jest
+ * worker, beside every load generator, its stamps came up to 1.5 s late on a loaded machine):
  *   upper bound: over any span of 3 × per from the first request, ≤ 1.1 × 3 × rate (+1 per gateway when
  *   rate < N); lower bound: ≥ 0.9 × rate in each window of per (from the first request) once
  *   2 × drl_notification_frequency has passed, while demand ≥ rate.
@@ -21,17 +22,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { freshRedis, redisUrl } from '../helpers/redis.js';
+import { startRecorderProcess, type ProcessRecorder } from '../helpers/recorder-process.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
-import {
-  drive,
-  maxInAnySpan,
-  merged,
-  sleep,
-  startRecorder,
-  windows,
-  type DriveResult,
-  type Recorder,
-} from '../helpers/drl-traffic.js';
+import { drive, maxInAnySpan, merged, sleep, windows, type DriveResult } from '../helpers/drl-traffic.js';
 
 const HEARTBEAT_S = 1;
 const RUN_MS = 9500;
@@ -86,14 +79,14 @@ export function violations(name: string, times: number[], b: Bound): string[] {
 
 describe('DRL: docs/contract.md#drl-bounds bounds through three gw standalone processes on one Redis', () => {
   let redis: Redis;
-  let up: Recorder;
+  let up: ProcessRecorder;
   let dir: string;
   let cfgDir: string;
   let gws: Standalone[] = [];
 
   beforeAll(async () => {
     redis = await freshRedis();
-    up = await startRecorder();
+    up = await startRecorderProcess();
     dir = tempDir();
     cfgDir = tempDir('gw-drl-cfg-');
     const shapes: [string, number, number][] = [
@@ -204,6 +197,7 @@ describe('DRL: docs/contract.md#drl-bounds bounds through three gw standalone pr
       ),
     );
     await change;
+    await up.sync();
     const sent = (shape: string): number[] =>
       merged(...results.filter((_, i) => plan[i]![0] === shape).map((r) => r.sent));
     const bad: string[] = [];

@@ -130,6 +130,39 @@ export function counterCases(name: string, make: () => Promise<CounterUnderTest>
       expect(await exact(3, 4100)).toEqual({ granted: 2, left: 0, nextFreeMs: 3950, slot: T0 + 4100 });
     });
 
+    test('a span window counts span records: at the call + late, moved or dropped by the gateway', async () => {
+      // 2 per 4 s; the span window (3 × per = 12 s) holds rate + over = 3 records, a grant's at now + 500
+      const spanned = (asked: number, at: number, moves?: number[]): Promise<Omit<LeaseAnswer, 'slot'>> =>
+        Promise.resolve(
+          c.lease(bucket, {
+            asked,
+            rate: asked === 0 ? 0 : 2,
+            slotMs: 1,
+            now: T0 + at,
+            life: LEASE_SLOTS,
+            backSlot: 0,
+            back: 0,
+            over: 1,
+            window: PER * 1000,
+            wide: PER * 1000,
+            span: 3 * PER * 1000,
+            late: 500,
+            moves,
+          }),
+        ).then(({ slot: _slot, ...rest }) => rest);
+      expect(await spanned(2, 0)).toEqual({ granted: 2, left: 0, nextFreeMs: 4000 });
+      // the window of per is free again; the span window has room for one (its records at 500 stay until 12,500)
+      expect(await spanned(2, 4000)).toEqual({ granted: 1, left: 0, nextFreeMs: 8500 });
+      // the first two tokens' records move back to 100 (their decisions + lateness, as the gateway knows them), the
+      // third's is dropped (given back unspent)
+      await spanned(0, 4001, [T0 + 500, T0 + 100, 2, T0 + 4500, 0, 1]);
+      // two records at 100 (the span window's room: one), then none: the window of per holds the rest
+      expect(await spanned(1, 12_099)).toEqual({ granted: 1, left: 0, nextFreeMs: 1 });
+      expect(await spanned(2, 12_100)).toEqual({ granted: 1, left: 0, nextFreeMs: 3999 });
+      // unmoved, a record holds its token until 3 × per after its time (12,599 + 12,000)
+      expect(await spanned(2, 16_100)).toEqual({ granted: 1, left: 0, nextFreeMs: 8499 });
+    });
+
     test('grants in several slots free one slot at a time (Retry-After is the oldest one)', async () => {
       await lease(3, 10, 0); // slot 0
       await lease(7, 10, 5 * SLOT); // slot 5

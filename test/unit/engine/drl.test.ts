@@ -105,6 +105,11 @@ interface Shape {
   late?: number;
   /** Gateway g's requests start this many ms × g late (gateways out of step). */
   phase?: number;
+  /**
+   * The store answers each lease this many ms after the call at most (uniform, seeded; the grant is counted
+   * at the call): a loaded store or gateway event loop, whose answers reach the decisions late and unevenly.
+   */
+  rtt?: number;
 }
 
 /** Sleeps on a manual clock: each resolves once `wake` runs with the clock at or past its time. */
@@ -137,8 +142,25 @@ async function simulate(
   const clock = new ManualClock(T0);
   const counter = new MemoryLeaseCounter(clock);
   const sleeps = new ClockSleeps(clock);
+  let rttSeed = 54321;
+  const rttOf = (): number => {
+    rttSeed = (rttSeed * 1103515245 + 12345) % 2147483648;
+    return Math.floor((rttSeed / 2147483648) * ((s.rtt ?? 0) + 1));
+  };
+  // a slow store: the grant is counted when the call is made, its answer arrives rttOf() ms later
+  const store: LeaseCounter =
+    s.rtt === undefined
+      ? counter
+      : {
+          lease: (b, c) => {
+            const a = counter.lease(b, c);
+            return sleeps.sleep(rttOf()).then(() => a);
+          },
+          reset: (b) => counter.reset(b),
+          forget: (b) => counter.forget(b),
+        };
   const limiters = s.demand.map(
-    () => new DrlLimiter({ clock, counter, peers: () => s.demand.length, sleep: sleeps.sleep }),
+    () => new DrlLimiter({ clock, counter: store, peers: () => s.demand.length, sleep: sleeps.sleep }),
   );
   const admits: number[] = [];
   const perGateway = s.demand.map(() => 0);
@@ -298,6 +320,21 @@ describe('DRL leases: the bounds of docs/contract.md#drl-bounds for every traffi
       `admissions up to 150 ms late at the upstream: ${name}`,
       { ...shape, demand: [...shape.demand], seconds: 12, late: 150 },
     ]),
+    // a store answering up to 100 ms after the call, unevenly (grants counted at the call, decisions made at
+    // the answer), and admissions reaching the upstream up to 150 ms after their decision: the span window
+    // counts each grant's admissions from its decision (its record moved when the answer came late)
+    ...(
+      [
+        ['6 per 1 s, 3 gateways in step at 2×', { rate: 6, per: 1, demand: [4, 4, 4] }],
+        ['6 per 1 s, 3 gateways in step at 8×', { rate: 6, per: 1, demand: [16, 16, 16] }],
+        ['5 per 1 s, 3 gateways out of step at 2×', { rate: 5, per: 1, demand: [4, 3, 3], phase: 110 }],
+        ['9 per 1 s, 3 gateways in step at 2×', { rate: 9, per: 1, demand: [6, 6, 6] }],
+        ['3 per 1 s, 3 gateways in step at 8×', { rate: 3, per: 1, demand: [8, 8, 8] }],
+      ] as const
+    ).map(([name, shape]): [string, Shape] => [
+      `a store answering up to 100 ms late, admissions up to 150 ms late: ${name}`,
+      { ...shape, demand: [...shape.demand], seconds: 12, late: 150, rtt: 100 },
+    ]),
   ])('%s', async (_name, s: Shape) => {
     const { admits } = await simulate(s);
     expectBounds(s, admits, 2 * 2);
@@ -306,6 +343,24 @@ describe('DRL leases: the bounds of docs/contract.md#drl-bounds for every traffi
       s.rate + (s.rate < s.demand.length ? s.demand.length : 0),
     );
   });
+
+  // a store answering up to 400 ms after the call (a loaded machine: the lower bound is not owed there, "Known
+  // limits" in docs/limiter-engine.md), admissions up to 150 ms after their decision: the upper bound holds
+  // where the upstream counts (with the span window counted from the grants: 24, 33, 20, 42, 15)
+  test.each([
+    [6, [4, 4, 4], 0],
+    [6, [16, 16, 16], 0],
+    [5, [4, 3, 3], 110],
+    [9, [6, 6, 6], 0],
+    [3, [8, 8, 8], 0],
+  ])(
+    'a store answering up to 400 ms late: %s per 1 s, demand %j, phase %s ms: the upper bound',
+    async (rate, demand, phase) => {
+      const s: Shape = { rate, per: 1, demand, seconds: 12, late: 150, rtt: 400, phase };
+      const { admits } = await simulate(s);
+      expect(maxInAnySpan(admits, 3000)).toBeLessThanOrEqual(Math.floor((33 * rate) / 10));
+    },
+  );
 
   test('a peer that dies mid-run takes at most its outstanding lease; the others take its share', async () => {
     const s: Shape = { rate: 300, per: 2, demand: [100, 100, 100], seconds: 16, kill: { at: 5, gateway: 0 } };
