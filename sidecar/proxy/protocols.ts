@@ -88,19 +88,42 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
     handler as unknown as Parameters<typeof http2.createServer>[1],
   );
   const sendTimeoutMs = limits.send_timeout * 1000;
-  // a stream with nothing sent or received for send_timeout: node's stream timeout, which waits while a
-  // write still moves. One whose answer is queued and cannot go (the client grants no window, or its
-  // connection takes nothing) is reset: its upstream call is cancelled and its buffered chunks freed
-  // (each stream holds at most its 16 KiB write buffer and one upstream chunk: the upstream is paused).
-  // An idle stream (a gRPC stream between messages, a long poll) has nothing queued and is left alone.
+  // a stream whose answer cannot move for send_timeout is reset: its upstream call is cancelled and its
+  // buffered chunks freed (each stream holds at most its 16 KiB write buffer and one upstream chunk: the
+  // upstream is paused). Stuck: data queued that the stream cannot send (the client grants it no window,
+  // or its connection takes nothing), or the connection-level window left at 0 by the client; a change of
+  // the queued amount is progress. An idle stream (a gRPC stream between messages, a long poll) has nothing
+  // queued and is left alone. A sweep of the open streams rather than node's per-stream timeout: that one
+  // is refreshed by the session's activity on other streams, so one stuck stream per connection was never
+  // reset (test/integration/hostile/h2-stream-slow-reader.test.ts).
+  const open = new Map<ServerHttp2Stream, { queued: number; since: number }>();
   h2.on('stream', (stream: ServerHttp2Stream) => {
-    stream.setTimeout(sendTimeoutMs, () => {
-      if (stream.destroyed) return;
-      // queued data of its own, or a connection-level window the client leaves at 0 (all its streams stuck)
-      if (stream.writableLength > 0 || stream.session?.state.remoteWindowSize === 0) stream.close(NGHTTP2_CANCEL);
-      else stream.setTimeout(sendTimeoutMs); // idle, not stuck: looked at again after another send_timeout
-    });
+    open.set(stream, { queued: 0, since: performance.now() });
+    stream.once('close', () => open.delete(stream));
   });
+  const sweep = setInterval(
+    () => {
+      const now = performance.now();
+      for (const [stream, seen] of open) {
+        if (stream.destroyed) {
+          open.delete(stream);
+          continue;
+        }
+        const queued = stream.writableLength;
+        const stuck = queued > 0 || stream.session?.state.remoteWindowSize === 0;
+        if (!stuck || queued !== seen.queued) {
+          seen.queued = queued;
+          seen.since = now;
+        } else if (now - seen.since >= sendTimeoutMs) {
+          open.delete(stream);
+          stream.close(NGHTTP2_CANCEL);
+        }
+      }
+    },
+    Math.min(1000, Math.max(50, sendTimeoutMs / 4)),
+  );
+  sweep.unref();
+  server.once('close', () => clearInterval(sweep));
   const sessions = new Set<Http2Session>();
   h2.on('session', (s: Http2Session) => {
     sessions.add(s);
