@@ -5,7 +5,7 @@
  *   R < A − step·(1 + trigger) and hold-off expired → A = max(A − step, threshold), RateLimitSmoothingDown
  *   R > A → refused.
  * A stored A outside [threshold, rate] (the limit changed since) is first brought within them.
- * The same rule runs in Lua for Redis (sliding-log-redis.ts); this is the reference.
+ * The same rule runs in Lua for Redis (sliding-log.lua); this is the reference.
  */
 import type { SmoothingT } from '../crds/schemas/common.js';
 

@@ -2,7 +2,7 @@
  * A store that loses its data under load refuses no valid key (docs/contract.md#faults):
  *   cluster mode — `gw controller` + `gw sidecar` (real processes, real kube-apiserver) and N AccessKeys
  *     (1,000 by default, GW_RESTORE_KEYS to change; the bulk write of 10,000 is timed on its own in
- *     controller/restore.test.ts): FLUSHALL, then a Redis restarted empty, while
+ *     test/integration/operator/redis-cluster.test.ts, "bulk restore of 10,000 sessions"): FLUSHALL, then a Redis restarted empty, while
  *     requests with keys the sidecar has seen and keys it has not run; the controller restores the
  *     sessions in bulk (marker key) and the time until every session is back is reported;
  *   standalone `--redis` with 3,000 keys in its directory: the same two faults.

@@ -356,7 +356,7 @@ describe('gw controller: reconciling the four kinds', () => {
   });
 
   test('a smoothing event naming the policy that configured the limit goes on that Policy, not the first one with a pattern', async () => {
-    // an unrelated policy with a rate_limit_pattern, created first: it used to collect every pattern bucket's events
+    // an unrelated policy with a rate_limit_pattern, created first: an event must not go to the first policy with a pattern
     await apply(ns, policy('aaa-unrelated', { rate: 1000, per: 1, meta_data: { rate_limit_pattern: '$gw_meta.org' } }));
     await apply(
       ns,
