@@ -80,7 +80,7 @@ export function docProblems(
 
 /** A table cell's backticked token that names a file or a folder of the repository (not a URL path or a key). */
 const PATH_TOKEN =
-  /^(?:[\w.*{},-]+\/)*[\w*{},-]+(?:\.(?:ts|js|lua|md|ya?ml|json|tpl|sh)|\/)$|^(?:Makefile|Dockerfile)$/;
+  /^(?:[\w.*{},-]+\/)*(?:[\w.*{},-]+\.(?:ts|js|lua|md|ya?ml|json|tpl|sh)|[\w*{},-]+\/|\*)$|^(?:Makefile|Dockerfile)$/;
 const IDENTIFIER = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)?$/;
 
 /** `a/{b,c}.ts` → `a/b.ts`, `a/c.ts` (one brace group, as the docs write them). */
@@ -152,11 +152,14 @@ export function architectureProblems(
     // the folder map's first column is checked above, against the top-level folders
     for (const cell of section === 'Folder map' && line.startsWith('|') ? cells.slice(1) : cells) {
       const cellBases: string[] = [];
-      for (const m of cell.matchAll(/`([^`]+)`(\s*\(([^()]*)\))?/g)) {
+      // the parentheses after a token are looked at, not consumed: the tokens inside them are read too
+      for (const m of cell.matchAll(/`([^`]+)`(?=(\s*\(([^()]*)\))?)/g)) {
         const token = m[1]!;
         if (!PATH_TOKEN.test(token) || token.startsWith('.')) continue;
-        const candidates = [...cellBases, ...rowBases, ...bases].map((b) => `${b}/`);
         const direct = top.has(token.split('/')[0]!) || /^(?:Makefile|Dockerfile)$/.test(token);
+        // `oauth/*` after no folder is a URL path's pattern, not a file glob
+        if (!direct && token.endsWith('/*')) continue;
+        const candidates = [...cellBases, ...rowBases, ...bases].map((b) => `${b}/`);
         let files: string[] = [];
         for (const alt of expandBraces(token)) {
           const tries = direct ? [''] : [...candidates, ''];

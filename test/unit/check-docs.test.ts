@@ -88,7 +88,9 @@ describe("docs/architecture.md's map is the tree", () => {
   });
 
   test('a stale file, a stale function, a folder the tree lacks and one the map lacks are each a problem', () => {
-    const stale = doc('| listening | `lib/serve.ts` (`listenAll`), `lib/{serve,gone}.ts`, `lib/store/*.lua` |')
+    const stale = doc(
+      '| listening | `lib/serve.ts` (`listenAll`), `lib/{serve,gone}.ts`, `lib/store/*.lua` (`lib/serve.test.ts`) |',
+    )
       .replace('| `docs/` | docs | `architecture.md` |', '| `old/` | gone | |')
       .replace('`route-request.ts`', '`router.ts`');
     expect(architectureProblems(stale, folders, list, read)).toEqual([
@@ -97,6 +99,7 @@ describe("docs/architecture.md's map is the tree", () => {
       'docs/architecture.md:15: lib/serve.ts has no listenAll',
       'docs/architecture.md:15: lib/gone.ts does not exist',
       'docs/architecture.md:15: lib/store/*.lua does not exist',
+      'docs/architecture.md:15: lib/serve.test.ts does not exist',
       'docs/architecture.md: the folder map does not name docs/',
     ]);
   });
