@@ -131,7 +131,13 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
     s.on('error', () => undefined); // a client gone mid-session: its streams are closed, nothing to answer
   });
   h2.on('sessionError', () => undefined);
-  const asHttp2 = (socket: Socket): void => void h2.emit('connection', socket);
+  // node:http's sockets are half-open (allowHalfOpen), and node:http2 never closes its side on the client's
+  // FIN: the connection stayed in CLOSE-WAIT for good, counted against the connection caps. A client that
+  // half-closes sends nothing more (no frame, no stream): the session is ended at once, as nginx does.
+  const asHttp2 = (socket: Socket): void => {
+    socket.once('end', () => socket.destroy());
+    h2.emit('connection', socket);
+  };
 
   // the drain (lib/serve.ts drain): idle HTTP/1.1 connections close at once, HTTP/2 sessions get a GOAWAY
   // and finish their streams; at the deadline every session is destroyed

@@ -1,0 +1,136 @@
+/**
+ * HTTP/2 connections against the gateway's bounds (docs/proxy.md, "Slow clients and connection caps"), on
+ * the real `gw standalone`, plain (h2c) and TLS (ALPN h2) listeners, with raw frames over loopback sockets:
+ * a client that half-closes (FIN, no GOAWAY) has its connection closed and its slot in the caps freed.
+ */
+import { connect as h2connect, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
+import { connect as netConnect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Server } from 'node:http';
+import { startEcho } from '../../../scripts/echo-upstream.js';
+import { issue, makeCa, type Issued } from '../../helpers/certs.js';
+import { cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
+
+/** The HTTP/2 client connection preface (RFC 9113 §3.4) and an empty SETTINGS frame. */
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+const SETTINGS = Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]);
+const PER_CLIENT = 4;
+
+function h2get(session: ClientHttp2Session, path: string): Promise<{ headers: IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const r = session.request({ ':path': path });
+    let body = '';
+    let headers: IncomingHttpHeaders = {};
+    r.on('response', (h) => (headers = h));
+    r.on('data', (c: Buffer) => (body += c.toString()));
+    r.on('end', () => resolve({ headers, body }));
+    r.on('error', reject);
+  });
+}
+
+/** Resolves when the server has closed `socket` (its FIN or reset), or after `ms` with false. */
+function serverCloses(socket: Socket, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const t = setTimeout(() => resolve(false), ms);
+    const done = (): void => {
+      clearTimeout(t);
+      resolve(true);
+    };
+    socket.once('end', done);
+    socket.once('close', done);
+    socket.resume(); // read (and drop) the server's SETTINGS, so its FIN is seen
+  });
+}
+
+describe('HTTP/2 connections and the connection caps', () => {
+  let echo: { server: Server; url: string };
+  let dir: string;
+  let certs: string;
+  let ca: Issued;
+  let plain: Standalone;
+  let tlsGw: Standalone;
+  const port = (g: Standalone): number => Number(new URL(g.gateway).port);
+
+  beforeAll(async () => {
+    echo = await startEcho();
+    dir = tempDir();
+    writeFileSync(
+      join(dir, 'api.yaml'),
+      `apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: open}
+spec:
+  use_keyless: true
+  proxy: {listen_path: /open/, target_url: '${echo.url}'}
+`,
+    );
+    certs = tempDir('gw-certs-');
+    ca = makeCa(certs, 'ca');
+    const gwCert = issue(certs, 'ca', 'gw', 'localhost');
+    const caps = `max_connections_per_client: ${PER_CLIENT}\nmax_connections: ${4 * PER_CLIENT}\n`;
+    writeFileSync(join(certs, 'plain.yaml'), caps);
+    writeFileSync(
+      join(certs, 'tls.yaml'),
+      `${caps}tls: {cert_file: ${gwCert.cert}, key_file: ${gwCert.key}, client_ca_file: ${ca.cert}}\n`,
+    );
+    [plain, tlsGw] = await Promise.all([
+      startStandalone(dir, ['--config', join(certs, 'plain.yaml')]),
+      startStandalone(dir, ['--config', join(certs, 'tls.yaml')]),
+    ]);
+  }, 30_000);
+
+  afterAll(async () => {
+    const exited = [plain?.proc.exitCode, tlsGw?.proc.exitCode];
+    await Promise.all([plain?.stop(), tlsGw?.stop()]);
+    echo?.server.close();
+    echo?.server.closeAllConnections();
+    if (dir) cleanup(dir);
+    if (certs) cleanup(certs);
+    expect(exited).toEqual([null, null]);
+  });
+
+  /** An HTTP/2 connection to `g` that has sent its preface and SETTINGS (TLS: after an ALPN h2 handshake). */
+  async function h2socket(g: Standalone, overTls: boolean): Promise<Socket> {
+    const socket: Socket = overTls
+      ? tlsConnect({
+          port: port(g),
+          host: '127.0.0.1',
+          ca: readFileSync(ca.cert),
+          servername: 'localhost',
+          ALPNProtocols: ['h2'],
+        })
+      : netConnect(port(g), '127.0.0.1');
+    socket.on('error', () => undefined);
+    await new Promise((r) => socket.once(overTls ? 'secureConnect' : 'connect', r));
+    socket.write(Buffer.concat([PREFACE, SETTINGS]));
+    return socket;
+  }
+
+  for (const overTls of [false, true]) {
+    it(`a client's FIN closes its ${overTls ? 'TLS h2' : 'h2c'} connection and frees its slot in the caps`, async () => {
+      const g = overTls ? tlsGw : plain;
+      // twice the per-client cap, one after the other: each slot must come back
+      for (let round = 0; round < 2; round++) {
+        const held = await Promise.all(Array.from({ length: PER_CLIENT }, () => h2socket(g, overTls)));
+        await new Promise((r) => setTimeout(r, 200)); // the sessions are set up
+        for (const s of held) s.end(); // FIN, no GOAWAY
+        const closed = await Promise.all(held.map((s) => serverCloses(s, 5000)));
+        for (const s of held) s.destroy();
+        expect(closed).toEqual(held.map(() => true));
+      }
+      // the address is served again (on the old code its PER_CLIENT slots stayed taken: closed at once)
+      const session = overTls
+        ? h2connect(`https://localhost:${port(g)}`, { ca: readFileSync(ca.cert) })
+        : h2connect(g.gateway);
+      session.on('error', () => undefined);
+      try {
+        const r = await h2get(session, '/open/x');
+        expect(r.headers[':status']).toBe(200);
+      } finally {
+        session.close();
+      }
+    }, 30_000);
+  }
+});
