@@ -11,8 +11,8 @@
 import { loadManifestFile, loadManifestText, type LoadResult } from '../standalone/manifests.js';
 import { formatProblem, validateLoad } from '../standalone/validate.js';
 import { isProblem, listManifests } from '../lib/manifest-walk.js';
-import { decodeManifest, readManifestFile, type ReadOutcome } from '../lib/manifest-read.js';
-const { statSync, readFileSync, realpathSync } = process.getBuiltinModule('node:fs');
+import { readManifestFile, readManifestStream, type ReadOutcome } from '../lib/manifest-read.js';
+const { statSync, realpathSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 
 export const ValidateExit = { OK: 0, INVALID: 1, USAGE: 2 } as const;
@@ -119,7 +119,7 @@ export function readInputs(paths: readonly string[], stdin: () => ReadOutcome): 
 export async function runValidate(args: readonly string[], flags: ValidateFlags): Promise<number> {
   const paths = [...args, ...(flags.filename ?? [])];
   if (!paths.length) throw new UsageError('name the manifests to check: files, directories, or -f - for stdin');
-  const load = readInputs(paths, () => decodeManifest(readFileSync(0)));
+  const load = readInputs(paths, () => readManifestStream(0));
   const problems = validateLoad(load, { strict: flags.strict === true });
   // a reader that stops early (`| head`) ends the output, not the process with an unhandled EPIPE
   process.stdout.on('error', () => {});

@@ -66,6 +66,43 @@ export function readManifestFile(path: string, maxBytes = MAX_MANIFEST_BYTES): R
 }
 
 /**
+ * A manifest read from a stream (stdin: a pipe, a terminal, a redirected file) with the bound a file has:
+ * read in CHUNK pieces and stopped at maxBytes + 1 bytes, so a stream of any length costs at most the
+ * bound in memory (docs/standalone.md: stdin is read as the directory is read). A non-blocking stream
+ * (EAGAIN) is waited for, a millisecond at a time.
+ */
+export function readManifestStream(fd: number, maxBytes = MAX_MANIFEST_BYTES): ReadOutcome {
+  const buf = Buffer.allocUnsafe(maxBytes + 1);
+  let total = 0;
+  try {
+    while (total <= maxBytes) {
+      let n: number;
+      try {
+        n = readSync(fd, buf, total, Math.min(CHUNK, buf.length - total), null);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'EAGAIN') {
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
+          continue;
+        }
+        if (code === 'EOF') break; // a closed console on Windows
+        throw e;
+      }
+      if (n === 0) break;
+      total += n;
+    }
+  } catch (e) {
+    return { ok: false, message: `cannot read: ${(e as Error).message}` };
+  }
+  if (total > maxBytes)
+    return {
+      ok: false,
+      message: `too large: more than ${maxBytes} bytes, over the limit of ${maxBytes} bytes per manifest file (split it into several files)`,
+    };
+  return decodeManifest(buf.subarray(0, total));
+}
+
+/**
  * A manifest's bytes as text: UTF-8, a UTF-8 byte-order mark dropped (YAML allows one; JSON.parse would
  * refuse it). A UTF-16 or UTF-32 file (what PowerShell 5's `>` and some Windows editors write: a
  * byte-order mark, or NUL bytes, which neither YAML nor JSON text may hold) is refused naming the

@@ -37,6 +37,8 @@ export function runGw(
       }
       resolve({ code, stdout, stderr, json });
     });
+    // a command that stops reading early (a bounded stdin) closes the pipe: EPIPE here is not a failure
+    p.stdin.on('error', () => {});
     p.stdin.end(o.stdin ?? '');
   });
 }

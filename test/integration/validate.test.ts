@@ -295,6 +295,30 @@ describe('gw validate', () => {
     });
   });
 
+  test('stdin has the bound a file has: past 1 MiB it is one error naming - (too large), read no further; at the bound it is read', async () => {
+    const limit = 1024 * 1024;
+    // a YAML comment line: valid text of any length, no document in it
+    const comment = (size: number): string => `#${'x'.repeat(size - 2)}\n`;
+    const over = await validateJson(['-'], comment(8 * limit));
+    expect({ code: over.code, problems: over.problems }).toEqual({
+      code: 1,
+      problems: [
+        {
+          severity: 'error',
+          file: '-',
+          field: '(file)',
+          rule: 'file',
+          message: `too large: more than ${limit} bytes, over the limit of ${limit} bytes per manifest file (split it into several files)`,
+        },
+      ],
+    });
+    const edge = await validateJson(['-'], comment(limit + 1));
+    expect(edge.problems.map((p) => p.message)).toEqual([expect.stringMatching(/^too large/)]);
+    const at = await gw(['validate', '-f', '-'], comment(limit));
+    expect({ code: at.code, stdout: at.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(at.stderr).toMatch(/no documents in the input/);
+  });
+
   test('a YAML 1.1 boolean (active: off) is read as kubectl reads it: a warning naming the field, exit 0; in a string field, the schema error kubectl would get', async () => {
     const text =
       'apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: sleepy}\nspec: {rate: 1, per: 1, active: off}\n';
