@@ -92,12 +92,14 @@ export function normalFingerprint(fp: string): string {
 
 /**
  * A certificate-bound key (its `certificate`, docs/proxy.md "Certificate-bound keys"): the request came
- * over TLS with a client certificate whose SHA-256 fingerprint (of its DER) is that one. The gateway
- * listener has verified the certificate against client_ca_file when it has one (protocols.ts).
+ * over TLS with a client certificate that verified against client_ca_file (`authorized`) and whose SHA-256
+ * fingerprint (of its DER) is that one.
  */
 export function certificateMatches(req: IncomingMessage, certificate: string): boolean {
   const socket = req.socket as Partial<TLSSocket> | null;
   if (socket === null || socket.encrypted !== true || typeof socket.getPeerCertificate !== 'function') return false;
+  // verified against client_ca_file (no CA bundle: no certificate is asked for, every bound key refused)
+  if (socket.authorized !== true) return false;
   const peer = socket.getPeerCertificate();
   const fp = peer?.fingerprint256;
   return typeof fp === 'string' && fp !== '' && normalFingerprint(fp) === normalFingerprint(certificate);

@@ -166,7 +166,10 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
     });
     tlsServer.on('tlsClientError', (_e: Error, socket: TLSSocket) => socket.destroy());
     tlsServer.on('secureConnection', (socket: TLSSocket) => {
-      socket.on('error', () => undefined);
+      // no client-initiated renegotiation (TLS 1.2): a second handshake could present a certificate that the
+      // check below never sees; an attempt is an error, and any error ends the connection
+      socket.disableRenegotiation();
+      socket.on('error', () => socket.destroy());
       if (t.client_ca_file !== undefined && !socket.authorized) {
         const peer = socket.getPeerCertificate();
         if (peer !== null && Object.keys(peer).length > 0) {

@@ -1,8 +1,10 @@
 /**
  * HTTP/2 connections against the gateway's bounds (docs/proxy.md, "Slow clients and connection caps"), on
  * the real `gw standalone`, plain (h2c) and TLS (ALPN h2) listeners, with raw frames over loopback sockets:
- * a client that half-closes (FIN, no GOAWAY) has its connection closed and its slot in the caps freed.
+ * a client that half-closes (FIN, no GOAWAY) has its connection closed and its slot in the caps freed; a
+ * TLS 1.2 client that asks for a renegotiation (openssl s_client's `R`) has its connection closed.
  */
+import { spawn } from 'node:child_process';
 import { connect as h2connect, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
@@ -133,4 +135,31 @@ spec:
       }
     }, 30_000);
   }
+
+  it('a TLS 1.2 renegotiation closes the connection (a second handshake is never checked)', async () => {
+    // openssl s_client: handshake, `R` (renegotiate), then a request; the old code answered it (200)
+    const client = spawn(
+      'openssl',
+      ['s_client', '-tls1_2', '-connect', `127.0.0.1:${port(tlsGw)}`, '-servername', 'localhost'],
+      {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
+    let out = '';
+    client.stdout.on('data', (c: Buffer) => (out += c.toString('latin1')));
+    client.stderr.on('data', (c: Buffer) => (out += c.toString('latin1')));
+    const exited = new Promise<void>((r) => client.once('close', () => r()));
+    const wait = (ms: number): Promise<unknown> => Promise.race([exited, new Promise((r) => setTimeout(r, ms))]);
+    const until = Date.now() + 10_000;
+    while (!out.includes('---\n') && !out.includes('Verify return code') && Date.now() < until) await wait(50);
+    await wait(300);
+    client.stdin.write('R\n');
+    await wait(1000);
+    client.stdin.write('GET /open/x HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    await wait(2000);
+    client.kill();
+    await exited;
+    expect(out).toContain('RENEGOTIATING');
+    expect(out).not.toContain('HTTP/1.1 200');
+  }, 30_000);
 });
