@@ -249,7 +249,7 @@ program
           process.exitCode = await m.runValidate(paths, opts);
         } catch (e) {
           if (!(e instanceof m.UsageError)) throw e;
-          process.stderr.write(`gw validate: ${e.message}\n`);
+          process.stderr.write(m.usageLine(e));
           process.exitCode = m.ValidateExit.USAGE;
         }
       })

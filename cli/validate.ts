@@ -9,7 +9,7 @@
  * exit 0 valid (warnings allowed), 1 errors or no document at all, 2 usage (docs/facade.md, "gw validate").
  */
 import { loadManifestFile, loadManifestText, type LoadResult } from '../standalone/manifests.js';
-import { formatProblem, validateLoad } from '../standalone/validate.js';
+import { formatProblem, printable, validateLoad } from '../standalone/validate.js';
 import { isProblem, listManifests } from '../lib/manifest-walk.js';
 import { readManifestFile, readManifestStream, type ReadOutcome } from '../lib/manifest-read.js';
 const { statSync, realpathSync } = process.getBuiltinModule('node:fs');
@@ -25,6 +25,9 @@ export interface ValidateFlags {
 
 /** A command-line mistake: one line on stderr, exit 2. */
 export class UsageError extends Error {}
+
+/** A usage error's line: the path it names escaped as a problem line's names are (no raw ESC or newline). */
+export const usageLine = (e: UsageError): string => `gw validate: ${printable(e.message)}\n`;
 
 /** A directory's files read as `gw standalone` reads its directory, in walk order. */
 function loadDirectory(path: string, seen: Set<string>): LoadResult {

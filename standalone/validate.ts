@@ -376,7 +376,9 @@ export function formatProblem(p: Problem): string {
 /**
  * A problem line holds names and values from the manifests: control, bidi and other format characters
  * (CR, LF, ESC, U+202E…) are shown as \u{…} escapes, so a manifest cannot forge lines or colours in a CI log.
+ * So is U+FFFD, what a file name that is not UTF-8 is decoded with: `\u{fffd}` says bytes were there. Every
+ * path printed (a problem's file, a command-line path in a usage error) goes through it.
  */
-const UNPRINTABLE = /[\p{Cc}\p{Cf}\u2028\u2029]/gu;
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\u2028\u2029\uFFFD]/gu;
 export const printable = (line: string): string =>
   line.replace(UNPRINTABLE, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);

@@ -319,6 +319,24 @@ describe('gw validate', () => {
     expect(at.stderr).toMatch(/no documents in the input/);
   });
 
+  test('every path printed is escaped: a command-line path with ESC and a newline, a file name that is not UTF-8', async () => {
+    const forged = join(dir, 'no\x1b[31mpe\nerror x.yaml');
+    const r = await gw(['validate', forged]);
+    expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(r.stderr).toBe(
+      `gw validate: ${join(dir, 'no\\u{1b}[31mpe\\u{a}error x.yaml')}: no such file or directory\n`,
+    );
+    const d = subdir('not-utf8-name');
+    writeFileSync(Buffer.from(`${d}/b\xffad.yaml`, 'latin1'), yamlDocs([policy('p', { rate: 1, per: 1 })]));
+    const t = await gw(['validate', d]);
+    expect({ code: t.code, stdout: t.stdout }).toEqual({
+      code: 1,
+      stdout: `error ${join(d, 'b\\u{fffd}ad.yaml')} (file): skipped: its name is not valid UTF-8 (rename it) (file)\n`,
+    });
+    const j = await validateJson([d]);
+    expect(j.problems.map((p) => p.file)).toEqual([join(d, 'b\uFFFDad.yaml')]);
+  });
+
   test('a YAML 1.1 boolean (active: off) is read as kubectl reads it: a warning naming the field, exit 0; in a string field, the schema error kubectl would get', async () => {
     const text =
       'apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: sleepy}\nspec: {rate: 1, per: 1, active: off}\n';
