@@ -114,7 +114,15 @@ export const ObjectMeta = z.looseObject({
   name: z
     .string()
     .regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a DNS-1123 name: lower-case letters, digits, - and .'),
-  namespace: z.string().default('default'),
+  // a DNS-1123 label, as the API server requires of a namespace (kubectl would refuse another); the value
+  // is not echoed in the message: a mistyped namespace may hold what was meant for the Secret's data
+  namespace: z
+    .string()
+    .regex(
+      /^(?:[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)?$/,
+      'must be a DNS-1123 label: at most 63 lower-case letters, digits and -, starting and ending with a letter or digit',
+    )
+    .default('default'),
   generation: z.number().int().optional(),
   resourceVersion: z.string().optional(),
   uid: z.string().optional(),

@@ -14,6 +14,7 @@ import { firstIssue } from '../../controller/context.js';
 import { sha256hex } from '../../lib/hash.js';
 import { buildInfo } from '../../lib/build-info.js';
 import type { Problem } from '../../standalone/validate.js';
+import { loadManifestText, type LoadResult } from '../../standalone/manifests.js';
 import { bad } from '../fixtures/bad-manifests.js';
 import { apiYaml, writeRefusedManifests } from '../fixtures/refused-manifests.js';
 import { writeManyManifests } from '../fixtures/many-manifests.js';
@@ -335,6 +336,30 @@ describe('gw validate', () => {
     });
     const j = await validateJson([d]);
     expect(j.problems.map((p) => p.file)).toEqual([join(d, 'b\uFFFDad.yaml')]);
+  });
+
+  test('an invalid metadata.namespace (not a DNS-1123 label) is refused naming the file and field, the Secret data not printed; standalone loads the good ones', async () => {
+    const d = subdir('bad-namespace');
+    const bad = {
+      ...secret('s', { key: 'hunter2-value' }),
+      metadata: { name: 's', namespace: 'SUPERSECRET-8 bad ns' },
+    };
+    const good = policy('p', { rate: 1, per: 1 });
+    const file = join(d, 'ns.yaml');
+    writeFileSync(file, yamlDocs([bad, good]));
+    const r = await gw(['validate', file]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^error \S*ns\.yaml\[0\] Secret .* metadata\.namespace: must be a DNS-1123 label/);
+    expect(r.stdout.trim().split('\n')).toHaveLength(1);
+    expect(r.stdout).not.toMatch(/hunter2-value/);
+    // what gw standalone reads a directory's file with: the bad document refused, the good one loaded
+    const into: LoadResult = { resources: [], errors: [], files: [] };
+    loadManifestText(readFileSync(file, 'utf8'), 'ns.yaml', into);
+    expect(into.resources.map((x) => `${x.resource.kind}/${x.resource.metadata.name}`)).toEqual(['Policy/p']);
+    expect(into.errors.map((e) => e.message)).toEqual([
+      expect.stringMatching(/^metadata\.namespace: must be a DNS-1123 label/),
+    ]);
+    expect(JSON.stringify(into.errors)).not.toMatch(/hunter2-value/);
   });
 
   test('a YAML 1.1 boolean (active: off) is read as kubectl reads it: a warning naming the field, exit 0; in a string field, the schema error kubectl would get', async () => {
