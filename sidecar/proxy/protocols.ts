@@ -125,10 +125,26 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
   sweep.unref();
   server.once('close', () => clearInterval(sweep));
   const sessions = new Set<Http2Session>();
+  // a session with no stream open and nothing received for headers_timeout is cut, as an HTTP/1.1 connection
+  // whose head does not come (a TLS h2 connection without its preface, an h2c one that opens no stream);
+  // one with an open stream is left to the stream rules (an idle gRPC stream is legitimate)
+  const streamsOf = new WeakMap<Http2Session, number>();
+  h2.on('stream', (stream: ServerHttp2Stream) => {
+    const session = stream.session;
+    if (session === undefined) return;
+    streamsOf.set(session, (streamsOf.get(session) ?? 0) + 1);
+    stream.once('close', () => streamsOf.set(session, (streamsOf.get(session) ?? 1) - 1));
+  });
   h2.on('session', (s: Http2Session) => {
     sessions.add(s);
     s.once('close', () => sessions.delete(s));
     s.on('error', () => undefined); // a client gone mid-session: its streams are closed, nothing to answer
+    const idleMs = server.headersTimeout || 60_000;
+    s.setTimeout(idleMs);
+    s.on('timeout', () => {
+      if ((streamsOf.get(s) ?? 0) > 0) s.setTimeout(idleMs);
+      else s.destroy();
+    });
   });
   h2.on('sessionError', () => undefined);
   // node:http's sockets are half-open (allowHalfOpen), and node:http2 never closes its side on the client's

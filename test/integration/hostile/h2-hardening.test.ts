@@ -2,7 +2,8 @@
  * HTTP/2 connections against the gateway's bounds (docs/proxy.md, "Slow clients and connection caps"), on
  * the real `gw standalone`, plain (h2c) and TLS (ALPN h2) listeners, with raw frames over loopback sockets:
  * a client that half-closes (FIN, no GOAWAY) has its connection closed and its slot in the caps freed; a
- * TLS 1.2 client that asks for a renegotiation (openssl s_client's `R`) has its connection closed.
+ * TLS 1.2 client that asks for a renegotiation (openssl s_client's `R`) has its connection closed; an HTTP/2
+ * connection that opens no stream (TLS h2 without its preface, h2c after its SETTINGS) is cut after headers_timeout.
  */
 import { spawn } from 'node:child_process';
 import { connect as h2connect, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
@@ -19,6 +20,8 @@ import { cleanup, startStandalone, tempDir, type Standalone } from '../../helper
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 const SETTINGS = Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]);
 const PER_CLIENT = 4;
+/** headers_timeout (s): an HTTP/2 session with no stream is cut after it */
+const IDLE_S = 3;
 
 function h2get(session: ClientHttp2Session, path: string): Promise<{ headers: IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
@@ -71,7 +74,7 @@ spec:
     certs = tempDir('gw-certs-');
     ca = makeCa(certs, 'ca');
     const gwCert = issue(certs, 'ca', 'gw', 'localhost');
-    const caps = `max_connections_per_client: ${PER_CLIENT}\nmax_connections: ${4 * PER_CLIENT}\n`;
+    const caps = `max_connections_per_client: ${PER_CLIENT}\nmax_connections: ${4 * PER_CLIENT}\nheaders_timeout: ${IDLE_S}\n`;
     writeFileSync(join(certs, 'plain.yaml'), caps);
     writeFileSync(
       join(certs, 'tls.yaml'),
@@ -162,4 +165,28 @@ spec:
     expect(out).toContain('RENEGOTIATING');
     expect(out).not.toContain('HTTP/1.1 200');
   }, 30_000);
+
+  for (const overTls of [false, true]) {
+    it(`an idle ${overTls ? 'TLS h2 connection without its preface' : 'h2c connection with no stream'} is cut after headers_timeout`, async () => {
+      const g = overTls ? tlsGw : plain;
+      const t0 = performance.now();
+      let socket: Socket;
+      if (overTls) {
+        socket = tlsConnect({
+          port: port(g),
+          host: '127.0.0.1',
+          ca: readFileSync(ca.cert),
+          servername: 'localhost',
+          ALPNProtocols: ['h2'],
+        });
+        socket.on('error', () => undefined);
+        await new Promise((r) => socket.once('secureConnect', r));
+      } else socket = await h2socket(g, false);
+      const closed = await serverCloses(socket, IDLE_S * 1000 + 7000);
+      const s = (performance.now() - t0) / 1000;
+      socket.destroy();
+      expect(closed).toBe(true);
+      expect(s).toBeGreaterThan(IDLE_S - 0.5);
+    }, 30_000);
+  }
 });
