@@ -1,6 +1,6 @@
 /**
  * What the gateway answers itself, before any API is looked at: the health paths (docs/contract.md#health-and-readiness,
- * GET and HEAD only) and the requests HTTP itself refuses (no Host, more than one Host, TRACE). The order
+ * GET and HEAD only) and the requests HTTP itself refuses (no Host, more than one Host, a Host other than :authority, TRACE). The order
  * is part of the contract: /healthz answers whatever the Host fields say, /readyz only a valid request.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -38,6 +38,15 @@ export function answerOwn(gw: Gateway, req: IncomingMessage, res: ServerResponse
   if (req.headers.host !== undefined && req.httpVersionMajor === 1 && hostCount(req.rawHeaders) > 1) {
     answer(res, 400, { error: 'more than one Host header' });
     return true;
+  }
+  // over HTTP/2 a Host beside :authority must name the same (RFC 9113 §8.3.1): the gateway routes and counts
+  // by one, an upstream or a cache may read the other, as with two Host fields over HTTP/1.1
+  if (req.httpVersionMajor === 2 && req.headers.host !== undefined) {
+    const authority = req.headers[':authority'];
+    if (typeof authority === 'string' && authority.toLowerCase() !== req.headers.host.toLowerCase()) {
+      answer(res, 400, { error: 'Host differs from :authority' });
+      return true;
+    }
   }
   // TRACE would echo the request's credentials and cookies back (cross-site tracing): refused, as nginx does
   if (req.method === 'TRACE') {

@@ -23,9 +23,13 @@ const PER_CLIENT = 4;
 /** headers_timeout (s): an HTTP/2 session with no stream is cut after it */
 const IDLE_S = 3;
 
-function h2get(session: ClientHttp2Session, path: string): Promise<{ headers: IncomingHttpHeaders; body: string }> {
+function h2get(
+  session: ClientHttp2Session,
+  path: string,
+  extra: Record<string, string> = {},
+): Promise<{ headers: IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
-    const r = session.request({ ':path': path });
+    const r = session.request({ ':path': path, ...extra });
     let body = '';
     let headers: IncomingHttpHeaders = {};
     r.on('response', (h) => (headers = h));
@@ -189,4 +193,19 @@ spec:
       expect(s).toBeGreaterThan(IDLE_S - 0.5);
     }, 30_000);
   }
+
+  it('a Host other than :authority over HTTP/2 is refused with 400; the same one is served', async () => {
+    const session = h2connect(plain.gateway);
+    session.on('error', () => undefined);
+    try {
+      const authority = new URL(plain.gateway).host;
+      const other = await h2get(session, '/open/x', { ':authority': authority, host: 'elsewhere.example' });
+      expect(other.headers[':status']).toBe(400);
+      expect(JSON.parse(other.body)).toEqual({ error: 'Host differs from :authority' });
+      const same = await h2get(session, '/open/x', { ':authority': authority, host: authority.toUpperCase() });
+      expect(same.headers[':status']).toBe(200);
+    } finally {
+      session.close();
+    }
+  }, 30_000);
 });
