@@ -22,6 +22,10 @@ export class JsonDepthScanner {
   private inString = false;
   private escaped = false;
   private seen = 0;
+  /** Bytes fed so far (up to the bracket past the bound, once found). */
+  get bytesSeen(): number {
+    return this.seen;
+  }
   /** Offset (over all bytes fed) of the first bracket past the bound, once found; -1 until then. */
   pastAt = -1;
 

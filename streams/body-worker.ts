@@ -4,6 +4,7 @@
  * parsed value lives and is collected in this thread's heap. One job at a time, in arrival order.
  */
 import { decodeBody } from './body.js';
+import { JsonDepthScanner } from '../lib/json-depth.js';
 import type { BodyJob, BodyReply } from './body-thread.js';
 import { applyMapping, editor } from './processors/mapping.js';
 import { PermanentError } from './types.js';
@@ -12,6 +13,8 @@ const { parentPort } = process.getBuiltinModule('node:worker_threads');
 const encoder = new TextEncoder();
 
 function run(job: BodyJob): BodyReply {
+  if (job.kind === 'scan')
+    return { id: job.id, kind: 'scanned', bytes: job.raw, pastAt: new JsonDepthScanner().feed(job.raw) };
   let body = decodeBody(job.raw);
   for (const op of job.ops) {
     if ('mapping' in op) body = applyMapping(op.mapping, body);

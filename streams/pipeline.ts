@@ -91,6 +91,7 @@ export class Pipeline {
     this.output = p.output;
     const ctx: InputContext = {
       offer: (msg, ack) => this.offer(msg, ack),
+      hasRoom: (bytes) => this.hasRoom(bytes),
       push: (msg, ack, signal) => this.push(msg, ack, signal),
       logger: p.logger,
     };
@@ -110,11 +111,17 @@ export class Pipeline {
     return this.buffer.length + this.inFlight;
   }
 
-  offer(msg: Message, ack: Ack): boolean {
+  /** Whether offer() would take a message of `bytes` raw bytes now. */
+  hasRoom(bytes: number): boolean {
     if (this.closed || this.draining || this.buffer.length >= this.capacity) return false;
-    const bytes = msg.raw?.byteLength ?? 0;
     if (bytes > 0 && this.buffer.length > 0 && this.bytes + bytes > this.byteCapacity) return false;
     if (bytes > 0 && this.budget && this.budget.used > 0 && this.budget.used + bytes > this.budget.limit) return false;
+    return true;
+  }
+
+  offer(msg: Message, ack: Ack): boolean {
+    const bytes = msg.raw?.byteLength ?? 0;
+    if (!this.hasRoom(bytes)) return false;
     this.enqueue({ msg, ack, bytes });
     return true;
   }

@@ -2,6 +2,7 @@
  * Streams with real HTTP on loopback: an http_server input mounted in a node http server through the
  * manager's tryHandle(), http_client processors/outputs calling real receivers.
  */
+import { connect } from 'node:net';
 import { Registry } from 'prom-client';
 import { createStreamManager, type StreamManager } from '../../../streams/manager.js';
 import { gateway, maxInWindow, quietLogger, receiver, sleep, until, type Gateway, type Receiver } from './helpers.js';
@@ -331,6 +332,53 @@ describe('streams over HTTP', () => {
     expect(b).toEqual([202, 202, 503]); // the process: 2008 (a) + 2008 (b) ≤ 4100; one more would be 5020
     release();
     await rx.waitFor(6);
+  });
+
+  test('a body whose declared content-length the buffer has no room for is answered 503 before it is sent (not read, kept or scanned)', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const rx = await recv(async () => {
+      await gate;
+      return { status: 200 };
+    });
+    const { gw } = await setup({
+      streams: {
+        s: {
+          input: { http_server: { max_pending_bytes: 2500 } },
+          output: { http_client: { url: `${rx.url}/x`, timeout: '10s' } },
+        },
+      },
+    });
+    const kb = (n: number) => ({ pad: 'x'.repeat(988), n }); // 1004 bytes of JSON
+    expect((await gw.post('/ev/', kb(0))).status).toBe(202); // in flight at the receiver
+    await until(() => rx.all.length === 1, 10_000, 'message 0 in flight at the receiver');
+    expect((await gw.post('/ev/', kb(1))).status).toBe(202); // 1004 bytes wait
+    // the headers of a 1 MB POST and none of its body: the answer comes before any byte of it
+    const { hostname, port } = new URL(gw.url);
+    const sock = connect(Number(port), hostname);
+    let answer = '';
+    sock.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+    sock.write(`POST /ev/ HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000000\r\n\r\n`);
+    await until(() => answer.includes('\r\n\r\n'), 5000, 'an answer before the body');
+    sock.destroy();
+    expect(answer).toMatch(/^HTTP\/1\.1 503 /);
+    expect(answer.toLowerCase()).toContain('retry-after: 1');
+    release();
+    await rx.waitFor(2);
+  });
+
+  test('nesting past 64 levels that begins after the first 64 KiB is found by the scan in the body thread: 400', async () => {
+    const rx = await recv();
+    const { gw } = await setup({
+      streams: { s: { input: { http_server: {} }, output: { http_client: { url: `${rx.url}/x` } } } },
+    });
+    const pad = 'x'.repeat(70_000);
+    const late = `{"pad":"${pad}","deep":${'['.repeat(64)}${']'.repeat(64)}}`; // 65 levels, the object included
+    expect((await gw.post('/ev/', JSON.parse(late) as unknown)).status).toBe(400);
+    const fine = { pad, deep: JSON.parse(`${'['.repeat(63)}${']'.repeat(63)}`) as unknown }; // 64 levels
+    expect((await gw.post('/ev/', fine)).status).toBe(202);
+    await rx.waitFor(1);
+    expect(rx.hits[0]!.body).toEqual(fine);
   });
 
   test('a body nested deeper than 64 levels is refused with 400 before it is parsed; 64 levels, and brackets inside strings, are accepted', async () => {
