@@ -41,6 +41,17 @@ describe('streams over HTTP', () => {
     return r;
   }
 
+  /** A receiver that holds every request until release(): messages stay in flight, the buffer fills. */
+  async function gatedRecv(): Promise<{ rx: Receiver; release: () => void }> {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const rx = await recv(async () => {
+      await gate;
+      return { status: 200 };
+    });
+    return { rx, release };
+  }
+
   test('http_server → http_client, local {count: 10, interval: 1s}, 100 messages at once: ≤ 10 in any 1 s window at the receiver, all arrive, in order (single in-flight)', async () => {
     const rx = await recv();
     const { gw, mgr } = await setup({
@@ -274,12 +285,7 @@ describe('streams over HTTP', () => {
   });
 
   test('a saturated pipeline answers 503 with Retry-After; accepted messages are delivered', async () => {
-    let release: () => void = () => undefined;
-    const gate = new Promise<void>((r) => (release = r));
-    const rx = await recv(async () => {
-      await gate;
-      return { status: 200 };
-    });
+    const { rx, release } = await gatedRecv();
     const { gw } = await setup({
       streams: {
         s: {
@@ -302,12 +308,7 @@ describe('streams over HTTP', () => {
   });
 
   test('the buffer is bounded in bytes: per stream (max_pending_bytes) and for the whole process; an empty buffer takes one body of any size', async () => {
-    let release: () => void = () => undefined;
-    const gate = new Promise<void>((r) => (release = r));
-    const rx = await recv(async () => {
-      await gate;
-      return { status: 200 };
-    });
+    const { rx, release } = await gatedRecv();
     const out = { http_client: { url: `${rx.url}/x`, timeout: '10s' } };
     const { gw } = await setup(
       {
@@ -335,12 +336,7 @@ describe('streams over HTTP', () => {
   });
 
   test('a body whose declared content-length the buffer has no room for is answered 503 before it is sent (not read, kept or scanned)', async () => {
-    let release: () => void = () => undefined;
-    const gate = new Promise<void>((r) => (release = r));
-    const rx = await recv(async () => {
-      await gate;
-      return { status: 200 };
-    });
+    const { rx, release } = await gatedRecv();
     const { gw } = await setup({
       streams: {
         s: {
