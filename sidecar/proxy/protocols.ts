@@ -64,6 +64,9 @@ function readTlsFiles(t: ListenerTls): { opts: SecureContextOptions; digest: str
   const cert = read(t.cert_file, 'cert_file');
   const key = read(t.key_file, 'key_file');
   const ca = t.client_ca_file !== undefined ? read(t.client_ca_file, 'client_ca_file') : undefined;
+  // node takes a bundle without a certificate silently, and then no client certificate ever verifies
+  if (ca !== undefined && !ca.includes('-----BEGIN CERTIFICATE-----'))
+    throw new Error(`tls.client_ca_file: ${t.client_ca_file} holds no PEM certificate`);
   const digest = sha256hex(Buffer.concat([cert, key, ca ?? Buffer.alloc(0)]).toString('latin1'), 'latin1');
   return { opts: { cert, key, ...(ca ? { ca } : {}) }, digest };
 }

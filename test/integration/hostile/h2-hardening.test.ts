@@ -5,7 +5,7 @@
  * TLS 1.2 client that asks for a renegotiation (openssl s_client's `R`) has its connection closed; an HTTP/2
  * connection that opens no stream (TLS h2 without its preface, h2c after its SETTINGS) is cut after headers_timeout.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { connect as h2connect, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { Server } from 'node:http';
 import { startEcho } from '../../../scripts/echo-upstream.js';
 import { issue, makeCa, type Issued } from '../../helpers/certs.js';
-import { cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
+import { CLI, cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
 
 /** The HTTP/2 client connection preface (RFC 9113 §3.4) and an empty SETTINGS frame. */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
@@ -207,5 +207,33 @@ spec:
     } finally {
       session.close();
     }
+  }, 30_000);
+
+  it('a client_ca_file that holds no certificate stops the start, naming the option', () => {
+    writeFileSync(join(certs, 'empty-ca.pem'), 'not a certificate\n');
+    const gwCert = issue(certs, 'ca', 'gw2', 'localhost');
+    writeFileSync(
+      join(certs, 'bad-ca.yaml'),
+      `tls: {cert_file: ${gwCert.cert}, key_file: ${gwCert.key}, client_ca_file: ${join(certs, 'empty-ca.pem')}}\n`,
+    );
+    const r = spawnSync(
+      process.execPath,
+      [
+        CLI,
+        'standalone',
+        '--resources',
+        dir,
+        '--listen',
+        '127.0.0.1:0',
+        '--admin-listen',
+        '127.0.0.1:0',
+        '--config',
+        join(certs, 'bad-ca.yaml'),
+      ],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
+    expect(r.status).not.toBe(0);
+    expect(r.status).not.toBeNull();
+    expect(`${r.stdout}${r.stderr}`).toContain('tls.client_ca_file');
   }, 30_000);
 });
