@@ -69,7 +69,9 @@ const SITES: Record<string, [RegExp, string[]][]> = {
   ],
   'controller/context.ts': [
     [/ctx\.api\.get\(resourcePath\(REFS\.Secret/g, ['controller secrets get']],
-    [/ctx\.api\.patch\(/g, ['controller <kinds> patch (finalizer add)', 'controller <kinds> patch (finalizer remove)']],
+    [/ctx\.api\.patch\(/g, ['controller <kinds> patch (finalizer add)']],
+    // patchOutFinalizer: the controller's removeFinalizer and the uninstall hook's release both call it
+    [/await api\.patch\(\s*resourcePath\(ref, obj/g, ['controller <kinds>, uninstall accesskeys,oauthclients patch (finalizer remove)']],
   ],
   'controller/status.ts': [[/this\.api\.patch\(/g, ['controller <kinds>/status patch']]],
   'controller/reconcile-key.ts': [[/ctx\.api\.post\(resourcePath\(REFS\.Secret/g, ['controller secrets create']]],
@@ -86,10 +88,10 @@ const SITES: Record<string, [RegExp, string[]][]> = {
     [/api\.put\(resourcePath\(ref, namespace, name\)/g, ['controller leases/gw-controller update']],
   ],
   'controller/release-finalizers.ts': [
-    [/api\.get\(path\)/g, ['uninstall deployments/gw-controller get', 'uninstall accesskeys,oauthclients get (after a conflict)']],
+    [/api\.get\(path\)/g, ['uninstall deployments/gw-controller get']],
+    [/api\.get\(resourcePath\(ref, cur\.metadata\.namespace/g, ['uninstall accesskeys,oauthclients get (after a conflict)']],
     [/api\.patch\(resourcePath\(DEPLOYMENTS/g, ['uninstall deployments/gw-controller/scale patch']],
     [/api\.get\(resourcePath\(PODS/g, ['uninstall pods list']],
-    [/api\.patch\(\s*path,/g, ['uninstall accesskeys,oauthclients patch (finalizer remove)']],
     [/api\.get\(resourcePath\(ref, opts\.namespace\)\)/g, ['uninstall accesskeys,oauthclients list']],
   ],
   'facade/backend-kube.ts': [
