@@ -13,6 +13,8 @@ import { markerComplete, markerReady, markerRestoring, storeMarkerKey } from '..
 import type { OperatorMetrics } from './metrics.js';
 import { restoreSessions } from './restore.js';
 
+const { randomBytes } = process.getBuiltinModule('node:crypto');
+
 export interface StoreMarkerOptions {
   redis: StoreClient;
   /** The controller's `--namespace` (undefined: all; one marker per scope). */
@@ -48,7 +50,7 @@ export class StoreMarker {
       else await redis.set(key, markerRestoring(identity));
       const t0 = performance.now();
       const n = await restoreSessions(redis, this.o.keys.list());
-      await redis.set(key, markerReady(identity));
+      await redis.set(key, markerReady(identity, randomBytes(6).toString('base64url')));
       const seconds = (performance.now() - t0) / 1000;
       metrics.restoreSeconds.set(seconds);
       metrics.restores.inc();

@@ -14,8 +14,9 @@
  * A store that lost its data (FLUSHALL, an empty restart or failover) answers "no such session" for
  * every key until the controller has restored it. With `loss` (the process's StoreLossDetector,
  * lib/store/store-loss.ts, reading the store markers of the controllers whose sessions this gateway serves,
- * contract/store-keys.ts), "no such session" is trusted only while a marker says `ready:` (read after the
- * session, so a flush between the two cannot pass for a complete store) — or when the detector never saw a
+ * contract/store-keys.ts), "no such session" is trusted only while a marker says `ready:` (the session read
+ * again between two equal marker reads, so neither a flush nor a restore finishing meanwhile passes for a
+ * complete store's answer) — or when the detector never saw a
  * marker at all (a store no controller manages). Otherwise a key seen before keeps its last session, and a
  * key not seen before waits for the restore (up to `holdMs`, one wait shared by every waiting request), then
  * is looked up again; a restore that takes longer answers StoreUnavailableError (503). With a restorer, a
@@ -50,6 +51,8 @@ const StoredSessionSchema = z.object({ namespace: z.string(), name: z.string().o
 
 /** A lookup found no session while the store is being restored: not an answer yet. */
 const RESTORING = Symbol('restoring');
+/** A miss the store's markers cannot confirm (a restore under way or finished meanwhile). */
+const UNTRUSTED = Symbol('untrusted');
 
 export interface RedisSessionStoreOptions {
   /** Entries of the in-process cache expire after this (ms). */
@@ -157,38 +160,65 @@ export class RedisSessionStore implements SessionStore {
     now: number,
     seen: StoredSession | undefined,
   ): Promise<StoredSession | undefined | typeof RESTORING> {
-    let raw: string | null;
-    try {
-      raw = await this.redis.get(SESSION_PREFIX + keyHash);
-    } catch (e) {
-      if (!(e instanceof Error && isWrongType(e))) throw e;
-      this.logger.error({ keyHash: keyHash.slice(0, 12) }, 'session in Redis refused: the key is not a string');
-      raw = null;
-    }
-    let value: StoredSession | undefined;
-    if (raw !== null) {
-      try {
-        const parsed = StoredSessionSchema.safeParse(JSON.parse(raw));
-        if (parsed.success) value = parsed.data;
-        else
-          this.logger.error(
-            { keyHash: keyHash.slice(0, 12) },
-            `session in Redis refused: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`,
-          );
-      } catch {
-        this.logger.error({ keyHash: keyHash.slice(0, 12) }, 'session in Redis is not JSON; refused');
-      }
-    }
-    if (raw === null) {
+    let value = this.parse(keyHash, await this.read(keyHash));
+    if (value === null) {
       // no session: the directory's (standalone), else trusted only from a complete store
       value = this.known(keyHash);
-      if (value === undefined && this.restorer && !(await this.restorer.restored())) {
-        if (seen === undefined) return RESTORING;
-        value = seen; // the last session seen, until the controller has restored the store
+      if (value === undefined && this.restorer) {
+        const again = await this.confirmMiss(keyHash, this.restorer);
+        if (again === UNTRUSTED) {
+          if (seen === undefined) return RESTORING;
+          value = seen; // the last session seen, until the controller has restored the store
+        } else value = again ?? undefined;
       }
     }
     this.lookups.remember(keyHash, value, now);
     return value;
+  }
+
+  /**
+   * A miss is trusted when the session is still missing when read again between two reads of the markers
+   * that both say the store is complete and are equal: a flush between them removes the marker, a restore
+   * that finished between them writes another restore id, and the first read alone could have met an
+   * emptied store that was restored just after it (the gateway and the controller reconnect together).
+   * Answers the session found by the second read, null for a trusted miss, UNTRUSTED otherwise.
+   */
+  private async confirmMiss(
+    keyHash: string,
+    restorer: StoreLossDetector,
+  ): Promise<StoredSession | undefined | null | typeof UNTRUSTED> {
+    const before = await restorer.markerState();
+    if (!before.complete) return UNTRUSTED;
+    const again = this.parse(keyHash, await this.read(keyHash));
+    if (again !== null) return again; // restored meanwhile
+    const after = await restorer.markerState();
+    return after.complete && after.values === before.values ? null : UNTRUSTED;
+  }
+
+  private async read(keyHash: string): Promise<string | null> {
+    try {
+      return await this.redis.get(SESSION_PREFIX + keyHash);
+    } catch (e) {
+      if (!(e instanceof Error && isWrongType(e))) throw e;
+      this.logger.error({ keyHash: keyHash.slice(0, 12) }, 'session in Redis refused: the key is not a string');
+      return null;
+    }
+  }
+
+  /** The stored session, undefined for content refused (logged), null for none. */
+  private parse(keyHash: string, raw: string | null): StoredSession | undefined | null {
+    if (raw === null) return null;
+    try {
+      const parsed = StoredSessionSchema.safeParse(JSON.parse(raw));
+      if (parsed.success) return parsed.data;
+      this.logger.error(
+        { keyHash: keyHash.slice(0, 12) },
+        `session in Redis refused: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`,
+      );
+    } catch {
+      this.logger.error({ keyHash: keyHash.slice(0, 12) }, 'session in Redis is not JSON; refused');
+    }
+    return undefined;
   }
 
   /**

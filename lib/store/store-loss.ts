@@ -144,20 +144,29 @@ export class StoreLossDetector {
 
   /** Whether the restorer markers say the store holds everything (or no marker was ever seen). */
   async restored(): Promise<boolean> {
-    if (!this.markers) return true;
+    return (await this.markerState()).complete;
+  }
+
+  /**
+   * The markers' values as read now (`values`, to compare two reads: a restore that finished between them
+   * changed them), and whether one says the store holds everything (or none was ever seen).
+   */
+  async markerState(): Promise<{ complete: boolean; values: string }> {
+    if (!this.markers) return { complete: true, values: '' };
     const { keys, complete } = this.markers;
-    const values = await Promise.all(keys.map((k) => this.redis.get(k)));
+    const read = await Promise.all(keys.map((k) => this.redis.get(k)));
+    const values = JSON.stringify(read);
     let any = false;
-    for (const v of values) {
+    for (const v of read) {
       const c = complete(v);
       if (c) {
         this.markerSeen = true;
-        return true;
+        return { complete: true, values };
       }
       if (c === false) any = true;
     }
     if (any) this.markerSeen = true;
-    return !this.markerSeen;
+    return { complete: !this.markerSeen, values };
   }
 
   /** Resolves true once restored, false after `maxMs`; one read loop for every waiting lookup. */

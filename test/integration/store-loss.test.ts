@@ -7,6 +7,8 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { StoreLossDetector } from '../../lib/store/store-loss.js';
+import { RedisSessionStore } from '../../stores/sessions-redis.js';
+import { SESSION_PREFIX } from '../../contract/sessions.js';
 import { markerComplete, markerReady, markerRestoring, storeKeys, storeMarkerKey } from '../../contract/store-keys.js';
 import { startNode, stopNode, type Node } from '../harness/redis-cluster.js';
 import { eventually } from '../helpers/sidecar.js';
@@ -143,5 +145,39 @@ describe('store-loss detector on a real redis-server', () => {
     expect(await g.loss.waitRestored(400)).toBe(false);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
     g.close();
+  });
+
+  test('a restore that finishes between a gateway\'s session read and its marker read: the key is not refused', async () => {
+    const g = gateway(node.port, 60_000);
+    gateways.push(g);
+    const hash = 'f'.repeat(64);
+    const stored = { namespace: 'default', session: { rate: 5, per: 1 } };
+    await admin.set(MARKER, markerReady('ctl', 'first'));
+    expect(await g.loss.restored()).toBe(true); // a marker seen: misses are checked against it from now on
+    await admin.flushall(); // the store emptied; the gateway's lookup reads it before the controller restores
+    const conn = new Redis(`redis://127.0.0.1:${node.port}`);
+    const get = conn.get.bind(conn);
+    let raced = false;
+    // the controller's bulk restore (session, then marker ready with a new restore id) lands just after the read
+    conn.get = (async (key: string) => {
+      const v = await get(key);
+      if (key === SESSION_PREFIX + hash && !raced) {
+        raced = true;
+        await admin.set(SESSION_PREFIX + hash, JSON.stringify(stored));
+        await admin.set(MARKER, markerReady('ctl', 'second'));
+      }
+      return v;
+    }) as typeof conn.get;
+    const sessions = new RedisSessionStore(conn, logger, { loss: g.loss, holdMs: 2000 });
+    try {
+      expect((await sessions.get(hash))?.session.rate).toBe(5); // trusting the first read's miss answered 403
+      expect(raced).toBe(true);
+      // a key missing from a complete store is still a miss (not a 503)
+      expect(await sessions.get('0'.repeat(64))).toBeUndefined();
+    } finally {
+      await sessions.close();
+      conn.disconnect();
+      g.close();
+    }
   });
 });
