@@ -106,7 +106,8 @@ export function uniqueMember(now: number): string {
 export const storeMarkerKey = (scope: string | undefined): string => `gw:controller:marker:${scope ?? '*'}`;
 export const markerRestoring = (id: string): string => `restoring:${id}`;
 /** `restore`: an id of this restore, so two reads of the marker around a lookup tell whether a restore finished between them. */
-export const markerReady = (id: string, restore?: string): string => (restore ? `ready:${id}:${restore}` : `ready:${id}`);
+export const markerReady = (id: string, restore?: string): string =>
+  restore ? `ready:${id}:${restore}` : `ready:${id}`;
 /** Whether a marker value says the store holds every session (a missing marker: undefined). */
 export const markerComplete = (value: string | null | undefined): boolean | undefined =>
   value === null || value === undefined ? undefined : !value.startsWith('restoring:');

@@ -147,7 +147,7 @@ describe('store-loss detector on a real redis-server', () => {
     g.close();
   });
 
-  test('a restore that finishes between a gateway\'s session read and its marker read: the key is not refused', async () => {
+  test("a restore that finishes between a gateway's session read and its marker read: the key is not refused", async () => {
     const g = gateway(node.port, 60_000);
     gateways.push(g);
     const hash = 'f'.repeat(64);
