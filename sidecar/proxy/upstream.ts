@@ -56,6 +56,9 @@ export class Upstreams {
         headersTimeout: this.opts.timeoutMs,
         bodyTimeout: this.opts.timeoutMs,
         ...(tls !== undefined ? { connect: tls.opts } : {}),
+        // an https:// upstream is offered h2 by ALPN (docs/proxy.md, "Upstreams"); one that does not
+        // select it is spoken to over HTTP/1.1
+        ...(origin.startsWith('https:') ? { allowH2: true } : {}),
       });
       this.pools.set(id, p);
     }

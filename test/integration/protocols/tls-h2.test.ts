@@ -5,7 +5,13 @@
  * served to new connections without a restart.
  */
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
-import { connect as h2connect, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
+import {
+  connect as h2connect,
+  createSecureServer,
+  type ClientHttp2Session,
+  type Http2SecureServer,
+  type IncomingHttpHeaders,
+} from 'node:http2';
 import { connect as tlsConnect } from 'node:tls';
 import { connect as netConnect } from 'node:net';
 import { readFileSync } from 'node:fs';
@@ -67,6 +73,7 @@ function servedFingerprint(port: number, ca: string): Promise<string> {
 describe('gateway listener: TLS, HTTP/2, h2c', () => {
   let echo: { server: Server; url: string };
   let privateUpstream: HttpsServer;
+  let h2Upstream: Http2SecureServer;
   let certs: string;
   let ca: Issued;
   let gwCert: Issued;
@@ -101,6 +108,13 @@ describe('gateway listener: TLS, HTTP/2, h2c', () => {
     );
     await new Promise<void>((r) => privateUpstream.listen(0, '127.0.0.1', r));
     const up = `https://127.0.0.1:${(privateUpstream.address() as { port: number }).port}`;
+    // one that speaks h2 (and HTTP/1.1): it answers with the protocol the gateway chose
+    h2Upstream = createSecureServer(
+      { cert: readFileSync(upCert.cert), key: readFileSync(upCert.key), allowHTTP1: true },
+      (req, res) => res.end(`${req.httpVersion} ${req.method} ${req.url} ${req.headers['x-up'] ?? ''}`),
+    );
+    await new Promise<void>((r) => h2Upstream.listen(0, '127.0.0.1', r));
+    const h2up = `https://127.0.0.1:${(h2Upstream.address() as { port: number }).port}`;
     // the bound key's fingerprint written as openssl prints it: upper case, colons
     const printed = client.fingerprint.toUpperCase().replace(/(..)(?!$)/g, '$1:');
     const extra = `---
@@ -117,6 +131,16 @@ spec:
   proxy:
     listen_path: /private/
     target_url: ${up}
+    transport: {ssl_ca_cert_file: ${ca.cert}, ssl_server_name: upstream.internal}
+---
+apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: private-h2}
+spec:
+  use_keyless: true
+  proxy:
+    listen_path: /private-h2/
+    target_url: ${h2up}
     transport: {ssl_ca_cert_file: ${ca.cert}, ssl_server_name: upstream.internal}
 ---
 apiVersion: gw.io/v1alpha1
@@ -158,6 +182,7 @@ spec:
     await Promise.all([tlsGw?.stop(), plainGw?.stop(), noH2cGw?.stop()]);
     await new Promise((r) => echo.server.close(r));
     await new Promise((r) => privateUpstream?.close(r));
+    await new Promise((r) => h2Upstream?.close(r));
     for (const d of [...dirs, certs]) cleanup(d);
   });
 
@@ -271,7 +296,14 @@ spec:
       const r = await request(`${plainGw.gateway}${path}`);
       return { status: r.statusCode, body: await r.body.text() };
     };
-    expect(await get('/private/a')).toEqual({ status: 200, body: 'private /a' });
+    expect(await get('/private/a')).toEqual({ status: 200, body: 'private /a' }); // an HTTP/1.1-only upstream
+    // an upstream that selects h2 by ALPN is spoken to over HTTP/2, for an HTTP/1.1 client's request too
+    const h2 = await request(`${plainGw.gateway}/private-h2/b?q=1`, {
+      method: 'POST',
+      body: 'x',
+      headers: { 'x-up': 'v' },
+    });
+    expect({ status: h2.statusCode, body: await h2.body.text() }).toEqual({ status: 200, body: '2.0 POST /b?q=1 v' });
     expect((await get('/untrusted/a')).status).toBe(502);
     expect(await get('/insecure/a')).toEqual({ status: 200, body: 'private /a' });
     await get('/insecure/b');
