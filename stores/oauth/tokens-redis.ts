@@ -14,6 +14,7 @@ import type { Logger } from '../../lib/logger.js';
 import { bounded, DEFAULT_STORE_DEADLINE_MS, StoreUnavailableError } from '../../lib/store/store-calls.js';
 import { CachedLookup } from '../../lib/store/cached-lookup.js';
 import { TokenKeeper, type TokenKeeperOptions } from './token-keeper.js';
+import { defineScript, luaScript, type ScriptRunner } from '../../lib/store/scripts.js';
 import { OAUTH_TOKEN_CHANNEL, storeKeys } from '../../contract/store-keys.js';
 import {
   CodeRecordSchema,
@@ -32,6 +33,9 @@ const REVOKED_UNKNOWN_EXP_S = 86_400;
 /** Published on the token channel when a family is revoked, so that gateways drop the kept records of it. */
 const FAMILY_PREFIX = 'fam:';
 
+/** A client's live tokens of one kind bounded, the oldest popped (docs/oauth.md, "Tokens per client"). */
+const TOKEN_BOUND = luaScript(import.meta.url, 'token-bound.lua');
+
 function parse<T>(
   schema: { safeParse(v: unknown): { success: boolean; data?: T } },
   raw: string | null,
@@ -47,6 +51,7 @@ function parse<T>(
 
 export class RedisTokenStore implements TokenStore {
   private readonly lookups: CachedLookup<TokenRecord>;
+  private readonly boundScript: ScriptRunner<string[]>;
   /** The records this gateway holds for a store that lost its data; undefined: none kept. */
   readonly keeper?: TokenKeeper;
 
@@ -56,7 +61,10 @@ export class RedisTokenStore implements TokenStore {
     cacheMs = 1000,
     deadlineMs = DEFAULT_STORE_DEADLINE_MS,
     keep?: TokenKeeperOptions,
+    /** The clock of the bound's order (tests: gateways whose clocks disagree, tokens issued in one ms). */
+    private readonly nowMs: () => number = Date.now,
   ) {
+    this.boundScript = defineScript(redis, 'gwOAuthTokenBound', 1, TOKEN_BOUND);
     this.lookups = new CachedLookup(redis, logger, {
       channel: OAUTH_TOKEN_CHANNEL,
       what: 'OAuth token',
@@ -135,31 +143,15 @@ export class RedisTokenStore implements TokenStore {
   }
 
   /**
-   * The client's live tokens of rec's kind, bounded: the new one entered in the client's set (score: its
-   * expiry, to the ms of issuance, so that one lifetime per API orders them by issuance), the expired
-   * dropped, and past the bound the oldest popped and revoked. Single-key commands (Redis Cluster).
+   * The client's live tokens of rec's kind, bounded (token-bound.lua, one script on one key, so Redis
+   * Cluster takes it): the new one entered in the client's set above every other (score: its expiry to the
+   * ms of issuance, raised above the newest when not above it), the expired dropped, and past the bound
+   * the oldest popped; they are revoked here.
    */
   private async bound(hash: string, rec: TokenRecord, max: number): Promise<void> {
     const ck = storeKeys.oauthClientTokens(rec.kind, rec.ns, rec.api_id, rec.client_id);
-    const nowS = Date.now() / 1000;
-    const score = nowS + (rec.exp - rec.iat);
-    const res = await bounded(
-      this.redis
-        .multi()
-        .zadd(ck, score, hash)
-        .zremrangebyscore(ck, '-inf', nowS)
-        .zcard(ck)
-        .expireat(ck, at(score), 'GT')
-        .expireat(ck, at(score), 'NX')
-        .exec(),
-    );
-    const card = Number(res?.[2]?.[1] ?? 0);
-    if (card <= max) return;
-    const popped = await bounded(this.redis.zpopmin(ck, card - max));
-    const oldest: string[] = [];
-    for (let i = 0; i < popped.length; i += 2) if (popped[i] !== hash) oldest.push(popped[i]!);
-    // a clock behind another gateway's can make the new token the lowest: it stays
-    if (oldest.length < popped.length / 2) await bounded(this.redis.zadd(ck, score, hash));
+    const nowS = this.nowMs() / 1000;
+    const oldest = await bounded(this.boundScript([ck], [hash, nowS + (rec.exp - rec.iat), nowS, max]));
     await Promise.all(oldest.map((h) => this.revoke(h)));
   }
 

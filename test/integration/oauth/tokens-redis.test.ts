@@ -3,7 +3,8 @@
  * grant rules (stores/oauth/grants.ts): every key expires exactly at its record's `exp`; only hashes are
  * stored; a replayed refresh token revokes its descendants, at once for a reader that cached them; a
  * deleted client's tokens are refused, and a client created again with the same id gets none of them;
- * a store emptied by FLUSHDB gets back the tokens the gateways keep (never a revoked one).
+ * a store emptied by FLUSHDB gets back the tokens the gateways keep (never a revoked one); tokens per
+ * client are bounded in issuance order (one ms, clocks apart, two gateways at once), on a Redis Cluster too.
  */
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
@@ -21,7 +22,7 @@ import { DEFAULT_STORE_DEADLINE_MS } from '../../../lib/store/store-calls.js';
 import { StoreLossDetector } from '../../../lib/store/store-loss.js';
 import { sha256hex } from '../../../lib/hash.js';
 import { eventually } from '../../helpers/sidecar.js';
-import { freshRedis } from '../../helpers/redis.js';
+import { freshRedis, suiteRedisCluster } from '../../helpers/redis.js';
 import { pkce } from '../../helpers/oauth.js';
 
 const logger = pino({ level: 'silent' });
@@ -365,5 +366,73 @@ describe('OAuth tokens in real Redis', () => {
     // the set expires with the last of its tokens
     const last = JSON.parse((await conn.get(storeKeys.oauthToken(hashOpaque(next))))!) as { exp: number };
     expect(Math.abs((await conn.expiretime(set)) - last.exp)).toBeLessThanOrEqual(1);
+  });
+
+  test('max_tokens_per_client counts in issuance order: tokens issued in one ms, a gateway whose clock is behind, two gateways at once', async () => {
+    const t0 = Date.now();
+    const iat = Math.floor(t0 / 1000);
+    const rec = (clientId: string): TokenRecord => ({
+      kind: 'access',
+      ns: NS,
+      api_id: 'orders',
+      client_id: clientId,
+      cuid: 'u1',
+      iat,
+      exp: iat + 120,
+    });
+    // hashes in descending order: a tie of scores would pop the newest (the lowest hash) first
+    const hashes = (tag: string, n: number): string[] =>
+      Array.from({ length: n }, (_, i) => `${tag}${'fedcba9876543210'[i]!.repeat(63)}`);
+    const live = async (hs: string[]): Promise<boolean[]> =>
+      Promise.all(hs.map(async (h) => (await conn.exists(storeKeys.oauthToken(h))) === 1));
+    const members = async (clientId: string): Promise<string[]> =>
+      conn.zrange(storeKeys.oauthClientTokens('access', NS, 'orders', clientId), '0', '-1');
+
+    // one gateway, one frozen millisecond
+    const frozen = new RedisTokenStore(conn, logger, 0, DEFAULT_STORE_DEADLINE_MS, undefined, () => t0);
+    const same = hashes('a', 5);
+    for (const h of same) await frozen.put(h, rec('same-ms'), 3);
+    expect(await live(same)).toEqual([false, false, true, true, true]);
+    expect(await members('same-ms')).toEqual(same.slice(2));
+
+    // a second gateway whose clock is 5 s behind: its token is still the newest
+    const behind = new RedisTokenStore(conn, logger, 0, DEFAULT_STORE_DEADLINE_MS, undefined, () => t0 - 5000);
+    const skew = hashes('b', 5);
+    for (const h of skew.slice(0, 3)) await frozen.put(h, rec('skew'), 3);
+    await behind.put(skew[3]!, rec('skew'), 3);
+    expect(await live(skew.slice(0, 4))).toEqual([false, true, true, true]);
+    await frozen.put(skew[4]!, rec('skew'), 3);
+    expect(await live(skew)).toEqual([false, false, true, true, true]);
+    expect(await members('skew')).toEqual(skew.slice(2));
+
+    // two gateways issuing at once revoke only what is over the bound
+    const both = hashes('c', 5);
+    for (const h of both.slice(0, 3)) await frozen.put(h, rec('both'), 3);
+    await Promise.all([frozen.put(both[3]!, rec('both'), 3), behind.put(both[4]!, rec('both'), 3)]);
+    expect(await live(both)).toEqual([false, false, true, true, true]);
+    expect(await members('both')).toHaveLength(3);
+    await Promise.all([frozen.close(), behind.close()]);
+  });
+});
+
+describe('OAuth tokens on a Redis Cluster (3 masters)', () => {
+  const cluster = suiteRedisCluster();
+
+  test('max_tokens_per_client: the bound’s script and the revocations run on a cluster (no CROSSSLOT), oldest first', async () => {
+    const bounded = oauthApi({ access_token_expires: 120, refresh_token_expires: 600, max_tokens_per_client: 3 });
+    const store = new RedisTokenStore(cluster(), logger, 0);
+    const server = new OAuthServer(store, new RedisClientDirectory(cluster(), logger, 0));
+    try {
+      const cc = new URLSearchParams({ grant_type: 'client_credentials' });
+      const tokens: string[] = [];
+      for (let i = 0; i < 5; i++)
+        tokens.push((await server.token(bounded.api, bounded.oauth, client('u1'), cc)).answer.access_token);
+      const found = await Promise.all(tokens.map(async (t) => (await store.get(hashOpaque(t))) !== undefined));
+      expect(found).toEqual([false, false, true, true, true]);
+      const set = storeKeys.oauthClientTokens('access', NS, 'orders', 'app');
+      expect(await cluster().zcard(set)).toBe(3);
+    } finally {
+      await store.close();
+    }
   });
 });
