@@ -17,7 +17,8 @@ check() {
   fi
   grep -qw overlay /proc/filesystems || { echo "no overlayfs in /proc/filesystems"; return 1; }
   unshare --net true 2>/dev/null || { echo "cannot create a network namespace"; return 1; }
-  command -v containerd >/dev/null || apt-cache policy containerd 2>/dev/null | grep -q 'Candidate: [0-9]' \
+  # grep reads all of apt-cache's output (-q would exit at the match: SIGPIPE, a failed pipeline under pipefail)
+  command -v containerd >/dev/null || apt-cache policy containerd 2>/dev/null | grep 'Candidate: [0-9]' >/dev/null \
     || { echo "containerd neither installed nor installable (apt-get install containerd)"; return 1; }
   command -v go >/dev/null || [[ -x "$CACHE/bin/kubelet" ]] || { echo "no Go toolchain to build the kubelet"; return 1; }
 }
