@@ -113,6 +113,8 @@ export const ERRORS = {
   quota: 'Quota exceeded',
   upstream: 'There was a problem proxying the request',
   timeout: 'Upstream request timed out',
+  /** a gRPC call's `grpc-timeout` passed (docs/proxy.md, "gRPC") */
+  deadline: 'Deadline exceeded',
   sessionStore: 'Session store unavailable',
   rateLimiterUnavailable: 'Rate limiter unavailable',
 } as const;

@@ -97,18 +97,27 @@ export function forwardH2(up: H2Upstreams, origin: string, path: string, f: Forw
     res.removeListener('close', onClientClose);
     f.done(f);
   };
-  /** The upstream failed before or while answering: a 502/504 (gRPC: UNAVAILABLE/DEADLINE_EXCEEDED), or the stream cut. */
-  const failed = (err: Error, status: number): void => {
+  /**
+   * The upstream failed before or while answering: a 502/504 (gRPC: UNAVAILABLE/DEADLINE_EXCEEDED), or the
+   * stream cut. `error`: the answer's message (a passed grpc-timeout says `Deadline exceeded`).
+   */
+  const failed = (
+    err: Error,
+    status: number,
+    error: string = status === 504 ? ERRORS.timeout : ERRORS.upstream,
+  ): void => {
     if (over) return;
     if (stream !== undefined && !stream.destroyed) stream.close(NGHTTP2_CANCEL);
     if (!res.headersSent) {
+      // before the upstream's response headers: the gateway's own answer (gRPC: trailers-only)
       f.status = status;
-      answer(res, status, { error: status === 504 ? ERRORS.timeout : ERRORS.upstream });
+      answer(res, status, { error });
     } else if (grpc && status === 504) {
+      // the upstream's headers (and maybe messages) were relayed: the status comes as trailers after them
       f.status = 504;
       (res as unknown as Http2ServerResponse).addTrailers({
         'grpc-status': String(GRPC.deadlineExceeded),
-        'grpc-message': grpcMessage('Deadline exceeded'),
+        'grpc-message': grpcMessage(ERRORS.deadline),
       });
       res.end();
     } else res.destroy();
@@ -136,7 +145,9 @@ export function forwardH2(up: H2Upstreams, origin: string, path: string, f: Forw
   // the call's deadline (grpc-timeout), enforced here too: the upstream may not
   const deadline = grpc ? grpcTimeoutMs(req.headers['grpc-timeout']) : undefined;
   if (deadline !== undefined)
-    timers.push(setTimeout(() => failed(new Error('grpc-timeout passed'), 504), Math.max(1, deadline)));
+    timers.push(
+      setTimeout(() => failed(new Error('grpc-timeout passed'), 504, ERRORS.deadline), Math.max(1, deadline)),
+    );
   timers.push(
     setTimeout(() => {
       if (!res.headersSent) failed(new Error('no response headers within upstream_timeout'), 504);

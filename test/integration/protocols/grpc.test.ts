@@ -3,10 +3,14 @@
  * `h2c://` target and a real grpc-js client on the plain listener (h2c): the four call kinds, trailers,
  * refusals as gRPC statuses (RESOURCE_EXHAUSTED for a per-method limit, UNAUTHENTICATED, PERMISSION_DENIED),
  * a key's limit counted across HTTP/1.1 and gRPC, cancellation reaching the upstream, and a 100 MB server
- * stream to a slow reader with the gateway's RSS bounded.
+ * stream to a slow reader with the gateway's RSS bounded; a `grpc-timeout` passing before and after the
+ * upstream's headers (a bare node:http2 upstream that ignores deadlines, as grpc-js's server enforces them
+ * itself).
  */
 import * as grpc from '@grpc/grpc-js';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { connect as h2connect, constants as h2constants, createServer as createH2Server } from 'node:http2';
+import type { Http2Server, IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
 import { request } from 'undici';
@@ -32,6 +36,44 @@ type Client = InstanceType<typeof EchoClient>;
 const KEY = 'grpc-key-0000001';
 const SHARED = 'grpc-key-shared1';
 const BIG = 100 * 1024 * 1024;
+/** A gRPC message frame (uncompressed) around `b`. */
+const frame = (b: Buffer): Buffer => Buffer.concat([Buffer.from([0, 0, 0, 0, b.length]), b]);
+
+/**
+ * One gRPC call over a bare HTTP/2 connection with `grpc-timeout` and no deadline of the client's own (a
+ * grpc-js client reports its own timer's status first): the HEADERS the gateway answered with, the data
+ * bytes, the trailers (undefined: a trailers-only answer).
+ */
+function rawCall(
+  origin: string,
+  path: string,
+  timeout: string,
+): Promise<{ headers: IncomingHttpHeaders; data: Buffer; trailers?: IncomingHttpHeaders }> {
+  return new Promise((resolve, reject) => {
+    const session = h2connect(origin);
+    session.on('error', reject);
+    const r = session.request({
+      ':method': 'POST',
+      ':path': path,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      'grpc-timeout': timeout,
+    });
+    let headers: IncomingHttpHeaders = {};
+    let trailers: IncomingHttpHeaders | undefined;
+    const data: Buffer[] = [];
+    r.on('response', (h) => (headers = h));
+    r.on('trailers', (t) => (trailers = t));
+    r.on('data', (c: Buffer) => data.push(c));
+    r.on('error', reject);
+    r.on('close', () => {
+      session.close();
+      resolve({ headers, data: Buffer.concat(data), trailers });
+    });
+    r.end(frame(Buffer.from('x')));
+  });
+}
+
 /** Bytes of the Big stream the upstream has written so far (it shares the test's process). */
 let bigSent = 0;
 
@@ -47,6 +89,10 @@ describe('gRPC through the gateway (h2c client, h2c upstream)', () => {
   let dir: string;
   let client: Client;
   const cancelled: string[] = [];
+  // never answers (/test.Deaf/Silent) or answers headers and one message, then nothing (/test.Deaf/Started);
+  // the RST_STREAM code each of its streams ended with
+  let deaf: Http2Server;
+  const deafClosed = new Map<string, number>();
 
   beforeAll(async () => {
     upstream = new grpc.Server();
@@ -103,6 +149,18 @@ describe('gRPC through the gateway (h2c client, h2c upstream)', () => {
       ),
     );
     echo = await startEcho();
+    deaf = createH2Server();
+    deaf.on('stream', (s: ServerHttp2Stream, h: IncomingHttpHeaders) => {
+      const path = String(h[':path']);
+      s.on('error', () => undefined);
+      s.resume();
+      s.on('close', () => deafClosed.set(path, s.rstCode));
+      if (path === '/test.Deaf/Started') {
+        s.respond({ ':status': 200, 'content-type': 'application/grpc' });
+        s.write(frame(Buffer.from('first')));
+      }
+    });
+    await new Promise<void>((r) => deaf.listen(0, '127.0.0.1', r));
     dir = tempDir();
     writeFileSync(
       join(dir, 'r.yaml'),
@@ -115,6 +173,13 @@ spec:
   extended_paths:
     rate_limit:
       - {method: POST, path: /test.Echo/Limited, rate: 2, per: 60}
+---
+apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
+metadata: {name: deaf}
+spec:
+  use_keyless: true
+  proxy: {listen_path: /test.Deaf/, strip_listen_path: false, target_url: h2c://127.0.0.1:${(deaf.address() as { port: number }).port}}
 ---
 apiVersion: gw.io/v1alpha1
 kind: ApiDefinition
@@ -151,6 +216,7 @@ spec:
     await upstream?.tryShutdown(() => undefined);
     upstream?.forceShutdown();
     await new Promise((r) => echo?.server.close(r));
+    await new Promise((r) => deaf?.close(r));
     if (dir) cleanup(dir);
   });
 
@@ -275,6 +341,33 @@ spec:
     const t1 = Date.now();
     while (!cancelled.includes('deadline') && Date.now() - t1 < 3000) await new Promise((res) => setTimeout(res, 50));
     expect(cancelled).toContain('deadline');
+  });
+
+  test('grpc-timeout passing before the upstream answered: trailers-only DEADLINE_EXCEEDED "Deadline exceeded", the upstream stream cancelled', async () => {
+    const r = await rawCall(gw.gateway, '/test.Deaf/Silent', '300m');
+    expect(r.headers[':status']).toBe(200);
+    expect(r.headers['content-type']).toBe('application/grpc');
+    expect(r.headers['grpc-status']).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+    expect(r.headers['grpc-message']).toBe('Deadline exceeded');
+    expect(r.trailers).toBeUndefined(); // one HEADERS frame that ends the stream
+    expect(r.data.length).toBe(0);
+    const t0 = Date.now();
+    while (!deafClosed.has('/test.Deaf/Silent') && Date.now() - t0 < 3000)
+      await new Promise((res) => setTimeout(res, 20));
+    expect(deafClosed.get('/test.Deaf/Silent')).toBe(h2constants.NGHTTP2_CANCEL);
+  });
+
+  test('grpc-timeout passing after the upstream sent headers and a message: both relayed, then DEADLINE_EXCEEDED trailers', async () => {
+    const r = await rawCall(gw.gateway, '/test.Deaf/Started', '300m');
+    expect(r.headers[':status']).toBe(200);
+    expect(r.headers['grpc-status']).toBeUndefined();
+    expect(r.data.equals(frame(Buffer.from('first')))).toBe(true);
+    expect(r.trailers?.['grpc-status']).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+    expect(r.trailers?.['grpc-message']).toBe('Deadline exceeded');
+    const t0 = Date.now();
+    while (!deafClosed.has('/test.Deaf/Started') && Date.now() - t0 < 3000)
+      await new Promise((res) => setTimeout(res, 20));
+    expect(deafClosed.get('/test.Deaf/Started')).toBe(h2constants.NGHTTP2_CANCEL);
   });
 
   // backpressure end to end: the upstream is never more than a few HTTP/2 windows ahead of the reader (~1 MB
