@@ -11,7 +11,7 @@ import { createLogger, type Logger } from '../lib/logger.js';
 import { adminListenerLimits, loadGatewayOptions } from '../lib/options.js';
 import { createOpsServer } from '../lib/ops-server.js';
 import { drain, listen } from '../lib/serve.js';
-import { onShutdown } from './shutdown.js';
+import { onDrainNotice, onShutdown } from './shutdown.js';
 import { liveQuota } from '../facade/live-quota.js';
 import { systemClock } from '../lib/clock.js';
 import { RedisSessionStore } from '../stores/sessions-redis.js';
@@ -135,10 +135,12 @@ export async function runFacade(flags: FacadeFlags): Promise<void> {
   const probe = new ApiProbe(probeApi, logger);
   const server = createOpsServer(
     registry,
-    () => started && probe.reachable,
+    () => started && probe.reachable && !notice.isDraining(),
     (req, res) => facade.emit('request', req, res),
     errorBody,
   );
+  // the preStop hook's notice (SIGUSR2), then SIGTERM's drain (docs/helm.md, "Termination")
+  const notice = onDrainNotice(logger, [server]);
   const addr = await listen(server, flags.listen, '--listen', adminListenerLimits(options));
   await probe.start();
   started = true;

@@ -3,7 +3,9 @@
  * 0 (1 if the drain itself failed). A second signal of either kind while draining exits at once with 1,
  * after one log line: an operator's deliberate "stop now".
  */
+import type { Server } from 'node:http';
 import type { Logger } from '../lib/logger.js';
+import { closeConnectionsFor } from '../lib/serve.js';
 
 export function onShutdown(logger: Logger, drainAll: () => Promise<void>): void {
   let started = false;
@@ -25,4 +27,26 @@ export function onShutdown(logger: Logger, drainAll: () => Promise<void>): void 
   };
   process.on('SIGTERM', () => handler('SIGTERM'));
   process.on('SIGINT', () => handler('SIGINT'));
+}
+
+/** The longest drain notice: the chart's largest `drainDelaySeconds`. */
+const DRAIN_NOTICE_MS = 60_000;
+
+/**
+ * The drain's advance notice for a process whose one port is public (`gw facade`, `gw webhook`), where an
+ * HTTP /prestop like the sidecar's (on its metrics port) would let any caller take the pod out of its
+ * Service: SIGUSR2, which the chart's preStop hook sends (`kill -s USR2 1`, then the delay's `sleep`;
+ * docs/helm.md "Termination"). From it, and for at most a minute, `isDraining()` is true (the process's
+ * /readyz answers 503) and every response closes its connection while the servers keep accepting: a
+ * keep-alive client opens its next connection anew, which the Service sends to a pod that stays, before
+ * SIGTERM's drain closes the connections still idle.
+ */
+export function onDrainNotice(logger: Logger, servers: Server[]): { isDraining: () => boolean } {
+  let until = 0;
+  process.on('SIGUSR2', () => {
+    until = Date.now() + DRAIN_NOTICE_MS;
+    for (const s of servers) closeConnectionsFor(s, DRAIN_NOTICE_MS);
+    logger.info('preStop: not ready, closing connections after each response, then draining on SIGTERM');
+  });
+  return { isDraining: () => Date.now() < until };
 }

@@ -4,7 +4,7 @@ import { createLogger } from '../lib/logger.js';
 import { drain, listen } from '../lib/serve.js';
 import { createWebhookServer } from '../webhook/server.js';
 import { SECRET_NAME, type InjectOptions } from '../webhook/inject.js';
-import { onShutdown } from './shutdown.js';
+import { onDrainNotice, onShutdown } from './shutdown.js';
 
 export interface WebhookFlags {
   listen: string;
@@ -143,10 +143,19 @@ export async function runWebhook(flags: WebhookFlags): Promise<void> {
   const inject = injectOptionsFromFlags(flags);
   let webhook: ReturnType<typeof createWebhookServer>;
   try {
-    webhook = createWebhookServer({ certFile: flags.tlsCert, keyFile: flags.tlsKey, inject, logger, reloadMs: 30_000 });
+    webhook = createWebhookServer({
+      certFile: flags.tlsCert,
+      keyFile: flags.tlsKey,
+      inject,
+      logger,
+      reloadMs: 30_000,
+      ready: () => !notice.isDraining(),
+    });
   } catch (e) {
     throw new Error(`--tls-cert/--tls-key: cannot load: ${(e as Error).message}`, { cause: e });
   }
+  // the preStop hook's notice (SIGUSR2), then SIGTERM's drain (docs/helm.md, "Termination")
+  const notice = onDrainNotice(logger, [webhook.server]);
   const addr = await listen(webhook.server, flags.listen, '--listen');
   onShutdown(logger, async () => {
     webhook.close();

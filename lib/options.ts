@@ -3,6 +3,7 @@ import { parse } from 'yaml';
 import { z } from 'zod';
 import { firstLine, formatZodError } from './errors.js';
 import { DEFAULT_LISTENER_LIMITS, type ListenerLimits } from './serve.js';
+import { GATEWAY_KEEP_ALIVE_MS } from './tuning.js';
 import { parseCidr } from './ip/address.js';
 const { readFileSync } = process.getBuiltinModule('node:fs');
 
@@ -180,13 +181,17 @@ export function parseGatewayOptions(
   return o;
 }
 
-/** The gateway listener's bounds: heads within headers_timeout, no cap on a whole request (uploads stream), the connection caps. */
+/**
+ * The gateway listener's bounds: heads within headers_timeout, no cap on a whole request (uploads stream),
+ * the connection caps, its own idle keep-alive (lib/tuning.ts GATEWAY_KEEP_ALIVE_MS).
+ */
 export function gatewayListenerLimits(o: GatewayOptionsT): ListenerLimits {
   return {
     headersTimeoutMs: o.headers_timeout * 1000,
     requestTimeoutMs: 0,
     maxConnections: o.max_connections,
     maxConnectionsPerClient: o.max_connections_per_client,
+    keepAliveTimeoutMs: GATEWAY_KEEP_ALIVE_MS,
   };
 }
 
@@ -194,7 +199,8 @@ export function gatewayListenerLimits(o: GatewayOptionsT): ListenerLimits {
  * A management or metrics listener (facade, standalone's admin, --metrics-listen): heads within 20 s (or
  * headers_timeout when shorter), a whole request within 60 s, the listener's default connection caps or
  * the gateway's (max_connections, max_connections_per_client) where those are lower: an operator who
- * tightens the caps tightens them on every listener of the process.
+ * tightens the caps tightens them on every listener of the process. Idle keep-alive: the listeners'
+ * default (lib/tuning.ts ADMIN_KEEP_ALIVE_MS).
  */
 export function adminListenerLimits(o?: GatewayOptionsT): ListenerLimits {
   const headersTimeoutMs = Math.min(20_000, (o?.headers_timeout ?? DEFAULT_HEADERS_TIMEOUT_S) * 1000);

@@ -2,6 +2,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { addressGroup } from './ip/client-address.js';
+import { ADMIN_KEEP_ALIVE_MS } from './tuning.js';
 
 const { ServerResponse: Response } = process.getBuiltinModule('node:http');
 
@@ -31,12 +32,18 @@ export interface ListenerLimits {
   maxConnections?: number;
   /** Open connections of one client address group; default 256 (the gateway's: max_connections_per_client). */
   maxConnectionsPerClient?: number;
+  /**
+   * ms an idle keep-alive connection is kept (announced as `Keep-Alive: timeout=N`); default
+   * ADMIN_KEEP_ALIVE_MS (lib/tuning.ts: longer than the idle pools of clients that ignore the hint).
+   */
+  keepAliveTimeoutMs?: number;
 }
 
 export const DEFAULT_LISTENER_LIMITS = {
   headersTimeoutMs: 60_000,
   maxConnections: 1024,
   maxConnectionsPerClient: 256,
+  keepAliveTimeoutMs: ADMIN_KEEP_ALIVE_MS,
 } as const;
 
 /** The open connections of each bounded server, for the drain to reach the responses they are writing. */
@@ -56,6 +63,7 @@ export function boundListener(server: Server, limits: ListenerLimits = {}): void
     Math.max(100, Math.floor(headersMs / 12)),
   );
   server.maxConnections = limits.maxConnections ?? DEFAULT_LISTENER_LIMITS.maxConnections;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs ?? DEFAULT_LISTENER_LIMITS.keepAliveTimeoutMs;
   const perClient = limits.maxConnectionsPerClient ?? DEFAULT_LISTENER_LIMITS.maxConnectionsPerClient;
   const open = new Map<string, number>();
   const sockets = new Set<Socket>();

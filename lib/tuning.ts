@@ -58,6 +58,19 @@ export const STARTUP_GC_LARGE_HEAP_BYTES = 64 * 1024 * 1024;
 export const GATEWAY_KEEP_ALIVE_MS = 5_000;
 
 /**
+ * The idle keep-alive of every other listener (the facade, the webhook, standalone's admin listener, the
+ * metrics listeners; lib/serve.ts): longer than the idle pool of the clients that ignore the server's
+ * `Keep-Alive: timeout=N` hint, so such a client closes an idle connection before the server does and
+ * never writes a request onto one the server is closing. The one that matters is Go's net/http (90 s
+ * idle, no hint read): the kube-apiserver calling the webhook (a POST it does not retry: an admission
+ * refused with `EOF` under `failurePolicy: Fail`), Prometheus scraping /metrics, Go tools calling the
+ * facade. node:http announces `timeout=100` and closes 1 s after it; undici reads the hint and lets a
+ * connection go 2 s before it, node's http.Agent (with a `timeout`) 1 s before. Not a round minute, so
+ * that a client reusing its connection every 60 or 120 s (a scrape interval) is never at the close.
+ */
+export const ADMIN_KEEP_ALIVE_MS = 100_000;
+
+/**
  * Idle keep-alive of the upstream pools (sidecar/proxy/upstream.ts): longer than the gateway's own, so a
  * pool keeps its connections between bursts (a new upstream connection costs more than a request).
  * One request per connection at a time (no pipelining: a slow response would hold the ones behind it).

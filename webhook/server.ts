@@ -30,6 +30,8 @@ export interface WebhookServerOptions {
   logger: Logger;
   /** How often to look for a rotated certificate (ms); 0 disables. */
   reloadMs?: number;
+  /** GET /readyz answers 503 while this returns false (default: always ready). */
+  ready?: () => boolean;
 }
 
 /** Handles one AdmissionReview body; exported for the unit tests. */
@@ -82,7 +84,7 @@ export function createWebhookServer(o: WebhookServerOptions): { server: Server; 
   const mtime = () => `${statSync(o.certFile).mtimeMs}:${statSync(o.keyFile).mtimeMs}`;
   let stamp = mtime();
   const server = createServer({ ...tls(), minVersion: 'TLSv1.2' }, (req: IncomingMessage, res: ServerResponse) => {
-    if (handleOps(req, res, registry, () => true)) return;
+    if (handleOps(req, res, registry, o.ready ?? (() => true))) return;
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/mutate') return json(res, 404, { error: 'Not Found' });
     if (req.method !== 'POST') return json(res, 405, { error: 'Method Not Allowed' });

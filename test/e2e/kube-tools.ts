@@ -267,7 +267,10 @@ export function steadyLoad(
   url: string,
   o: { rps: number; connections?: number; fresh?: boolean; headers?: Record<string, string>; recordHeader?: string },
 ): SteadyLoad {
-  const agent = new http.Agent({ keepAlive: !o.fresh, maxSockets: o.connections ?? 8 });
+  // `timeout` makes node's Agent read the server's `Keep-Alive: timeout=N` hint and drop an idle socket
+  // 1 s before it (without one it never drops an idle socket and writes onto the one the server is
+  // closing: an ECONNRESET); a client of the gateway should honour the hint (docs/helm.md, "Termination")
+  const agent = new http.Agent({ keepAlive: !o.fresh, maxSockets: o.connections ?? 8, timeout: 60_000 });
   // when each keep-alive socket went back to the pool: a failure on a reused one says how long it idled
   const freedAt = new WeakMap<import('node:net').Socket, number>();
   agent.on('free', (socket: import('node:net').Socket) => freedAt.set(socket, Date.now()));

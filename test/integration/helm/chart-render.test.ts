@@ -171,11 +171,11 @@ describe('what the chart renders', () => {
     expect(inject.h2c).toBe(false);
   });
 
-  test('termination: facade and webhook pods keep serving drainDelaySeconds (preStop sleep); the webhook passes the sidecar its delay', async () => {
+  test('termination: facade and webhook pods get the drain notice (SIGUSR2) and keep serving drainDelaySeconds (preStop); the webhook passes the sidecar its delay', async () => {
     type C = { args: string[]; lifecycle?: unknown };
     const container = (all: Doc[], name: string): C => (find(all, 'Deployment', name) as unknown as { spec: { template: { spec: { containers: C[] } } } }).spec.template.spec.containers[0]!;
     const byDefault = docs(await template());
-    for (const d of ['gw-facade', 'gw-webhook']) expect(container(byDefault, d).lifecycle).toEqual({ preStop: { exec: { command: ['sleep', '5'] } } });
+    for (const d of ['gw-facade', 'gw-webhook']) expect(container(byDefault, d).lifecycle).toEqual({ preStop: { exec: { command: ['sh', '-c', 'kill -s USR2 1; exec sleep 5'] } } });
     expect(container(byDefault, 'gw-webhook').args).toContain('--sidecar-drain-delay=5');
     expect(container(byDefault, 'gw-controller').lifecycle).toBeUndefined();
     const off = docs(await template(['--set', 'facade.drainDelaySeconds=0', '--set', 'webhook.drainDelaySeconds=0', '--set', 'sidecar.drainDelaySeconds=0']));
