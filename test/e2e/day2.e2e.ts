@@ -559,13 +559,12 @@ describe('day 2 on a one-node cluster', { concurrency: false }, () => {
       creds.items.find((x) => x.data?.secret && x.data?.access_tokens)!.data!.secret!,
       'base64',
     ).toString();
-    const facade = steadyLoad(`http://${await clusterIP(GW_NS, 'gw-facade')}:8081/gw/keys`, {
-      // a connection per call, as `gw keys` in a CI job makes them; a keep-alive client of the facade can meet
-      // the close of its idle connection at the facade's SIGTERM (docs/helm.md, "Termination")
-      rps: 5,
-      fresh: true,
-      headers: { 'x-gw-authorization': secret },
-    });
+    const facadeUrl = `http://${await clusterIP(GW_NS, 'gw-facade')}:8081/gw/keys`;
+    // a connection per call, as `gw keys` in a CI job makes them
+    const facade = steadyLoad(facadeUrl, { rps: 5, fresh: true, headers: { 'x-gw-authorization': secret } });
+    // and a keep-alive client: the terminating facade's preStop notice makes it reconnect before the
+    // drain closes its idle connections (docs/helm.md, "Termination")
+    const facadeKept = steadyLoad(facadeUrl, { rps: 5, connections: 2, headers: { 'x-gw-authorization': secret } });
     const s = streams();
     // a pod admitted every second during the upgrade (server-side dry run: the webhook runs, nothing starts)
     const admissions: { name: string; err?: string; sidecar?: boolean }[] = [];
@@ -601,6 +600,7 @@ describe('day 2 on a one-node cluster', { concurrency: false }, () => {
     creating = false;
     await creator;
     const facadeSamples = await facade.stop();
+    const facadeKeptSamples = await facadeKept.stop();
     // when helm wrote the sidecars' ConfigMap, by the API server's clock (whole seconds, rounded down:
     // the latencies below are at most 1 s longer than they were); helm's own start before it is reported
     const written = await configMapWritten(APP_NS, 'gw-sidecar-config');
@@ -609,7 +609,8 @@ describe('day 2 on a one-node cluster', { concurrency: false }, () => {
       'helm upgrade: gw-sidecar-config written → running sidecars took the config',
       [...seen.values()].map((x) => secs(x - written)).join(', '),
     );
-    figure('helm upgrade: facade calls', JSON.stringify(tally(facadeSamples)));
+    figure('helm upgrade: facade calls, a connection each', JSON.stringify(tally(facadeSamples)));
+    figure('helm upgrade: facade calls, 2 keep-alive connections', JSON.stringify(tally(facadeKeptSamples)));
     const withSidecar = admissions.filter((a) => a.sidecar);
     for (const a of admissions.filter((x) => x.err)) figure(`helm upgrade: admission of ${a.name} refused`, a.err!);
     figure(
@@ -624,6 +625,13 @@ describe('day 2 on a one-node cluster', { concurrency: false }, () => {
     );
     assert.equal(withSidecar.length, admissions.length, 'every pod created during the upgrade has its sidecar');
     assert.deepEqual(failures(facadeSamples), [], 'facade calls failed during the upgrade');
+    assert.deepEqual(
+      failures(facadeKeptSamples).map(
+        (x) => `${x.status || x.err}${x.idleMs === undefined ? '' : ` (idle ${x.idleMs} ms)`}`,
+      ),
+      [],
+      'keep-alive facade calls failed during the upgrade',
+    );
     for (const c of ['controller', 'facade', 'webhook']) {
       const ps = await pods(GW_NS, `app.kubernetes.io/component=${c}`);
       for (const p of ps.filter((x) => !isTerminating(x)))
