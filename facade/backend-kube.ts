@@ -1,6 +1,6 @@
 /**
- * Cluster backend: facade writes become custom resources (AccessKey, OAuthClient) plus a Secret for a
- * client secret, and the facade answers once the controller has reconciled them (status.observedGeneration
+ * Cluster backend: facade writes become custom resources (AccessKey, OAuthClient) plus a client secret's
+ * key in the one Secret of client secrets the chart creates (FACADE_CLIENT_SECRETS), and the facade answers once the controller has reconciled them (status.observedGeneration
  * caught up with metadata.generation, seen on a watch of the written object), or after readyTimeoutMs.
  * Keys are found by spec.key_hash (one GET for facade-made keys, see findKey). All API calls go through
  * lib/kube (the operator's and sidecar's client).
@@ -27,10 +27,9 @@ import { waitForObject } from '../lib/kube/wait.js';
 import type { Logger } from '../lib/logger.js';
 import { apiIdOf } from '../crds/schemas/api-definition.js';
 import {
-  ConflictError,
   FACADE_CLIENT_SECRETS,
-  isManaged,
   MAX_SECRET_DATA_BYTES,
+  SetupError,
   TooLargeError,
   keyResourceName,
   NotReadyError,
@@ -395,16 +394,28 @@ export class KubeBackend implements ResourceBackend {
   }
 
   /**
-   * Sets (or with undefined removes) one client's key in the shared Secret of `namespace`: created on the
-   * first client, replaced keeping resourceVersion after; a 409 (another replica wrote meanwhile) re-reads
-   * and writes again. The Secret carries the controller's watch label, so a change reaches it at once.
+   * Sets (or with undefined removes) one client's key in the Secret of client secrets of `namespace`. The
+   * chart creates that Secret and the facade only replaces it (get + update by name: its Role has no Secret
+   * create, docs/helm.md "RBAC"): missing, or without the controller's watch label, the write is refused
+   * with what to create (SetupError → 503). The replace keeps the Secret's metadata (the chart's labels and
+   * Helm's ownership annotations) and changes only `data`; a 409 (another replica wrote meanwhile) re-reads
+   * and writes again.
    */
   private async setClientSecret(namespace: string, key: string, value: string | undefined): Promise<void> {
+    const what = `Secret ${namespace}/${FACADE_CLIENT_SECRETS}`;
+    const howTo = `the chart creates it in facade.namespace; without the chart: kubectl -n ${namespace} create secret generic ${FACADE_CLIENT_SECRETS} && kubectl -n ${namespace} label secret ${FACADE_CLIENT_SECRETS} ${SECRET_LABEL}=true`;
     for (let attempt = 1; ; attempt++) {
+      // looseObject: everything else of the Secret (annotations, ownerReferences, type) is kept for the replace
       const current = await this.readSecret(namespace, FACADE_CLIENT_SECRETS);
-      if (current && !isManaged(current.metadata?.labels))
-        throw new ConflictError(`Secret ${namespace}/${FACADE_CLIENT_SECRETS} exists and is not managed by the facade`);
-      const data: Record<string, string> = { ...(current?.data ?? {}) };
+      if (current === undefined) {
+        if (value === undefined) return; // nothing to remove
+        throw new SetupError(`${what}, which holds the OAuth client secrets, does not exist (${howTo})`);
+      }
+      // the label the controller's Secret informer selects: without it a changed secret would reach the
+      // controller only at its next resync (docs/operator.md "Which Secrets the controller reads")
+      if (current.metadata?.labels?.[SECRET_LABEL] === undefined)
+        throw new SetupError(`${what} has no label ${SECRET_LABEL} (${howTo})`);
+      const data: Record<string, string> = { ...(current.data ?? {}) };
       if (value === undefined) {
         if (!(key in data)) return;
         delete data[key];
@@ -412,23 +423,12 @@ export class KubeBackend implements ResourceBackend {
       const bytes = Object.entries(data).reduce((n, [k, v]) => n + k.length + v.length, 0);
       if (value !== undefined && bytes > MAX_SECRET_DATA_BYTES)
         throw new TooLargeError(
-          `the client's secret would take Secret ${namespace}/${FACADE_CLIENT_SECRETS} over ${MAX_SECRET_DATA_BYTES} bytes of data (a Secret holds at most 1 MiB)`,
+          `the client's secret would take ${what} over ${MAX_SECRET_DATA_BYTES} bytes of data (a Secret holds at most 1 MiB; docs/helm.md "RBAC" states how many clients that is): delete clients of this namespace first`,
         );
-      const body = {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: {
-          name: FACADE_CLIENT_SECRETS,
-          namespace,
-          labels: { ...MANAGED_BY_LABEL, [SECRET_LABEL]: 'true' },
-          ...(current ? { resourceVersion: current.metadata?.resourceVersion } : {}),
-        },
-        type: 'Opaque',
-        data,
-      };
+      const { managedFields: _m, ...metadata } = current.metadata ?? {};
+      const { stringData: _s, ...rest } = current;
       try {
-        if (current) await this.api.put(resourcePath(SECRETS, namespace, FACADE_CLIENT_SECRETS), body);
-        else await this.api.post(resourcePath(SECRETS, namespace), body);
+        await this.api.put(resourcePath(SECRETS, namespace, FACADE_CLIENT_SECRETS), { ...rest, metadata, data });
         return;
       } catch (e) {
         if (codeOf(e) !== 409 || attempt >= 10) throw e;

@@ -86,6 +86,12 @@ export class NotReadyError extends Error {}
 /** A write whose stored form would be over the size a resource may have (standalone: a manifest file's 1 MiB). → 413 */
 export class TooLargeError extends Error {}
 
+/**
+ * A write the facade cannot make because something it needs was not set up for it (cluster: the Secret of
+ * client secrets the chart creates is missing or not labelled for the controller). → 503, naming what to create.
+ */
+export class SetupError extends Error {}
+
 export { QUOTA_RESET_ANNOTATION, SUPPRESS_RESET_ANNOTATION } from '../contract/annotations.js';
 export const MANAGED_BY_LABEL = { 'app.kubernetes.io/managed-by': 'gw-facade' } as const;
 
@@ -122,7 +128,8 @@ export function clientResourceName(namespace: string, apiId: string, clientId: s
 
 /**
  * The one Secret of a namespace that holds the secrets of the OAuth clients `gw facade` creates, one data key
- * per client (its resource name): a name known up front, so the facade's Role grants get/update on it alone
+ * per client (its resource name). The chart creates it (templates/facade-client-secrets.yaml) and the facade
+ * only reads and replaces it, so the facade's Role grants get/update on this name alone and no Secret create
  * (docs/helm.md "RBAC"). Standalone keeps a Secret per client (clientSecretName) under DIR/.gw/.
  */
 export const FACADE_CLIENT_SECRETS = 'gw-facade-oauth-clients';

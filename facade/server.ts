@@ -8,7 +8,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Agent } from '../lib/http/undici.js';
 import type { Logger } from '../lib/logger.js';
 import type { GatewayOptionsT } from '../lib/options.js';
-import { ConflictError, NotReadyError, TooLargeError, type ResourceBackend } from './backend.js';
+import { ConflictError, NotReadyError, SetupError, TooLargeError, type ResourceBackend } from './backend.js';
 import { KeyedLock, type FacadeContext, type FacadeOAuth, type Route } from './context.js';
 import { CredentialRefused } from './auth.js';
 import { addressGroup } from '../lib/ip/client-address.js';
@@ -207,6 +207,9 @@ export function createFacadeServer(opts: FacadeServerOptions): Server {
         sendError(res, 504, e.message);
       } else if (e instanceof TooLargeError) {
         sendError(res, 413, e.message);
+      } else if (e instanceof SetupError) {
+        logger.warn({ route, err: e.message }, 'facade write refused: missing setup');
+        sendError(res, 503, e.message);
       } else {
         logger.error({ route, err: (e as Error).message }, 'facade request failed');
         sendError(res, 500, 'internal error');

@@ -10,7 +10,9 @@ import { request } from 'undici';
 import { stringify } from 'yaml';
 import { freePort } from '../harness/ports.js';
 import { startController, type Controller } from '../integration/operator/helpers.js';
-import { kubeconfig } from './kube.js';
+import { FACADE_CLIENT_SECRETS } from '../../facade/backend.js';
+import { SECRET_LABEL } from '../../contract/annotations.js';
+import { kubeconfig, kubectl } from './kube.js';
 import { redisUrl } from './redis.js';
 import { eventually, status } from './sidecar.js';
 import { CLI, tempDir } from './standalone.js';
@@ -129,6 +131,17 @@ export async function startClusterStack(o: ClusterStackOptions): Promise<Cluster
     for (const r of started) if (r.status === 'rejected') throw r.reason;
     for (const s of st.sidecars)
       await eventually(async () => (await status(`${s.url}${o.serves}`)) === 401, 20_000, `sidecar serves ${o.serves}`);
+    // the Secret of client secrets, which the chart creates and the facade only replaces (docs/helm.md "RBAC")
+    const sec = await kubectl(
+      ['apply', '-n', o.ns, '-f', '-'],
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        type: 'Opaque',
+        metadata: { name: FACADE_CLIENT_SECRETS, labels: { [SECRET_LABEL]: 'true' } },
+      }),
+    );
+    if (sec.code !== 0) throw new Error(`kubectl apply ${FACADE_CLIENT_SECRETS}: ${sec.stderr}`);
     const config = join(dir, 'facade.yaml');
     writeFileSync(config, stringify(o.facadeConfig(st.sidecars.map((s) => s.url))));
     const port = await freePort();

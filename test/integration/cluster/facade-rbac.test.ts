@@ -2,7 +2,8 @@
  * `gw facade` under the chart's own Role (docs/helm.md "RBAC"), on the real kube-apiserver: the chart's
  * gw-facade ServiceAccount, Role and RoleBinding are rendered and applied, and the facade runs with a
  * token of that ServiceAccount (TokenRequest), beside `gw controller`. Its OAuth clients' secrets live in
- * one Secret (gw-facade-oauth-clients, one key per client), the only Secret its Role can read or change:
+ * one Secret (gw-facade-oauth-clients, one key per client, created empty by the chart), the only Secret its
+ * Role can read or change, and it may create none:
  * creating, reading, listing and deleting clients work; a client applied by hand, whose Secret is its
  * own, is listed and read without its secret (the Role does not reach that Secret), and no other Secret
  * of the namespace can be read, listed or deleted.
@@ -62,8 +63,13 @@ describe('gw facade with the chart’s Role: its one Secret of client secrets, n
     const docs = parseAllDocuments(r.stdout)
       .map((d) => d.toJS() as { kind: string; metadata: { name: string } } | null)
       .filter((d): d is { kind: string; metadata: { name: string } } => d !== null)
-      .filter((d) => ['ServiceAccount', 'Role', 'RoleBinding'].includes(d.kind) && d.metadata.name === 'gw-facade');
-    expect(docs.map((d) => d.kind).sort()).toEqual(['Role', 'RoleBinding', 'ServiceAccount']);
+      .filter(
+        (d) =>
+          (['ServiceAccount', 'Role', 'RoleBinding'].includes(d.kind) && d.metadata.name === 'gw-facade') ||
+          (d.kind === 'Secret' && d.metadata.name === FACADE_CLIENT_SECRETS),
+      );
+    // with the empty Secret of client secrets, which the facade only replaces (it may not create Secrets)
+    expect(docs.map((d) => d.kind).sort()).toEqual(['Role', 'RoleBinding', 'Secret', 'ServiceAccount']);
     const rbac = await kubectl(['apply', '-n', ns, '-f', '-'], docs.map((d) => stringify(d)).join('---\n'));
     if (rbac.code !== 0) throw new Error(rbac.stderr);
     const token = await kubectl(['create', 'token', 'gw-facade', '-n', ns, '--duration', '1h']);
@@ -110,11 +116,12 @@ describe('gw facade with the chart’s Role: its one Secret of client secrets, n
     if (dir) cleanup(dir);
   });
 
-  test('the Role reaches the facade’s Secret by name only (create cannot be narrowed); no other Secret', async () => {
+  test('the Role reaches the chart’s Secret of client secrets by name only: no create, no other Secret', async () => {
     for (const [verb, what, want] of [
       ['get', `secrets/${FACADE_CLIENT_SECRETS}`, 'yes'],
       ['update', `secrets/${FACADE_CLIENT_SECRETS}`, 'yes'],
-      ['create', 'secrets', 'yes'],
+      ['create', 'secrets', 'no'],
+      ['create', `secrets/${FACADE_CLIENT_SECRETS}`, 'no'],
       ['get', 'secrets/by-hand-secret', 'no'],
       ['list', 'secrets', 'no'],
       ['delete', `secrets/${FACADE_CLIENT_SECRETS}`, 'no'],

@@ -145,8 +145,9 @@ describe('RBAC: kubectl auth can-i as each ServiceAccount', () => {
       [facade, 'delete', 'accesskeys.gw.io', rel, '', true],
       [facade, 'create', 'oauthclients.gw.io', rel, '', true],
       [facade, 'list', 'oauthclients.gw.io', rel, '', true],
-      // Secrets: only its one Secret of client secrets, read and replaced by name; created (create cannot be narrowed)
-      [facade, 'create', 'secrets', rel, '', true],
+      // Secrets: only its one Secret of client secrets (the chart creates it), read and replaced by name; no create
+      [facade, 'create', 'secrets', rel, '', false],
+      [facade, 'patch', 'secrets/gw-facade-oauth-clients', rel, '', false],
       [facade, 'get', 'secrets/gw-facade-oauth-clients', rel, '', true],
       [facade, 'update', 'secrets/gw-facade-oauth-clients', rel, '', true],
       [facade, 'get', 'secrets', rel, '', false],
@@ -228,6 +229,11 @@ describe('helm install + helm upgrade on the real API server', () => {
       expect(i.code).toBe(0);
       const first = await snapshot();
       expect(Buffer.from(first.creds.secret!, 'base64').toString()).toMatch(/^[A-Za-z0-9]{40}$/);
+      // the facade's Secret of client secrets: created empty; a key the facade writes (a replace of data only,
+      // as here) survives upgrades, the uninstall and a reinstall (helm's three-way merge, resource-policy keep)
+      const clientKeys = async () => JSON.parse((await ok(['-n', ns, 'get', 'secret', 'gw-facade-oauth-clients', '-o', 'jsonpath={.data}'])) || '{}') as Record<string, string>;
+      expect(await clientKeys()).toEqual({});
+      await ok(['-n', ns, 'patch', 'secret', 'gw-facade-oauth-clients', '--type', 'merge', '-p', JSON.stringify({ data: { 'oauth-0123456789abcdef': 'czE=' } })]);
       expect(first.caBundle).toBe(first.tls['ca.crt']);
       const u = await helm(['upgrade', ...common, '--set', 'controller.replicas=3'], { timeoutMs: 90_000 });
       expect(u.stderr).toBe('');
@@ -235,23 +241,26 @@ describe('helm install + helm upgrade on the real API server', () => {
       expect(await ok(['-n', ns, 'get', 'deployment', 'gwrel-controller', '-o', 'jsonpath={.spec.replicas}'])).toBe('3');
       const second = await snapshot();
       expect(second).toEqual(first);
+      expect(await clientKeys()).toEqual({ 'oauth-0123456789abcdef': 'czE=' });
       // A value given explicitly still wins over the kept one.
       const u2 = await helm(['upgrade', ...common, '--set', 'credentials.accessTokens[0]=explicit-token-0123456789'], { timeoutMs: 90_000 });
       expect(u2.code).toBe(0);
       const third = await snapshot();
       expect(Buffer.from(third.creds.access_tokens!, 'base64').toString()).toBe('explicit-token-0123456789');
       expect(third.creds.secret).toBe(first.creds.secret);
-      // uninstall keeps the credentials Secret (resource-policy keep); a reinstall adopts and keeps it.
+      // uninstall keeps the credentials Secret and the facade's (resource-policy keep); a reinstall adopts and keeps them.
       // --no-hooks: no kubelet here runs the pre-delete Job (make e2e runs it on a real node)
       expect((await helm(['uninstall', 'gwrel', '--namespace', ns, '--kubeconfig', kubeconfig(), '--no-hooks'])).code).toBe(0);
       expect((await kubectl(['-n', ns, 'get', 'secret', 'gwrel-webhook-tls'])).code).not.toBe(0);
       const kept = JSON.parse(await ok(['-n', ns, 'get', 'secret', 'gwrel-credentials', '-o', 'jsonpath={.data}'])) as Record<string, string>;
       expect(kept.secret).toBe(first.creds.secret);
+      expect(await clientKeys()).toEqual({ 'oauth-0123456789abcdef': 'czE=' });
       const re = await helm(['install', ...common], { timeoutMs: 90_000 });
       expect(re.stderr).toBe('');
       expect(re.code).toBe(0);
       const fourth = await snapshot();
       expect(fourth.creds.secret).toBe(first.creds.secret);
+      expect(await clientKeys()).toEqual({ 'oauth-0123456789abcdef': 'czE=' });
     } finally {
       await helm(['uninstall', 'gwrel', '--namespace', ns, '--kubeconfig', kubeconfig(), '--no-hooks']);
       await kubectl(['delete', 'namespace', ns, '--wait=false']);

@@ -42,8 +42,8 @@ const CALLS: Call[] = [
   { who: 'facade', group: 'gw.io', resource: 'apidefinitions', verbs: ['list'] },
   { who: 'facade', group: 'gw.io', resource: 'policies', verbs: ['get'] },
   ...['accesskeys', 'oauthclients'].map((r): Call => ({ who: 'facade', group: 'gw.io', resource: r, verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] })),
+  // the one Secret of client secrets, created by the chart (templates/facade-client-secrets.yaml): no create
   { who: 'facade', group: '', resource: 'secrets', verbs: ['get', 'update'], names: [FACADE_CLIENT_SECRETS] },
-  { who: 'facade', group: '', resource: 'secrets', verbs: ['create'] },
   { who: 'facade', group: '', resource: 'configmaps', verbs: ['list', 'watch'], names: ['gw-config'] },
   { who: 'facade', group: '', resource: 'configmaps', verbs: ['get'], names: SHARDS },
   // sidecar (sidecar/config/kube-source.ts)
@@ -102,7 +102,6 @@ const SITES: Record<string, [RegExp, string[]][]> = {
     [/this\.api\.post\(resourcePath\(ref\(plural\)/g, ['facade accesskeys,oauthclients create']],
     [/this\.api\.delete\(resourcePath\(ref\('(accesskeys|oauthclients)'\)/g, ['facade accesskeys delete', 'facade oauthclients delete']],
     [/this\.api\.put\(resourcePath\(SECRETS, namespace, FACADE_CLIENT_SECRETS\)/g, ['facade secrets/gw-facade-oauth-clients update']],
-    [/this\.api\.post\(resourcePath\(SECRETS/g, ['facade secrets create (gw-facade-oauth-clients, the first time)']],
     [/waitForObject\(/g, ['facade accesskeys,oauthclients list,watch (metadata.name field selector)']],
   ],
   'sidecar/config/options-file.ts': [
@@ -145,6 +144,15 @@ async function granted(args: string[]): Promise<{ perms: Set<string>; docs: Doc[
   return { perms, docs: all };
 }
 
+/** What is wrong with the facade's Secret rules: any rule that reaches Secrets other than by the one name, or with a verb beyond get/update/patch. */
+function facadeSecretProblems(rules: Rule[]): string[] {
+  const reaches = (r: Rule) => r.apiGroups.some((g) => g === '' || g === '*') && r.resources.some((x) => x === 'secrets' || x === '*');
+  return rules
+    .filter(reaches)
+    .filter((r) => JSON.stringify(r.resourceNames ?? []) !== JSON.stringify([FACADE_CLIENT_SECRETS]) || r.verbs.some((v) => !['get', 'update', 'patch'].includes(v)))
+    .map((r) => JSON.stringify(r));
+}
+
 const wanted = (): Set<string> => new Set(CALLS.flatMap((c) => expand(c.who, c.group, c.resource, c.verbs, c.names)));
 const diff = (a: Set<string>, b: Set<string>): string[] => [...a].filter((x) => !b.has(x)).slice(0, 20);
 
@@ -180,6 +188,27 @@ describe('RBAC: the code calls and the chart grants the same thing', () => {
     expect(roleOf('gw-sidecar').map((d) => `${d.kind}/${d.metadata.namespace}`)).toEqual(['Role/shop']);
     expect(roleOf('gw-controller-leader-election').map((d) => `${d.kind}/${d.metadata.namespace}`)).toEqual(['Role/gw-system']);
     expect(roleOf('gw-controller').map((d) => `${d.kind}/${d.metadata.namespace ?? ''}`)).toEqual([args.includes('controller.watchNamespace=shop') ? 'Role/shop' : 'ClusterRole/']);
+  });
+
+  test('the facade reaches Secrets only by the name of the one the chart creates: get/update, never create, delete, list, watch', async () => {
+    for (const args of [[], ['--set', 'facade.namespace=shop']]) {
+      const { docs } = await granted(['--set', 'sidecar.namespaces[0].name=shop', ...args]);
+      const facade = docs.filter((d) => (d.kind === 'Role' || d.kind === 'ClusterRole') && d.metadata.name === 'gw-facade');
+      expect(facade).toHaveLength(1);
+      expect(facadeSecretProblems(facade[0]!.rules ?? [])).toEqual([]);
+      // the Secret it updates exists from the install on: rendered empty in facade.namespace, labelled for the controller
+      const sec = docs.filter((d) => d.kind === 'Secret' && d.metadata.name === FACADE_CLIENT_SECRETS) as (Doc & { data?: unknown; metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } })[];
+      expect(sec.map((d) => [d.metadata.namespace, d.data, d.metadata.labels?.['gw.io/secret'], d.metadata.annotations?.['helm.sh/resource-policy']])).toEqual([[args.length ? 'shop' : 'gw-system', undefined, 'true', 'keep']]);
+    }
+    // and neither does the table of calls (which the rendered rules must equal)
+    expect(CALLS.filter((c) => c.who === 'facade' && c.resource === 'secrets' && (!c.names || c.verbs.some((v) => !['get', 'update', 'patch'].includes(v))))).toEqual([]);
+    // not vacuous: a create or delete of Secrets, or a Secret rule without names, is found
+    const bad: Rule[] = [
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      { apiGroups: [''], resources: ['secrets'], resourceNames: [FACADE_CLIENT_SECRETS], verbs: ['get', 'delete'] },
+      { apiGroups: ['*'], resources: ['*'], verbs: ['get'] },
+    ];
+    expect(facadeSecretProblems(bad)).toHaveLength(3);
   });
 
   test('the table is not vacuous: a grant the code does not call, or a call not granted, is found', async () => {

@@ -263,7 +263,8 @@ describe('chart details: drains, stable renders, a full image name', () => {
     const a = await template(given);
     expect(await template(given)).toBe(a);
     const all = docs(a);
-    expect(all.filter((d) => d.kind === 'Secret').map((d) => d.metadata.name)).toEqual([]);
+    // only the facade's Secret of client secrets, rendered without data (the facade fills it)
+    expect(all.filter((d) => d.kind === 'Secret').map((d) => [d.metadata.name, (d as Doc & { data?: unknown }).data])).toEqual([['gw-facade-oauth-clients', undefined]]);
     const hook = find(all, 'Deployment', 'gw-webhook') as unknown as { spec: { template: { spec: { volumes: { secret?: { secretName: string } }[] } } } };
     expect(hook.spec.template.spec.volumes).toContainEqual({ name: 'tls', secret: { secretName: 'gw-hook-tls' } });
     const mwc = find(all, 'MutatingWebhookConfiguration', 'gw-sidecar-injector') as Doc & { webhooks: { clientConfig: { caBundle?: string } }[] };

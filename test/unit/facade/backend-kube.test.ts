@@ -9,9 +9,9 @@ import { KubeBackend } from '../../../facade/backend-kube.js';
 import { createKubeApi, KubeApiError, type KubeApi } from '../../../lib/kube/api.js';
 import {
   clientResourceName,
-  ConflictError,
   keyResourceName,
   NotReadyError,
+  SetupError,
   QUOTA_RESET_ANNOTATION,
   FACADE_CLIENT_SECRETS,
 } from '../../../facade/backend.js';
@@ -439,11 +439,28 @@ test('two facade replicas writing one new key at once: both succeed (409 → re-
   expect(await backend.deleteKey(h)).toBe(true);
 });
 
-test('clients: a key in the facade’s one Secret + OAuthClient; list/get with the secret; delete takes the key; foreign Secret → conflict', async () => {
+/** The Secret of client secrets as the chart creates it (empty, Helm's labels and ownership annotations). */
+function chartSecret(): Obj {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'Opaque',
+    metadata: {
+      name: FACADE_CLIENT_SECRETS,
+      namespace: 'team',
+      labels: { 'app.kubernetes.io/managed-by': 'Helm', 'gw.io/secret': 'true' },
+      annotations: { 'meta.helm.sh/release-name': 'gw', 'helm.sh/resource-policy': 'keep' },
+    },
+  };
+}
+
+test('clients: a key in the facade’s one Secret + OAuthClient; list/get with the secret; delete takes the key; the chart’s metadata kept', async () => {
   const name = clientResourceName('team', 'pets-id', 'c1');
   const other = clientResourceName('team', 'pets-id', 'c0');
   const shared = `secrets/team/${FACADE_CLIENT_SECRETS}`;
   const dataOf = (): Record<string, string> => (store.get(shared) as unknown as { data: Record<string, string> }).data;
+  store.set(shared, chartSecret());
+  requests.length = 0;
   for (const [n, id, secret] of [
     [other, 'c0', 's0'],
     [name, 'c1', 's3'],
@@ -455,7 +472,15 @@ test('clients: a key in the facade’s one Secret + OAuthClient; list/get with t
       spec: { api_id: 'pets-id', client_id: id, secretRef: { name: `${n}-secret`, key: 'secret' } },
     });
   expect(store.has(`secrets/team/${name}-secret`)).toBe(false);
+  // replaced, never created: the facade has no Secret create (docs/helm.md "RBAC")
+  expect(requests.filter((r) => r.includes('/secrets') && !r.startsWith('GET ') && !r.startsWith('PUT '))).toEqual([]);
   expect(Object.keys(dataOf()).sort()).toEqual([name, other].sort());
+  // only data changed: Helm's labels and ownership annotations stay, so `helm upgrade` keeps owning it
+  expect(store.get(shared)!.metadata).toMatchObject({
+    labels: chartSecret().metadata.labels,
+    annotations: chartSecret().metadata.annotations,
+  });
+  expect(store.get(shared)!.type).toBe('Opaque');
   expect(Buffer.from(dataOf()[name]!, 'base64').toString('utf8')).toBe('s3');
   expect(
     (store.get(`oauthclients/team/${name}`) as unknown as { spec: { secretRef: unknown } }).spec.secretRef,
@@ -469,25 +494,38 @@ test('clients: a key in the facade’s one Secret + OAuthClient; list/get with t
   expect(Object.keys(dataOf())).toEqual([other]);
   expect(await backend.deleteClient('pets-id', 'c1')).toBe(false);
   await backend.deleteClient('pets-id', 'c0');
-  store.set(shared, {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name: FACADE_CLIENT_SECRETS, namespace: 'team' },
-  });
-  await expect(
+  expect(dataOf()).toEqual({});
+});
+
+test('clients: the Secret of client secrets missing, or without the controller’s label → SetupError naming it, nothing written', async () => {
+  const shared = `secrets/team/${FACADE_CLIENT_SECRETS}`;
+  const put = () =>
     backend.putClient({
       namespace: 'team',
       name: 'x',
       secret: 's',
       spec: { api_id: 'pets-id', client_id: 'c2', secretRef: { name: 'x-secret', key: 'secret' } },
-    }),
-  ).rejects.toBeInstanceOf(ConflictError);
+    });
+  store.delete(shared);
+  requests.length = 0;
+  const missing = await put().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(missing).toBeInstanceOf(SetupError);
+  expect((missing as Error).message).toContain(`team/${FACADE_CLIENT_SECRETS}`);
+  expect((missing as Error).message).toContain('does not exist');
+  expect(requests.filter((r) => !r.startsWith('GET '))).toEqual([]); // no create, no OAuthClient
+  expect(store.has(shared)).toBe(false);
+  store.set(shared, { apiVersion: 'v1', kind: 'Secret', metadata: { name: FACADE_CLIENT_SECRETS, namespace: 'team' } });
+  await expect(put()).rejects.toThrow(/has no label gw\.io\/secret/);
+  expect(store.has('oauthclients/team/x')).toBe(false);
 });
 
 test('two facade replicas adding clients at once: every secret lands in the one Secret (409 → re-read, write again)', async () => {
   const other = new KubeBackend({ api: apiOf(server), readyTimeoutMs: 1000 });
   const shared = `secrets/team/${FACADE_CLIENT_SECRETS}`;
-  store.delete(shared); // the foreign one an earlier test left
+  store.set(shared, chartSecret());
   const put = (b: KubeBackend, id: string) =>
     b.putClient({
       namespace: 'team',
