@@ -31,6 +31,8 @@ describe('gw facade with the chart’s Role: its one Secret of client secrets, n
   let dir: string;
   let ctl: Controller;
   let facade: ServerProcess;
+  /** The chart's empty Secret of client secrets, as rendered. */
+  let chartSecret = '';
   const call = async (method: string, path: string, body?: unknown) => {
     const r = await fetch(`${facade.url}${path}`, {
       method,
@@ -70,6 +72,7 @@ describe('gw facade with the chart’s Role: its one Secret of client secrets, n
       );
     // with the empty Secret of client secrets, which the facade only replaces (it may not create Secrets)
     expect(docs.map((d) => d.kind).sort()).toEqual(['Role', 'RoleBinding', 'Secret', 'ServiceAccount']);
+    chartSecret = stringify(docs.find((d) => d.kind === 'Secret'));
     const rbac = await kubectl(['apply', '-n', ns, '-f', '-'], docs.map((d) => stringify(d)).join('---\n'));
     if (rbac.code !== 0) throw new Error(rbac.stderr);
     const token = await kubectl(['create', 'token', 'gw-facade', '-n', ns, '--duration', '1h']);
@@ -162,5 +165,19 @@ describe('gw facade with the chart’s Role: its one Secret of client secrets, n
     expect((await call('GET', '/api/apis/oauth/oa/made-a')).status).toBe(404);
     // the hand-applied client's Secret is untouched
     expect(await getJson(ns, 'secret', 'by-hand-secret')).toBeDefined();
+  });
+
+  test('without the chart’s Secret a client create is refused with 503 naming it, nothing written; recreated, it works again', async () => {
+    const del = await kubectl(['delete', 'secret', FACADE_CLIENT_SECRETS, '-n', ns]);
+    expect(del.code).toBe(0);
+    const r = await call('POST', '/api/apis/oauth/oa', { client_id: 'made-c' });
+    expect(r.status).toBe(503);
+    expect(String((r.body as Record<string, unknown>).message)).toContain(`${ns}/${FACADE_CLIENT_SECRETS}`);
+    expect(String((r.body as Record<string, unknown>).message)).toContain('does not exist');
+    expect(await getJson(ns, 'oauthclient', clientResourceName(ns, 'oa', 'made-c'))).toBeUndefined();
+    expect(await getJson(ns, 'secret', FACADE_CLIENT_SECRETS)).toBeUndefined(); // the facade did not create it
+    const re = await kubectl(['apply', '-n', ns, '-f', '-'], chartSecret);
+    expect(re.code).toBe(0);
+    expect((await call('POST', '/api/apis/oauth/oa', { client_id: 'made-c' })).status).toBe(200);
   });
 });
