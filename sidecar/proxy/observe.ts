@@ -28,7 +28,10 @@ export interface Observed {
   /** The API the path routed to (undefined: none, a 404). */
   api: { api_id: string; listenPath: string } | undefined;
   keyHash?: string;
-  /** The answer's status once the upstream exchange set it (0: answered by the gateway itself). */
+  /**
+   * The answer's status once the upstream exchange set it (0: answered by the gateway itself); a response
+   * that closes before its answer began is 499 whatever this says.
+   */
   status: number;
   /** The limiter engine's verdict (undefined: no decision was reached). */
   decision: Verdict['kind'] | undefined;
@@ -118,7 +121,11 @@ export function createObserver(o: {
   }
 
   function end(x: Observed, t0: number): void {
-    const status = x.status !== 0 ? x.status : x.res.statusCode;
+    // a response closed before its answer began: the client left first (its connection closed, its stream
+    // reset) while the request waited for a decision or for the upstream — 499, nginx's "client closed
+    // request", as the forwarding counts it (upstream.ts, upstream-h2.ts). A tunnel's 101 went out on the
+    // raw socket, not through the response.
+    const status = !x.res.headersSent && x.status !== 101 ? 499 : x.status !== 0 ? x.status : x.res.statusCode;
     const decision = decisionOf(x, status);
     const { span } = x;
     if (span !== undefined) {

@@ -115,6 +115,8 @@ export function forwardUpgrade(origin: string, path: string, f: Forwarding, head
     up.destroy(Object.assign(new Error('upstream did not answer the upgrade in time'), { code: 'UPGRADE_TIMEOUT' })),
   );
   up.on('error', (err: Error) => {
+    // the client left before the upstream answered (its close destroyed this request): not the upstream's failure
+    if (req.socket.destroyed && !res.headersSent) return finish(499);
     const timeout = (err as { code?: unknown }).code === 'UPGRADE_TIMEOUT';
     if (!res.headersSent) answer(res, timeout ? 504 : 502, { error: timeout ? ERRORS.timeout : ERRORS.upstream });
     else res.destroy();

@@ -125,10 +125,10 @@ export function forwardH2(up: H2Upstreams, origin: string, path: string, f: Forw
     finish();
   };
   // the client left (its stream reset, its connection gone) before the answer was over: the upstream
-  // call is cancelled (RST_STREAM CANCEL), 499 as for HTTP/1.1
+  // call is cancelled (RST_STREAM CANCEL); 499 when the answer had not begun, as for HTTP/1.1
   function onClientClose(): void {
     if (over) return;
-    f.status = 499;
+    if (!res.headersSent) f.status = 499;
     if (stream !== undefined && !stream.destroyed) stream.close(NGHTTP2_CANCEL);
     finish();
   }

@@ -230,7 +230,7 @@ export interface Forwarding {
   res: ServerResponse;
   /** Our X-RateLimit-* numbers for the response (undefined: none). */
   rateLimit: HeaderNumbers | undefined;
-  /** The answer's status: the upstream's, 502 / 504 when it failed, 499 when the client left first. */
+  /** The answer's status: the upstream's, 502 / 504 when it failed, 499 when the client left before it began. */
   status: number;
   /** Called once the exchange is over (response ended, or failed and answered). */
   done(f: Forwarding): void;
@@ -331,8 +331,9 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     const { res } = f;
     // once the whole body was handed to the response (this.ended), it is left to finish
     if (this.gone && !this.ended) {
-      // the client left first: nothing reaches it; 499 (nginx's "client closed request") in logs and metrics
-      f.status = 499;
+      // the client left first: nothing more reaches it. Before the answer began: 499 (nginx's "client closed
+      // request"), as the access log and the span say (observe.ts); once it began, the status it was sent
+      if (!res.headersSent) f.status = 499;
       if (!res.destroyed) res.destroy();
     } else if (!res.headersSent) {
       const timeout = err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError;
