@@ -13,6 +13,16 @@ export const DEFAULT_HEADERS_TIMEOUT_S = 60;
 export const DEFAULT_H2_MAX_STREAMS = 100;
 /** Seconds an HTTP/2 answer may stay blocked by a client that takes nothing (nginx's send_timeout: 60 s). */
 export const DEFAULT_H2_SEND_TIMEOUT_S = 60;
+/**
+ * HTTP/2 connections of one client address at once: 16 × 100 streams, each an upstream call (~30 KB and a
+ * socket), stay near 50 MB (docs/proxy.md, "Slow clients and connection caps").
+ */
+export const DEFAULT_H2_MAX_SESSIONS_PER_CLIENT = 16;
+export const DEFAULT_H2_LIMITS = {
+  max_concurrent_streams: DEFAULT_H2_MAX_STREAMS,
+  max_sessions_per_client: DEFAULT_H2_MAX_SESSIONS_PER_CLIENT,
+  send_timeout: DEFAULT_H2_SEND_TIMEOUT_S,
+} as const;
 export const DEFAULT_MAX_CONNECTIONS = 4096;
 export const DEFAULT_MAX_CONNECTIONS_PER_CLIENT = 1024;
 
@@ -111,6 +121,7 @@ export const GatewayOptions = z.strictObject({
   http2: z
     .strictObject({
       max_concurrent_streams: z.number().int().min(1).max(2_147_483_647).default(DEFAULT_H2_MAX_STREAMS),
+      max_sessions_per_client: z.number().int().min(1).default(DEFAULT_H2_MAX_SESSIONS_PER_CLIENT),
       send_timeout: z.number().positive().default(DEFAULT_H2_SEND_TIMEOUT_S),
     })
     .prefault({}),

@@ -15,10 +15,11 @@ import type { Socket } from 'node:net';
 import type { TLSSocket, SecureContextOptions } from 'node:tls';
 import type { Logger } from '../../lib/logger.js';
 import { DRAIN_DEADLINE } from '../../lib/serve.js';
-import { DEFAULT_H2_MAX_STREAMS, DEFAULT_H2_SEND_TIMEOUT_S } from '../../lib/options.js';
+import { DEFAULT_H2_LIMITS } from '../../lib/options.js';
 import { sha256hex } from '../../lib/hash.js';
+import { addressGroup } from '../../lib/ip/client-address.js';
 const http2 = process.getBuiltinModule('node:http2');
-const { NGHTTP2_CANCEL } = http2.constants;
+const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_REFUSED_STREAM } = http2.constants;
 const tls = process.getBuiltinModule('node:tls');
 const { readFileSync } = process.getBuiltinModule('node:fs');
 
@@ -32,8 +33,31 @@ export interface ListenerTls {
 /** Bounds on one HTTP/2 client connection (the `http2` option). */
 export interface Http2Limits {
   max_concurrent_streams: number;
+  /** HTTP/2 connections of one client address group open at once */
+  max_sessions_per_client: number;
   /** seconds */
   send_timeout: number;
+}
+
+/** One HTTP/2 connection's counts: its open streams, and its reset budget (a token bucket). */
+interface SessionState {
+  streams: number;
+  /** resets before an answer still allowed now */
+  resets: number;
+  /** when `resets` was last refilled (performance.now()) */
+  at: number;
+  /** past its reset budget: GOAWAY sent, closing */
+  calmed: boolean;
+}
+
+/** An open stream for the send-timeout sweep: its queued bytes when last changed, and since when. */
+interface OpenStream {
+  queued: number;
+  since: number;
+  /** reset by the sweep */
+  swept: boolean;
+  /** its session's counts */
+  st: SessionState;
 }
 
 export interface ProtocolOptions {
@@ -85,11 +109,12 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
 
   // a client's streams at once are capped (SETTINGS_MAX_CONCURRENT_STREAMS, enforced: past it REFUSED_STREAM);
   // node's own default is no cap, so one connection could hold any number of upstream calls and buffers
-  const limits = o.http2 ?? { max_concurrent_streams: DEFAULT_H2_MAX_STREAMS, send_timeout: DEFAULT_H2_SEND_TIMEOUT_S };
-  const h2 = http2.createServer(
-    { settings: { maxConcurrentStreams: limits.max_concurrent_streams } },
-    handler as unknown as Parameters<typeof http2.createServer>[1],
-  );
+  const limits = o.http2 ?? DEFAULT_H2_LIMITS;
+  // a stream already closed when node hands it over (reset by the client in the read that opened it: a
+  // rapid reset, below) is no request: the handler is not run for it
+  const h2 = http2.createServer({ settings: { maxConcurrentStreams: limits.max_concurrent_streams } }, (req, res) => {
+    if (!req.stream.closed) handler(req as unknown as IncomingMessage, res as unknown as ServerResponse);
+  });
   const sendTimeoutMs = limits.send_timeout * 1000;
   // a stream whose answer cannot move for send_timeout is reset: its upstream call is cancelled and its
   // buffered chunks freed (each stream holds at most its 16 KiB write buffer and one upstream chunk: the
@@ -99,11 +124,7 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
   // queued and is left alone. A sweep of the open streams rather than node's per-stream timeout: that one
   // is refreshed by the session's activity on other streams, so one stuck stream per connection was never
   // reset (test/integration/hostile/h2-stream-slow-reader.test.ts).
-  const open = new Map<ServerHttp2Stream, { queued: number; since: number }>();
-  h2.on('stream', (stream: ServerHttp2Stream) => {
-    open.set(stream, { queued: 0, since: performance.now() });
-    stream.once('close', () => open.delete(stream));
-  });
+  const open = new Map<ServerHttp2Stream, OpenStream>();
   const sweep = setInterval(
     () => {
       const now = performance.now();
@@ -118,7 +139,7 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
           seen.queued = queued;
           seen.since = now;
         } else if (now - seen.since >= sendTimeoutMs) {
-          open.delete(stream);
+          seen.swept = true;
           stream.close(NGHTTP2_CANCEL);
         }
       }
@@ -128,24 +149,83 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
   sweep.unref();
   server.once('close', () => clearInterval(sweep));
   const sessions = new Set<Http2Session>();
+  // rapid reset (CVE-2023-44487): a stream the client resets before its answer's head costs the gateway a
+  // handler run and is not counted by max_concurrent_streams. A connection may reset a burst of
+  // 2 × max_concurrent_streams such streams, refilled at max_concurrent_streams per second; past it, it gets
+  // GOAWAY ENHANCE_YOUR_CALM, the streams it opened meanwhile are refused (REFUSED_STREAM) and it is closed
+  // (nghttp2's own limit, 1,000 then 33/s, answers INTERNAL_ERROR). node emits a stream on the tick after
+  // the read that brought it: a stream reset within the same read is already closed then.
+  const resetBurst = 2 * limits.max_concurrent_streams;
+  const resetRate = limits.max_concurrent_streams / 1000; // per ms
+  const calm = (s: Http2Session, st: SessionState): void => {
+    if (st.calmed || s.destroyed) return;
+    st.calmed = true;
+    s.goaway(NGHTTP2_ENHANCE_YOUR_CALM);
+    setImmediate(() => s.destroy()); // not inside nghttp2's read of the frames
+  };
+  const resetEarly = (s: Http2Session, st: SessionState): void => {
+    if (st.calmed || s.destroyed || s.closed) return; // a session closing takes its streams with it
+    const now = performance.now();
+    st.resets = Math.min(resetBurst, st.resets + (now - st.at) * resetRate) - 1;
+    st.at = now;
+    if (st.resets < 0) calm(s, st);
+  };
+  function onAborted(this: ServerHttp2Stream): void {
+    const seen = open.get(this);
+    if (seen === undefined || seen.swept) return;
+    const session = this.session;
+    if (session !== undefined) resetEarly(session, seen.st);
+  }
+  function onClose(this: ServerHttp2Stream): void {
+    const seen = open.get(this);
+    if (seen === undefined) return;
+    open.delete(this);
+    seen.st.streams--;
+  }
+  // HTTP/2 connections per client address group: each may hold max_concurrent_streams upstream calls, so
+  // max_connections_per_client (sized for HTTP/1.1, one call per connection) is far too loose for them; one
+  // past the cap gets GOAWAY ENHANCE_YOUR_CALM and is closed (its streams refused), the others of that
+  // address are served
+  const perClient = new Map<string, number>();
   // a session with no stream open and nothing received for headers_timeout is cut, as an HTTP/1.1 connection
   // whose head does not come (a TLS h2 connection without its preface, an h2c one that opens no stream);
   // one with an open stream is left to the stream rules (an idle gRPC stream is legitimate)
-  const streamsOf = new WeakMap<Http2Session, number>();
-  h2.on('stream', (stream: ServerHttp2Stream) => {
-    const session = stream.session;
-    if (session === undefined) return;
-    streamsOf.set(session, (streamsOf.get(session) ?? 0) + 1);
-    stream.once('close', () => streamsOf.set(session, (streamsOf.get(session) ?? 1) - 1));
-  });
   h2.on('session', (s: Http2Session) => {
-    sessions.add(s);
-    s.once('close', () => sessions.delete(s));
     s.on('error', () => undefined); // a client gone mid-session: its streams are closed, nothing to answer
+    const st: SessionState = { streams: 0, resets: resetBurst, at: performance.now(), calmed: false };
+    // first among the session's 'stream' listeners: before node's server hands the stream to the handler
+    s.prependListener('stream', (stream: ServerHttp2Stream) => {
+      if (stream.closed) {
+        resetEarly(s, st); // reset in the read that opened it
+        return;
+      }
+      if (st.calmed) {
+        stream.close(NGHTTP2_REFUSED_STREAM); // the handler sees it closed: no upstream call
+        return;
+      }
+      open.set(stream, { queued: 0, since: performance.now(), swept: false, st });
+      st.streams++;
+      stream.on('close', onClose);
+      stream.on('aborted', onAborted);
+    });
+    const group = addressGroup(s.socket?.remoteAddress);
+    const n = (perClient.get(group) ?? 0) + 1;
+    if (n > limits.max_sessions_per_client) {
+      calm(s, st);
+      return;
+    }
+    perClient.set(group, n);
+    sessions.add(s);
+    s.once('close', () => {
+      sessions.delete(s);
+      const left = (perClient.get(group) ?? 1) - 1;
+      if (left > 0) perClient.set(group, left);
+      else perClient.delete(group);
+    });
     const idleMs = server.headersTimeout || 60_000;
     s.setTimeout(idleMs);
     s.on('timeout', () => {
-      if ((streamsOf.get(s) ?? 0) > 0) s.setTimeout(idleMs);
+      if (st.streams > 0) s.setTimeout(idleMs);
       else s.destroy();
     });
   });
