@@ -6,6 +6,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { ControllerFlags } from './controller.js';
 import type { FacadeFlags } from './facade.js';
 import type { SidecarFlags } from './sidecar.js';
+import type { StandaloneFlags } from './standalone.js';
 import type { ReleaseFlags } from './release-finalizers.js';
 import type { ValidateFlags } from './validate.js';
 import type { WebhookFlags } from './webhook.js';
@@ -63,6 +64,24 @@ const env = (flag: string, envName: string, description: string, def?: string): 
   return def === undefined ? o : o.default(def);
 };
 
+/**
+ * The gateway listener's TLS flags, `gw sidecar`'s and `gw standalone`'s: in place of the --config file's
+ * `tls` (lib/options.ts listenerOverrides checks them, docs/proxy.md "TLS and HTTP/2"), added to `cmd`.
+ */
+function withGatewayTls(cmd: Command): Command {
+  return cmd
+    .addOption(env('--tls-cert <file>', 'GW_GATEWAY_TLS_CERT', "the gateway listener's certificate (PEM): TLS on"))
+    .addOption(env('--tls-key <file>', 'GW_GATEWAY_TLS_KEY', "the gateway listener's key (PEM)"))
+    .addOption(
+      env(
+        '--tls-client-ca <file>',
+        'GW_GATEWAY_TLS_CLIENT_CA',
+        'CA bundle (PEM) client certificates are verified against',
+      ),
+    )
+    .addOption(env('--tls-min-version <version>', 'GW_GATEWAY_TLS_MIN_VERSION', 'TLSv1.2 (default) or TLSv1.3'));
+}
+
 const program = new Command('gw')
   .description('gw: a Kubernetes-native API gateway that rate-limits traffic')
   .configureOutput({ writeErr: (s) => process.stderr.write(s) })
@@ -76,24 +95,25 @@ program
     process.stdout.write(opts.output === 'json' ? `${JSON.stringify(buildInfo())}\n` : formatBuildInfo());
   });
 
-program
-  .command('standalone')
-  .description('Gateway, facade and resources in one process, from a directory of manifests')
-  .addOption(env('--resources <dir>', 'GW_RESOURCES', 'directory of YAML/JSON manifests').makeOptionMandatory())
-  .addOption(addressOption('--listen <host:port>', 'GW_LISTEN', 'gateway listen address', '0.0.0.0:8080'))
-  .addOption(
-    addressOption(
-      '--admin-listen <host:port>',
-      'GW_ADMIN_LISTEN',
-      'management (facade) and metrics listen address',
-      '127.0.0.1:8081',
-    ),
-  )
-  .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
-  .addOption(env('--redis <url>', 'GW_REDIS', 'shared store URL (default: in memory)'))
-  .action((opts: { resources: string; listen: string; adminListen: string; config?: string; redis?: string }) =>
-    import('./standalone.js').then((m) => m.runStandalone(opts)).catch((e: unknown) => fail((e as Error).message)),
-  );
+withGatewayTls(
+  program
+    .command('standalone')
+    .description('Gateway, facade and resources in one process, from a directory of manifests')
+    .addOption(env('--resources <dir>', 'GW_RESOURCES', 'directory of YAML/JSON manifests').makeOptionMandatory())
+    .addOption(addressOption('--listen <host:port>', 'GW_LISTEN', 'gateway listen address', '0.0.0.0:8080'))
+    .addOption(
+      addressOption(
+        '--admin-listen <host:port>',
+        'GW_ADMIN_LISTEN',
+        'management (facade) and metrics listen address',
+        '127.0.0.1:8081',
+      ),
+    )
+    .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
+    .addOption(env('--redis <url>', 'GW_REDIS', 'shared store URL (default: in memory)')),
+).action((opts: StandaloneFlags) =>
+  import('./standalone.js').then((m) => m.runStandalone(opts)).catch((e: unknown) => fail((e as Error).message)),
+);
 
 program
   .command('controller')
@@ -177,38 +197,30 @@ program
     import('./facade.js').then((m) => m.runFacade(opts)).catch((e: unknown) => fail((e as Error).message)),
   );
 
-program
-  .command('sidecar')
-  .description('Reverse proxy in front of the pod application, enforcing every limit')
-  .addOption(env('--upstream <url>', 'GW_UPSTREAM', 'the application URL').makeOptionMandatory())
-  .addOption(addressOption('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8080'))
-  .addOption(env('--kubeconfig <file>', 'GW_KUBECONFIG', 'kubeconfig (default: in-cluster)'))
-  .addOption(namespaceOption('--namespace <ns>', 'GW_NAMESPACE', 'namespace of the compiled config', 'default'))
-  .addOption(env('--group <name>', 'GW_GROUP', 'DRL peer group', 'default'))
-  .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
-  .addOption(
-    env(
-      '--config-map <name>',
-      'GW_CONFIG_MAP',
-      'ConfigMap of --namespace whose key config.yaml is --config: changes are followed through the API (watch)',
+withGatewayTls(
+  program
+    .command('sidecar')
+    .description('Reverse proxy in front of the pod application, enforcing every limit')
+    .addOption(env('--upstream <url>', 'GW_UPSTREAM', 'the application URL').makeOptionMandatory())
+    .addOption(addressOption('--listen <host:port>', 'GW_LISTEN', 'listen address', '0.0.0.0:8080'))
+    .addOption(env('--kubeconfig <file>', 'GW_KUBECONFIG', 'kubeconfig (default: in-cluster)'))
+    .addOption(namespaceOption('--namespace <ns>', 'GW_NAMESPACE', 'namespace of the compiled config', 'default'))
+    .addOption(env('--group <name>', 'GW_GROUP', 'DRL peer group', 'default'))
+    .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
+    .addOption(
+      env(
+        '--config-map <name>',
+        'GW_CONFIG_MAP',
+        'ConfigMap of --namespace whose key config.yaml is --config: changes are followed through the API (watch)',
+      ),
+    )
+    .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
+    .addOption(
+      addressOption('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9091'),
     ),
-  )
-  .addOption(env('--redis <url>', 'GW_REDIS', 'Redis URL'))
-  .addOption(
-    addressOption('--metrics-listen <host:port>', 'GW_METRICS_LISTEN', 'metrics and health address', '0.0.0.0:9091'),
-  )
-  // TLS and h2c of the gateway listener for this process, in place of the --config file's `tls` and `h2c`
-  // (the injection webhook sets them per pod from its annotations: docs/helm.md, "TLS and h2c per pod")
-  .addOption(env('--tls-cert <file>', 'GW_GATEWAY_TLS_CERT', "the gateway listener's certificate (PEM): TLS on"))
-  .addOption(env('--tls-key <file>', 'GW_GATEWAY_TLS_KEY', "the gateway listener's key (PEM)"))
-  .addOption(
-    env(
-      '--tls-client-ca <file>',
-      'GW_GATEWAY_TLS_CLIENT_CA',
-      'CA bundle (PEM) client certificates are verified against',
-    ),
-  )
-  .addOption(env('--tls-min-version <version>', 'GW_GATEWAY_TLS_MIN_VERSION', 'TLSv1.2 (default) or TLSv1.3'))
+)
+  // h2c of the gateway listener for this process, as the TLS flags (withGatewayTls), in place of the --config
+  // file's `h2c` (the injection webhook sets them per pod from its annotations: docs/helm.md, "TLS and h2c per pod")
   .addOption(env('--h2c <true|false>', 'GW_GATEWAY_H2C', 'HTTP/2 with prior knowledge on a plain listener'))
   .addOption(
     env(

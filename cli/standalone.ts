@@ -8,7 +8,13 @@ import { storeKeys } from '../contract/store-keys.js';
 import { errorBody } from '../lib/http/http-util.js';
 import { createLogger } from '../lib/logger.js';
 import { storeClientFromFlag, storeHealth, GATEWAY_STORE_OPTIONS } from '../lib/store/redis.js';
-import { adminListenerLimits, gatewayListenerLimits, loadGatewayOptions } from '../lib/options.js';
+import {
+  adminListenerLimits,
+  gatewayListenerLimits,
+  listenerOverrides,
+  loadGatewayOptions,
+  type ListenerFlags,
+} from '../lib/options.js';
 import { MemorySessionStore } from '../stores/sessions-memory.js';
 import { RedisSessionStore } from '../stores/sessions-redis.js';
 import { createOpsServer } from '../lib/ops-server.js';
@@ -33,7 +39,8 @@ const { randomBytes } = process.getBuiltinModule('node:crypto');
 const { statSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 
-export interface StandaloneFlags {
+/** With the gateway listener's TLS flags (`--tls-cert`…, as `gw sidecar`'s; its `h2c` is the file's only). */
+export interface StandaloneFlags extends Omit<ListenerFlags, 'h2c'> {
   resources: string;
   listen: string;
   adminListen: string;
@@ -43,7 +50,9 @@ export interface StandaloneFlags {
 
 export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   const logger = createLogger('standalone');
-  const options = loadGatewayOptions(flags.config);
+  // the TLS flags take the place of the --config file's `tls` (docs/standalone.md)
+  const { tlsCert, tlsKey, tlsClientCa, tlsMinVersion } = flags;
+  const options = listenerOverrides({ tlsCert, tlsKey, tlsClientCa, tlsMinVersion })(loadGatewayOptions(flags.config));
   if (!statSync(flags.resources, { throwIfNoEntry: false })?.isDirectory()) {
     throw new Error(`--resources: ${flags.resources} is not a directory`);
   }

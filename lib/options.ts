@@ -128,7 +128,19 @@ export const GatewayOptions = z.strictObject({
   /** Open connections of one client address (an IPv6 /64) on the gateway listener; past it, closed at once. */
   max_connections_per_client: z.number().int().min(1).default(DEFAULT_MAX_CONNECTIONS_PER_CLIENT),
 });
-export type GatewayOptionsT = z.infer<typeof GatewayOptions>;
+type ParsedOptions = z.infer<typeof GatewayOptions>;
+/**
+ * The gateway listener's TLS: the file's `tls`, or the listener flags' (listenerOverrides), which carry the
+ * flags' names so that an error names what the user wrote (`--tls-cert`, not `tls.cert_file`).
+ */
+export type ListenerTlsT = NonNullable<ParsedOptions['tls']> & { names?: TlsOptionNames };
+/** How the TLS files are named in errors: the options of the file (the default) or the flags. */
+export interface TlsOptionNames {
+  cert: string;
+  key: string;
+  ca: string;
+}
+export type GatewayOptionsT = Omit<ParsedOptions, 'tls'> & { tls?: ListenerTlsT };
 
 export type Algorithm = 'drl' | 'sliding_log' | 'sentinel' | 'fixed_window';
 
@@ -264,13 +276,14 @@ export function listenerOverrides(flags: ListenerFlags): (o: GatewayOptionsT) =>
   const r = ListenerFlagsSchema.safeParse(flags);
   if (!r.success) throw new Error(r.error.issues[0]?.message ?? 'bad listener flags');
   const f = r.data;
-  const tls =
+  const tls: ListenerTlsT | undefined =
     f.tlsCert !== undefined && f.tlsKey !== undefined
       ? {
           cert_file: f.tlsCert,
           key_file: f.tlsKey,
           ...(f.tlsClientCa !== undefined ? { client_ca_file: f.tlsClientCa } : {}),
           min_version: f.tlsMinVersion ?? ('TLSv1.2' as const),
+          names: { cert: '--tls-cert', key: '--tls-key', ca: '--tls-client-ca' },
         }
       : undefined;
   const h2c = f.h2c === undefined ? undefined : f.h2c === 'true';

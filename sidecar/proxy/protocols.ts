@@ -15,20 +15,24 @@ import type { Socket } from 'node:net';
 import type { TLSSocket, SecureContextOptions } from 'node:tls';
 import type { Logger } from '../../lib/logger.js';
 import { DRAIN_DEADLINE } from '../../lib/serve.js';
-import { DEFAULT_H2_LIMITS } from '../../lib/options.js';
+import { DEFAULT_H2_LIMITS, type TlsOptionNames } from '../../lib/options.js';
 import { sha256hex } from '../../lib/hash.js';
 import { addressGroup } from '../../lib/ip/client-address.js';
 const http2 = process.getBuiltinModule('node:http2');
 const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_REFUSED_STREAM } = http2.constants;
 const tls = process.getBuiltinModule('node:tls');
 const { readFileSync } = process.getBuiltinModule('node:fs');
+const { X509Certificate, createPrivateKey } = process.getBuiltinModule('node:crypto');
 
 export interface ListenerTls {
   cert_file: string;
   key_file: string;
   client_ca_file?: string;
   min_version: 'TLSv1.2' | 'TLSv1.3';
+  /** The options' names in errors; default: the config file's (`tls.cert_file`…). */
+  names?: TlsOptionNames;
 }
+const FILE_OPTION_NAMES: TlsOptionNames = { cert: 'tls.cert_file', key: 'tls.key_file', ca: 'tls.client_ca_file' };
 
 /** Bounds on one HTTP/2 client connection (the `http2` option). */
 export interface Http2Limits {
@@ -76,23 +80,61 @@ const PREFACE_START = Buffer.from('PRI ');
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** The TLS files as a secure context's options, read now; throws with the file named. */
-function readTlsFiles(t: ListenerTls): { opts: SecureContextOptions; digest: string } {
+interface TlsFiles {
+  opts: SecureContextOptions & { cert: Buffer; key: Buffer };
+  digest: string;
+}
+
+/** The TLS files as a secure context's options, read now (not checked: checkTlsFiles); throws with the file named. */
+function readTlsFiles(t: ListenerTls): TlsFiles {
+  const n = t.names ?? FILE_OPTION_NAMES;
   const read = (file: string, what: string): Buffer => {
     try {
       return readFileSync(file);
     } catch (e) {
-      throw new Error(`tls.${what}: cannot read ${file}: ${(e as Error).message}`, { cause: e });
+      throw new Error(`${what}: cannot read ${file}: ${(e as Error).message}`, { cause: e });
     }
   };
-  const cert = read(t.cert_file, 'cert_file');
-  const key = read(t.key_file, 'key_file');
-  const ca = t.client_ca_file !== undefined ? read(t.client_ca_file, 'client_ca_file') : undefined;
-  // node takes a bundle without a certificate silently, and then no client certificate ever verifies
-  if (ca !== undefined && !ca.includes('-----BEGIN CERTIFICATE-----'))
-    throw new Error(`tls.client_ca_file: ${t.client_ca_file} holds no PEM certificate`);
+  const cert = read(t.cert_file, n.cert);
+  const key = read(t.key_file, n.key);
+  const ca = t.client_ca_file !== undefined ? read(t.client_ca_file, n.ca) : undefined;
   const digest = sha256hex(Buffer.concat([cert, key, ca ?? Buffer.alloc(0)]).toString('latin1'), 'latin1');
   return { opts: { cert, key, ...(ca ? { ca } : {}) }, digest };
+}
+
+/**
+ * Throws, naming the options and files, unless the files make a serving pair: a PEM certificate, a private
+ * key that node can use, the key that certificate's public key belongs to (OpenSSL's own error is `key
+ * values mismatch`, naming neither), and a client CA bundle that holds a certificate.
+ */
+function checkTlsFiles(files: TlsFiles, t: ListenerTls): void {
+  const n = t.names ?? FILE_OPTION_NAMES;
+  const { cert, key, ca } = files.opts;
+  let leaf: InstanceType<typeof X509Certificate>;
+  try {
+    leaf = new X509Certificate(cert);
+  } catch (e) {
+    throw new Error(`${n.cert}: ${t.cert_file} holds no PEM certificate (${(e as Error).message})`, { cause: e });
+  }
+  let privateKey: ReturnType<typeof createPrivateKey>;
+  try {
+    privateKey = createPrivateKey(key);
+  } catch (e) {
+    throw new Error(`${n.key}: ${t.key_file} holds no usable PEM private key (${(e as Error).message})`, {
+      cause: e,
+    });
+  }
+  if (!leaf.checkPrivateKey(privateKey))
+    throw new Error(`${n.cert} (${t.cert_file}) and ${n.key} (${t.key_file}): key does not match certificate`);
+  // node takes a bundle without a certificate silently, and then no client certificate ever verifies
+  if (ca !== undefined && !String(ca).includes('-----BEGIN CERTIFICATE-----'))
+    throw new Error(`${n.ca}: ${t.client_ca_file} holds no PEM certificate`);
+}
+
+/** What a secure context refuses that checkTlsFiles did not see, with the options named. */
+function contextError(e: unknown, t: ListenerTls): Error {
+  const n = t.names ?? FILE_OPTION_NAMES;
+  return new Error(`${n.cert} (${t.cert_file}) and ${n.key} (${t.key_file}): ${(e as Error).message}`, { cause: e });
 }
 
 /**
@@ -253,16 +295,22 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
   if (o.tls) {
     const t = o.tls;
     let current = readTlsFiles(t);
-    const tlsServer = tls.createServer({
-      ...current.opts,
-      minVersion: t.min_version,
-      ALPNProtocols: ['h2', 'http/1.1'],
-      // a client certificate is asked for with a CA bundle; one that is sent must verify (checked below),
-      // none at all is admitted (a key bound to a certificate is refused later: auth.ts)
-      requestCert: t.client_ca_file !== undefined,
-      rejectUnauthorized: false,
-      handshakeTimeout: 10_000,
-    });
+    checkTlsFiles(current, t);
+    let tlsServer: ReturnType<typeof tls.createServer>;
+    try {
+      tlsServer = tls.createServer({
+        ...current.opts,
+        minVersion: t.min_version,
+        ALPNProtocols: ['h2', 'http/1.1'],
+        // a client certificate is asked for with a CA bundle; one that is sent must verify (checked below),
+        // none at all is admitted (a key bound to a certificate is refused later: auth.ts)
+        requestCert: t.client_ca_file !== undefined,
+        rejectUnauthorized: false,
+        handshakeTimeout: 10_000,
+      });
+    } catch (e) {
+      throw contextError(e, t);
+    }
     tlsServer.on('tlsClientError', (_e: Error, socket: TLSSocket) => socket.destroy());
     tlsServer.on('secureConnection', (socket: TLSSocket) => {
       // no client-initiated renegotiation (TLS 1.2): a second handshake could present a certificate that the
@@ -281,27 +329,43 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
     });
     server.on('connection', (raw: Socket) => void tlsServer.emit('connection', raw));
     // rotation: the files read again every reloadMs; a change (a Secret update swaps them) becomes the
-    // context of new connections; a half-written pair (key and certificate not matching yet) is retried
-    let failedDigest = '';
+    // context of new connections once checkTlsFiles accepts it. A pair it refuses (a key that does not
+    // match the certificate, one file written and not the other yet) is logged once as an error and the
+    // previous certificate goes on serving; the next change is tried again. Files that cannot be read are
+    // logged once per cause, until they can.
+    let refusedDigest = '';
+    let unreadable = '';
     const timer = setInterval(() => {
+      let next: TlsFiles;
       try {
-        const next = readTlsFiles(t);
-        if (next.digest === current.digest || next.digest === failedDigest) return;
+        next = readTlsFiles(t);
+      } catch (e) {
+        const err = (e as Error).message;
+        if (err !== unreadable)
+          o.logger.error({ err }, 'gateway TLS files unreadable; the previous certificate is kept');
+        unreadable = err;
+        return;
+      }
+      unreadable = '';
+      if (next.digest === current.digest || next.digest === refusedDigest) return;
+      try {
+        checkTlsFiles(next, t);
         try {
           tlsServer.setSecureContext({ ...next.opts, minVersion: t.min_version });
         } catch (e) {
-          failedDigest = next.digest;
-          o.logger.warn(
-            { err: (e as Error).message },
-            'gateway TLS files changed but do not make a context; kept the previous ones',
-          );
-          return;
+          throw contextError(e, t);
         }
-        current = next;
-        o.logger.info({ cert_file: t.cert_file }, 'gateway certificate reloaded');
       } catch (e) {
-        o.logger.warn({ err: (e as Error).message }, 'gateway TLS files unreadable; kept the previous ones');
+        refusedDigest = next.digest;
+        o.logger.error(
+          { err: (e as Error).message },
+          'gateway TLS files changed but were refused; the previous certificate is kept',
+        );
+        return;
       }
+      current = next;
+      refusedDigest = '';
+      o.logger.info({ cert_file: t.cert_file }, 'gateway certificate reloaded');
     }, o.reloadMs ?? 2000);
     timer.unref();
     stop = () => clearInterval(timer);

@@ -5,7 +5,7 @@
  * timestamped directory; an update writes a new directory and swaps `..data` by a rename), served over
  * HTTP/1.1 and h2 (ALPN); a Secret update is served to new connections within 10 s; the flags win over the
  * --config file, also after a live change of that file; `--h2c false` turns the preface away; bad flags
- * stop the sidecar with one line naming the flag.
+ * (a missing file, a key that is not the certificate's) stop the sidecar with one line naming the flag.
  */
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync, copyFileSync, readFileSync } from 'node:fs';
 import { connect as h2connect, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
@@ -192,7 +192,8 @@ describe('gw sidecar: TLS from a Secret volume, h2c by flag', () => {
       );
       const took = Date.now() - t0;
       expect(took).toBeLessThan(10_000);
-      expect(sc.out()).toMatch(/gateway certificate reloaded/);
+      // the line may reach the output a moment after the new certificate is served
+      await eventually(async () => sc.out().includes('gateway certificate reloaded'), 3000, 'the reload logged');
       expect((await h2get(session, '/after')).headers[':status']).toBe(200);
       expect((await httpsGet(port(sc), ca.cert, '/new')).status).toBe(200);
     } finally {
@@ -237,13 +238,46 @@ describe('gw sidecar: TLS from a Secret volume, h2c by flag', () => {
     }
   }, 40_000);
 
+  test("a --tls-key that is not the --tls-cert's key: exit 1, both flags and files named, and the rule", async () => {
+    const stranger = issue(certs, 'ca', 'stranger', 'localhost');
+    const proc = spawn(
+      process.execPath,
+      [
+        'dist/cli/gw.js',
+        'sidecar',
+        '--upstream',
+        echo.url,
+        '--listen',
+        '127.0.0.1:0',
+        '--metrics-listen',
+        '127.0.0.1:0',
+        '--kubeconfig',
+        kubeconfig(),
+        '--namespace',
+        ns,
+        '--tls-cert',
+        first.cert,
+        '--tls-key',
+        stranger.key,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    expect(await new Promise<number | null>((r) => proc.once('exit', r))).toBe(1);
+    expect(out).toContain(
+      `gw: --tls-cert (${first.cert}) and --tls-key (${stranger.key}): key does not match certificate`,
+    );
+  }, 15_000);
+
   test.each([
     [['--tls-cert', '/x.crt'], /--tls-cert and --tls-key go together/],
     [['--h2c', 'maybe'], /--h2c: true or false/],
     [['--tls-client-ca', '/ca.crt'], /--tls-client-ca and --tls-min-version need --tls-cert and --tls-key/],
     [
       ['--tls-cert', '/nonexistent/tls.crt', '--tls-key', '/nonexistent/tls.key'],
-      /tls\.cert_file: cannot read \/nonexistent\/tls\.crt/,
+      /--tls-cert: cannot read \/nonexistent\/tls\.crt/,
     ],
   ])(
     'bad flags %p → exit 1, one line naming the flag or file',
