@@ -61,6 +61,30 @@ export class HttpServerInput implements Input {
   }
 
   /**
+   * Answers a request whose body is not wanted without reading that body: the answer says
+   * `connection: close`, reading stops at once, and the connection is closed once the answer is out,
+   * so the bytes still to come never reach the process (reading and dropping them cost the event loop
+   * their socket reads and V8 the buffers node allocates for each read: docs/streams.md). An HTTP/2
+   * request shares its connection with the session's other streams: its body is read and dropped.
+   */
+  private refuseUnread(req: IncomingMessage, res: ServerResponse, status: number, why: string): void {
+    const headers: Record<string, string> = {};
+    if (status === 503) headers['retry-after'] = String(this.retryAfterSeconds);
+    if (req.httpVersionMajor !== 1) {
+      send(res, status, { error: why }, headers);
+      req.resume();
+      return;
+    }
+    headers.connection = 'close';
+    const socket = req.socket;
+    socket.pause();
+    // node's own close (after its 'finish' handler) first resumes reading to drop the body: closed here
+    // once the answer is written, before another socket read
+    res.once('finish', () => socket.destroy());
+    send(res, status, { error: why }, headers);
+  }
+
+  /**
    * Reads the body and offers the message; answers the client. On the event loop each body costs its
    * socket reads and one copy into a buffer of its size: a body declaring a content-length the buffer
    * has no room for is answered 503 before it is read and then discarded unkept and unscanned; the
@@ -70,18 +94,15 @@ export class HttpServerInput implements Input {
   handle(req: IncomingMessage, res: ServerResponse): void {
     const declared = contentLength(req);
     if (declared !== undefined && declared > this.options.max_body_bytes) {
-      send(res, 413, { error: 'Message too large' }, { connection: 'close' });
-      req.resume();
+      this.refuseUnread(req, res, 413, 'Message too large');
       return;
     }
     if (this.stopped) {
-      this.busy(res, 'Stream is stopping');
-      req.resume();
+      this.refuseUnread(req, res, 503, 'Stream is stopping');
       return;
     }
     if (declared !== undefined && !this.ctx.hasRoom(declared)) {
-      this.busy(res, 'Stream buffer full');
-      req.resume(); // read and dropped: neither kept nor scanned
+      this.refuseUnread(req, res, 503, 'Stream buffer full');
       return;
     }
     // a declared length is read straight into its own buffer (one copy per chunk, no concat, and memory
@@ -89,35 +110,28 @@ export class HttpServerInput implements Input {
     const into = declared !== undefined && declared > 0 ? Buffer.allocUnsafeSlow(declared) : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
-    let tooLarge = false;
     // the inline scan: each chunk as it arrives (one socket read, ≤ 64 KiB), up to LARGE_BODY_BYTES
     let json: boolean | undefined;
     const scanner = new JsonDepthScanner();
     req.on('data', (c: Buffer) => {
-      if (tooLarge) return;
+      if (res.headersSent) return; // refused: the rest is not read
       const at = size;
       size += c.length;
       if (size > this.options.max_body_bytes || (into && size > into.length)) {
-        tooLarge = true;
-        send(res, 413, { error: 'Message too large' }, { connection: 'close' });
-        req.resume();
+        this.refuseUnread(req, res, 413, 'Message too large');
         return;
       }
-      if (scanner.pastAt >= 0) return; // refused once the body has ended: the rest is not kept
       if (into) c.copy(into, at);
       else chunks.push(c);
       json ??= opensJson(c);
-      if (json && at < LARGE_BODY_BYTES) scanner.feed(c);
+      if (json && at < LARGE_BODY_BYTES && scanner.feed(c) >= 0)
+        this.refuseUnread(req, res, 400, `Message body nested deeper than ${MAX_JSON_DEPTH} levels`);
     });
     req.on('error', () => {
       if (!res.headersSent) send(res, 400, { error: 'Bad request' });
     });
     req.on('end', () => {
-      if (tooLarge || res.headersSent) return;
-      if (scanner.pastAt >= 0) {
-        send(res, 400, { error: `Message body nested deeper than ${MAX_JSON_DEPTH} levels` });
-        return;
-      }
+      if (res.headersSent) return;
       const raw = into ? into.subarray(0, size) : Buffer.concat(chunks, size);
       if (!json || scanner.bytesSeen >= size) {
         this.accept(req, res, raw);
