@@ -203,11 +203,10 @@ async function startGw(
     join(dir, 'grpc.yaml'),
     apiManifest('bench-grpc', `proxy: {listen_path: /bench.Echo/, target_url: 'h2c://${grpcUpstream}'}`),
   );
-  if (config) {
-    const f = join(tmp('gw-bench-proto-cfg-'), 'config.yaml');
-    writeFileSync(f, config);
-    args.push('--config', f);
-  }
+  // h2load's H2_CONNS connections all come from 127.0.0.1: above the per-address session cap's default
+  const f = join(tmp('gw-bench-proto-cfg-'), 'config.yaml');
+  writeFileSync(f, `http2: {max_sessions_per_client: ${2 * H2_CONNS}}\n${config ?? ''}`);
+  args.push('--config', f);
   const c = pinned(PROXY_CPU, process.execPath, [...GW_NODE_FLAGS, ...args], GW_BENCH_ENV);
   await waitFor(name, () => c.out().includes('gw standalone ready:'), 20_000, c.out);
   const origin = /gateway (https?:\/\/[^\s]+)/.exec(c.out())![1]!;
