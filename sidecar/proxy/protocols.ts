@@ -33,6 +33,8 @@ export interface ListenerTls {
   names?: TlsOptionNames;
 }
 const FILE_OPTION_NAMES: TlsOptionNames = { cert: 'tls.cert_file', key: 'tls.key_file', ca: 'tls.client_ca_file' };
+/** How long an HTTP/2 connection whose side is ended waits for the client's FIN before it is destroyed (ms). */
+const H2_LINGER_MS = 1000;
 
 /** Bounds on one HTTP/2 client connection (the `http2` option). */
 export interface Http2Limits {
@@ -275,8 +277,15 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
   // node:http's sockets are half-open (allowHalfOpen), and node:http2 never closes its side on the client's
   // FIN: the connection stayed in CLOSE-WAIT for good, counted against the connection caps. A client that
   // half-closes sends nothing more (no frame, no stream): the session is ended at once, as nginx does.
+  // The other way round, a session that ended its side (its FIN sent: closed by the client's GOAWAY, by
+  // the drain or by the gateway) waited for the client's FIN for good: a client that keeps its socket open
+  // held a connection slot in FIN-WAIT-2 and kept the drain from ever ending. Nothing more can come on it:
+  // it is destroyed LINGER_MS later (time for the client to read what was sent before any RST).
   const asHttp2 = (socket: Socket): void => {
     socket.once('end', () => socket.destroy());
+    socket.once('finish', () => {
+      if (!socket.destroyed) setTimeout(() => socket.destroy(), H2_LINGER_MS);
+    });
     h2.emit('connection', socket);
   };
 
