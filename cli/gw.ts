@@ -15,6 +15,11 @@ import { defaultInjectOptions as D } from '../webhook/inject.js';
 import { parseHostPort } from '../lib/serve.js';
 import { buildInfo, formatBuildInfo } from '../lib/build-info.js';
 
+// stdout or stderr whose reader has gone (`gw standalone | head`, a log collector restarted): what is
+// written there is lost, and the process goes on (an unhandled EPIPE on them ended it)
+process.stdout.on('error', () => undefined);
+process.stderr.on('error', () => undefined);
+
 function fail(message: string): never {
   process.stderr.write(`gw: ${message}\n`);
   process.exit(1);

@@ -1,7 +1,7 @@
 /**
  * Access logs (docs/contract.md#observability, `access_logs.enabled`): one JSON line per request on stdout, in pino's line
  * format (`level`, `time`, `component`, the record, `msg`), written through an asynchronous
- * sonic-boom destination (pino's own; version 5 or later, whose synchronous flush gives up on a closed pipe).
+ * sonic-boom destination (lib/stdout-destination.ts: a stalled or closed stdout cannot keep the process from exiting).
  *   The line is built by a serialiser of this one fixed shape (accessLine): pino's generic one walks the
  *   record's keys and escapes each string character by character, which would make it the largest part of
  *   an access-logged request's added CPU (docs/observability.md, "What access logs cost").
@@ -14,9 +14,7 @@
  * Its own lines, not the process logger's: that one redacts a field named `key`, and these lines carry
  * only a key hash's first 8 hex.
  */
-import sonicBoom from 'sonic-boom';
-
-const { SonicBoom } = sonicBoom;
+import { stdoutDestination } from '../../lib/stdout-destination.js';
 
 /** The five decisions of docs/contract.md#observability, and `unavailable`: a limit needed the unreachable store (kv_failure_mode closed, 503). */
 export type AccessDecision = 'allow' | 'api_limited' | 'key_limited' | 'quota' | 'auth' | 'unavailable';
@@ -59,8 +57,6 @@ export const BATCH_BYTES = 64 * 1024;
 export const FLUSH_MS = 250;
 /** What the destination may hold unwritten (a stalled reader); lines beyond it are dropped. */
 export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
-/** How long a synchronous flush (at exit) waits for a stdout that does not drain. */
-export const FLUSH_SYNC_MS = 1000;
 
 /** Strings JSON writes as they are: printable ASCII without `"` and `\`. */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
@@ -94,22 +90,12 @@ export function accessLine(r: AccessRecord, time: number): string {
 /** `onDrop`: lines were dropped (stdout not draining), with how many. */
 export function createAccessLog(fd = 1, onDrop?: (lines: number) => void): AccessLog {
   let dropped = 0;
-  // a synchronous flush (at exit) gives a reader that does not drain FLUSH_SYNC_MS, then gives up, so a stalled or
-  // closed stdout cannot keep the process from exiting; asynchronous writes keep retrying
-  let syncUntil: number | undefined;
-  const dest = new SonicBoom({
-    fd,
-    sync: false,
-    maxLength: MAX_BUFFERED_BYTES,
-    retryEAGAIN: () => syncUntil === undefined || Date.now() < syncUntil,
-  });
+  const { dest, flush: flushDest } = stdoutDestination(fd, MAX_BUFFERED_BYTES);
   dest.on('drop', (data: string) => {
     const n = countLines(data);
     dropped += n;
     onDrop?.(n);
   });
-  // stdout gone (its reader closed it): nothing can be logged there, and the gateway goes on serving
-  dest.on('error', () => undefined);
   let lines: string[] = [];
   let size = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -124,14 +110,7 @@ export function createAccessLog(fd = 1, onDrop?: (lines: number) => void): Acces
   };
   const flush = (): void => {
     writeOut();
-    syncUntil = Date.now() + FLUSH_SYNC_MS;
-    try {
-      dest.flushSync();
-    } catch {
-      // a write still in flight finishes on its own; a reader that did not drain in FLUSH_SYNC_MS loses the rest
-    } finally {
-      syncUntil = undefined;
-    }
+    flushDest();
   };
   process.once('exit', flush);
   return {
