@@ -93,8 +93,12 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     await drain(ops);
     if (redis) await closeStoreClient(redis);
     await tracing?.shutdown().catch(() => undefined);
-    // pino writes asynchronously: its last lines out before the process exits
-    await new Promise<void>((resolve) => logger.flush(() => resolve()));
+    // pino writes asynchronously: its last lines out before the process exits (a stdout that does not
+    // drain gets a second; the exit's own flush is bounded too, lib/stdout-destination.ts)
+    await new Promise<void>((resolve) => {
+      setTimeout(resolve, 1000).unref();
+      logger.flush(() => resolve());
+    });
   });
   const opsAddr = await listen(ops, flags.metricsListen, '--metrics-listen');
   await operator.start();
