@@ -1,7 +1,7 @@
 /** Listening on HOST:PORT with slow-client and connection bounds (docs/contract.md#hostile-input), and draining on shutdown. */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { addressGroup } from './ip/client-address.js';
+import { GroupCounts } from './ip/group-counts.js';
 import { ADMIN_KEEP_ALIVE_MS } from './tuning.js';
 
 const { ServerResponse: Response } = process.getBuiltinModule('node:http');
@@ -65,23 +65,19 @@ export function boundListener(server: Server, limits: ListenerLimits = {}): void
   server.maxConnections = limits.maxConnections ?? DEFAULT_LISTENER_LIMITS.maxConnections;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs ?? DEFAULT_LISTENER_LIMITS.keepAliveTimeoutMs;
   const perClient = limits.maxConnectionsPerClient ?? DEFAULT_LISTENER_LIMITS.maxConnectionsPerClient;
-  const open = new Map<string, number>();
+  const open = new GroupCounts(perClient);
   const sockets = new Set<Socket>();
   openSockets.set(server, sockets);
   server.on('connection', (socket: Socket) => {
-    const group = addressGroup(socket.remoteAddress);
-    const n = (open.get(group) ?? 0) + 1;
-    if (n > perClient) {
+    const leave = open.enter(socket.remoteAddress);
+    if (leave === undefined) {
       socket.destroy();
       return;
     }
-    open.set(group, n);
     sockets.add(socket);
     socket.once('close', () => {
       sockets.delete(socket);
-      const left = (open.get(group) ?? 1) - 1;
-      if (left > 0) open.set(group, left);
-      else open.delete(group);
+      leave();
     });
   });
 }

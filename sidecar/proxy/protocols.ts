@@ -17,7 +17,7 @@ import type { Logger } from '../../lib/logger.js';
 import { DRAIN_DEADLINE } from '../../lib/serve.js';
 import { DEFAULT_H2_LIMITS, type TlsOptionNames } from '../../lib/options.js';
 import { sha256hex } from '../../lib/hash.js';
-import { addressGroup } from '../../lib/ip/client-address.js';
+import { GroupCounts } from '../../lib/ip/group-counts.js';
 const http2 = process.getBuiltinModule('node:http2');
 const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_REFUSED_STREAM } = http2.constants;
 const tls = process.getBuiltinModule('node:tls');
@@ -230,7 +230,7 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
   // max_connections_per_client (sized for HTTP/1.1, one call per connection) is far too loose for them; one
   // past the cap gets GOAWAY ENHANCE_YOUR_CALM and is closed (its streams refused), the others of that
   // address are served
-  const perClient = new Map<string, number>();
+  const perClient = new GroupCounts(limits.max_sessions_per_client);
   // a session with no stream open and nothing received for headers_timeout is cut, as an HTTP/1.1 connection
   // whose head does not come (a TLS h2 connection without its preface, an h2c one that opens no stream);
   // one with an open stream is left to the stream rules (an idle gRPC stream is legitimate)
@@ -252,19 +252,15 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
       stream.on('close', onClose);
       stream.on('aborted', onAborted);
     });
-    const group = addressGroup(s.socket?.remoteAddress);
-    const n = (perClient.get(group) ?? 0) + 1;
-    if (n > limits.max_sessions_per_client) {
+    const leave = perClient.enter(s.socket?.remoteAddress);
+    if (leave === undefined) {
       calm(s, st);
       return;
     }
-    perClient.set(group, n);
     sessions.add(s);
     s.once('close', () => {
       sessions.delete(s);
-      const left = (perClient.get(group) ?? 1) - 1;
-      if (left > 0) perClient.set(group, left);
-      else perClient.delete(group);
+      leave();
     });
     const idleMs = server.headersTimeout || 60_000;
     s.setTimeout(idleMs);
