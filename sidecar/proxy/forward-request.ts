@@ -6,8 +6,7 @@
  */
 import { childTraceparent } from '../../lib/trace/trace-context.js';
 import type { Verdict } from '../engine/types.js';
-import type { IncomingMessage } from 'node:http';
-import type { Http2ServerRequest } from 'node:http2';
+import { clientGone } from '../../lib/http/unread-body.js';
 import type { Exchange } from './exchange.js';
 import { ERRORS, answer, isGrpc } from './respond.js';
 import { forward } from './upstream.js';
@@ -38,13 +37,6 @@ function targetOf(url: string): Target {
   }
   return t;
 }
-
-/**
- * The client left while its request was checked: its HTTP/2 stream closed (reset), or its connection. The
- * 'close' that aborts an upstream call in flight came before the call: it would run to its end unread.
- */
-const clientGone = (req: IncomingMessage): boolean =>
-  req.httpVersionMajor === 2 ? (req as unknown as Http2ServerRequest).stream.closed : req.socket.destroyed;
 
 /** `now`: performance.now() when the decision ended, where the upstream call's time starts. */
 export function forwardRequest(x: Exchange, verdict: Verdict, now: number): void {
@@ -78,7 +70,8 @@ export function forwardRequest(x: Exchange, verdict: Verdict, now: number): void
   }
   // no upstream call for a client gone (499): a client resetting each stream as soon as it is open (rapid
   // reset, docs/proxy.md "Slow clients and connection caps") had one upstream connection made per stream
-  if (clientGone(x.req)) {
+  // (the 'close' that aborts an upstream call in flight came before the call: it would run to its end unread)
+  if (clientGone(x.req, x.res)) {
     x.status = 499;
     gw.metrics.request(api.api_id, 499);
     return;
