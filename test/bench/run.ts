@@ -60,6 +60,7 @@ const SIM_ROUNDS = Number(process.env.GW_BENCH_SIM_ROUNDS ?? 5);
 const SIM_PAIRS: [string, string, string, number | undefined][] = [
   ['drl', 'bare', 'gw key auth + DRL × bare', 0.95],
   ['log', 'bare', 'gw key auth + Redis sliding log × bare', 0.6],
+  ['sentinel', 'log', 'gw key auth + Redis sentinel × Redis sliding log', undefined],
   ['drl', 'compare', 'gw DRL, this build × the compared build', undefined],
   ['oauth', 'drl', 'gw OAuth bearer × gw key auth (DRL)', 0.95],
   ['trace_off', 'drl', 'gw DRL, tracing off × gw DRL', 0.98],
@@ -67,6 +68,9 @@ const SIM_PAIRS: [string, string, string, number | undefined][] = [
   ['access_logs', 'drl', 'gw DRL, access logs on × gw DRL', 0.9],
 ];
 const started = Date.now();
+/** the gateway configuration of the two Redis cases: the sliding log, and its sentinel variant */
+const LOG_CONFIG = 'enable_kv_rolling_limiter: true\n';
+const SENTINEL_CONFIG = 'enable_sentinel_rate_limiter: true\n';
 
 benchRun('gw bench', DEADLINE_S);
 
@@ -548,23 +552,28 @@ async function main(): Promise<void> {
   // replaces that process's NODE_OPTIONS (a flag compared on one build)
   const compare = process.env.GW_BENCH_COMPARE;
   const compareNodeOptions = process.env.GW_BENCH_COMPARE_NODE_OPTIONS;
-  const compareRedis = process.env.GW_BENCH_COMPARE_CASE === 'redis';
+  const compareCase = process.env.GW_BENCH_COMPARE_CASE ?? 'drl';
+  if (!['drl', 'redis', 'sentinel'].includes(compareCase))
+    throw new Error(`GW_BENCH_COMPARE_CASE=${compareCase}: one of drl, redis, sentinel`);
+  const compareRedis = compareCase === 'redis';
+  const compareSentinel = compareCase === 'sentinel';
   const gwCompare = !compare
     ? undefined
-    : compareRedis
-      ? await startGw(`gw key auth + Redis sliding log, ${compare}`, upstream, {
+    : compareRedis || compareSentinel
+      ? await startGw(`gw key auth + Redis ${compareSentinel ? 'sentinel' : 'sliding log'}, ${compare}`, upstream, {
           cli: compare,
           redis: redisUrl,
-          config: 'enable_kv_rolling_limiter: true\n',
+          config: compareSentinel ? SENTINEL_CONFIG : LOG_CONFIG,
           nodeOptions: compareNodeOptions,
         })
       : await startGw(`gw key auth + DRL, ${compare}`, upstream, { cli: compare, nodeOptions: compareNodeOptions });
   const wanted = (k: string): boolean => !CASES || CASES.includes(k);
   const gwLog = wanted('log')
-    ? await startGw('gw key auth + Redis sliding log', upstream, {
-        redis: redisUrl,
-        config: 'enable_kv_rolling_limiter: true\n',
-      })
+    ? await startGw('gw key auth + Redis sliding log', upstream, { redis: redisUrl, config: LOG_CONFIG })
+    : undefined;
+  // the sentinel variant (docs/limiter-engine.md): one store read per request, writes off the request path
+  const gwSentinel = wanted('sentinel')
+    ? await startGw('gw key auth + Redis sentinel', upstream, { redis: redisUrl, config: SENTINEL_CONFIG })
     : undefined;
   // OAuth (docs/contract.md#oauth-tokens): the same API and limits with a bearer token of an OAuthClient instead of a key
   const gwOAuth = wanted('oauth') ? await startGw('gw OAuth bearer + DRL', upstream, { oauth: true }) : undefined;
@@ -591,6 +600,7 @@ async function main(): Promise<void> {
     drl: gwDrl,
     ...(gwCompare ? { compare: gwCompare } : {}),
     ...(gwLog ? { log: gwLog } : {}),
+    ...(gwSentinel ? { sentinel: gwSentinel } : {}),
     ...(gwOAuth ? { oauth: gwOAuth } : {}),
     ...observability,
   };
@@ -630,9 +640,11 @@ async function main(): Promise<void> {
 
   // simultaneous pairs: the method of record for the throughput targets (see simultaneous())
   const simPairs = SIM_PAIRS.map(([a, b, label, min]): (typeof SIM_PAIRS)[number] =>
-    b === 'compare' && compareRedis
-      ? ['log', b, 'gw Redis sliding log, this build × the compared build', min]
-      : [a, b, label, min],
+    b !== 'compare' || compareCase === 'drl'
+      ? [a, b, label, min]
+      : compareRedis
+        ? ['log', b, 'gw Redis sliding log, this build × the compared build', min]
+        : ['sentinel', b, 'gw Redis sentinel, this build × the compared build', min],
   ).filter(([a, b]) => targets[a] && targets[b]);
   const sim: Record<string, SimRound[]> = {};
   for (let r = 0; r < SIM_ROUNDS && simPairs.length; r++) {
@@ -733,7 +745,7 @@ async function main(): Promise<void> {
     `CPU cost per request (less sensitive to other load on the machine): under wrk gw DRL ${fmt(drl.cpuUs, 1)} µs = ${fmt(b.cpuUs / drl.cpuUs, 2)}× bare's capacity, ${fmt(n.cpuUs / drl.cpuUs, 2)}× nginx's; at the same offered ${RATE}/s gw DRL = ${fmt(b.cpuFixedUs / drl.cpuFixedUs, 2)}× bare's capacity${log ? `; gw Redis log ${fmt(log.cpuUs, 1)} µs = ${fmt(b.cpuUs / log.cpuUs, 2)}× bare's, at ${RATE}/s ${fmt(b.cpuFixedUs / log.cpuFixedUs, 2)}×` : ''}`,
   );
   p(
-    `sequential rounds (req/s, median of the rounds' paired ratios; the throughput targets are checked on the simultaneous pairs below): gw DRL × bare: ${pairedText(drl, b)}; gw DRL ≥ 0.4× nginx: ${pairedText(drl, n)} ${mark(paired(drl, n).median >= 0.4)}${log ? `; gw Redis log × bare: ${pairedText(log, b)}` : ''}${rows.compare ? `; this build × the compared build (${compareRedis ? 'Redis log' : 'DRL'}): ${pairedText(compareRedis && log ? log : drl, rows.compare)}` : ''}`,
+    `sequential rounds (req/s, median of the rounds' paired ratios; the throughput targets are checked on the simultaneous pairs below): gw DRL × bare: ${pairedText(drl, b)}; gw DRL ≥ 0.4× nginx: ${pairedText(drl, n)} ${mark(paired(drl, n).median >= 0.4)}${log ? `; gw Redis log × bare: ${pairedText(log, b)}` : ''}${rows.compare ? `; this build × the compared build (${compareCase}): ${pairedText(compareRedis && log ? log : compareSentinel && rows.sentinel ? rows.sentinel : drl, rows.compare)}` : ''}`,
   );
   const oauth = rows.oauth;
   if (oauth)
