@@ -72,6 +72,9 @@ export class Pipeline {
   private readonly byteCapacity: number;
   private readonly budget: ByteBudget | undefined;
   private bytes = 0;
+  /** Bytes and bodies held by reserve() for bodies being read. */
+  private reserved = 0;
+  private reservations = 0;
   private readonly roomWaiters: Array<() => void> = [];
   private readonly itemWaiters: Array<() => void> = [];
   private readonly abort = new AbortController();
@@ -91,7 +94,7 @@ export class Pipeline {
     this.output = p.output;
     const ctx: InputContext = {
       offer: (msg, ack) => this.offer(msg, ack),
-      hasRoom: (bytes) => this.hasRoom(bytes),
+      reserve: (bytes) => this.reserve(bytes),
       push: (msg, ack, signal) => this.push(msg, ack, signal),
       logger: p.logger,
     };
@@ -111,12 +114,33 @@ export class Pipeline {
     return this.buffer.length + this.inFlight;
   }
 
-  /** Whether offer() would take a message of `bytes` raw bytes now. */
+  /** Whether offer() would take a message of `bytes` raw bytes now (room held by reserve() counts as taken). */
   hasRoom(bytes: number): boolean {
-    if (this.closed || this.draining || this.buffer.length >= this.capacity) return false;
-    if (bytes > 0 && this.buffer.length > 0 && this.bytes + bytes > this.byteCapacity) return false;
+    const held = this.buffer.length + this.reservations;
+    if (this.closed || this.draining || held >= this.capacity) return false;
+    if (bytes > 0 && held > 0 && this.bytes + this.reserved + bytes > this.byteCapacity) return false;
     if (bytes > 0 && this.budget && this.budget.used > 0 && this.budget.used + bytes > this.budget.limit) return false;
     return true;
+  }
+
+  /**
+   * Holds room for a body of `bytes` while it is read, so that bodies read at the same time cannot each
+   * pass the room check and then be refused after being read in full: undefined when there is no room;
+   * else the release (idempotent), called before the message is offered or when the body is given up.
+   */
+  reserve(bytes: number): (() => void) | undefined {
+    if (!this.hasRoom(bytes)) return undefined;
+    this.reserved += bytes;
+    this.reservations++;
+    if (this.budget) this.budget.used += bytes;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.reserved -= bytes;
+      this.reservations--;
+      if (this.budget) this.budget.used -= bytes;
+    };
   }
 
   offer(msg: Message, ack: Ack): boolean {

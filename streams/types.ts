@@ -37,8 +37,8 @@ export type Ack = (outcome: Outcome) => void | Promise<void>;
 export interface InputContext {
   /** Non-blocking: false when the pipeline's buffer is full or closed (http_server → 503). */
   offer(msg: Message, ack: Ack): boolean;
-  /** Whether offer() would take a message of `bytes` raw bytes now (http_server refuses before reading). */
-  hasRoom(bytes: number): boolean;
+  /** Holds room for a body of `bytes` being read (http_server refuses before reading): its release, or undefined. */
+  reserve(bytes: number): (() => void) | undefined;
   /** Waits for room in the buffer (backpressure); rejects when `signal` aborts or the pipeline closes. */
   push(msg: Message, ack: Ack, signal: AbortSignal): Promise<void>;
   logger: Logger;

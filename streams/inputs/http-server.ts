@@ -87,7 +87,8 @@ export class HttpServerInput implements Input {
   /**
    * Reads the body and offers the message; answers the client. On the event loop each body costs its
    * socket reads and one copy into a buffer of its size: a body declaring a content-length the buffer
-   * has no room for is answered 503 before it is read and then discarded unkept and unscanned; the
+   * has no room for (room held for the bodies being read counts) is answered 503 before it is read and then
+   * discarded unkept and unscanned; the
    * nesting scan runs inline on the first LARGE_BODY_BYTES only (a deep body is refused after its first
    * bytes), the scan of a larger body runs in the body thread (its bytes moved there and back).
    */
@@ -101,10 +102,14 @@ export class HttpServerInput implements Input {
       this.refuseUnread(req, res, 503, 'Stream is stopping');
       return;
     }
-    if (declared !== undefined && !this.ctx.hasRoom(declared)) {
+    // room for a declared body is held while it is read: bodies arriving together cannot each pass this
+    // check and be read in full only to be refused; released before the offer, or when the body is given up
+    const release = declared === undefined ? () => undefined : this.ctx.reserve(declared);
+    if (!release) {
       this.refuseUnread(req, res, 503, 'Stream buffer full');
       return;
     }
+    res.once('close', release);
     // a declared length is read straight into its own buffer (one copy per chunk, no concat, and memory
     // the body thread can take); a chunked body is collected and joined once
     const into = declared !== undefined && declared > 0 ? Buffer.allocUnsafeSlow(declared) : undefined;
@@ -134,13 +139,13 @@ export class HttpServerInput implements Input {
       if (res.headersSent) return;
       const raw = into ? into.subarray(0, size) : Buffer.concat(chunks, size);
       if (!json || scanner.bytesSeen >= size) {
-        this.accept(req, res, raw);
+        this.accept(req, res, raw, release);
         return;
       }
       bodyThread.scan(raw).then(
         (r) => {
           if (r.pastAt >= 0) send(res, 400, { error: `Message body nested deeper than ${MAX_JSON_DEPTH} levels` });
-          else this.accept(req, res, r.bytes);
+          else this.accept(req, res, r.bytes, release);
         },
         (e: Error) => {
           this.ctx.logger.warn({ stream: this.stream, err: e.message }, 'stream intake: the nesting scan failed');
@@ -151,7 +156,8 @@ export class HttpServerInput implements Input {
   }
 
   /** Offers a body that passed the nesting scan: 202, or 503 when the buffer has no room (any longer). */
-  private accept(req: IncomingMessage, res: ServerResponse, raw: Buffer): void {
+  private accept(req: IncomingMessage, res: ServerResponse, raw: Buffer, release: () => void): void {
+    release(); // the room held while the body was read: offer() takes it for good, or refuses
     if (res.destroyed) return;
     if (this.stopped) {
       this.busy(res, 'Stream is stopping');

@@ -363,6 +363,52 @@ describe('streams over HTTP', () => {
     await rx.waitFor(2);
   });
 
+  test('room is held for a body while it is read: a second body that would not fit beside it is answered 503 before it is sent; a body given up frees its room', async () => {
+    const { rx, release } = await gatedRecv();
+    const { gw } = await setup({
+      streams: {
+        s: {
+          input: { http_server: { max_pending_bytes: 2500 } },
+          output: { http_client: { url: `${rx.url}/x`, timeout: '10s' } },
+        },
+      },
+    });
+    const kb = (n: number) => JSON.stringify({ pad: 'x'.repeat(988), n }); // 1004 bytes of JSON
+    expect((await gw.post('/ev/', JSON.parse(kb(0)))).status).toBe(202); // in flight at the receiver
+    await until(() => rx.all.length === 1, 10_000, 'message 0 in flight at the receiver');
+    expect((await gw.post('/ev/', JSON.parse(kb(1)))).status).toBe(202); // 1004 bytes wait
+    const { hostname, port } = new URL(gw.url);
+    /** A POST of 1004 declared bytes whose body is not sent yet: its answer as it arrives. */
+    const open = () => {
+      const sock = connect(Number(port), hostname);
+      const r = { sock, answer: '' };
+      sock.on('data', (d: Buffer) => (r.answer += d.toString('latin1')));
+      sock.write(`POST /ev/ HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1004\r\n\r\n`);
+      return r;
+    };
+    // 1004 waiting + 1004 being read leave no room for another 1004 within 2500: of two bodies whose
+    // headers arrive together, one holds the room (no answer while its body is not sent), the other is 503
+    const both = [open(), open()];
+    await until(() => both.some((x) => x.answer.includes('\r\n\r\n')), 5000, 'an answer before any body is sent');
+    await sleep(300);
+    const refused = both.filter((x) => x.answer !== '');
+    expect(refused).toHaveLength(1);
+    expect(refused[0]!.answer).toMatch(/^HTTP\/1\.1 503 /);
+    refused[0]!.sock.destroy();
+    const held = both.find((x) => x.answer === '')!;
+    // the body being read is given up mid-way: its room is free again, and a whole body of its size is taken
+    held.sock.write(kb(2).slice(0, 100));
+    await sleep(100);
+    held.sock.destroy();
+    await until(
+      async () => (await gw.post('/ev/', JSON.parse(kb(3)))).status === 202,
+      5000,
+      'room freed by the body given up',
+    );
+    release();
+    await rx.waitFor(3);
+  });
+
   test('nesting past 64 levels that begins after the first 64 KiB is found by the scan in the body thread: 400', async () => {
     const rx = await recv();
     const { gw } = await setup({
