@@ -9,79 +9,27 @@
  * - rapid reset (HEADERS then RST_STREAM, CVE-2023-44487): the connection gets GOAWAY ENHANCE_YOUR_CALM
  *   after its reset budget, streams reset before their call began make no upstream call, RSS stays bounded.
  */
-import { createServer, type Server } from 'node:http';
 import { connect as h2connect, constants, type ClientHttp2Session } from 'node:http2';
-import { connect as netConnect, type Socket } from 'node:net';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { apiManifest, cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
+import { readdirSync } from 'node:fs';
+import {
+  frame,
+  h2get,
+  hpackGet as get,
+  RawConnection,
+  rssMb,
+  startProxiedGateway,
+  u32,
+  type ProxiedGateway,
+} from '../../helpers/h2.js';
+import type { Standalone } from '../../helpers/standalone.js';
 
 const SESSIONS_CAP = 4;
 const STREAMS_CAP = 10;
 const CHUNK = Buffer.alloc(64 * 1024, 'x');
 
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
-function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
-  const h = Buffer.alloc(9);
-  h.writeUIntBE(payload.length, 0, 3);
-  h[3] = type;
-  h[4] = flags;
-  h.writeUInt32BE(stream, 5);
-  return Buffer.concat([h, payload]);
-}
-/** HPACK (RFC 7541): :method GET, :scheme http (static 2, 6), :path and :authority gw (literal, indexed names). */
-const get = (path: string): Buffer =>
-  Buffer.concat([
-    Buffer.from([0x82, 0x86, 0x04, path.length]),
-    Buffer.from(path),
-    Buffer.from([0x01, 2]),
-    Buffer.from('gw'),
-  ]);
-const u32 = (n: number): Buffer => {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(n, 0);
-  return b;
-};
 /** SETTINGS_INITIAL_WINDOW_SIZE (0x4) = n */
 const initialWindow = (n: number): Buffer => Buffer.concat([Buffer.from([0, 4]), u32(n)]);
 
-/** A raw client connection: frames parsed as they come (per stream DATA bytes, RST_STREAM code; GOAWAY code). */
-class RawConnection {
-  readonly data = new Map<number, number>();
-  readonly reset = new Map<number, number>();
-  goaway: number | undefined;
-  closed = false;
-  private buf = Buffer.alloc(0);
-  readonly socket: Socket;
-  constructor(port: number) {
-    this.socket = netConnect(port, '127.0.0.1');
-    this.socket.on('error', () => undefined);
-    this.socket.on('data', (d: Buffer) => this.read(d));
-    this.socket.on('close', () => (this.closed = true));
-  }
-  async open(settings: Buffer = Buffer.alloc(0)): Promise<void> {
-    await new Promise((r) => this.socket.once('connect', r));
-    this.socket.write(Buffer.concat([PREFACE, frame(4, 0, 0, settings)]));
-  }
-  private read(d: Buffer): void {
-    this.buf = Buffer.concat([this.buf, d]);
-    while (this.buf.length >= 9) {
-      const len = this.buf.readUIntBE(0, 3);
-      if (this.buf.length < 9 + len) return;
-      const [type, flags] = [this.buf[3]!, this.buf[4]!];
-      const stream = this.buf.readUInt32BE(5) & 0x7fffffff;
-      const payload = this.buf.subarray(9, 9 + len);
-      this.buf = this.buf.subarray(9 + len);
-      if (type === 4 && !(flags & 1) && this.socket.writable) this.socket.write(frame(4, 1, 0, Buffer.alloc(0)));
-      if (type === 0) this.data.set(stream, (this.data.get(stream) ?? 0) + len);
-      if (type === 3) this.reset.set(stream, payload.readUInt32BE(0));
-      if (type === 7) this.goaway ??= payload.readUInt32BE(4);
-    }
-  }
-}
-
-const rssMb = (pid: number): number =>
-  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 const fds = (pid: number): number => readdirSync(`/proc/${pid}/fd`).length;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 async function until(cond: () => boolean, ms: number): Promise<void> {
@@ -90,10 +38,8 @@ async function until(cond: () => boolean, ms: number): Promise<void> {
 }
 
 describe('HTTP/2 bounds per client', () => {
-  let upstream: Server;
+  let env: ProxiedGateway;
   let gw: Standalone;
-  let dir: string;
-  let confDir: string;
   /** upstream requests open now, and in all; upstream connections accepted; downloads aborted */
   let open = 0;
   let calls = 0;
@@ -101,7 +47,7 @@ describe('HTTP/2 bounds per client', () => {
   let abortedBig = 0;
 
   beforeAll(async () => {
-    upstream = createServer((req, res) => {
+    env = await startProxiedGateway((req, res) => {
       calls++;
       if (req.url === '/small') return res.end('small');
       open++;
@@ -120,31 +66,13 @@ describe('HTTP/2 bounds per client', () => {
         if (!res.destroyed) res.once('drain', pump);
       };
       pump();
-    });
-    upstream.on('connection', () => connections++);
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
-    dir = tempDir();
-    writeFileSync(
-      join(dir, 'api.yaml'),
-      apiManifest('dl', `use_keyless: true\nproxy: {listen_path: /, target_url: '${url}'}`),
-    );
-    confDir = tempDir('gw-conf-');
-    const conf = join(confDir, 'gw.yaml');
-    writeFileSync(
-      conf,
-      `http2: {max_sessions_per_client: ${SESSIONS_CAP}, max_concurrent_streams: ${STREAMS_CAP}, send_timeout: 2}\n`,
-    );
-    gw = await startStandalone(dir, ['--config', conf]);
+    }, `http2: {max_sessions_per_client: ${SESSIONS_CAP}, max_concurrent_streams: ${STREAMS_CAP}, send_timeout: 2}\n`);
+    env.upstream.on('connection', () => connections++);
+    gw = env.gw;
   }, 30_000);
 
   afterAll(async () => {
-    const exited = gw?.proc.exitCode;
-    await gw?.stop();
-    upstream?.close();
-    upstream?.closeAllConnections();
-    if (dir) cleanup(dir);
-    if (confDir) cleanup(confDir);
+    const exited = await env?.stop();
     expect(exited).toBeNull();
   });
 
@@ -208,13 +136,7 @@ describe('HTTP/2 bounds per client', () => {
         expect([constants.NGHTTP2_ENHANCE_YOUR_CALM, constants.NGHTTP2_INTERNAL_ERROR]).toContain(g);
       const s = h2connect(gw.gateway);
       try {
-        const body = await new Promise<string>((resolve, reject) => {
-          const r = s.request({ ':path': '/small' });
-          let b = '';
-          r.on('data', (d: Buffer) => (b += d.toString()));
-          r.on('end', () => resolve(b));
-          r.on('error', reject);
-        });
+        const { body } = await h2get(s, '/small');
         expect(body).toBe('small');
       } finally {
         s.close();
@@ -264,13 +186,7 @@ describe('HTTP/2 bounds per client', () => {
       // another address is served meanwhile
       const other = h2connect(gw.gateway, { localAddress: '127.0.0.2' } as Parameters<typeof h2connect>[1]);
       try {
-        const body = await new Promise<string>((resolve, reject) => {
-          const r = other.request({ ':path': '/small' });
-          let b = '';
-          r.on('data', (c: Buffer) => (b += c.toString()));
-          r.on('end', () => resolve(b));
-          r.on('error', reject);
-        });
+        const { body } = await h2get(other, '/small');
         expect(body).toBe('small');
       } finally {
         other.close();

@@ -8,62 +8,21 @@
  * for `http2.send_timeout`, aborting its upstream call; RSS stays within a stated bound and a node:http2
  * client is served throughout.
  */
-import { createServer, type Server } from 'node:http';
-import { connect as h2connect, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
+import { connect as h2connect } from 'node:http2';
 import { connect as netConnect, type Socket } from 'node:net';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { apiManifest, cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
+import { frame, h2get, hpackGet, PREFACE, rssMb, startProxiedGateway, type ProxiedGateway } from '../../helpers/h2.js';
+import type { Standalone } from '../../helpers/standalone.js';
 
 const STREAMS_CAP = 20;
 const CONNECTIONS = 8;
 /** streams the hostile client asks for on each connection: 10× the cap */
 const ASKED = 200;
 const CHUNK = Buffer.alloc(64 * 1024, 'x');
-
-/** One GET over `session`: its headers and body. */
-function h2get(session: ClientHttp2Session, path: string): Promise<{ headers: IncomingHttpHeaders; body: string }> {
-  return new Promise((resolve, reject) => {
-    const r = session.request({ ':path': path });
-    let body = '';
-    let headers: IncomingHttpHeaders = {};
-    r.on('response', (h) => (headers = h));
-    r.on('data', (c: Buffer) => (body += c.toString()));
-    r.on('end', () => resolve({ headers, body }));
-    r.on('error', reject);
-  });
-}
-
-/** The HTTP/2 client connection preface (RFC 9113 §3.4). */
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
-/** One frame (RFC 9113 §4.1) appended to `out` (and returned). */
-function frame(type: number, flags: number, stream: number, payload: Buffer, out: Buffer[] = []): Buffer {
-  const h = Buffer.alloc(9);
-  h.writeUIntBE(payload.length, 0, 3);
-  h[3] = type;
-  h[4] = flags;
-  h.writeUInt32BE(stream, 5);
-  const f = Buffer.concat([h, payload]);
-  out.push(f);
-  return f;
-}
-/** HPACK (RFC 7541): :method GET, :scheme http (static 2, 6), :path /big and :authority gw (literal, indexed names). */
-const GET_BIG = Buffer.concat([
-  Buffer.from([0x82, 0x86, 0x04, 4]),
-  Buffer.from('/big'),
-  Buffer.from([0x01, 2]),
-  Buffer.from('gw'),
-]);
-
-function rssMb(pid: number): number {
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-}
+const GET_BIG = hpackGet('/big');
 
 describe('HTTP/2 clients that never read', () => {
-  let upstream: Server;
+  let env: ProxiedGateway;
   let gw: Standalone;
-  let dir: string;
-  let confDir: string;
   /** downloads the upstream has open now, the most at once, and bytes it has written in all */
   let open = 0;
   let maxOpen = 0;
@@ -71,7 +30,7 @@ describe('HTTP/2 clients that never read', () => {
 
   beforeAll(async () => {
     // an endless download, written with backpressure: the upstream is paused when the gateway is
-    upstream = createServer((req, res) => {
+    env = await startProxiedGateway((req, res) => {
       if (req.url !== '/big') return res.end('small');
       maxOpen = Math.max(maxOpen, ++open);
       res.once('close', () => open--);
@@ -83,27 +42,12 @@ describe('HTTP/2 clients that never read', () => {
         if (!res.destroyed) res.once('drain', pump);
       };
       pump();
-    });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
-    dir = tempDir();
-    writeFileSync(
-      join(dir, 'api.yaml'),
-      apiManifest('dl', `use_keyless: true\nproxy: {listen_path: /, target_url: '${url}'}`),
-    );
-    confDir = tempDir('gw-conf-');
-    const conf = join(confDir, 'gw.yaml');
-    writeFileSync(conf, `http2: {max_concurrent_streams: ${STREAMS_CAP}, send_timeout: 3}\n`);
-    gw = await startStandalone(dir, ['--config', conf]);
+    }, `http2: {max_concurrent_streams: ${STREAMS_CAP}, send_timeout: 3}\n`);
+    gw = env.gw;
   }, 30_000);
 
   afterAll(async () => {
-    const exited = gw?.proc.exitCode;
-    await gw?.stop();
-    upstream?.close();
-    upstream?.closeAllConnections();
-    if (dir) cleanup(dir);
-    if (confDir) cleanup(confDir);
+    const exited = await env?.stop();
     expect(exited).toBeNull();
   });
 
