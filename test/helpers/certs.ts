@@ -2,7 +2,9 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
+import { tempDir } from './standalone.js';
 
 export interface Issued {
   cert: string;
@@ -35,6 +37,12 @@ export function makeCa(dir: string, name = 'ca'): Issued {
     `${name}.crt`,
   ]);
   return files(dir, name);
+}
+
+/** A new directory with a CA `ca` and the certificate `gw` it signs for localhost: a gateway listener's TLS files. */
+export function gatewayCerts(): { dir: string; ca: Issued; gw: Issued } {
+  const dir = tempDir('gw-certs-');
+  return { dir, ca: makeCa(dir, 'ca'), gw: issue(dir, 'ca', 'gw', 'localhost') };
 }
 
 /**
@@ -85,3 +93,36 @@ function files(dir: string, name: string): Issued {
   const der = new X509Certificate(readFileSync(cert)).raw;
   return { cert, key: join(dir, `${name}.key`), fingerprint: createHash('sha256').update(der).digest('hex') };
 }
+
+/**
+ * The fingerprint (as `Issued.fingerprint`) of the certificate 127.0.0.1:`port` serves a new connection for
+ * `localhost` trusting the CA file `ca`, and the ALPN protocol chosen when `alpn` is offered.
+ */
+export function servedCertificate(
+  port: number,
+  ca: string,
+  alpn?: string[],
+): Promise<{ fp: string; alpn: string | false | null }> {
+  return new Promise((resolve, reject) => {
+    const s = tlsConnect(
+      {
+        port,
+        host: '127.0.0.1',
+        ca: readFileSync(ca),
+        servername: 'localhost',
+        ...(alpn ? { ALPNProtocols: alpn } : {}),
+      },
+      () => {
+        const fp = s.getPeerCertificate().fingerprint256.replace(/:/g, '').toLowerCase();
+        const chosen = s.alpnProtocol;
+        s.end();
+        resolve({ fp, alpn: chosen });
+      },
+    );
+    s.on('error', reject);
+  });
+}
+
+/** The fingerprint of the certificate 127.0.0.1:`port` serves a new connection (see servedCertificate). */
+export const servedFingerprint = async (port: number, ca: string): Promise<string> =>
+  (await servedCertificate(port, ca)).fp;

@@ -33,6 +33,41 @@ export async function eventually(fn: () => Promise<boolean>, ms = 5000, what = '
   }
 }
 
+/**
+ * `gw sidecar` for `upstream` in `ns` on loopback ports, with `args` added, that must not start: resolves
+ * once it exits, with its exit code and everything it wrote.
+ */
+export async function refusedSidecar(
+  upstream: string,
+  ns: string,
+  args: string[],
+): Promise<{ code: number | null; out: string }> {
+  const proc = spawn(
+    process.execPath,
+    [
+      CLI,
+      'sidecar',
+      '--upstream',
+      upstream,
+      '--listen',
+      '127.0.0.1:0',
+      '--metrics-listen',
+      '127.0.0.1:0',
+      '--kubeconfig',
+      kubeconfig(),
+      '--namespace',
+      ns,
+      ...args,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const code = await new Promise<number | null>((r) => proc.once('exit', r));
+  return { code, out };
+}
+
 export async function metricsText(s: Sidecar): Promise<string> {
   const r = await request(`${s.ops}/metrics`);
   return r.body.text();

@@ -6,38 +6,22 @@
  * connection that opens no stream (TLS h2 without its preface, h2c after its SETTINGS) is cut after headers_timeout.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { connect as h2connect, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
+import { connect as h2connect } from 'node:http2';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
 import { startEcho } from '../../../scripts/echo-upstream.js';
-import { issue, makeCa, type Issued } from '../../helpers/certs.js';
+import { gatewayCerts, issue, type Issued } from '../../helpers/certs.js';
+import { frame, h2get, PREFACE } from '../../helpers/h2.js';
 import { CLI, cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
 
-/** The HTTP/2 client connection preface (RFC 9113 §3.4) and an empty SETTINGS frame. */
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
-const SETTINGS = Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]);
+/** An empty SETTINGS frame. */
+const SETTINGS = frame(4, 0, 0, Buffer.alloc(0));
 const PER_CLIENT = 4;
 /** headers_timeout (s): an HTTP/2 session with no stream is cut after it */
 const IDLE_S = 3;
-
-function h2get(
-  session: ClientHttp2Session,
-  path: string,
-  extra: Record<string, string> = {},
-): Promise<{ headers: IncomingHttpHeaders; body: string }> {
-  return new Promise((resolve, reject) => {
-    const r = session.request({ ':path': path, ...extra });
-    let body = '';
-    let headers: IncomingHttpHeaders = {};
-    r.on('response', (h) => (headers = h));
-    r.on('data', (c: Buffer) => (body += c.toString()));
-    r.on('end', () => resolve({ headers, body }));
-    r.on('error', reject);
-  });
-}
 
 /** Resolves when the server has closed `socket` (its FIN or reset), or after `ms` with false. */
 function serverCloses(socket: Socket, ms: number): Promise<boolean> {
@@ -75,9 +59,9 @@ spec:
   proxy: {listen_path: /open/, target_url: '${echo.url}'}
 `,
     );
-    certs = tempDir('gw-certs-');
-    ca = makeCa(certs, 'ca');
-    const gwCert = issue(certs, 'ca', 'gw', 'localhost');
+    const tlsFiles = gatewayCerts();
+    ({ dir: certs, ca } = tlsFiles);
+    const gwCert = tlsFiles.gw;
     const caps = `max_connections_per_client: ${PER_CLIENT}\nmax_connections: ${4 * PER_CLIENT}\nheaders_timeout: ${IDLE_S}\n`;
     writeFileSync(join(certs, 'plain.yaml'), caps);
     writeFileSync(

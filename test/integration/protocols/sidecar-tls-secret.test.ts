@@ -8,29 +8,24 @@
  * (a missing file, a key that is not the certificate's) stop the sidecar with one line naming the flag.
  */
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync, copyFileSync, readFileSync } from 'node:fs';
-import { connect as h2connect, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
+import { connect as h2connect } from 'node:http2';
 import { connect as tlsConnect } from 'node:tls';
 import { connect as netConnect } from 'node:net';
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
 import { startEcho } from '../../../scripts/echo-upstream.js';
-import { issue, makeCa, type Issued } from '../../helpers/certs.js';
-import { freshNamespace, kubeconfig } from '../../helpers/kube.js';
-import { configOf, eventually, startSidecar, writeConfigMap, type Sidecar } from '../../helpers/sidecar.js';
+import { issue, makeCa, servedCertificate, type Issued } from '../../helpers/certs.js';
+import { h2get } from '../../helpers/h2.js';
+import { freshNamespace } from '../../helpers/kube.js';
+import {
+  configOf,
+  eventually,
+  refusedSidecar,
+  startSidecar,
+  writeConfigMap,
+  type Sidecar,
+} from '../../helpers/sidecar.js';
 import { cleanup, tempDir } from '../../helpers/standalone.js';
-
-function h2get(session: ClientHttp2Session, path: string): Promise<{ headers: IncomingHttpHeaders; body: string }> {
-  return new Promise((resolve, reject) => {
-    const r = session.request({ ':path': path, ':method': 'GET' });
-    let got = '';
-    let h: IncomingHttpHeaders = {};
-    r.on('response', (x) => (h = x));
-    r.on('data', (c: Buffer) => (got += c.toString()));
-    r.on('end', () => resolve({ headers: h, body: got }));
-    r.on('error', reject);
-  });
-}
 
 /** A Secret volume's layout: `<dir>/<key> -> ..data/<key>`, `..data -> ..<generation>/` (kubelet's atomic writer). */
 function writeSecretVolume(dir: string, generation: string, files: Record<string, string>): void {
@@ -47,22 +42,6 @@ function writeSecretVolume(dir: string, generation: string, files: Record<string
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
   }
-}
-
-/** The fingerprint of the certificate a new TLS connection is served, and the ALPN protocol chosen. */
-function served(port: number, ca: string, alpn = ['http/1.1']): Promise<{ fp: string; alpn: string | false | null }> {
-  return new Promise((resolve, reject) => {
-    const s = tlsConnect(
-      { host: '127.0.0.1', port, servername: 'localhost', ca: readFileSync(ca), ALPNProtocols: alpn },
-      () => {
-        const fp = s.getPeerCertificate().fingerprint256.replace(/:/g, '').toLowerCase();
-        const chosen = s.alpnProtocol;
-        s.end();
-        resolve({ fp, alpn: chosen });
-      },
-    );
-    s.on('error', reject);
-  });
 }
 
 /** An HTTP/1.1 GET over TLS on a fresh connection (optionally with a client certificate). */
@@ -142,8 +121,11 @@ describe('gw sidecar: TLS from a Secret volume, h2c by flag', () => {
   });
 
   test('the listener speaks TLS with the mounted pair: HTTP/1.1 and h2 by ALPN, the request proxied', async () => {
-    expect(await served(port(sc), ca.cert)).toEqual({ fp: first.fingerprint, alpn: 'http/1.1' });
-    expect((await served(port(sc), ca.cert, ['h2', 'http/1.1'])).alpn).toBe('h2');
+    expect(await servedCertificate(port(sc), ca.cert, ['http/1.1'])).toEqual({
+      fp: first.fingerprint,
+      alpn: 'http/1.1',
+    });
+    expect((await servedCertificate(port(sc), ca.cert, ['h2', 'http/1.1'])).alpn).toBe('h2');
     const h1 = await httpsGet(port(sc), ca.cert, '/hello');
     expect(h1.status).toBe(200);
     const session = h2connect(`https://localhost:${port(sc)}`, { ca: readFileSync(ca.cert) });
@@ -186,7 +168,7 @@ describe('gw sidecar: TLS from a Secret volume, h2c by flag', () => {
       // the kubelet removes the old generation right after the swap
       rmSync(join(secret, '..2026_12_02_04_00_00.000000001'), { recursive: true });
       await eventually(
-        async () => (await served(port(sc), ca.cert)).fp === next.fingerprint,
+        async () => (await servedCertificate(port(sc), ca.cert, ['http/1.1'])).fp === next.fingerprint,
         10_000,
         'the new certificate served',
       );
@@ -240,33 +222,9 @@ describe('gw sidecar: TLS from a Secret volume, h2c by flag', () => {
 
   test("a --tls-key that is not the --tls-cert's key: exit 1, both flags and files named, and the rule", async () => {
     const stranger = issue(certs, 'ca', 'stranger', 'localhost');
-    const proc = spawn(
-      process.execPath,
-      [
-        'dist/cli/gw.js',
-        'sidecar',
-        '--upstream',
-        echo.url,
-        '--listen',
-        '127.0.0.1:0',
-        '--metrics-listen',
-        '127.0.0.1:0',
-        '--kubeconfig',
-        kubeconfig(),
-        '--namespace',
-        ns,
-        '--tls-cert',
-        first.cert,
-        '--tls-key',
-        stranger.key,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    expect(await new Promise<number | null>((r) => proc.once('exit', r))).toBe(1);
-    expect(out).toContain(
+    const r = await refusedSidecar(echo.url, ns, ['--tls-cert', first.cert, '--tls-key', stranger.key]);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain(
       `gw: --tls-cert (${first.cert}) and --tls-key (${stranger.key}): key does not match certificate`,
     );
   }, 15_000);
@@ -282,31 +240,9 @@ describe('gw sidecar: TLS from a Secret volume, h2c by flag', () => {
   ])(
     'bad flags %p → exit 1, one line naming the flag or file',
     async (args, msg) => {
-      const proc = spawn(
-        process.execPath,
-        [
-          'dist/cli/gw.js',
-          'sidecar',
-          '--upstream',
-          echo.url,
-          '--listen',
-          '127.0.0.1:0',
-          '--metrics-listen',
-          '127.0.0.1:0',
-          '--kubeconfig',
-          kubeconfig(),
-          '--namespace',
-          ns,
-          ...args,
-        ],
-        { stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      let err = '';
-      proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
-      proc.stdout.on('data', (d: Buffer) => (err += d.toString()));
-      const code = await new Promise<number | null>((r) => proc.once('exit', r));
-      expect(code).toBe(1);
-      expect(err).toMatch(msg);
+      const r = await refusedSidecar(echo.url, ns, args);
+      expect(r.code).toBe(1);
+      expect(r.out).toMatch(msg);
     },
     15_000,
   );

@@ -9,12 +9,11 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect as h2connect } from 'node:http2';
-import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
 import { Agent, request } from 'undici';
 import { startEcho } from '../../../scripts/echo-upstream.js';
-import { issue, makeCa, type Issued } from '../../helpers/certs.js';
+import { gatewayCerts, issue, servedFingerprint, type Issued } from '../../helpers/certs.js';
 import {
   CLI,
   apiManifest,
@@ -24,18 +23,6 @@ import {
   tempDir,
   type Standalone,
 } from '../../helpers/standalone.js';
-
-/** The SHA-256 fingerprint (hex, no colons) of the certificate `port` serves to a new connection. */
-function servedFingerprint(port: number, ca: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const s = tlsConnect({ port, host: '127.0.0.1', ca: readFileSync(ca), servername: 'localhost' }, () => {
-      const fp = s.getPeerCertificate().fingerprint256.replace(/:/g, '').toLowerCase();
-      s.end();
-      resolve(fp);
-    });
-    s.on('error', reject);
-  });
-}
 
 describe('gateway TLS files: standalone flags, refused pairs at start and on reload', () => {
   let echo: { server: Server; url: string };
@@ -49,9 +36,7 @@ describe('gateway TLS files: standalone flags, refused pairs at start and on rel
 
   beforeAll(async () => {
     echo = await startEcho();
-    certs = tempDir('gw-certs-');
-    ca = makeCa(certs, 'ca');
-    gwCert = issue(certs, 'ca', 'gw', 'localhost');
+    ({ dir: certs, ca, gw: gwCert } = gatewayCerts());
     other = issue(certs, 'ca', 'other', 'localhost');
     res = tempDir();
     writeFileSync(

@@ -5,14 +5,7 @@
  * served to new connections without a restart.
  */
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
-import {
-  connect as h2connect,
-  createSecureServer,
-  type ClientHttp2Session,
-  type Http2SecureServer,
-  type IncomingHttpHeaders,
-} from 'node:http2';
-import { connect as tlsConnect } from 'node:tls';
+import { connect as h2connect, createSecureServer, type Http2SecureServer } from 'node:http2';
 import { connect as netConnect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,28 +14,9 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import { Agent, request } from 'undici';
 import { startEcho } from '../../../scripts/echo-upstream.js';
 import { sha256hex } from '../../../lib/hash.js';
-import { issue, makeCa, type Issued } from '../../helpers/certs.js';
+import { gatewayCerts, issue, makeCa, servedFingerprint, type Issued } from '../../helpers/certs.js';
+import { h2get } from '../../helpers/h2.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
-
-/** One HTTP/2 request; resolves with the response headers and body. */
-export function h2get(
-  session: ClientHttp2Session,
-  path: string,
-  headers: Record<string, string> = {},
-  method = 'GET',
-  body?: string,
-): Promise<{ headers: IncomingHttpHeaders; body: string }> {
-  return new Promise((resolve, reject) => {
-    const r = session.request({ ':path': path, ':method': method, ...headers }, { endStream: body === undefined });
-    let got = '';
-    let h: IncomingHttpHeaders = {};
-    r.on('response', (x) => (h = x));
-    r.on('data', (c: Buffer) => (got += c.toString()));
-    r.on('end', () => resolve({ headers: h, body: got }));
-    r.on('error', reject);
-    if (body !== undefined) r.end(body);
-  });
-}
 
 const KEY = 'tls-key-000001';
 const BOUND = 'tls-key-bound01';
@@ -57,18 +31,6 @@ kind: AccessKey
 metadata: {name: k}
 spec: {key_hash: ${sha256hex(KEY)}, rate: 4, per: 60}
 ${extra}`;
-
-/** The SHA-256 fingerprint (hex, no colons) of the certificate `port` serves to a new connection. */
-function servedFingerprint(port: number, ca: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const s = tlsConnect({ port, host: '127.0.0.1', ca: readFileSync(ca), servername: 'localhost' }, () => {
-      const fp = s.getPeerCertificate().fingerprint256.replace(/:/g, '').toLowerCase();
-      s.end();
-      resolve(fp);
-    });
-    s.on('error', reject);
-  });
-}
 
 describe('gateway listener: TLS, HTTP/2, h2c', () => {
   let echo: { server: Server; url: string };
@@ -85,9 +47,7 @@ describe('gateway listener: TLS, HTTP/2, h2c', () => {
 
   beforeAll(async () => {
     echo = await startEcho();
-    certs = tempDir('gw-certs-');
-    ca = makeCa(certs, 'ca');
-    gwCert = issue(certs, 'ca', 'gw', 'localhost');
+    ({ dir: certs, ca, gw: gwCert } = gatewayCerts());
     makeCa(certs, 'other');
     issue(certs, 'other', 'stranger', 'client-x');
     // the served files: copies, replaced by the rotation test
