@@ -23,7 +23,7 @@ import { eventually, startController, waitReady, type Controller } from './helpe
 
 /**
  * 1,000 in every make test (creating ApiDefinitions through the API server is the slow part: ~30 per second
- * on the loaded 2-core test machine); the issue's 10,000 with GW_SCALE_APIS=10000 (figures in docs/operator.md).
+ * on the loaded 2-core test machine); docs/contract.md#scale's 10,000 with GW_SCALE_APIS=10000 (figures in docs/operator.md).
  */
 const N = Number(process.env.GW_SCALE_APIS ?? 1_000);
 jest.setTimeout(60_000);

@@ -20,7 +20,7 @@ import {
 } from './helpers.js';
 
 const N = Number(process.env.GW_OPERATOR_SCALE_KEYS ?? 1000);
-/** 60 s per 10,000 keys (the target), never under 30 s: the API server shares 2 cores here. */
+/** 60 s per 10,000 keys (the bound this suite holds the controller to), never under 30 s: the API server shares 2 cores here. */
 const BOUND_MS = Math.max(30_000, Math.ceil((N / 10_000) * 60_000));
 const RSS_LIMIT = 300 * 1024 * 1024;
 

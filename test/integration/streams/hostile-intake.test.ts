@@ -239,7 +239,7 @@ spec:
     // for each read, V8's collections of those): counted by the kernel, not timed, so the machine's load
     // cannot move them the way it moves latencies.
     expect(readMB).toBeLessThan(100);
-    // NOT asserted: the issue's latency rule (another API's p99 under 50 ms during the attack). Its
+    // NOT asserted: the latency target (another API's p99 under 50 ms during the attack). Its
     // figures are measured and written to GW_INTAKE_REPORT (client-side percentiles of both processes,
     // each process's own event-loop delay p99/max per phase from its /metrics, main-thread CPU), but on a
     // shared 2-core machine (jest workers and other work in parallel, load 13–36) no bound on them held
