@@ -261,6 +261,8 @@ describe('DRL: docs/contract.md#drl-bounds bounds through three gw standalone pr
       ),
     );
     const after = ch.filter((t) => t >= t0 + 5000);
+    if (process.env.GW_DRL_REPORT)
+      console.log(`REPORT change (after) w ${windows(after, after[0] ?? 0, 1000, 3).join(',')}`);
     bad.push(
       ...violations('change (after)', after, {
         rate: 40,
