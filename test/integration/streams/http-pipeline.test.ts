@@ -52,6 +52,19 @@ describe('streams over HTTP', () => {
     return { rx, release };
   }
 
+  /** A stream whose http_server input has `input`'s options, delivering to a gatedRecv() receiver. */
+  async function gatedStream(
+    input: Record<string, unknown>,
+  ): Promise<{ rx: Receiver; release: () => void; gw: Gateway }> {
+    const { rx, release } = await gatedRecv();
+    const { gw } = await setup({
+      streams: {
+        s: { input: { http_server: input }, output: { http_client: { url: `${rx.url}/x`, timeout: '10s' } } },
+      },
+    });
+    return { rx, release, gw };
+  }
+
   test('http_server → http_client, local {count: 10, interval: 1s}, 100 messages at once: ≤ 10 in any 1 s window at the receiver, all arrive, in order (single in-flight)', async () => {
     const rx = await recv();
     const { gw, mgr } = await setup({
@@ -285,15 +298,7 @@ describe('streams over HTTP', () => {
   });
 
   test('a saturated pipeline answers 503 with Retry-After; accepted messages are delivered', async () => {
-    const { rx, release } = await gatedRecv();
-    const { gw } = await setup({
-      streams: {
-        s: {
-          input: { http_server: { max_pending: 2 } },
-          output: { http_client: { url: `${rx.url}/x`, timeout: '10s' } },
-        },
-      },
-    });
+    const { rx, release, gw } = await gatedStream({ max_pending: 2 });
     const r1 = await gw.post('/ev/', { seq: 1 }); // taken by the output (in flight)
     await until(() => rx.all.length === 1, 10_000, 'message 1 in flight at the receiver'); // not a fixed sleep: robust under load
     const r2 = await gw.post('/ev/', { seq: 2 });
@@ -336,15 +341,7 @@ describe('streams over HTTP', () => {
   });
 
   test('a body whose declared content-length the buffer has no room for is answered 503 before it is sent (not read, kept or scanned)', async () => {
-    const { rx, release } = await gatedRecv();
-    const { gw } = await setup({
-      streams: {
-        s: {
-          input: { http_server: { max_pending_bytes: 2500 } },
-          output: { http_client: { url: `${rx.url}/x`, timeout: '10s' } },
-        },
-      },
-    });
+    const { rx, release, gw } = await gatedStream({ max_pending_bytes: 2500 });
     const kb = (n: number) => ({ pad: 'x'.repeat(988), n }); // 1004 bytes of JSON
     expect((await gw.post('/ev/', kb(0))).status).toBe(202); // in flight at the receiver
     await until(() => rx.all.length === 1, 10_000, 'message 0 in flight at the receiver');
@@ -364,15 +361,7 @@ describe('streams over HTTP', () => {
   });
 
   test('room is held for a body while it is read: a second body that would not fit beside it is answered 503 before it is sent; a body given up frees its room', async () => {
-    const { rx, release } = await gatedRecv();
-    const { gw } = await setup({
-      streams: {
-        s: {
-          input: { http_server: { max_pending_bytes: 2500 } },
-          output: { http_client: { url: `${rx.url}/x`, timeout: '10s' } },
-        },
-      },
-    });
+    const { rx, release, gw } = await gatedStream({ max_pending_bytes: 2500 });
     const kb = (n: number) => JSON.stringify({ pad: 'x'.repeat(988), n }); // 1004 bytes of JSON
     expect((await gw.post('/ev/', JSON.parse(kb(0)))).status).toBe(202); // in flight at the receiver
     await until(() => rx.all.length === 1, 10_000, 'message 0 in flight at the receiver');
