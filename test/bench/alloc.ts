@@ -9,12 +9,15 @@
  *   GW_ALLOC_ONLY=gw GW_ALLOC_PROFILE=/tmp/gw.heapprofile node dist/test/bench/alloc.js
  *                                            → also a sampling profile of the counted allocations (alloc-probe.ts)
  *   GW_ALLOC_ONLY=gw|bare                    → measure one proxy
+ *   GW_ALLOC_PROTOCOL=h2c                    → HTTP/2 with prior knowledge (GW_ALLOC_CONNECTIONS sessions of
+ *                                              GW_ALLOC_STREAMS streams each), the bare proxy bare-protocols.ts h2c
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { connect as h2connect } from 'node:http2';
 import { Pool } from 'undici';
 import { freePort } from '../harness/ports.js';
 import { BENCH_KEY, GW_BENCH_ENV, GW_NODE_FLAGS, gwStandaloneBench } from './gw-bench-setup.js';
@@ -25,6 +28,8 @@ const WARMUP = Number(process.env.GW_ALLOC_WARMUP ?? 10_000);
 const CONNS = Number(process.env.GW_ALLOC_CONNECTIONS ?? 16);
 const FLAGS = (process.env.GW_ALLOC_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const ONLY = process.env.GW_ALLOC_ONLY;
+const H2C = process.env.GW_ALLOC_PROTOCOL === 'h2c';
+const STREAMS = Number(process.env.GW_ALLOC_STREAMS ?? 10);
 const PROBE = resolve('dist/test/bench/alloc-probe.js');
 
 export interface AllocResult {
@@ -80,7 +85,29 @@ function spawnProxy(
 let counted = N;
 let warmup = WARMUP;
 
+/** `n` GETs over h2c: CONNS sessions, STREAMS streams at once on each. */
+async function loadH2(origin: string, path: string, n: number, auth?: string): Promise<number> {
+  const sessions = Array.from({ length: CONNS }, () => h2connect(origin));
+  let left = n;
+  let errors = 0;
+  const worker = async (i: number): Promise<void> => {
+    const s = sessions[i % CONNS]!;
+    while (left-- > 0)
+      await new Promise<void>((done) => {
+        const st = s.request({ ':path': path, ...(auth ? { authorization: auth } : {}) });
+        st.on('response', (h) => void (h[':status'] !== 200 && errors++));
+        st.on('error', () => (errors++, done()));
+        st.resume();
+        st.on('end', done);
+      });
+  };
+  await Promise.all(Array.from({ length: CONNS * STREAMS }, (_, i) => worker(i)));
+  for (const s of sessions) s.close();
+  return errors;
+}
+
 async function load(origin: string, path: string, n: number, auth?: string): Promise<number> {
+  if (H2C) return loadH2(origin, path, n, auth);
   const pool = new Pool(origin, { connections: CONNS, pipelining: 1 });
   const headers = auth ? { authorization: auth } : {};
   let left = n;
@@ -138,11 +165,14 @@ export async function allocPerRequest(only?: string, requests = N, warm = WARMUP
     if (only !== 'gw') {
       const port = await freePort();
       const { c } = await spawnProxy(
-        [resolve('dist/test/bench/bare-proxy.js'), String(port), upstream],
+        H2C
+          ? [resolve('dist/test/bench/bare-protocols.js'), 'h2c', String(port), upstream]
+          : [resolve('dist/test/bench/bare-proxy.js'), String(port), upstream],
         'bare proxy ready',
       );
       try {
-        results.push(await measure('bare node:http + undici', c, `http://127.0.0.1:${port}`, '/api/x'));
+        const name = H2C ? 'bare node:http2 + undici' : 'bare node:http + undici';
+        results.push(await measure(name, c, `http://127.0.0.1:${port}`, '/api/x'));
       } finally {
         await stopChild(c, 10_000);
       }
