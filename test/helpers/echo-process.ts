@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 const ECHO = fileURLToPath(new URL('../../scripts/echo-upstream.js', import.meta.url));
 
-export async function startEchoProcess(): Promise<{ url: string; stop: () => void }> {
+export async function startEchoProcess(): Promise<{ url: string; pid: number; stop: () => void }> {
   const child = spawn(process.execPath, [ECHO, '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
@@ -18,5 +18,5 @@ export async function startEchoProcess(): Promise<{ url: string; stop: () => voi
     });
     child.once('exit', (code) => reject(new Error(`echo upstream exited ${code}: ${out}`)));
   });
-  return { url, stop: () => child.kill() };
+  return { url, pid: child.pid!, stop: () => child.kill() };
 }

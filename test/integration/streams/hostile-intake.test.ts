@@ -5,13 +5,14 @@
  * bodies of 500,000 nested arrays (each had been accepted and held ~25 MB of heap: the process died with
  * "Reached heap limit" after 6), then 1 MB flat JSON bodies at 19/s, inside the API's limit, for 6 s.
  * Deep bodies → 400; flat ones → 202 until the stream's 16 MiB byte bound, then 503; the process stays
- * up, its RSS under 256 MiB, and a refused body is not read (the bytes the process reads, from /proc). Another API is probed on this process and on a twin process nobody attacks
- * (the control) throughout; GW_INTAKE_REPORT=<file> writes those figures (latencies, each process's
- * event-loop delay, CPU) as JSON: they are reported, not asserted (see the end of the test).
+ * up, its RSS under 256 MiB, and a refused body is not read (the bytes the process reads, from /proc).
+ * Another API is probed on this process and on a twin process nobody attacks (the control) throughout: its
+ * p99 during the attack stays under 50 ms (or 1.5 × the control's, on a machine that holds both past it);
+ * GW_INTAKE_REPORT=<file> writes the figures (latencies, each process's event-loop delay, CPU) as JSON.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setPriority } from 'node:os';
+import { getPriority, setPriority } from 'node:os';
 import { Agent, request } from 'undici';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
 import { startEchoProcess } from '../../helpers/echo-process.js';
@@ -37,12 +38,13 @@ const rssMiB = (pid: number): number =>
   Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 describe('a keyless stream intake under attack', () => {
-  let rx: { url: string; stop: () => void };
+  let rx: { url: string; pid: number; stop: () => void };
   let gw: Standalone;
   let control: Standalone;
   let dir: string;
   let controlDir: string;
   let prioritised = false;
+  let ownPriority = 0;
   beforeAll(async () => {
     rx = await startEchoProcess(); // its own process: the latencies measured are the gateway's
     dir = tempDir('gw-hostile-intake-');
@@ -89,18 +91,25 @@ spec:
         ],
       },
     );
-    // both gateways' main threads ahead of the machine's other work where the test may (root or
-    // CAP_SYS_NICE): the loop delay measured is then the gateway's own, not the machine's load
-    for (const g of [gw, control]) {
+    // every process of the measurement ahead of the machine's other work (other jest workers in make test)
+    // where the test may (root or CAP_SYS_NICE): both gateways, the upstream, and this worker, which sends
+    // the attack and times the probes: the latencies measured are then the gateway's, not the machine's load
+    ownPriority = getPriority();
+    prioritised = true;
+    for (const pid of [gw.proc.pid!, control.proc.pid!, rx.pid, process.pid]) {
       try {
-        setPriority(g.proc.pid!, -10);
-        prioritised = true;
+        setPriority(pid, -10);
       } catch {
         prioritised = false;
       }
     }
   });
   afterAll(async () => {
+    try {
+      setPriority(process.pid, ownPriority);
+    } catch {
+      // not raised: nothing to restore
+    }
     await gw?.stop();
     await control?.stop();
     rx?.stop();
@@ -239,14 +248,12 @@ spec:
     // for each read, V8's collections of those): counted by the kernel, not timed, so the machine's load
     // cannot move them the way it moves latencies.
     expect(readMB).toBeLessThan(100);
-    // NOT asserted: the latency target (another API's p99 under 50 ms during the attack). Its
-    // figures are measured and written to GW_INTAKE_REPORT (client-side percentiles of both processes,
-    // each process's own event-loop delay p99/max per phase from its /metrics, main-thread CPU), but on a
-    // shared 2-core machine (jest workers and other work in parallel, load 13–36) no bound on them held
-    // 8 runs in 8: the control, attacked by nobody, reached a client-side p99 of 860 ms and a loop-delay
-    // p99 of 210 ms in the same seconds, and the attacked process's loop p99 ranged 40–360 ms against
-    // it. docs/streams.md, "Large bodies", says what still holds the loop (mark-compacts of the main
-    // isolate driven by reading 19 MB/s off the sockets).
-    expect(attacked.gw.length).toBeGreaterThan(0);
+    // another API of the attacked process answers within 50 ms at p99 during the attack (docs/streams.md,
+    // "Large bodies"), timed by this worker. Where the machine holds every process's tail past that (the
+    // control, attacked by nobody, timed in the same seconds), the bound is 1.5 × the control's p99: the
+    // attack's own cost is what is asserted, not the machine's load.
+    const p99 = (a: number[]): number => a[Math.min(a.length - 1, Math.floor(0.99 * a.length))]!;
+    expect(attacked.gw.length).toBeGreaterThan(100);
+    expect(p99(attacked.gw)).toBeLessThan(Math.max(50, 1.5 * p99(attacked.control)));
   }, 60_000);
 });
