@@ -75,6 +75,8 @@ export class RawConnection {
   readonly reset = new Map<number, number>();
   goaway: number | undefined;
   closed = false;
+  /** PING acks received */
+  pings = 0;
   private buf = Buffer.alloc(0);
   private next = 1;
   readonly socket: Socket;
@@ -96,6 +98,17 @@ export class RawConnection {
     this.socket.write(frame(1, 0x5, id, hpackGet(path)));
     return id;
   }
+  /**
+   * Sends a PING and resolves when its ack comes (or the connection ends, or after `ms`): the gateway has
+   * read everything sent before it, so what is sent next arrives in a read of its own.
+   */
+  async ping(ms = 5000): Promise<void> {
+    const acks = this.pings;
+    this.socket.write(frame(6, 0, 0, Buffer.alloc(8)));
+    const until = performance.now() + ms;
+    while (this.pings === acks && !this.closed && this.goaway === undefined && performance.now() < until)
+      await new Promise((r) => setTimeout(r, 1));
+  }
   private read(d: Buffer): void {
     this.buf = Buffer.concat([this.buf, d]);
     while (this.buf.length >= 9) {
@@ -110,6 +123,7 @@ export class RawConnection {
       if ((type === 0 || type === 1) && flags & 1) this.ended.add(stream);
       if (type === 3) this.reset.set(stream, payload.readUInt32BE(0));
       if (type === 7) this.goaway ??= payload.readUInt32BE(4);
+      if (type === 6 && flags & 1) this.pings++;
     }
   }
 }
