@@ -117,7 +117,19 @@ spec:
     cleanup(controlDir);
   });
 
-  const post = (body: string | Buffer): Promise<number> => postEvent(gw, body);
+  // a body refused before it is read is answered, then its connection closed after a lingering read (as
+  // nginx does): a client still writing 1 MB may see the connection cut (EPIPE, ECONNRESET) before it reads
+  // the answer. Such a refusal is counted as CUT, with the refusals.
+  const CUT = 0;
+  const cut = (e: unknown): boolean => {
+    const err = e as { code?: string; cause?: { code?: string } };
+    return ['EPIPE', 'ECONNRESET', 'UND_ERR_SOCKET'].some((c) => err.code === c || err.cause?.code === c);
+  };
+  const post = (body: string | Buffer): Promise<number> =>
+    postEvent(gw, body).catch((e: unknown) => {
+      if (cut(e)) return CUT;
+      throw e;
+    });
 
   test('deep bodies are refused (400), the byte bound answers 503, refused bodies are not read, the process stays up and within its memory', async () => {
     const small = [];
@@ -127,7 +139,8 @@ spec:
     const deep = Buffer.from(`{"user":{"id":${'['.repeat(500_000)}${']'.repeat(500_000)}}}`);
     const deepStatus = [];
     for (let i = 0; i < 6; i++) deepStatus.push(await post(deep));
-    expect(deepStatus).toEqual(Array(6).fill(400));
+    expect(deepStatus.filter((x) => x !== 400 && x !== CUT)).toEqual([]);
+    expect(deepStatus).toContain(400);
 
     // another API, on this process and on a twin process nobody attacks (the control: the same machine
     // at the same moments, so a loaded machine raises both), probed in turns: alone first, then while 1 MB
@@ -229,14 +242,15 @@ spec:
       );
     // a deep body is never accepted (400; 429 when the sender's pacing bunched past the API's 20/s)
     // (503 when the buffer has no room for its declared length: refused before it is read)
-    expect(deepStatus2.filter((x) => x !== 400 && x !== 429 && x !== 503)).toEqual([]);
+    expect(deepStatus2.filter((x) => x !== 400 && x !== 429 && x !== 503 && x !== CUT)).toEqual([]);
     expect(deepStatus2.length).toBe(19);
     // 16 MiB waiting at most (~16 flat bodies) plus the ~12 the partner took at 2/s during the 6 s
     const accepted = flatStatus.filter((x) => x === 202).length;
     expect(accepted).toBeGreaterThanOrEqual(16);
     expect(accepted).toBeLessThanOrEqual(40);
-    expect(flatStatus.filter((x) => x === 503).length).toBeGreaterThan(20);
-    expect(flatStatus.filter((x) => x !== 202 && x !== 503 && x !== 429)).toEqual([]);
+    expect(flatStatus.filter((x) => x === 503 || x === CUT).length).toBeGreaterThan(20);
+    expect(flatStatus.filter((x) => x === 503).length).toBeGreaterThan(0);
+    expect(flatStatus.filter((x) => x !== 202 && x !== 503 && x !== 429 && x !== CUT)).toEqual([]);
     expect(gw.proc.exitCode).toBeNull();
     expect(rss).toBeLessThan(256);
     expect(gw.output()).not.toMatch(/heap limit|FATAL/);
