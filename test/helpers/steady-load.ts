@@ -9,6 +9,9 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 
+/** The 99th percentile of latencies `xs` (ms; any order), NaN when there are none. */
+export const p99 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)] ?? NaN;
+
 export interface LoadResult {
   latencies: number[];
   failed: number;

@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { startEchoProcess } from '../helpers/echo-process.js';
-import { steadyLoad } from '../helpers/steady-load.js';
+import { p99, steadyLoad } from '../helpers/steady-load.js';
 import { eventually, status } from '../helpers/sidecar.js';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../helpers/standalone.js';
 import { heapNodeOptions } from '../../webhook/node-options.js';
@@ -22,8 +22,6 @@ spec:
   use_keyless: true
   proxy: {listen_path: ${listen}, target_url: '${target}'}
 `;
-
-const p99 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)] ?? NaN;
 
 /**
  * Once /load/ serves: 3 s of the load on a quiet directory (the machine's own p99, printed beside the

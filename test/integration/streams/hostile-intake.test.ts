@@ -17,6 +17,7 @@ import { Agent, request } from 'undici';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
 import { startEchoProcess } from '../../helpers/echo-process.js';
 import { postEvent } from '../../helpers/stream-intake.js';
+import { p99 } from '../../helpers/steady-load.js';
 import { sleep } from './helpers.js';
 
 /** CPU time (ms) of a process's main thread and of all its threads, from /proc. */
@@ -268,7 +269,6 @@ spec:
     // so it is reported (GW_INTAKE_REPORT), not asserted. Asserted: no more than 150 ms, or 3 × the p99 of
     // the control (attacked by nobody, timed in the same seconds) where the machine holds both past that;
     // before the intake's bounds, the same attack took another API's p50 to ~400 ms, then the process down.
-    const p99 = (a: number[]): number => a[Math.min(a.length - 1, Math.floor(0.99 * a.length))]!;
     expect(attacked.gw.length).toBeGreaterThan(100);
     expect(p99(attacked.gw)).toBeLessThan(Math.max(150, 3 * p99(attacked.control)));
   }, 60_000);
