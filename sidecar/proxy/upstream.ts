@@ -278,7 +278,8 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
 
   constructor(
     private readonly f: Forwarding,
-    private readonly calls: Set<UpstreamCall>,
+    /** the calls of its client connection (HTTP/1.1), or undefined (HTTP/2: its stream's close aborts it) */
+    private readonly calls: Set<UpstreamCall> | undefined,
     private readonly onError: ((err: Error, f: Forwarding) => void) | undefined,
   ) {}
 
@@ -355,7 +356,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
 
   private finish(): void {
     this.over = true;
-    this.calls.delete(this);
+    this.calls?.delete(this);
     this.f.done(this.f);
   }
 }
@@ -374,12 +375,18 @@ export function forward(upstreams: Upstreams, origin: string, path: string, f: F
         ? req.headers['content-length'] !== '0'
         : req.headers['transfer-encoding'] !== undefined;
   f.status = 502;
-  const calls = callsOf(req.socket);
-  const call = new UpstreamCall(f, calls, upstreams.onError);
-  calls.add(call);
-  // an HTTP/2 stream ends on its own (reset by the client, or by the send timeout: protocols.ts) while its
-  // connection stays: its upstream call is aborted then, not when the connection closes
-  if (req.httpVersionMajor === 2) f.res.once('close', () => call.clientGone());
+  let call: UpstreamCall;
+  if (req.httpVersionMajor === 2) {
+    // an HTTP/2 stream closes on its own (its answer sent, reset by the client or by the send timeout:
+    // protocols.ts), and with its connection: its upstream call is aborted then. req.socket is a proxy
+    // made per stream, so the per-connection set would cost a Set, a WeakMap entry and a listener a request
+    call = new UpstreamCall(f, undefined, upstreams.onError);
+    f.res.once('close', () => call.clientGone());
+  } else {
+    const calls = callsOf(req.socket);
+    call = new UpstreamCall(f, calls, upstreams.onError);
+    calls.add(call);
+  }
   upstreams.pool(origin, tls).dispatch(
     {
       origin,
