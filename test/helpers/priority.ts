@@ -25,4 +25,3 @@ export function prioritiseThreads(pid: number, priority: number): boolean {
   }
   return ok;
 }
-
