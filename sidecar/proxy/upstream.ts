@@ -367,26 +367,21 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
  */
 export function forward(upstreams: Upstreams, origin: string, path: string, f: Forwarding, tls?: UpstreamTls): void {
   const { req } = f;
+  const h2 = req.httpVersionMajor === 2;
   // HTTP/2: a body unless the request's HEADERS frame ended its stream
-  const hasBody =
-    req.httpVersionMajor === 2
-      ? !(req as unknown as Http2ServerRequest).stream.endAfterHeaders
-      : req.headers['content-length'] !== undefined
-        ? req.headers['content-length'] !== '0'
-        : req.headers['transfer-encoding'] !== undefined;
+  const hasBody = h2
+    ? !(req as unknown as Http2ServerRequest).stream.endAfterHeaders
+    : req.headers['content-length'] !== undefined
+      ? req.headers['content-length'] !== '0'
+      : req.headers['transfer-encoding'] !== undefined;
   f.status = 502;
-  let call: UpstreamCall;
-  if (req.httpVersionMajor === 2) {
-    // an HTTP/2 stream closes on its own (its answer sent, reset by the client or by the send timeout:
-    // protocols.ts), and with its connection: its upstream call is aborted then. req.socket is a proxy
-    // made per stream, so the per-connection set would cost a Set, a WeakMap entry and a listener a request
-    call = new UpstreamCall(f, undefined, upstreams.onError);
-    f.res.once('close', () => call.clientGone());
-  } else {
-    const calls = callsOf(req.socket);
-    call = new UpstreamCall(f, calls, upstreams.onError);
-    calls.add(call);
-  }
+  // an HTTP/2 stream closes on its own (its answer sent, reset by the client or by the send timeout:
+  // protocols.ts), and with its connection: its upstream call is aborted then. req.socket is a proxy made
+  // per stream, so the per-connection set would cost a Set, a WeakMap entry and a listener a request
+  const calls = h2 ? undefined : callsOf(req.socket);
+  const call = new UpstreamCall(f, calls, upstreams.onError);
+  if (calls === undefined) f.res.once('close', () => call.clientGone());
+  else calls.add(call);
   upstreams.pool(origin, tls).dispatch(
     {
       origin,
