@@ -52,6 +52,7 @@ test-servers:
 
 test: build lint crds-check test-servers
 	npm test
+	npm run test:alone   # the latency measurements (*.alone.test.ts), with the machine to themselves (docs/testing.md)
 	bash test/servers/e2e.sh if-possible   # the chart on a one-node cluster, where the machine allows (docs/testing.md)
 
 run: build

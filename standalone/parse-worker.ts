@@ -9,9 +9,8 @@
  * (their loading is most of a fresh worker's cost), and never raised again.
  */
 import type { FileLoad } from './manifests.js';
+import { lowerThisThread } from '../lib/background-thread.js';
 const { parentPort, workerData } = process.getBuiltinModule('node:worker_threads');
-const { readlinkSync } = process.getBuiltinModule('node:fs');
-const { setPriority } = process.getBuiltinModule('node:os');
 
 export interface ParseRequest {
   id: number;
@@ -34,8 +33,6 @@ export interface ParseReply {
 
 export type ParseResults = [rel: string, load: FileLoad][];
 
-/** Background work's nice value: the event loop's thread (nice 0) gets about nine tenths of a shared core. */
-const BACKGROUND_NICE = 10;
 /** Results are posted after this much work: each is taken in by the main thread as one small task. */
 const CHUNK_MS = 8;
 
@@ -44,13 +41,7 @@ let background = false;
 function toBackground(): void {
   if (background) return;
   background = true;
-  if (process.platform !== 'linux') return;
-  try {
-    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (Number.isInteger(tid) && tid > 0) setPriority(tid, BACKGROUND_NICE);
-  } catch {
-    // no /proc, or not permitted: parsed at the priority the thread has
-  }
+  lowerThisThread();
 }
 
 if ((workerData as ParseWorkerData | undefined)?.background) toBackground();

@@ -1,16 +1,20 @@
 /**
  * The body thread's entry (streams/body-thread.ts starts it): parses a large stream payload, applies the
  * edits asked for and serialises the result, so none of that runs on the gateway's event loop and the
- * parsed value lives and is collected in this thread's heap. One job at a time, in arrival order.
+ * parsed value lives and is collected in this thread's heap. One job at a time, in arrival order. The
+ * thread runs at background priority (lib/background-thread.ts): a burst of large or hostile bodies takes
+ * the CPU the request path leaves, rather than sharing the cores with it.
  */
 import { decodeBody } from './body.js';
 import { JsonDepthScanner } from '../lib/json-depth.js';
 import type { BodyJob, BodyReply } from './body-thread.js';
 import { applyMapping, editor } from './processors/mapping.js';
 import { PermanentError } from './types.js';
+import { lowerThisThread } from '../lib/background-thread.js';
 
 const { parentPort } = process.getBuiltinModule('node:worker_threads');
 const encoder = new TextEncoder();
+lowerThisThread();
 
 function run(job: BodyJob): BodyReply {
   if (job.kind === 'scan')

@@ -1,6 +1,7 @@
 /**
  * jest globalSetup: one real redis-server and one real kube-apiserver + etcd (with the gw CRDs
- * installed and Established) per test run. Tests find them through GW_TEST_* environment variables.
+ * installed and Established) per test run; Redis only for the tests run alone. Tests find them through
+ * GW_TEST_* environment variables.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +26,8 @@ export default async function globalSetup(): Promise<void> {
   process.env.GW_TEST_REDIS_URL = redis.url;
   console.log(`\n[gw-test] redis: ${redis.version.split(' ').slice(0, 3).join(' ')} on ${redis.url}`);
 
+  // the tests run alone (GW_TEST_ALONE, jest.config.js) need no Kubernetes: nothing idles beside them
+  if (process.env.GW_TEST_ALONE === '1') return;
   const kube = await startKube();
   globalThis.__GW_KUBE__ = kube;
   await applyCrds(kube, resolve('crds'));

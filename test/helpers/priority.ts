@@ -5,20 +5,26 @@
  * thread waits for a concurrent marking that runs behind the machine's other work.
  */
 import { readdirSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { getPriority, setPriority } from 'node:os';
 
-/** Every thread of `pid` at `priority`; false when one could not be set (not root nor CAP_SYS_NICE). */
+/**
+ * The main thread of `pid` at `priority`, and each other thread moved by as much from its own: a thread
+ * the process runs in the background (lib/background-thread.ts) stays that far below the others. False
+ * when one could not be set (not root nor CAP_SYS_NICE).
+ */
 export function prioritiseThreads(pid: number, priority: number): boolean {
-  let ok = true;
+  let by: number;
   let tids: string[];
   try {
+    by = priority - getPriority(pid);
     tids = readdirSync(`/proc/${pid}/task`);
   } catch {
-    tids = [String(pid)]; // no /proc: the main thread only
+    return false; // the process is gone, or no /proc
   }
+  let ok = true;
   for (const tid of tids) {
     try {
-      setPriority(Number(tid), priority);
+      setPriority(Number(tid), Math.max(-20, Math.min(19, getPriority(Number(tid)) + by)));
     } catch {
       ok = false; // a thread that ended meanwhile, or no right to raise it
     }

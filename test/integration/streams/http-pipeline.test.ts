@@ -2,7 +2,10 @@
  * Streams with real HTTP on loopback: an http_server input mounted in a node http server through the
  * manager's tryHandle(), http_client processors/outputs calling real receivers.
  */
+import { readdirSync } from 'node:fs';
 import { connect } from 'node:net';
+import { getPriority } from 'node:os';
+import { BACKGROUND_NICE } from '../../../lib/background-thread.js';
 import { Registry } from 'prom-client';
 import { createStreamManager, type StreamManager } from '../../../streams/manager.js';
 import { gateway, maxInWindow, quietLogger, receiver, sleep, until, type Gateway, type Receiver } from './helpers.js';
@@ -410,6 +413,19 @@ describe('streams over HTTP', () => {
     expect((await gw.post('/ev/', fine)).status).toBe(202);
     await rx.waitFor(1);
     expect(rx.hits[0]!.body).toEqual(fine);
+  });
+
+  test('the body thread runs at background priority (Linux): a large body is scanned on a thread at BACKGROUND_NICE', async () => {
+    const rx = await recv();
+    const { gw } = await setup({
+      streams: { s: { input: { http_server: {} }, output: { http_client: { url: `${rx.url}/x` } } } },
+    });
+    expect((await gw.post('/ev/', { pad: 'x'.repeat(70_000) })).status).toBe(202); // past LARGE_BODY_BYTES
+    await rx.waitFor(1);
+    // this process's threads and their nice values: only the body thread lowers itself in a jest worker
+    const nices = readdirSync('/proc/self/task').map((tid) => getPriority(Number(tid)));
+    expect(nices).toContain(BACKGROUND_NICE);
+    expect(getPriority()).toBeLessThan(BACKGROUND_NICE);
   });
 
   test('a body nested deeper than 64 levels is refused with 400 before it is parsed; 64 levels, and brackets inside strings, are accepted', async () => {

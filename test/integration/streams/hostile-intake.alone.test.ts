@@ -6,9 +6,10 @@
  * "Reached heap limit" after 6), then 1 MB flat JSON bodies at 19/s, inside the API's limit, for 6 s.
  * Deep bodies → 400; flat ones → 202 until the stream's 16 MiB byte bound, then 503; the process stays
  * up, its RSS under 256 MiB, and a refused body is not read (the bytes the process reads, from /proc).
- * Another API is probed on this process and on a twin process nobody attacks (the control) throughout: its
- * p99 during the attack stays under 150 ms (or 3 × the control's); GW_INTAKE_REPORT=<file> writes the
- * figures (latencies, each process's event-loop delay, CPU) as JSON, for the 50 ms target (docs/streams.md).
+ * Another API is probed on this process throughout, and on a twin process nobody attacks (the control): its
+ * p99 during the attack stays under 50 ms. The attack is sent by a process of its own, at ordinary priority
+ * (test/helpers/intake-attacker.ts), and the test runs alone (`npm run test:alone`, jest.config.js).
+ * GW_INTAKE_REPORT=<file> writes the figures (latencies, each process's event-loop delay, CPU) as JSON.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,7 +18,7 @@ import { prioritiseThreads } from '../../helpers/priority.js';
 import { Agent, request } from 'undici';
 import { cleanup, startStandalone, tempDir, type Standalone } from '../../helpers/standalone.js';
 import { startEchoProcess } from '../../helpers/echo-process.js';
-import { postEvent } from '../../helpers/stream-intake.js';
+import { attackIntake, CUT, postEventTo } from '../../helpers/stream-intake.js';
 import { p99 } from '../../helpers/steady-load.js';
 import { sleep } from './helpers.js';
 
@@ -93,17 +94,17 @@ spec:
         ],
       },
     );
-    // every process of the measurement ahead of the machine's other work (other jest workers in make test)
-    // where the test may (root or CAP_SYS_NICE): both gateways, the upstream, and this worker, which sends
-    // the attack and times the probes: the latencies measured are then the gateway's, not the machine's load
-    // (each of their threads: V8's GC helpers too, test/helpers/priority.ts)
+    // every process of the measurement ahead of the attack's sender and the machine's other work, where the
+    // test may (root or CAP_SYS_NICE): both gateways, the upstream, and this worker, which times the probes
+    // (each of their threads, V8's GC helpers too; a gateway's body thread stays below its others:
+    // test/helpers/priority.ts)
     ownPriority = getPriority();
     prioritised = [gw.proc.pid!, control.proc.pid!, rx.pid, process.pid]
       .map((pid) => prioritiseThreads(pid, -10))
       .every(Boolean);
   });
   afterAll(async () => {
-    prioritiseThreads(process.pid, ownPriority); // not raised: nothing to restore
+    prioritiseThreads(process.pid, ownPriority); // not raised: moves nothing
     await gw?.stop();
     await control?.stop();
     rx?.stop();
@@ -111,19 +112,7 @@ spec:
     cleanup(controlDir);
   });
 
-  // a body refused before it is read is answered, then its connection closed after a lingering read (as
-  // nginx does): a client still writing 1 MB may see the connection cut (EPIPE, ECONNRESET) before it reads
-  // the answer. Such a refusal is counted as CUT, with the refusals.
-  const CUT = 0;
-  const cut = (e: unknown): boolean => {
-    const err = e as { code?: string; cause?: { code?: string } };
-    return ['EPIPE', 'ECONNRESET', 'UND_ERR_SOCKET'].some((c) => err.code === c || err.cause?.code === c);
-  };
-  const post = (body: string | Buffer): Promise<number> =>
-    postEvent(gw, body).catch((e: unknown) => {
-      if (cut(e)) return CUT;
-      throw e;
-    });
+  const post = (body: string | Buffer): Promise<number> => postEventTo(gw.gateway, body);
 
   test('deep bodies are refused (400), the byte bound answers 503, refused bodies are not read, the process stays up and within its memory', async () => {
     const small = [];
@@ -183,25 +172,16 @@ spec:
     await loopMax();
     const baseline = await probe(2000);
     const baselineLoop = await loopMax();
-    const flat = Buffer.from(
-      JSON.stringify({ user: { id: 'u' }, items: Array.from({ length: 130_000 }, () => ({ a: 1 })) }),
-    );
-    expect(flat.length).toBeGreaterThan(1_000_000);
-    expect(flat.length).toBeLessThan(1_048_576);
-    const flatStatus: number[] = [];
-    const deepStatus2: number[] = [];
-    const sends: Promise<void>[] = [];
+    // the attack from a process of its own, at the priority this worker had before it was raised: in
+    // production an attacker's CPU is not the gateway's host's, and this worker then only times the probes
+    const attacker = await attackIntake(gw.gateway, { rate: 19, count: 114, deepEvery: 6 });
+    if (prioritised) prioritiseThreads(attacker.pid, ownPriority);
+    expect(attacker.flatBytes).toBeGreaterThan(1_000_000);
+    expect(attacker.flatBytes).toBeLessThan(1_048_576);
     const cpu0 = cpuMs(gw.proc.pid!);
     const read0 = readBytes(gw.proc.pid!);
-    const start = performance.now();
     const probing = probe(6000);
-    for (let i = 0; i < 114; i++) {
-      const at = start + (i * 1000) / 19;
-      await sleep(Math.max(0, at - performance.now()));
-      const isDeep = i % 6 === 5;
-      sends.push(post(isDeep ? deep : flat).then((s) => void (isDeep ? deepStatus2 : flatStatus).push(s)));
-    }
-    await Promise.all(sends);
+    const { flat: flatStatus, deep: deepStatus2 } = await attacker.send();
     const attacked = await probing;
     const cpu1 = cpuMs(gw.proc.pid!);
     const cpu = { main: cpu1.main - cpu0.main, all: cpu1.all - cpu0.all };
@@ -256,13 +236,12 @@ spec:
     // for each read, V8's collections of those): counted by the kernel, not timed, so the machine's load
     // cannot move them the way it moves latencies.
     expect(readMB).toBeLessThan(100);
-    // another API of the attacked process, timed by this worker during the attack. The target is a p99 under
-    // 50 ms (docs/streams.md, "Large bodies"): met in every run on this machine quiet or beside a full npm
-    // test (18–40 ms), but 51.6 ms once in make test beside a suite driving a kube-apiserver on both cores,
-    // so it is reported (GW_INTAKE_REPORT), not asserted. Asserted: no more than 150 ms, or 3 × the p99 of
-    // the control (attacked by nobody, timed in the same seconds) where the machine holds both past that;
-    // before the intake's bounds, the same attack took another API's p50 to ~400 ms, then the process down.
+    // another API of the attacked process, timed by this worker during the attack: p99 under 50 ms
+    // (docs/streams.md, "Large bodies"). The test runs alone (jest.config.js), so the latencies are the
+    // gateway's and not the machine's other suites'; the control (attacked by nobody, timed in the same
+    // seconds) is reported beside it. Before the intake's bounds, the same attack took another API's p50 to
+    // ~400 ms, then the process down.
     expect(attacked.gw.length).toBeGreaterThan(100);
-    expect(p99(attacked.gw)).toBeLessThan(Math.max(150, 3 * p99(attacked.control)));
+    expect(p99(attacked.gw)).toBeLessThan(50);
   }, 60_000);
 });
