@@ -5,7 +5,8 @@
  * body) as the HTTP/1.1 upstream, the bench API and key of gw-bench-setup.ts (key auth, a DRL key limit
  * that never refuses), gw as `gw standalone` with the image's node flags.
  *   h2c: `gw` (h2c on its plain listener) against a bare node:http2 proxy (bare-protocols.ts h2c), both
- *     forwarding to nginx over HTTP/1.1; simultaneous pairs under h2load (-c H2_CONNS -m H2_STREAMS).
+ *     forwarding to nginx over HTTP/1.1; simultaneous pairs under h2load (-c H2_CONNS -m H2_STREAMS). The
+ *     bare proxy runs with gw's V8 flags (the target's pair), and a second one with V8's defaults (reported).
  *   TLS handshake: new connections per second, every request on a new TLS connection (wrk with
  *     `Connection: close`), gw's TLS listener against a bare node:https proxy (bare-protocols.ts tls);
  *     simultaneous pairs. ECDSA P-256 certificate; the bare proxy counts resumed sessions (0: every one a
@@ -42,7 +43,7 @@ const LOAD_CPU = process.env.GW_BENCH_LOAD_CPU ?? '1';
 /** h2load: connections and concurrent streams per connection (500 requests in flight, as 50 × 10) */
 const H2_CONNS = 50;
 const H2_STREAMS = 10;
-/** ~(3 + 5) s per measurement × (3 pairs + 2 gRPC runs + 2 one-in-flight runs) × 5 rounds, start-up */
+/** ~(3 + 5) s per measurement × (4 pairs + 2 gRPC runs + 2 one-in-flight runs) × 5 rounds, start-up */
 const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 900);
 /** GW_BENCH_PROTOCOLS=h2c,tls,grpc: only these rows */
 const ROWS = process.env.GW_BENCH_PROTOCOLS?.split(',').map((c) => c.trim());
@@ -245,21 +246,29 @@ http { access_log off; keepalive_requests 1000000;
   const bareProxy = async (
     mode: string,
     what: string,
-    ...rest: string[]
+    rest: string[],
+    heap?: 'sidecar',
   ): Promise<[number, ChildProcess & { out: () => string }]> => {
     const port = await freePort();
-    const c = pinned(PROXY_CPU, process.execPath, [
-      resolve('dist/test/bench/bare-protocols.js'),
-      mode,
-      String(port),
-      ...rest,
-    ]);
+    const script = [resolve('dist/test/bench/bare-protocols.js'), mode, String(port), ...rest];
+    // 'sidecar': the V8 flags of the measured gw (NODE_OPTIONS and node's own), else V8's defaults
+    const c =
+      heap === 'sidecar'
+        ? pinned(PROXY_CPU, process.execPath, [...GW_NODE_FLAGS, ...script], {
+            ...process.env,
+            NODE_OPTIONS: GW_BENCH_ENV.NODE_OPTIONS,
+          })
+        : pinned(PROXY_CPU, process.execPath, script);
     await waitFor(what, () => c.out().includes('ready'), 20_000, c.out);
     return [port, c];
   };
-  const [bareH2Port, bareH2] = await bareProxy('h2c', 'bare h2c proxy', upstream);
-  const [bareTlsPort, bareTls] = await bareProxy('tls', 'bare TLS proxy', upstream, cert.cert, cert.key);
-  const [bareGrpcPort, bareGrpc] = await bareProxy('grpc', 'bare gRPC proxy', grpcDirect);
+  // the h2c baseline runs with gw's heap flags (docs/benchmarks.md, "HTTP/2, gRPC and TLS"): at 500 streams
+  // in flight the young generation's size decides the cost per request, so the pair compares the two
+  // proxies' work within the same heap; the same bare proxy at V8's defaults is reported beside it
+  const [bareH2Port, bareH2] = await bareProxy('h2c', 'bare h2c proxy', [upstream], 'sidecar');
+  const [bareH2DefaultPort, bareH2Default] = await bareProxy('h2c', 'bare h2c proxy, V8 defaults', [upstream]);
+  const [bareTlsPort, bareTls] = await bareProxy('tls', 'bare TLS proxy', [upstream, cert.cert, cert.key]);
+  const [bareGrpcPort, bareGrpc] = await bareProxy('grpc', 'bare gRPC proxy', [grpcDirect]);
   const gw = await startGw('gw h2c', upstream, `127.0.0.1:${grpcPort}`);
   const gwTls = await startGw(
     'gw TLS',
@@ -274,6 +283,7 @@ http { access_log off; keepalive_requests 1000000;
     { name: 'bare h2c', pid: bareH2.pid! },
     { name: 'bare TLS', pid: bareTls.pid! },
     bareGrpcProxy,
+    { name: 'bare h2c, V8 defaults', pid: bareH2Default.pid! },
   ];
   const onProxyCpu = (...measured: Proxy[]): void => {
     const keep = new Set(measured.map((p) => p.pid));
@@ -297,6 +307,7 @@ http { access_log off; keepalive_requests 1000000;
   const keyHeader = `authorization: ${BENCH_KEY}`;
 
   const h2c: PairRound[] = [];
+  const h2cDefaults: PairRound[] = [];
   const tlsRounds: PairRound[] = [];
   const grpcPairs: PairRound[] = [];
   const grpcRounds: { direct: Load; gw: Load; gwCpuUs: number; directOne: Load; gwOne: Load }[] = [];
@@ -319,6 +330,22 @@ http { access_log off; keepalive_requests 1000000;
       h2c.push(x);
       console.log(
         `  h2c gw × bare node:http2: req/s ${x.rps.toFixed(3)} (${fmt(x.a)} / ${fmt(x.b)}), per CPU-second ${x.perCpu.toFixed(3)}, errors ${x.errors}`,
+      );
+      onProxyCpu(gw, proxies[5]!);
+      const y = await pair(
+        gw,
+        proxies[5]!,
+        (w, s) =>
+          h2load(w === 'a' ? `${gw.origin}/api/x` : `http://127.0.0.1:${bareH2DefaultPort}/x`, s, {
+            c: H2_CONNS,
+            m: H2_STREAMS,
+            headers: w === 'a' ? [keyHeader] : [],
+          }),
+        swap,
+      );
+      h2cDefaults.push(y);
+      console.log(
+        `  h2c gw × bare node:http2 at V8 defaults: req/s ${y.rps.toFixed(3)} (${fmt(y.a)} / ${fmt(y.b)}), per CPU-second ${y.perCpu.toFixed(3)}, errors ${y.errors}`,
       );
     }
     if (wanted('tls')) {
@@ -400,7 +427,10 @@ http { access_log off; keepalive_requests 1000000;
   if (h2c.length) {
     const ok = Math.min(spread(h2c.map((x) => x.rps)).median, spread(h2c.map((x) => x.perCpu)).median) >= 0.9;
     p(
-      `| h2c, gw key auth + DRL × bare node:http2 (simultaneous; h2load -c${H2_CONNS} -m${H2_STREAMS}): req/s; per CPU-second | ${spreadText(h2c.map((x) => x.rps))}; ${spreadText(h2c.map((x) => x.perCpu))} | ${fmt(spread(h2c.map((x) => x.a)).median)} / ${fmt(spread(h2c.map((x) => x.b)).median)} req/s | ≥ 0.9: ${ok ? 'met' : 'MISSED'} | ${h2c.reduce((s, x) => s + x.errors, 0)} |`,
+      `| h2c, gw key auth + DRL × bare node:http2, both with the sidecar's heap flags (simultaneous; h2load -c${H2_CONNS} -m${H2_STREAMS}): req/s; per CPU-second | ${spreadText(h2c.map((x) => x.rps))}; ${spreadText(h2c.map((x) => x.perCpu))} | ${fmt(spread(h2c.map((x) => x.a)).median)} / ${fmt(spread(h2c.map((x) => x.b)).median)} req/s | ≥ 0.9: ${ok ? 'met' : 'MISSED'} | ${h2c.reduce((s, x) => s + x.errors, 0)} |`,
+    );
+    p(
+      `| h2c, the same gw × the bare proxy at V8's defaults: req/s; per CPU-second | ${spreadText(h2cDefaults.map((x) => x.rps))}; ${spreadText(h2cDefaults.map((x) => x.perCpu))} | ${fmt(spread(h2cDefaults.map((x) => x.a)).median)} / ${fmt(spread(h2cDefaults.map((x) => x.b)).median)} req/s | report | ${h2cDefaults.reduce((s, x) => s + x.errors, 0)} |`,
     );
   }
   if (tlsRounds.length)
@@ -428,7 +458,11 @@ http { access_log off; keepalive_requests 1000000;
   console.log(lines.join('\n'));
   writeFileSync(
     resolve('dist/bench-protocols-last.json'),
-    JSON.stringify({ at: new Date().toISOString(), h2c, tls: tlsRounds, grpc: grpcRounds, grpcPairs }, null, 2),
+    JSON.stringify(
+      { at: new Date().toISOString(), h2c, h2cDefaults, tls: tlsRounds, grpc: grpcRounds, grpcPairs },
+      null,
+      2,
+    ),
   );
 }
 
