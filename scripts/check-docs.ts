@@ -22,6 +22,8 @@ const OUTSIDE: readonly [RegExp, string][] = [
 /** Labels of a work log. */
 const LABELS: readonly [RegExp, string][] = [
   [/\b[Ss]tops? \d+\b/, 'carries a numbered-stage label ("stop N")'],
+  [/\b[Ss]tages? \d+\b/, 'carries a numbered-stage label ("stage N")'],
+  [/\b(?:build|commit|landing) (?=[0-9a-f]*\d)[0-9a-f]{7,12}\b/, 'names a build by its commit: history lives in git'],
   [/\b[Rr]uns? [A-Z]\d?\b/, 'carries a run label ("run X")'],
   [/\b\d{1,2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b|\bsession of \d/, 'carries a dated run'],
   [/kept for honesty/, 'keeps a superseded figure'],

@@ -23,11 +23,14 @@ describe('docs and comments cite the repository only, and carry no work-log labe
       ['lib/a.ts', `/** The DRL (${OUTSIDE}.md §3.2). */`],
       ['lib/b.ts', `// see ${OUTSIDE} §8: hostile input`],
       ['lib/c.ts', '// from /work/shared/seed/rate-limiting-gateway.md'],
-      ['docs/x.md', 'Measured in stop 27: 0.97.\nRun I saved 2 MB.\nSession of 26 Nov, 13:00 UTC.\nkept for honesty'],
+      [
+        'docs/x.md',
+        'Measured in stop 27: 0.97.\nRun I saved 2 MB.\nSession of 26 Nov, 13:00 UTC.\nkept for honesty\nStage 3 done.\nAgainst the build 4981fe3: 1.02.',
+      ],
       ['lib/d.ts', '// bounds: docs/contract.md#drl-bounds and docs/contract.md#no-such-section; docs/gone.md'],
       [
         'lib/ok.ts',
-        '// docs/contract.md#drl-bounds; docs/x.md; RFC 6749 §5.2; a SPECIFIER; stop the server; run a test; /shared/ path',
+        '// docs/contract.md#drl-bounds; docs/x.md; RFC 6749 §5.2; a SPECIFIER; stop the server; run a test; the build deadbeef; stage the files; /shared/ path',
       ],
     ]);
     const exists = (p: string): boolean => p === 'docs/x.md' || p === 'docs/contract.md';
@@ -40,6 +43,8 @@ describe('docs and comments cite the repository only, and carry no work-log labe
       'docs/x.md:2: carries a run label ("run X")',
       'docs/x.md:3: carries a dated run',
       'docs/x.md:4: keeps a superseded figure',
+      'docs/x.md:5: carries a numbered-stage label ("stage N")',
+      'docs/x.md:6: names a build by its commit: history lives in git',
       'lib/d.ts:1: docs/contract.md has no section #no-such-section',
       'lib/d.ts:1: docs/gone.md does not exist',
     ]);
