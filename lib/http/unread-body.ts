@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { transportGone } from './connection.js';
 
 const LINGER_MS = 1000;
 const LINGER_BYTES = 256 * 1024;
@@ -38,6 +39,5 @@ export function closeIfBodyUnread(req: IncomingMessage, res: ServerResponse): vo
  * is no one to answer. Node may already have let go of the request's socket (null).
  */
 export function clientGone(req: IncomingMessage, res: ServerResponse): boolean {
-  const socket = req.socket as Socket | null;
-  return res.destroyed || socket === null || socket.destroyed || (req.destroyed && !req.complete);
+  return res.destroyed || transportGone(req) || (req.destroyed && !req.complete);
 }

@@ -47,6 +47,7 @@ export interface Http2Limits {
 
 /** One HTTP/2 connection's counts: its open streams, and its reset budget (a token bucket). */
 interface SessionState {
+  session: Http2Session;
   streams: number;
   /** resets before an answer still allowed now */
   resets: number;
@@ -214,17 +215,15 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
     st.at = now;
     if (st.resets < 0) calm(s, st);
   };
-  function onAborted(this: ServerHttp2Stream): void {
-    const seen = open.get(this);
-    if (seen === undefined || seen.swept) return;
-    const session = this.session;
-    if (session !== undefined) resetEarly(session, seen.st);
-  }
+  // one listener per stream: its close, when a reset by the client before the answer's end (node's
+  // `aborted`) also spends the session's reset budget; one the sweep reset does not
   function onClose(this: ServerHttp2Stream): void {
     const seen = open.get(this);
     if (seen === undefined) return;
     open.delete(this);
-    seen.st.streams--;
+    const { st } = seen;
+    st.streams--;
+    if (this.aborted && !seen.swept) resetEarly(st.session, st);
   }
   // HTTP/2 connections per client address group: each may hold max_concurrent_streams upstream calls, so
   // max_connections_per_client (sized for HTTP/1.1, one call per connection) is far too loose for them; one
@@ -236,7 +235,7 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
   // one with an open stream is left to the stream rules (an idle gRPC stream is legitimate)
   h2.on('session', (s: Http2Session) => {
     s.on('error', () => undefined); // a client gone mid-session: its streams are closed, nothing to answer
-    const st: SessionState = { streams: 0, resets: resetBurst, at: performance.now(), calmed: false };
+    const st: SessionState = { session: s, streams: 0, resets: resetBurst, at: performance.now(), calmed: false };
     // first among the session's 'stream' listeners: before node's server hands the stream to the handler
     s.prependListener('stream', (stream: ServerHttp2Stream) => {
       if (stream.closed) {
@@ -250,7 +249,6 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
       open.set(stream, { queued: 0, since: performance.now(), swept: false, st });
       st.streams++;
       stream.on('close', onClose);
-      stream.on('aborted', onAborted);
     });
     const leave = perClient.enter(s.socket?.remoteAddress);
     if (leave === undefined) {

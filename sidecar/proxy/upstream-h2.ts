@@ -132,7 +132,7 @@ export function forwardH2(up: H2Upstreams, origin: string, path: string, f: Forw
     if (stream !== undefined && !stream.destroyed) stream.close(NGHTTP2_CANCEL);
     finish();
   }
-  res.once('close', onClientClose);
+  res.on('close', onClientClose); // on, not once: a response closes once, and once's wrapper costs objects a call
 
   try {
     stream = up.session(origin, tls).request(headers, { endStream: !hasBody });

@@ -11,6 +11,7 @@ import { boundedTracestate, validTraceparent } from '../../lib/trace/trace-conte
 import type { Http2ServerRequest, Http2ServerResponse, OutgoingHttpHeaders } from 'node:http2';
 import type { UpstreamTls } from './upstream-tls.js';
 import { UPSTREAM_POOL } from '../../lib/tuning.js';
+import { connectionOf } from '../../lib/http/connection.js';
 
 // `expect` too: node:http has already answered the client's `Expect: 100-continue` (and undici refuses
 // the header), so the upstream gets the request with its body, as from nginx
@@ -127,11 +128,12 @@ export function requestHeaders(req: IncomingMessage, traceparent?: string, strip
     } else if (typeof v === 'string') out.push(k, v);
     else for (const one of v) out.push(k, one);
   }
-  const ip = req.socket.remoteAddress ?? '';
+  const conn = connectionOf(req);
+  const ip = conn?.remoteAddress ?? '';
   const prior = forwardedFor(h['x-forwarded-for']);
   out.push('x-forwarded-for', prior ? `${prior}, ${ip}` : ip);
   // an empty value is no value: the gateway's own then
-  const proto = (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
+  const proto = (conn as { encrypted?: boolean } | null)?.encrypted === true ? 'https' : 'http';
   out.push('x-forwarded-proto', (h['x-forwarded-proto'] as string | undefined) || proto);
   // HTTP/2 names the authority :authority
   const host = h.host ?? (h[':authority'] as string | undefined);
@@ -380,7 +382,8 @@ export function forward(upstreams: Upstreams, origin: string, path: string, f: F
   // per stream, so the per-connection set would cost a Set, a WeakMap entry and a listener a request
   const calls = h2 ? undefined : callsOf(req.socket);
   const call = new UpstreamCall(f, calls, upstreams.onError);
-  if (calls === undefined) f.res.once('close', () => call.clientGone());
+  // on, not once: a response closes once, and once's wrapper is two more objects a request
+  if (calls === undefined) f.res.on('close', () => call.clientGone());
   else calls.add(call);
   upstreams.pool(origin, tls).dispatch(
     {

@@ -167,7 +167,11 @@ spec:
     const s = h2connect(plainGw.gateway);
     const a = await h2get(s, '/e/h2c', { authorization: KEY });
     expect(a.headers[':status']).toBe(200);
-    expect((JSON.parse(a.body) as { path: string }).path).toBe('/h2c');
+    const aBody = JSON.parse(a.body) as { path: string; headers: Record<string, string> };
+    expect(aBody.path).toBe('/h2c');
+    // the connection's peer and scheme, read from the HTTP/2 session (lib/http/connection.ts)
+    expect(aBody.headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(aBody.headers['x-forwarded-proto']).toBe('http');
     expect(a.headers['x-ratelimit-remaining']).toBe('3');
     const h1 = await request(`${plainGw.gateway}/e/h1`, { headers: { authorization: KEY } });
     await h1.body.text();
