@@ -7,6 +7,8 @@
  *   h2c: `gw` (h2c on its plain listener) against a bare node:http2 proxy (bare-protocols.ts h2c), both
  *     forwarding to nginx over HTTP/1.1; simultaneous pairs under h2load (-c H2_CONNS -m H2_STREAMS). The
  *     bare proxy runs with gw's V8 flags (the target's pair), and a second one with V8's defaults (reported).
+ *     With GW_BENCH_COMPARE (another build's dist/cli/gw.js, as run.ts takes it): also this gw × that
+ *     build's, both with the same API, key and flags (what a change costs HTTP/2 against that build).
  *   TLS handshake: new connections per second, every request on a new TLS connection (wrk with
  *     `Connection: close`), gw's TLS listener against a bare node:https proxy (bare-protocols.ts tls);
  *     simultaneous pairs. ECDSA P-256 certificate; the bare proxy counts resumed sessions (0: every one a
@@ -43,11 +45,13 @@ const LOAD_CPU = process.env.GW_BENCH_LOAD_CPU ?? '1';
 /** h2load: connections and concurrent streams per connection (500 requests in flight, as 50 × 10) */
 const H2_CONNS = 50;
 const H2_STREAMS = 10;
-/** ~(3 + 5) s per measurement × (4 pairs + 2 gRPC runs + 2 one-in-flight runs) × 5 rounds, start-up */
+/** ~(3 + 5) s per measurement × (4 pairs, 5 with GW_BENCH_COMPARE, + 2 gRPC runs + 2 one-in-flight runs) × 5 rounds, start-up */
 const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? 900);
 /** GW_BENCH_PROTOCOLS=h2c,tls,grpc: only these rows */
 const ROWS = process.env.GW_BENCH_PROTOCOLS?.split(',').map((c) => c.trim());
 const wanted = (k: string): boolean => !ROWS || ROWS.includes(k);
+/** another build's CLI for the h2c row's build pair */
+const COMPARE = process.env.GW_BENCH_COMPARE;
 const started = Date.now();
 
 benchRun('gw bench protocols', DEADLINE_S);
@@ -196,9 +200,11 @@ async function startGw(
   upstream: string,
   grpcUpstream: string,
   config?: string,
+  cli?: string,
 ): Promise<Proxy & { origin: string }> {
   const dir = tmp('gw-bench-proto-res-');
   const args = await gwStandaloneBench(dir, upstream);
+  if (cli !== undefined) args[0] = resolve(cli);
   // the gRPC API beside the bench API: the same key (no access_rights: every API)
   writeFileSync(
     join(dir, 'grpc.yaml'),
@@ -276,6 +282,10 @@ http { access_log off; keepalive_requests 1000000;
     `127.0.0.1:${grpcPort}`,
     `tls: {cert_file: ${cert.cert}, key_file: ${cert.key}}\n`,
   );
+  const compared =
+    COMPARE !== undefined && wanted('h2c')
+      ? await startGw('compared gw h2c', upstream, `127.0.0.1:${grpcPort}`, undefined, COMPARE)
+      : undefined;
   const bareGrpcProxy: Proxy = { name: 'bare gRPC', pid: bareGrpc.pid! };
   const proxies: Proxy[] = [
     gw,
@@ -284,6 +294,7 @@ http { access_log off; keepalive_requests 1000000;
     { name: 'bare TLS', pid: bareTls.pid! },
     bareGrpcProxy,
     { name: 'bare h2c, V8 defaults', pid: bareH2Default.pid! },
+    ...(compared ? [compared] : []),
   ];
   const onProxyCpu = (...measured: Proxy[]): void => {
     const keep = new Set(measured.map((p) => p.pid));
@@ -308,6 +319,7 @@ http { access_log off; keepalive_requests 1000000;
 
   const h2c: PairRound[] = [];
   const h2cDefaults: PairRound[] = [];
+  const h2cCompare: PairRound[] = [];
   const tlsRounds: PairRound[] = [];
   const grpcPairs: PairRound[] = [];
   const grpcRounds: { direct: Load; gw: Load; gwCpuUs: number; directOne: Load; gwOne: Load }[] = [];
@@ -347,6 +359,24 @@ http { access_log off; keepalive_requests 1000000;
       console.log(
         `  h2c gw × bare node:http2 at V8 defaults: req/s ${y.rps.toFixed(3)} (${fmt(y.a)} / ${fmt(y.b)}), per CPU-second ${y.perCpu.toFixed(3)}, errors ${y.errors}`,
       );
+      if (compared) {
+        onProxyCpu(gw, compared);
+        const z = await pair(
+          gw,
+          compared,
+          (w, s) =>
+            h2load(`${w === 'a' ? gw.origin : compared.origin}/api/x`, s, {
+              c: H2_CONNS,
+              m: H2_STREAMS,
+              headers: [keyHeader],
+            }),
+          swap,
+        );
+        h2cCompare.push(z);
+        console.log(
+          `  h2c gw × the compared build: req/s ${z.rps.toFixed(3)} (${fmt(z.a)} / ${fmt(z.b)}), per CPU-second ${z.perCpu.toFixed(3)}, errors ${z.errors}`,
+        );
+      }
     }
     if (wanted('tls')) {
       onProxyCpu(gwTls, proxies[3]!);
@@ -432,6 +462,10 @@ http { access_log off; keepalive_requests 1000000;
     p(
       `| h2c, the same gw × the bare proxy at V8's defaults: req/s; per CPU-second | ${spreadText(h2cDefaults.map((x) => x.rps))}; ${spreadText(h2cDefaults.map((x) => x.perCpu))} | ${fmt(spread(h2cDefaults.map((x) => x.a)).median)} / ${fmt(spread(h2cDefaults.map((x) => x.b)).median)} req/s | report | ${h2cDefaults.reduce((s, x) => s + x.errors, 0)} |`,
     );
+    if (h2cCompare.length)
+      p(
+        `| h2c, this build × the compared build (\`GW_BENCH_COMPARE\`): req/s; per CPU-second | ${spreadText(h2cCompare.map((x) => x.rps))}; ${spreadText(h2cCompare.map((x) => x.perCpu))} | ${fmt(spread(h2cCompare.map((x) => x.a)).median)} / ${fmt(spread(h2cCompare.map((x) => x.b)).median)} req/s | no worse | ${h2cCompare.reduce((s, x) => s + x.errors, 0)} |`,
+      );
   }
   if (tlsRounds.length)
     p(
@@ -459,7 +493,7 @@ http { access_log off; keepalive_requests 1000000;
   writeFileSync(
     resolve('dist/bench-protocols-last.json'),
     JSON.stringify(
-      { at: new Date().toISOString(), h2c, h2cDefaults, tls: tlsRounds, grpc: grpcRounds, grpcPairs },
+      { at: new Date().toISOString(), h2c, h2cDefaults, h2cCompare, tls: tlsRounds, grpc: grpcRounds, grpcPairs },
       null,
       2,
     ),
