@@ -31,6 +31,7 @@ import { createOAuthEndpoints } from './oauth/endpoints.js';
 import { createBearerLookup } from './oauth/bearer.js';
 import { GuessLimiter } from './oauth/guess-limit.js';
 import { ClientAddresses } from '../lib/ip/client-address.js';
+import { connectionOf } from '../lib/http/connection.js';
 
 export interface RuntimeDeps {
   options: GatewayOptionsT;
@@ -184,7 +185,7 @@ export async function createGatewayRuntime(d: RuntimeDeps): Promise<GatewayRunti
     observer: createObserver({
       tracing,
       accessLog,
-      clientIp: (req) => clientAddresses.text(req.socket.remoteAddress, req.headers['x-forwarded-for']),
+      clientIp: (req) => clientAddresses.text(connectionOf(req)?.remoteAddress, req.headers['x-forwarded-for']),
     }),
     clientAddresses,
   });

@@ -9,6 +9,7 @@ import type { StoredSession } from '../../contract/sessions.js';
 import type { AccessDefinitionT } from '../../crds/schemas/access-definition.js';
 import type { CompiledApi } from '../../contract/config.js';
 import { endpointPattern, pathMatcher, type LinearMatcher } from '../../lib/path-pattern.js';
+import { connectionOf } from '../../lib/http/connection.js';
 
 export function extractKey(headers: IncomingHttpHeaders, headerName: string): string | undefined {
   const raw = headers[headerName];
@@ -96,7 +97,7 @@ export function normalFingerprint(fp: string): string {
  * fingerprint (of its DER) is that one.
  */
 export function certificateMatches(req: IncomingMessage, certificate: string): boolean {
-  const socket = req.socket as Partial<TLSSocket> | null;
+  const socket = connectionOf(req) as Partial<TLSSocket> | null;
   if (socket === null || socket.encrypted !== true || typeof socket.getPeerCertificate !== 'function') return false;
   // verified against client_ca_file (no CA bundle: no certificate is asked for, every bound key refused)
   if (socket.authorized !== true) return false;

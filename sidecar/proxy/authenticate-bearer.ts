@@ -10,6 +10,7 @@ import type { Exchange } from './exchange.js';
 import { extractKey, keyHashOf } from './auth.js';
 import { authorise, lookupFailed } from './authorise.js';
 import { ERRORS, answer } from './respond.js';
+import { connectionOf } from '../../lib/http/connection.js';
 
 export function authenticateBearer(x: Exchange, oauth: CompiledOAuth): void {
   const { gw } = x;
@@ -27,7 +28,7 @@ export function authenticateBearer(x: Exchange, oauth: CompiledOAuth): void {
         x.req,
         x.res,
         x.q === -1 ? '' : x.url.slice(x.q + 1),
-        gw.clients.of(x.req.socket.remoteAddress, x.req.headers['x-forwarded-for']),
+        gw.clients.of(connectionOf(x.req)?.remoteAddress, x.req.headers['x-forwarded-for']),
       )
       .then((status) => gw.metrics.request(x.api.api_id, status));
     return;

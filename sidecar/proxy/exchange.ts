@@ -15,6 +15,7 @@ import { accessAllowed, certificateMatches, sessionUsable } from './auth.js';
 import type { Forwarding } from './upstream.js';
 import type { Observed } from './observe.js';
 import type { Gateway } from './gateway.js';
+import { connectionOf } from '../../lib/http/connection.js';
 
 /** The fields beyond those of Observed (observe.ts), Forwarding (upstream.ts) and CheckRequest (engine/types.ts). */
 export interface Exchange extends CheckRequest, Forwarding, Observed {
@@ -101,7 +102,7 @@ export function admits(x: Exchange, found: StoredSession | undefined): found is 
  */
 function client(this: Exchange, by: ClientKey): string {
   const h = this.req.headers;
-  if (by.kind === 'ip') return this.gw.clients.of(this.req.socket.remoteAddress, h['x-forwarded-for']);
+  if (by.kind === 'ip') return this.gw.clients.of(connectionOf(this.req)?.remoteAddress, h['x-forwarded-for']);
   const v = h[by.name];
   return v === undefined ? '' : Array.isArray(v) ? v.join(', ') : v;
 }

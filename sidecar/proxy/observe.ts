@@ -17,6 +17,7 @@ import {
 } from '../../lib/trace/trace-context.js';
 import type { Verdict } from '../engine/types.js';
 import { type AccessDecision, type AccessLog } from './access-log.js';
+import { connectionOf } from '../../lib/http/connection.js';
 
 /** What the gateway knows of a request, read when its response closes. */
 export interface Observed {
@@ -105,7 +106,7 @@ export function createObserver(o: {
   clientIp?: (req: IncomingMessage) => string;
 }): RequestObserver | undefined {
   const { tracing, accessLog } = o;
-  const clientIp = o.clientIp ?? ((req: IncomingMessage) => req.socket.remoteAddress ?? '');
+  const clientIp = o.clientIp ?? ((req: IncomingMessage) => connectionOf(req)?.remoteAddress ?? '');
   if (!tracing && !accessLog) return undefined;
 
   // one listener function for every response (no closure or once-wrapper per request): the response
@@ -171,7 +172,7 @@ export function createObserver(o: {
         const attributes: Attributes = {
           'http.request.method': known ? x.method : '_OTHER',
           'url.path': x.urlPath,
-          'url.scheme': (x.req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http',
+          'url.scheme': (connectionOf(x.req) as { encrypted?: boolean } | null)?.encrypted === true ? 'https' : 'http',
           'server.address': address,
           'client.address': (x.clientAddress ||= clientIp(x.req)),
           'network.protocol.version': x.req.httpVersionMajor === 2 ? '2' : x.req.httpVersion,

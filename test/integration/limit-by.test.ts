@@ -6,13 +6,16 @@
  *   behind a trusted proxy is told apart by X-Forwarded-For; a forged X-Forwarded-For from an untrusted
  *   peer changes nothing; the 429 is the API-level one with the caller's own headers; `header:X-Tenant`
  *   gives each tenant its own allowance and a missing header shares the empty value's; the access log
- *   carries the client address; metrics carry no address or header value;
+ *   carries the client address; an HTTP/2 client is told apart by its connection's address, its h2c and
+ *   HTTP/1.1 requests counted together; metrics carry no address or header value;
  *   three standalone gateways on one Redis with the sliding log: exact per client;
  *   three standalone gateways on one Redis with the DRL: each client within the DRL's bounds;
  *   a `gw sidecar` whose compiled config comes from the ConfigMap and options from --config.
  */
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { connect as h2connect } from 'node:http2';
+import { connect as netConnect } from 'node:net';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { freshRedis, redisUrl } from '../helpers/redis.js';
@@ -134,6 +137,31 @@ describe('one gateway (memory)', () => {
     const first = await get(url, '127.0.0.3');
     expect([first.status, first.headers['x-ratelimit-remaining']]).toEqual([200, '2']);
     expect(await statuses(url, '127.0.0.3', 3)).toEqual([200, 200, 429]);
+  });
+
+  test('an HTTP/2 client is told apart by the address of its connection, its h2c and HTTP/1.1 requests counted together', async () => {
+    const url = `${gw.gateway}/byip/x`;
+    const { port } = new URL(gw.gateway);
+    const s = h2connect(gw.gateway, {
+      createConnection: () => netConnect({ host: '127.0.0.1', port: Number(port), localAddress: '127.0.0.6' }),
+    });
+    try {
+      const h2status = (): Promise<number> =>
+        new Promise((resolve, reject) => {
+          const st = s.request({ ':path': '/byip/x' });
+          st.on('response', (h) => resolve(Number(h[':status'])));
+          st.on('error', reject);
+          st.resume();
+        });
+      expect([await h2status(), await h2status()]).toEqual([200, 200]);
+      // the same address over HTTP/1.1: the third of its allowance, then refused on both protocols
+      expect(await statuses(url, '127.0.0.6', 2)).toEqual([200, 429]);
+      expect(await h2status()).toBe(429);
+      // another address over HTTP/1.1 still has its whole allowance
+      expect(await statuses(url, '127.0.0.7', 1)).toEqual([200]);
+    } finally {
+      s.close();
+    }
   });
 
   test('a forged X-Forwarded-For from an untrusted peer changes nothing', async () => {

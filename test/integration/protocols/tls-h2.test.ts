@@ -198,6 +198,8 @@ spec:
       await new Promise((r) => setTimeout(r, 100));
     expect(plainGw.output()).toContain('"path":"/e/h2c","status":200');
     expect(plainGw.output()).toMatch(/"path":"\/e\/h2c","status":429[^\n]*"protocol":"2"/);
+    // the client address of an HTTP/2 request, read from its session's socket (lib/http/connection.ts)
+    expect(plainGw.output()).toMatch(/"path":"\/e\/h2c","status":200[^\n]*"client_ip":"127\.0\.0\.1","protocol":"2"/);
     expect(plainGw.output()).toMatch(/"path":"\/e\/h1","status":200[^\n]*"protocol":"1.1"/);
   });
 
