@@ -115,7 +115,9 @@ withGatewayTls(
       ),
     )
     .addOption(env('--config <file>', 'GW_CONFIG', 'gateway configuration file (YAML)'))
-    .addOption(env('--redis <url>', 'GW_REDIS', 'shared store URL (default: in memory)')),
+    .addOption(env('--redis <url>', 'GW_REDIS', 'shared store URL (default: in memory)'))
+    // h2c of the gateway listener, as gw sidecar's: in place of the --config file's `h2c`
+    .addOption(env('--h2c <true|false>', 'GW_GATEWAY_H2C', 'HTTP/2 with prior knowledge on a plain listener')),
 ).action((opts: StandaloneFlags) =>
   import('./standalone.js').then((m) => m.runStandalone(opts)).catch((e: unknown) => fail((e as Error).message)),
 );

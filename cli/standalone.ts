@@ -39,8 +39,8 @@ const { randomBytes } = process.getBuiltinModule('node:crypto');
 const { statSync } = process.getBuiltinModule('node:fs');
 const { join } = process.getBuiltinModule('node:path');
 
-/** With the gateway listener's TLS flags (`--tls-cert`…, as `gw sidecar`'s; its `h2c` is the file's only). */
-export interface StandaloneFlags extends Omit<ListenerFlags, 'h2c'> {
+/** With the gateway listener's flags (`--tls-cert`…, `--h2c`), as `gw sidecar`'s. */
+export interface StandaloneFlags extends ListenerFlags {
   resources: string;
   listen: string;
   adminListen: string;
@@ -50,9 +50,11 @@ export interface StandaloneFlags extends Omit<ListenerFlags, 'h2c'> {
 
 export async function runStandalone(flags: StandaloneFlags): Promise<void> {
   const logger = createLogger('standalone');
-  // the TLS flags take the place of the --config file's `tls` (docs/standalone.md)
-  const { tlsCert, tlsKey, tlsClientCa, tlsMinVersion } = flags;
-  const options = listenerOverrides({ tlsCert, tlsKey, tlsClientCa, tlsMinVersion })(loadGatewayOptions(flags.config));
+  // the listener flags take the place of the --config file's `tls` and `h2c` (docs/standalone.md)
+  const { tlsCert, tlsKey, tlsClientCa, tlsMinVersion, h2c } = flags;
+  const options = listenerOverrides({ tlsCert, tlsKey, tlsClientCa, tlsMinVersion, h2c })(
+    loadGatewayOptions(flags.config),
+  );
   if (!statSync(flags.resources, { throwIfNoEntry: false })?.isDirectory()) {
     throw new Error(`--resources: ${flags.resources} is not a directory`);
   }

@@ -64,6 +64,7 @@ export function forwardRequest(x: Exchange, verdict: Verdict, now: number): void
   // an https:// upstream's TLS options (proxy.transport); undefined: node's defaults
   const tls = origin.charCodeAt(4) === 115 /* https */ ? upstreamTlsOf(api, gw.deps.logger) : undefined;
   if (tls instanceof Error) {
+    x.status = 502;
     gw.logUpstream({ err: tls, f: x });
     gw.metrics.request(api.api_id, 502);
     return answer(res, 502, { error: ERRORS.upstream });

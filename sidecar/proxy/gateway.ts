@@ -13,7 +13,7 @@ import { ClientAddresses } from '../../lib/ip/client-address.js';
 import type { Engine } from '../engine/types.js';
 import type { MaybePromise } from '../../limiters/types.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { throttledLog } from '../../lib/log-throttle.js';
+import { keyedThrottledLog } from '../../lib/log-throttle.js';
 import type { OAuthEndpoints } from '../oauth/endpoints.js';
 import type { BearerLookup } from '../oauth/bearer.js';
 import { answer } from './respond.js';
@@ -71,7 +71,7 @@ export class Gateway {
   readonly h2Upstreams: H2Upstreams;
   readonly tunnels = new Tunnels();
   readonly upgrades: UpgradeOptions;
-  /** Upstream failures: a warn line a second at most (the metrics count each), with the cause. */
+  /** Upstream failures: a warn line a second at most per API (the metrics count each), with the cause. */
   readonly logUpstream: (e: { err: Error; f: Forwarding }) => void;
 
   constructor(readonly deps: GatewayDeps) {
@@ -79,19 +79,24 @@ export class Gateway {
     this.observer = deps.observer;
     this.strictPaths = deps.strictPaths === true;
     this.clients = deps.clientAddresses ?? new ClientAddresses([]);
-    this.logUpstream = throttledLog<{ err: Error; f: Forwarding }>(1000, ({ err, f }, suppressed) => {
-      const code = (err as { code?: unknown }).code;
-      deps.logger.warn(
-        {
-          api: (f as Forwarding & { api: { api_id: string } }).api.api_id,
-          status: f.status,
-          err: err.message,
-          ...(typeof code === 'string' ? { code } : {}),
-          ...(suppressed ? { suppressed } : {}),
-        },
-        'upstream call failed',
-      );
-    });
+    const apiOf = (f: Forwarding): string => (f as Forwarding & { api: { api_id: string } }).api.api_id;
+    this.logUpstream = keyedThrottledLog<{ err: Error; f: Forwarding }>(
+      1000,
+      ({ f }) => apiOf(f),
+      ({ err, f }, suppressed) => {
+        const code = rootCode(err);
+        deps.logger.warn(
+          {
+            api: apiOf(f),
+            status: f.status,
+            err: err.message,
+            ...(typeof code === 'string' ? { code } : {}),
+            ...(suppressed ? { suppressed } : {}),
+          },
+          'upstream call failed',
+        );
+      },
+    );
     const timeoutMs = deps.upstreamTimeoutMs ?? 30_000;
     const onError = (err: Error, f: Forwarding): void => this.logUpstream({ err, f });
     this.upstreams = new Upstreams({ timeoutMs, onError });
@@ -106,4 +111,19 @@ export class Gateway {
     if (!res.headersSent) answer(res, 500, { error: 'Internal error' });
     else res.destroy();
   }
+}
+
+/**
+ * The code of an error's first cause (node's TLS or socket code) rather than its wrapper's: a stream node:http2
+ * cancels because its session failed (ERR_HTTP2_STREAM_CANCEL) has the session's error, the TLS one, as cause.
+ */
+export function rootCode(err: Error): string | undefined {
+  let code: string | undefined;
+  let e: unknown = err;
+  for (let depth = 0; depth < 4 && e instanceof Error; depth++) {
+    const c = (e as { code?: unknown }).code;
+    if (typeof c === 'string') code = c;
+    e = e.cause;
+  }
+  return code;
 }

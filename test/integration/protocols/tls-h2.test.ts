@@ -112,6 +112,13 @@ spec:
 ---
 apiVersion: gw.io/v1alpha1
 kind: ApiDefinition
+metadata: {name: untrusted-grpc}
+spec:
+  use_keyless: true
+  proxy: {listen_path: /untrusted-grpc/, target_url: ${h2up}}
+---
+apiVersion: gw.io/v1alpha1
+kind: ApiDefinition
 metadata: {name: insecure}
 spec:
   use_keyless: true
@@ -126,7 +133,7 @@ spec:
     dirs = [d1, d2, d3];
     writeFileSync(join(d3, 'r.yaml'), resources(echo.url));
     const noH2c = join(certs, 'no-h2c.yaml');
-    writeFileSync(noH2c, 'h2c: false\n');
+    writeFileSync(noH2c, 'h2c: true\n');
     writeFileSync(join(d1, 'r.yaml'), resources(echo.url, extra));
     writeFileSync(join(d2, 'r.yaml'), resources(echo.url, extra));
     const logs = join(certs, 'plain.yaml');
@@ -134,7 +141,8 @@ spec:
     [tlsGw, plainGw, noH2cGw] = await Promise.all([
       startStandalone(d1, ['--config', conf]),
       startStandalone(d2, ['--config', logs]),
-      startStandalone(d3, ['--config', noH2c]),
+      // the flag wins over the file's h2c
+      startStandalone(d3, ['--config', noH2c, '--h2c', 'false']),
     ]);
   }, 30_000);
 
@@ -257,7 +265,7 @@ spec:
     n.close();
   });
 
-  test('upstream TLS: a private CA by proxy.transport (SNI name), the default trust refusing it (502, logged), verification off by choice (logged once)', async () => {
+  test('upstream TLS: a private CA by proxy.transport (SNI name), the default trust refusing it (502, or gRPC UNAVAILABLE; logged per API with the TLS code), verification off by choice (logged once)', async () => {
     const get = async (path: string): Promise<{ status: number; body: string }> => {
       const r = await request(`${plainGw.gateway}${path}`);
       return { status: r.statusCode, body: await r.body.text() };
@@ -271,18 +279,33 @@ spec:
     });
     expect({ status: h2.statusCode, body: await h2.body.text() }).toEqual({ status: 200, body: '2.0 POST /b?q=1 v' });
     expect((await get('/untrusted/a')).status).toBe(502);
+    // a gRPC call to an upstream the default trust refuses, in the same second: UNAVAILABLE, and a line of its
+    // own API (failures are logged per API) with node's TLS code, not the code of the stream it cancelled
+    const s = h2connect(plainGw.gateway);
+    const grpcAnswer = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      const st = s.request({ ':method': 'POST', ':path': '/untrusted-grpc/x.Y/Z', 'content-type': 'application/grpc' });
+      st.on('response', resolve);
+      st.on('error', reject);
+      st.end();
+      st.resume();
+    });
+    s.close();
+    expect([grpcAnswer[':status'], grpcAnswer['grpc-status']]).toEqual([200, '14']);
     expect(await get('/insecure/a')).toEqual({ status: 200, body: 'private /a' });
     await get('/insecure/b');
     const deadline = Date.now() + 3000;
     while (!plainGw.output().includes('upstream call failed') && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));
     expect(plainGw.output()).toMatch(/"api":"default-trust"[^\n]*"status":502[^\n]*upstream call failed/);
+    expect(plainGw.output()).toMatch(
+      /"api":"untrusted-grpc"[^\n]*"code":"UNABLE_TO_VERIFY_LEAF_SIGNATURE"[^\n]*upstream call failed/,
+    );
     expect(plainGw.output().match(/ssl_insecure_skip_verify: the upstream certificate is not verified/g)).toHaveLength(
       1,
     );
   });
 
-  test('h2c: false: the HTTP/2 preface is a malformed HTTP/1.1 request (400), HTTP/1.1 served', async () => {
+  test("--h2c false (over the file's h2c: true): the HTTP/2 preface is a malformed HTTP/1.1 request (400), HTTP/1.1 served", async () => {
     const got = await new Promise<string>((resolve, reject) => {
       const s = netConnect(port(noH2cGw), '127.0.0.1', () => s.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'));
       let out = '';
