@@ -174,6 +174,13 @@ function yaml11Booleans(node: unknown, path: (string | number)[], out: Yaml11Boo
  * The documents of a YAML text by the `yaml` parser; its errors go to `into` (undefined: none readable).
  * `yaml11`: YAML 1.1 booleans read as kubectl reads them, each a warning.
  */
+const JOINED_HINT = " (two manifests without a '---' line between them? files concatenated with cat need one)";
+/** Whether 1-based `line` of `text` is a manifest's top-level apiVersion or kind. */
+function startsManifest(text: string, line: number | undefined): boolean {
+  if (line === undefined) return false;
+  return /^(apiVersion|kind):/.test(text.split('\n', line)[line - 1] ?? '');
+}
+
 function slowDocuments(text: string, file: string, into: LoadResult, yaml11 = false): unknown[] | undefined {
   const docs: unknown[] = [];
   let parsed;
@@ -185,7 +192,11 @@ function slowDocuments(text: string, file: string, into: LoadResult, yaml11 = fa
   }
   parsed.forEach((d, i) => {
     if (d.errors.length) {
-      into.errors.push({ file, index: i, message: `invalid YAML: ${firstLine(d.errors[0]!.message)}` });
+      const err = d.errors[0]!;
+      // two manifests run together (files concatenated without a `---` between them) read as one mapping
+      // whose keys repeat: say so, as the parser's message alone does not
+      const joined = err.code === 'DUPLICATE_KEY' && startsManifest(text, err.linePos?.[0].line) ? JOINED_HINT : '';
+      into.errors.push({ file, index: i, message: `invalid YAML: ${firstLine(err.message)}${joined}` });
       docs.push(undefined);
       return;
     }

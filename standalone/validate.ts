@@ -10,8 +10,9 @@
  *   a warning, as a cluster serves each namespace apart);
  * - references within a namespace: a key's policies and access_rights APIs (missingKeyReferences), a
  *   key's inactive policies (inactivePolicyReference), a Policy's access_rights APIs (missingPolicyApis),
- *   an OAuthClient's API, policy and Secret (missingClientReferences), an AccessKey's Secret when it is in
- *   the input (keyMaterial: a Secret without the named key; a Secret not there at all is generated);
+ *   an OAuthClient's API, policy and Secret (missingClientReferences), an OAuthClient of an API of the
+ *   input that takes no bearer tokens (a warning: usesOAuth), an AccessKey's Secret when it is in the input
+ *   (keyMaterial: a Secret without the named key; a Secret not there at all is generated);
  * - two AccessKeys with one key (keysByHash: the first keeps it, the other is refused).
  * A reference to something the input does not have may be in the cluster: a warning, an error with
  * `strict`. A reference to an ApiDefinition or Policy the input has but its schema refused is an error
@@ -30,6 +31,7 @@ import {
 import { keyMaterial, keysByHash, sessionOf, snapshotSecrets } from '../compiler/key-sessions.js';
 import { findSecret, toSnapshot, type ResourceSnapshot } from '../compiler/snapshot.js';
 import { referenceIndex } from './references.js';
+import { apiIdOf } from '../crds/schemas/api-definition.js';
 import type { LoadError, LoadResult } from './manifests.js';
 
 export type Severity = 'error' | 'warning';
@@ -330,6 +332,17 @@ function validateResources(
     const secret = findSecret(s, ns, c.spec.secretRef.name);
     refusedReferences(c, 'ApiDefinition', [c.spec.api_id], CLIENT_FIELDS.ApiNotFound);
     if (c.spec.policy_id) refusedReferences(c, 'Policy', [c.spec.policy_id], CLIENT_FIELDS.PolicyNotFound);
+    // a client of an API of the input that takes no bearer tokens: it can never get one (its token
+    // endpoint answers 403), which the cluster would accept silently
+    const api = (s.apis as ApiDefinition[]).find((a) => a.metadata.namespace === ns && apiIdOf(a) === c.spec.api_id);
+    if (api !== undefined && !usesOAuth(api))
+      add(c, {
+        severity: 'warning',
+        field: 'spec.api_id',
+        rule: 'oauth',
+        reason: 'ApiNotOAuth',
+        message: `API ${c.spec.api_id} does not use OAuth 2.0 (use_oauth2, or the OAS oauth2 authentication): this client can get no token`,
+      });
     for (const [reason, message] of missingClientReferences(c, hasApi(ns), hasPolicy(ns), secret))
       add(c, {
         // a Secret of the input without the named key: the input's own error
@@ -382,3 +395,8 @@ export function formatProblem(p: Problem): string {
 const UNPRINTABLE = /[\p{Cc}\p{Cf}\u2028\u2029\uFFFD]/gu;
 export const printable = (line: string): string =>
   line.replace(UNPRINTABLE, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+
+/** Whether an API takes the gateway's bearer tokens (docs/oauth.md): classic use_oauth2, or the OAS oauth2 authentication. */
+function usesOAuth(a: ApiDefinition): boolean {
+  return a.spec.use_oauth2 === true || a.spec.oas?.['x-gw-api-gateway'].server.authentication?.oauth2?.enabled === true;
+}

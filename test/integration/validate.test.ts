@@ -62,13 +62,29 @@ describe('gw validate', () => {
     expect(r.code).toBe(0);
   });
 
-  test('stdin (-f -): the examples piped in are valid; a bad document on stdin is named as file "-"', async () => {
+  test('stdin (-f -): the examples piped in are valid (files run together without --- are named as such); a bad document on stdin is named as file "-"', async () => {
     const text = readdirSync('examples')
       .filter((f) => /\.ya?ml$/.test(f))
       .map((f) => readFileSync(join('examples', f), 'utf8'))
       .join('\n---\n');
     const ok = await gw(['validate', '-f', '-'], text);
     expect({ code: ok.code, stdout: ok.stdout }).toEqual({ code: 0, stdout: '' });
+    // the same files run together without a '---' between them: the error says so
+    const joined = await gw(
+      ['validate', '-f', '-'],
+      readFileSync(join('examples', '04-keys.yaml'), 'utf8') +
+        readFileSync(join('examples', '01-echo-api.yaml'), 'utf8'),
+    );
+    expect(joined.code).toBe(1);
+    expect(joined.stdout).toContain('Map keys must be unique');
+    expect(joined.stdout).toContain("two manifests without a '---' line between them?");
+    // a key repeated inside one manifest is not taken for that
+    const repeated = await gw(
+      ['validate', '-f', '-'],
+      'apiVersion: gw.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\nspec:\n  rate: 1\n  rate: 2\n',
+    );
+    expect(repeated.stdout).toContain('Map keys must be unique');
+    expect(repeated.stdout).not.toContain("'---'");
     const bad1 = await gw(
       ['validate', '--output', 'json', '-f', '-'],
       yamlDocs([apiDef('neg', { proxy: { listen_path: '/neg/' }, global_rate_limit: { rate: -1, per: 1 } })]),
@@ -181,6 +197,9 @@ describe('gw validate', () => {
     });
     expect(one('c3', 'SecretNotFound').message).toContain('Secret default/client-3');
     expect(one('c2', 'SecretNotFound')).toMatchObject({ field: 'spec.secretRef', severity: 'warning' });
+    // pets takes keys, not bearer tokens: its client could never get one
+    expect(one('c2', 'ApiNotOAuth')).toMatchObject({ field: 'spec.api_id', severity: 'warning', rule: 'oauth' });
+    expect(one('c2', 'ApiNotOAuth').message).toContain('API pets does not use OAuth 2.0');
     expect(one('bronze', 'ApiNotFound')).toMatchObject({
       field: 'spec.access_rights',
       message: expect.stringContaining('ghost'),
@@ -217,7 +236,12 @@ describe('gw validate', () => {
     // --strict: the references to what the input lacks become errors; what is wrong stays wrong
     const strict = problemsOf(await gw(['validate', '--strict', '--output', 'json', d]));
     expect(strict.find((p) => p.name === 'kp')?.severity).toBe('error');
-    expect(strict.filter((p) => p.severity === 'warning').map((p) => p.reason)).toEqual(['PolicyInactive']);
+    expect(
+      strict
+        .filter((p) => p.severity === 'warning')
+        .map((p) => p.reason)
+        .sort(),
+    ).toEqual(['ApiNotOAuth', 'PolicyInactive']);
   });
 
   test("the standalone suites' bad files: YAML, an alias bomb, nested 100,000 levels, over 1 MiB, two APIs on one path, a Secret without the key", async () => {

@@ -1,5 +1,5 @@
 /**
- * The examples/ tour (an API, two policies, keys, an OAuth client) works with `gw standalone` too:
+ * The examples/ tour (an API, two policies, keys, an OAuth API and its client) works with `gw standalone` too:
  * the same manifests users `kubectl apply` on a cluster with the chart installed (applying them to the
  * real API server is covered by crd-apiserver.test.ts; their kubeconform validation by chart-render).
  */
@@ -45,8 +45,22 @@ test('keyless API with its limit, keyed API with policies and keys, the OAuth cl
   expect((await fetch(`${gw.gateway}/orders/list`, { headers: { authorization: 'limited-key-0123456789' } })).status).toBe(200);
   expect((await fetch(`${gw.gateway}/orders/list`, { headers: { authorization: 'wrong-key' } })).status).toBe(403);
 
-  const clients = await fetch(`${gw.admin}/api/apis/oauth/orders`, { headers: { authorization: 'Bearer test-token' } });
+  const clients = await fetch(`${gw.admin}/api/apis/oauth/account`, { headers: { authorization: 'Bearer test-token' } });
   expect(clients.status).toBe(200);
   expect(JSON.stringify(await clients.json())).toContain('mobile-app');
+  // the README's OAuth step: the client's token (client_credentials), then the API with it
+  expect((await fetch(`${gw.gateway}/account/me`)).status).toBe(401);
+  const token = await fetch(`${gw.gateway}/account/oauth/token`, {
+    method: 'POST',
+    headers: {
+      authorization: `Basic ${Buffer.from('mobile-app:change-me-0123456789abcdef').toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body: 'grant_type=client_credentials',
+  });
+  expect(token.status).toBe(200);
+  const { access_token } = (await token.json()) as { access_token: string };
+  const me = await fetch(`${gw.gateway}/account/me`, { headers: { authorization: `Bearer ${access_token}` } });
+  expect([me.status, await me.json()]).toEqual([200, { path: '/me' }]);
 });
 
