@@ -15,6 +15,15 @@ import {
 } from './common.js';
 import { StreamingSpec } from './streaming.js';
 
+/**
+ * An upstream URL in a scheme the proxy speaks (docs/proxy.md): ftp:, file: and the like were Ready and
+ * then failed every request (classic target_url and the OAS upstream.url alike).
+ */
+const UpstreamUrl = z
+  .string()
+  .url()
+  .regex(/^(https?|h2c):\/\//i, 'must be an http://, https:// or h2c:// URL (the schemes gw proxies)');
+
 export const ClassicEndpointRule = z
   .strictObject({
     path: pathPattern('Endpoint path: a literal path or a regex pattern (e.g. .* matches everything).'),
@@ -142,7 +151,7 @@ export const GwOasExtension = z
       .describe('Where the API listens and how it authenticates.'),
     upstream: z
       .looseObject({
-        url: z.string().url().optional().describe('Upstream URL; a sidecar --upstream overrides it.'),
+        url: UpstreamUrl.optional().describe('Upstream URL; a sidecar --upstream overrides it.'),
         rateLimit: OasRateLimit.optional().describe('API-level limit aggregating every source.'),
       })
       .optional()
@@ -237,15 +246,9 @@ export const ApiDefinitionSpec = z
           .regex(/^\//, 'must start with /')
           .optional()
           .describe('Path prefix the API is served under (classic form: required; with spec.oas: not given).'),
-        target_url: z
-          .string()
-          .url()
-          // the schemes the proxy speaks (docs/proxy.md); ftp:, file: and the like were Ready and then failed every request
-          .regex(/^(https?|h2c):\/\//i, 'must be an http://, https:// or h2c:// URL (the schemes gw proxies)')
-          .optional()
-          .describe(
-            'Upstream URL (with spec.oas: when x-gw-api-gateway.upstream.url is not given); a sidecar --upstream overrides it.',
-          ),
+        target_url: UpstreamUrl.optional().describe(
+          'Upstream URL (with spec.oas: when x-gw-api-gateway.upstream.url is not given); a sidecar --upstream overrides it.',
+        ),
         strip_listen_path: z.boolean().default(true).describe('Remove the listen path before proxying.'),
         transport: z
           .strictObject({
@@ -265,6 +268,11 @@ export const ApiDefinitionSpec = z
               .boolean()
               .default(false)
               .describe('Do not verify the upstream certificate (logged once).'),
+          })
+          // a client certificate is its two files: one alone failed every request at run time (502)
+          .refine((t) => (t.ssl_cert_file === undefined) === (t.ssl_key_file === undefined), {
+            message: 'ssl_cert_file and ssl_key_file go together (the client certificate and its key)',
+            path: ['ssl_key_file'],
           })
           .optional()
           .describe("TLS towards an https:// target_url: files on the gateway's filesystem."),

@@ -50,6 +50,38 @@ describe('resource schemas', () => {
     for (const good of ['http://x', 'https://x:8443/base', 'h2c://x:50051']) expect(api(good).success).toBe(true);
   });
 
+  test("the OAS form's upstream.url: the same schemes, refused naming the field", () => {
+    const oas = (url: string) =>
+      ApiDefinitionResource.safeParse(
+        api({
+          oas: {
+            openapi: '3.0.3',
+            info: { title: 'o', version: '1' },
+            paths: {},
+            'x-gw-api-gateway': { info: { id: 'o' }, server: { listenPath: { value: '/o/' } }, upstream: { url } },
+          },
+        }),
+      );
+    const bad = oas('ftp://x');
+    expect(bad.success).toBe(false);
+    expect(JSON.stringify(bad.error?.issues)).toMatch(
+      /"upstream","url".*must be an http:\/\/, https:\/\/ or h2c:\/\/ URL/,
+    );
+    expect(oas('https://x').success).toBe(true);
+  });
+
+  test('proxy.transport: a client certificate without its key (or the key alone) is refused, naming the field', () => {
+    const transport = (t: object) =>
+      ApiDefinitionResource.safeParse(api({ proxy: { listen_path: '/a/', target_url: 'https://x', transport: t } }));
+    for (const t of [{ ssl_cert_file: '/c.pem' }, { ssl_key_file: '/k.pem' }]) {
+      const r = transport(t);
+      expect(r.success).toBe(false);
+      expect(JSON.stringify(r.error?.issues)).toMatch(/ssl_key_file.*ssl_cert_file and ssl_key_file go together/);
+    }
+    expect(transport({ ssl_cert_file: '/c.pem', ssl_key_file: '/k.pem' }).success).toBe(true);
+    expect(transport({ ssl_ca_cert_file: '/ca.pem' }).success).toBe(true);
+  });
+
   test('an AccessKey needs exactly one of secretRef and key_hash', () => {
     const base = { apiVersion: 'gw.io/v1alpha1', kind: 'AccessKey', metadata: { name: 'k' } };
     expect(AccessKeyResource.safeParse({ ...base, spec: { rate: 1, per: 1 } }).success).toBe(false);
