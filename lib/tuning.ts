@@ -58,6 +58,13 @@ export const STARTUP_GC_LARGE_HEAP_BYTES = 64 * 1024 * 1024;
 export const GATEWAY_KEEP_ALIVE_MS = 5_000;
 
 /**
+ * Requests an HTTP/1.1 client may pipeline behind the one the gateway is answering on its connection
+ * (lib/http/pipelined.ts): they wait their turn, as nginx serves them; past this many waiting, the
+ * connection is closed. Browsers and HTTP libraries pipeline a handful at most, when at all.
+ */
+export const PIPELINED_MAX = 32;
+
+/**
  * The idle keep-alive of every other listener (the facade, the webhook, standalone's admin listener, the
  * metrics listeners; lib/serve.ts): longer than the idle pool of the clients that ignore the server's
  * `Keep-Alive: timeout=N` hint, so such a client closes an idle connection before the server does and

@@ -14,7 +14,8 @@ import type { Socket } from 'node:net';
 import { answerClientErrorsWithJson } from '../../lib/http/client-error.js';
 import { normalizePath } from '../../lib/request-path.js';
 import { DRAIN_DEADLINE } from '../../lib/serve.js';
-import { GATEWAY_KEEP_ALIVE_MS } from '../../lib/tuning.js';
+import { GATEWAY_KEEP_ALIVE_MS, PIPELINED_MAX } from '../../lib/tuning.js';
+import { oneAtATime } from '../../lib/http/pipelined.js';
 import { Gateway, type GatewayDeps } from './gateway.js';
 import { requestTarget, refuseTarget } from './request-target.js';
 import { answerOwn } from './own-answers.js';
@@ -87,7 +88,8 @@ export function createGatewayServer(deps: GatewayDeps): { server: Server; close(
       requireHostHeader: false,
       shouldUpgradeCallback: tunnelsUpgrade,
     },
-    handle, // node passes (req, res): no upgrade head
+    // node passes (req, res): no upgrade head; a pipelined request waits for the one ahead of it
+    oneAtATime(handle, PIPELINED_MAX),
   );
   // Upgrade (WebSocket…): the same checks, then a tunnel to the upstream (upgrade.ts)
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
