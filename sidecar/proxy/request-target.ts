@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { strictPathProblem } from '../../lib/request-path.js';
 import type { Gateway } from './gateway.js';
-import { answer } from './respond.js';
+import { answer, isGrpc } from './respond.js';
 
 /** The request's target in origin-form: absolute-form (`GET http://host/path`, RFC 9112 §3.2.2, which a server must accept) → its path. */
 export function requestTarget(req: IncomingMessage): string {
@@ -40,4 +40,16 @@ export function refuseTarget(gw: Gateway, res: ServerResponse, url: string, rawP
     }
   }
   return false;
+}
+
+/**
+ * A gRPC call that is not a POST (gRPC over HTTP/2 is POST only): UNIMPLEMENTED (405), as grpc-go answers it.
+ * An endpoint rule or a key's per-method limit written for POST would not have matched it, while a gRPC
+ * server such as grpc-js serves the call whatever its method: a way past those limits.
+ */
+export function refuseGrpcMethod(gw: Gateway, req: IncomingMessage, res: ServerResponse): boolean {
+  if (req.httpVersionMajor !== 2 || req.method === 'POST' || !isGrpc(req)) return false;
+  gw.metrics.request('', 405);
+  answer(res, 405, { error: 'Method Not Allowed: a gRPC call is a POST' }, { allow: 'POST' });
+  return true;
 }

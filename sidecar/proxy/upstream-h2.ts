@@ -12,6 +12,7 @@ import type { Forwarding } from './upstream.js';
 import type { UpstreamTls } from './upstream-tls.js';
 import { requestHeaders, responseHeaders, writeHeadH2 } from './upstream.js';
 import { ERRORS, GRPC, grpcMessage, isGrpc, answer } from './respond.js';
+import { clearLongTimeout, setLongTimeout, type LongTimeout } from '../../lib/long-timeout.js';
 const http2 = process.getBuiltinModule('node:http2');
 const { NGHTTP2_CANCEL } = http2.constants;
 
@@ -90,10 +91,12 @@ export function forwardH2(up: H2Upstreams, origin: string, path: string, f: Forw
   let stream: ClientHttp2Stream | undefined;
   let trailers: OutgoingHttpHeaders | undefined;
   const timers: NodeJS.Timeout[] = [];
+  let deadlineTimer: LongTimeout | undefined;
   const finish = (): void => {
     if (over) return;
     over = true;
     for (const t of timers) clearTimeout(t);
+    if (deadlineTimer !== undefined) clearLongTimeout(deadlineTimer);
     res.removeListener('close', onClientClose);
     f.done(f);
   };
@@ -144,9 +147,11 @@ export function forwardH2(up: H2Upstreams, origin: string, path: string, f: Forw
   s.on('error', (e: Error) => failed(e, 502));
   // the call's deadline (grpc-timeout), enforced here too: the upstream may not
   const deadline = grpc ? grpcTimeoutMs(req.headers['grpc-timeout']) : undefined;
+  // (a long one, past node's 24.8-day timer bound, as a chain: a plain timer fired it at once)
   if (deadline !== undefined)
-    timers.push(
-      setTimeout(() => failed(new Error('grpc-timeout passed'), 504, ERRORS.deadline), Math.max(1, deadline)),
+    deadlineTimer = setLongTimeout(
+      () => failed(new Error('grpc-timeout passed'), 504, ERRORS.deadline),
+      Math.max(1, deadline),
     );
   timers.push(
     setTimeout(() => {

@@ -48,17 +48,22 @@ function rawCall(
   origin: string,
   path: string,
   timeout: string,
+  o: { method?: string; headers?: Record<string, string> } = {},
 ): Promise<{ headers: IncomingHttpHeaders; data: Buffer; trailers?: IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const session = h2connect(origin);
     session.on('error', reject);
-    const r = session.request({
-      ':method': 'POST',
-      ':path': path,
-      'content-type': 'application/grpc',
-      te: 'trailers',
-      'grpc-timeout': timeout,
-    });
+    const r = session.request(
+      {
+        ':method': o.method ?? 'POST',
+        ':path': path,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        'grpc-timeout': timeout,
+        ...o.headers,
+      },
+      { endStream: false }, // node ends a GET's stream itself
+    );
     let headers: IncomingHttpHeaders = {};
     let trailers: IncomingHttpHeaders | undefined;
     const data: Buffer[] = [];
@@ -292,6 +297,21 @@ spec:
     expect((await unary('Unary', 'x', 'grpc-key-h1-only')).err?.code).toBe(grpc.status.PERMISSION_DENIED);
   });
 
+  test('a gRPC call that is not a POST: UNIMPLEMENTED, not forwarded (a rule written for POST is not side-stepped)', async () => {
+    // the Limited method's POST rule is spent by the test above: GET, PUT and OPTIONS are refused too
+    for (const method of ['GET', 'PUT', 'OPTIONS']) {
+      const r = await rawCall(gw.gateway, '/test.Echo/Limited', '5S', { method, headers: { authorization: KEY } });
+      expect([method, r.headers[':status'], r.headers['grpc-status'], r.headers['grpc-message']]).toEqual([
+        method,
+        200,
+        String(grpc.status.UNIMPLEMENTED),
+        'Method Not Allowed: a gRPC call is a POST',
+      ]);
+    }
+    const post = await rawCall(gw.gateway, '/test.Echo/Limited', '5S', { headers: { authorization: KEY } });
+    expect(post.headers['grpc-status']).toBe(String(grpc.status.RESOURCE_EXHAUSTED));
+  });
+
   test("a key's limit is one across HTTP/1.1 and gRPC calls", async () => {
     const h1 = await request(`${gw.gateway}/h1/x`, { headers: { authorization: SHARED } });
     await h1.body.text();
@@ -341,6 +361,13 @@ spec:
     const t1 = Date.now();
     while (!cancelled.includes('deadline') && Date.now() - t1 < 3000) await new Promise((res) => setTimeout(res, 50));
     expect(cancelled).toContain('deadline');
+  });
+
+  test("a grpc-timeout past node's 24.8-day timer bound (99999999H, 2147484S) is a deadline like another, not one passed at once", async () => {
+    for (const timeout of ['99999999H', '2147484S']) {
+      const r = await rawCall(gw.gateway, '/test.Echo/Unary', timeout, { headers: { authorization: KEY } });
+      expect([timeout, r.headers[':status'], r.trailers?.['grpc-status']]).toEqual([timeout, 200, '0']);
+    }
   });
 
   test('grpc-timeout passing before the upstream answered: trailers-only DEADLINE_EXCEEDED "Deadline exceeded", the upstream stream cancelled', async () => {
