@@ -134,6 +134,12 @@ function checkTlsFiles(files: TlsFiles, t: ListenerTls): void {
     throw new Error(`${n.ca}: ${t.client_ca_file} holds no PEM certificate`);
 }
 
+/** Whether two client CA bundles (as read: a Buffer, or none) are the same. */
+function sameCa(a: unknown, b: unknown): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return Buffer.isBuffer(a) && Buffer.isBuffer(b) && a.equals(b);
+}
+
 /** What a secure context refuses that checkTlsFiles did not see, with the options named. */
 function contextError(e: unknown, t: ListenerTls): Error {
   const n = t.names ?? FILE_OPTION_NAMES;
@@ -366,9 +372,16 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
         );
         return;
       }
+      // the options whose file changed, by the names the user wrote (tls.client_ca_file, --tls-cert…)
+      const n = t.names ?? FILE_OPTION_NAMES;
+      const changed = [
+        ...(next.opts.cert.equals(current.opts.cert) ? [] : [n.cert]),
+        ...(next.opts.key.equals(current.opts.key) ? [] : [n.key]),
+        ...(sameCa(next.opts.ca, current.opts.ca) ? [] : [n.ca]),
+      ];
       current = next;
       refusedDigest = '';
-      o.logger.info({ cert_file: t.cert_file }, 'gateway certificate reloaded');
+      o.logger.info({ changed }, 'gateway TLS files reloaded');
     }, o.reloadMs ?? 2000);
     timer.unref();
     stop = () => clearInterval(timer);

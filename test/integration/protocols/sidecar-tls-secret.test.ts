@@ -175,7 +175,9 @@ describe('gw sidecar: TLS from a Secret volume, h2c by flag', () => {
       const took = Date.now() - t0;
       expect(took).toBeLessThan(10_000);
       // the line may reach the output a moment after the new certificate is served
-      await eventually(async () => sc.out().includes('gateway certificate reloaded'), 3000, 'the reload logged');
+      await eventually(async () => sc.out().includes('gateway TLS files reloaded'), 3000, 'the reload logged');
+      // naming the flags whose file changed (the client CA's did not)
+      expect(sc.out()).toMatch(/"changed":\["--tls-cert","--tls-key"\][^\n]*gateway TLS files reloaded/);
       expect((await h2get(session, '/after')).headers[':status']).toBe(200);
       expect((await httpsGet(port(sc), ca.cert, '/new')).status).toBe(200);
     } finally {
