@@ -1,7 +1,7 @@
 /**
  * The gateway a request meets (docs/contract.md#request-path). `handle` reads a request top to bottom, one
  * named step per file:
- *   requestTarget, refuseTarget, refuseGrpcMethod (request-target.ts) → answerOwn (own-answers.ts: health, Host, TRACE)
+ *   requestTarget, refuseTarget, refuseMethod (request-target.ts) → answerOwn (own-answers.ts: health, Host, TRACE)
  *   → routeRequest (route-request.ts: API or 404, the Exchange) → authenticateKey / authenticateBearer
  *   (authenticate-key.ts, authenticate-bearer.ts) → authorise (authorise.ts) → limit (limit.ts: the
  *   engine's verdict, refusals) → forwardRequest (forward-request.ts) → Exchange.done (exchange.ts).
@@ -17,7 +17,7 @@ import { DRAIN_DEADLINE } from '../../lib/serve.js';
 import { GATEWAY_KEEP_ALIVE_MS, PIPELINED_MAX } from '../../lib/tuning.js';
 import { oneAtATime } from '../../lib/http/pipelined.js';
 import { Gateway, type GatewayDeps } from './gateway.js';
-import { requestTarget, refuseGrpcMethod, refuseTarget } from './request-target.js';
+import { requestTarget, refuseMethod, refuseTarget } from './request-target.js';
 import { answerOwn } from './own-answers.js';
 import { routeRequest } from './route-request.js';
 import { authenticateKey } from './authenticate-key.js';
@@ -44,7 +44,7 @@ export function createGatewayHandler(deps: GatewayDeps): {
       const url = requestTarget(req);
       const q = url.indexOf('?');
       const rawPath = q === -1 ? url : url.slice(0, q);
-      if (refuseTarget(gw, res, url, rawPath) || refuseGrpcMethod(gw, req, res)) return;
+      if (refuseTarget(gw, res, url, rawPath) || refuseMethod(gw, req, res)) return;
       // normalised (lib/request-path.ts): routing, allowed_urls, endpoint rules and the forwarded path all
       // see the path the upstream will serve
       const urlPath = normalizePath(rawPath);

@@ -3,7 +3,7 @@
  * upstream would read differently from the gateway (a fragment; with strict_paths the forms of
  * lib/request-path.ts `strictPathProblem`).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { METHODS, type IncomingMessage, type ServerResponse } from 'node:http';
 import { strictPathProblem } from '../../lib/request-path.js';
 import type { Gateway } from './gateway.js';
 import { answer, isGrpc } from './respond.js';
@@ -42,13 +42,28 @@ export function refuseTarget(gw: Gateway, res: ServerResponse, url: string, rawP
   return false;
 }
 
+/** The methods node:http's parser takes over HTTP/1.1 (upper case: methods are case-sensitive). */
+const HTTP1_METHODS = new Set(METHODS);
+
 /**
- * A gRPC call that is not a POST (gRPC over HTTP/2 is POST only): UNIMPLEMENTED (405), as grpc-go answers it.
- * An endpoint rule or a key's per-method limit written for POST would not have matched it, while a gRPC
- * server such as grpc-js serves the call whatever its method: a way past those limits.
+ * Methods over HTTP/2, which carries any token in `:method` where HTTP/1.1's parser takes a known method
+ * only (400 for another):
+ * - one HTTP/1.1 would refuse (`trace`, `get`, `FOO`) is refused the same (400): it went upstream as sent,
+ *   past the TRACE refusal (own-answers.ts) and matching no endpoint rule, to an upstream that may read
+ *   it case-insensitively;
+ * - a gRPC call that is not a POST (gRPC over HTTP/2 is POST only): UNIMPLEMENTED (405), as grpc-go
+ *   answers it. A rule or a key's per-method limit written for POST would not have matched it, while a
+ *   gRPC server such as grpc-js serves the call whatever its method: a way past those limits.
  */
-export function refuseGrpcMethod(gw: Gateway, req: IncomingMessage, res: ServerResponse): boolean {
-  if (req.httpVersionMajor !== 2 || req.method === 'POST' || !isGrpc(req)) return false;
+export function refuseMethod(gw: Gateway, req: IncomingMessage, res: ServerResponse): boolean {
+  if (req.httpVersionMajor !== 2) return false;
+  const method = req.method ?? '';
+  if (!HTTP1_METHODS.has(method)) {
+    gw.metrics.request('', 400);
+    answer(res, 400, { error: 'Bad request: unknown method' });
+    return true;
+  }
+  if (method === 'POST' || !isGrpc(req)) return false;
   gw.metrics.request('', 405);
   answer(res, 405, { error: 'Method Not Allowed: a gRPC call is a POST' }, { allow: 'POST' });
   return true;

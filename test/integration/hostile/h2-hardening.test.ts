@@ -3,7 +3,8 @@
  * the real `gw standalone`, plain (h2c) and TLS (ALPN h2) listeners, with raw frames over loopback sockets:
  * a client that half-closes (FIN, no GOAWAY) has its connection closed and its slot in the caps freed; a
  * TLS 1.2 client that asks for a renegotiation (openssl s_client's `R`) has its connection closed; an HTTP/2
- * connection that opens no stream (TLS h2 without its preface, h2c after its SETTINGS) is cut after headers_timeout.
+ * connection that opens no stream (TLS h2 without its preface, h2c after its SETTINGS) is cut after headers_timeout;
+ * a method HTTP/1.1 would refuse is refused over HTTP/2 too.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { connect as h2connect } from 'node:http2';
@@ -188,6 +189,29 @@ spec:
       expect(JSON.parse(other.body)).toEqual({ error: 'Host differs from :authority' });
       const same = await h2get(session, '/open/x', { ':authority': authority, host: authority.toUpperCase() });
       expect(same.headers[':status']).toBe(200);
+    } finally {
+      session.close();
+    }
+  }, 30_000);
+
+  it('a method HTTP/1.1 would refuse is refused over HTTP/2 too (a lower-case trace is not TRACE past its refusal); a known one is forwarded', async () => {
+    const session = h2connect(plain.gateway);
+    session.on('error', () => undefined);
+    try {
+      for (const method of ['trace', 'get', 'FOO']) {
+        const r = await h2get(session, '/open/x', {}, method);
+        expect([method, r.headers[':status'], JSON.parse(r.body)]).toEqual([
+          method,
+          400,
+          { error: 'Bad request: unknown method' },
+        ]);
+      }
+      expect((await h2get(session, '/open/x', {}, 'TRACE')).headers[':status']).toBe(405);
+      const propfind = await h2get(session, '/open/x', {}, 'PROPFIND');
+      expect([propfind.headers[':status'], (JSON.parse(propfind.body) as { method: string }).method]).toEqual([
+        200,
+        'PROPFIND',
+      ]);
     } finally {
       session.close();
     }
