@@ -3,7 +3,7 @@
  * upstream would read differently from the gateway (a fragment; with strict_paths the forms of
  * lib/request-path.ts `strictPathProblem`).
  */
-import { METHODS, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { strictPathProblem } from '../../lib/request-path.js';
 import type { Gateway } from './gateway.js';
 import { answer, isGrpc } from './respond.js';
@@ -43,7 +43,7 @@ export function refuseTarget(gw: Gateway, res: ServerResponse, url: string, rawP
 }
 
 /** The methods node:http's parser takes over HTTP/1.1 (upper case: methods are case-sensitive). */
-const HTTP1_METHODS = new Set(METHODS);
+const HTTP1_METHODS = new Set(process.getBuiltinModule('node:http').METHODS);
 
 /**
  * Methods over HTTP/2, which carries any token in `:method` where HTTP/1.1's parser takes a known method
