@@ -1,32 +1,50 @@
 /**
  * Graceful SIGTERM/SIGINT: run the drain once (in-flight requests get up to 10 s, lib/serve.ts), then exit
  * 0 (1 if the drain itself failed). A second signal of either kind while draining exits at once with 1,
- * after one log line: an operator's deliberate "stop now".
+ * after one log line: an operator's deliberate "stop now". A shutdown that has not finished after
+ * SHUTDOWN_LIMIT_MS (the listeners' drain, 10 s, and the streams', 10 s, then 5 s for the closes after them:
+ * an upstream pool waiting on a call, a store that does not answer) exits 1 with a line saying so, rather
+ * than running on with its listeners closed; Kubernetes' default grace period (30 s) is longer.
  */
 import type { Server } from 'node:http';
 import type { Logger } from '../lib/logger.js';
 import { closeConnectionsFor } from '../lib/serve.js';
 
-export function onShutdown(logger: Logger, drainAll: () => Promise<void>): void {
+export const SHUTDOWN_LIMIT_MS = 25_000;
+
+export function onShutdown(
+  logger: Logger,
+  drainAll: () => Promise<void>,
+  o: { limitMs?: number; exit?: (code: number) => void; signals?: NodeJS.EventEmitter } = {},
+): void {
+  const exit = o.exit ?? ((code: number) => process.exit(code));
+  const signals = o.signals ?? process;
   let started = false;
   const handler = (signal: string): void => {
     if (started) {
       logger.warn({ signal }, 'second signal while draining: exiting now, in-flight requests are cut');
       logger.flush();
-      process.exit(1);
+      exit(1);
+      return;
     }
     started = true;
     logger.info({ signal }, 'shutting down');
+    const limitMs = o.limitMs ?? SHUTDOWN_LIMIT_MS;
+    setTimeout(() => {
+      logger.error({ signal, limit_ms: limitMs }, 'shutdown did not finish in time: exiting');
+      logger.flush();
+      exit(1);
+    }, limitMs).unref();
     drainAll().then(
-      () => process.exit(0),
+      () => exit(0),
       (e: unknown) => {
         logger.error({ err: (e as Error).message }, 'shutdown failed');
-        process.exit(1);
+        exit(1);
       },
     );
   };
-  process.on('SIGTERM', () => handler('SIGTERM'));
-  process.on('SIGINT', () => handler('SIGINT'));
+  signals.on('SIGTERM', () => handler('SIGTERM'));
+  signals.on('SIGINT', () => handler('SIGINT'));
 }
 
 /** The longest drain notice: the chart's largest `drainDelaySeconds`. */

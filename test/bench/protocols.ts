@@ -8,7 +8,8 @@
  *     forwarding to nginx over HTTP/1.1; simultaneous pairs under h2load (-c H2_CONNS -m H2_STREAMS). The
  *     bare proxy runs with gw's V8 flags (the target's pair), and a second one with V8's defaults (reported).
  *     With GW_BENCH_COMPARE (another build's dist/cli/gw.js, as run.ts takes it): also this gw × that
- *     build's, both with the same API, key and flags (what a change costs HTTP/2 against that build).
+ *     build's, both with the same API, key and flags (what a change costs HTTP/2 against that build), this
+ *     build's side a process of its own that only that pair loads, as the compared one.
  *   TLS handshake: new connections per second, every request on a new TLS connection (wrk with
  *     `Connection: close`), gw's TLS listener against a bare node:https proxy (bare-protocols.ts tls);
  *     simultaneous pairs. ECDSA P-256 certificate; the bare proxy counts resumed sessions (0: every one a
@@ -286,6 +287,10 @@ http { access_log off; keepalive_requests 1000000;
     COMPARE !== undefined && wanted('h2c')
       ? await startGw('compared gw h2c', upstream, `127.0.0.1:${grpcPort}`, undefined, COMPARE)
       : undefined;
+  // the build pair's own instance of this build: with the same history as the compared one (loaded only in
+  // that pair); the gw of the other pairs, loaded three times as often, read ~6% under an identical copy of
+  // itself
+  const own = compared ? await startGw('gw h2c, the build pair', upstream, `127.0.0.1:${grpcPort}`) : undefined;
   const bareGrpcProxy: Proxy = { name: 'bare gRPC', pid: bareGrpc.pid! };
   const proxies: Proxy[] = [
     gw,
@@ -294,7 +299,7 @@ http { access_log off; keepalive_requests 1000000;
     { name: 'bare TLS', pid: bareTls.pid! },
     bareGrpcProxy,
     { name: 'bare h2c, V8 defaults', pid: bareH2Default.pid! },
-    ...(compared ? [compared] : []),
+    ...(compared && own ? [compared, own] : []),
   ];
   const onProxyCpu = (...measured: Proxy[]): void => {
     const keep = new Set(measured.map((p) => p.pid));
@@ -359,13 +364,13 @@ http { access_log off; keepalive_requests 1000000;
       console.log(
         `  h2c gw × bare node:http2 at V8 defaults: req/s ${y.rps.toFixed(3)} (${fmt(y.a)} / ${fmt(y.b)}), per CPU-second ${y.perCpu.toFixed(3)}, errors ${y.errors}`,
       );
-      if (compared) {
-        onProxyCpu(gw, compared);
+      if (compared && own) {
+        onProxyCpu(own, compared);
         const z = await pair(
-          gw,
+          own,
           compared,
           (w, s) =>
-            h2load(`${w === 'a' ? gw.origin : compared.origin}/api/x`, s, {
+            h2load(`${w === 'a' ? own.origin : compared.origin}/api/x`, s, {
               c: H2_CONNS,
               m: H2_STREAMS,
               headers: [keyHeader],
