@@ -44,11 +44,17 @@ function rule(
   }
 }
 
+/** Whether an API takes the gateway's bearer tokens (docs/oauth.md): classic use_oauth2, or the OAS oauth2 authentication. */
+export function usesOAuth(res: ApiDefinition): boolean {
+  const s = res.spec;
+  return s.use_oauth2 === true || s.oas?.['x-gw-api-gateway'].server.authentication?.oauth2?.enabled === true;
+}
+
 /** OAuth settings of an API: the OAS oauth2 object (camelCase, then its snake_case aliases), then spec.oauth_meta. */
 function compileOAuth(res: ApiDefinition): CompiledOAuth | undefined {
+  if (!usesOAuth(res)) return undefined;
   const s = res.spec;
   const o = s.oas?.['x-gw-api-gateway'].server.authentication?.oauth2;
-  if (!s.use_oauth2 && o?.enabled !== true) return undefined;
   const m = s.oauth_meta;
   const grants = o?.allowedAccessTypes ?? o?.allowed_access_types ?? m?.allowed_access_types ?? [...OAUTH_GRANTS];
   const loginRedirect = o?.authLoginRedirect ?? o?.auth_login_redirect ?? m?.auth_login_redirect;

@@ -21,6 +21,7 @@
  */
 import type { AccessKey, AnyResource, ApiDefinition, OAuthClient, Policy } from '../crds/kinds.js';
 import { compileApis, compiledOf, type CompileProblem } from '../compiler/compile-config.js';
+import { usesOAuth } from '../compiler/compile-api.js';
 import { missingClientReferences } from '../compiler/client-records.js';
 import {
   inactivePolicyReference,
@@ -327,6 +328,8 @@ function validateResources(
         });
     }
   }
+  // the APIs of the input by namespace/api_id, for the clients' check below (built once, not per client)
+  const apisById = new Map((s.apis as ApiDefinition[]).map((a) => [`${a.metadata.namespace}/${apiIdOf(a)}`, a]));
   for (const c of s.clients as OAuthClient[]) {
     const ns = c.metadata.namespace;
     const secret = findSecret(s, ns, c.spec.secretRef.name);
@@ -334,7 +337,7 @@ function validateResources(
     if (c.spec.policy_id) refusedReferences(c, 'Policy', [c.spec.policy_id], CLIENT_FIELDS.PolicyNotFound);
     // a client of an API of the input that takes no bearer tokens: it can never get one (its token
     // endpoint answers 403), which the cluster would accept silently
-    const api = (s.apis as ApiDefinition[]).find((a) => a.metadata.namespace === ns && apiIdOf(a) === c.spec.api_id);
+    const api = apisById.get(`${ns}/${c.spec.api_id}`);
     if (api !== undefined && !usesOAuth(api))
       add(c, {
         severity: 'warning',
@@ -395,8 +398,3 @@ export function formatProblem(p: Problem): string {
 const UNPRINTABLE = /[\p{Cc}\p{Cf}\u2028\u2029\uFFFD]/gu;
 export const printable = (line: string): string =>
   line.replace(UNPRINTABLE, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
-
-/** Whether an API takes the gateway's bearer tokens (docs/oauth.md): classic use_oauth2, or the OAS oauth2 authentication. */
-function usesOAuth(a: ApiDefinition): boolean {
-  return a.spec.use_oauth2 === true || a.spec.oas?.['x-gw-api-gateway'].server.authentication?.oauth2?.enabled === true;
-}
