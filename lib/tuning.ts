@@ -78,6 +78,17 @@ export const PIPELINED_MAX = 32;
 export const ADMIN_KEEP_ALIVE_MS = 100_000;
 
 /**
+ * The HPACK dynamic table of the gateway's HTTP/2 response headers (sidecar/proxy/protocols.ts, node's
+ * `maxDeflateDynamicTableSize`): none, so every response header is sent as a literal (names from the static
+ * table where it has them), as nginx's HTTP/2 module sends them. X-RateLimit-Remaining changes on every
+ * response: with node's 4 KiB table each response inserted it and, as the table turned over, the upstream's
+ * headers again, at the cost of nghttp2's allocations per entry; without it the h2c pair of `make bench`
+ * reads ~5% more per CPU-second (docs/benchmarks.md, "What the h2c pair compares"), for some 40–80 bytes
+ * more per response head. What clients send is decoded with the table they choose, as before.
+ */
+export const H2_RESPONSE_HEADER_TABLE_BYTES = 0;
+
+/**
  * Idle keep-alive of the upstream pools (sidecar/proxy/upstream.ts): longer than the gateway's own, so a
  * pool keeps its connections between bursts (a new upstream connection costs more than a request).
  * One request per connection at a time (no pipelining: a slow response would hold the ones behind it).

@@ -18,6 +18,7 @@ import { DRAIN_DEADLINE } from '../../lib/serve.js';
 import { DEFAULT_H2_LIMITS, type TlsOptionNames } from '../../lib/options.js';
 import { sha256hex } from '../../lib/hash.js';
 import { GroupCounts } from '../../lib/ip/group-counts.js';
+import { H2_RESPONSE_HEADER_TABLE_BYTES } from '../../lib/tuning.js';
 const http2 = process.getBuiltinModule('node:http2');
 const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_REFUSED_STREAM } = http2.constants;
 const tls = process.getBuiltinModule('node:tls');
@@ -163,9 +164,15 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
   const limits = o.http2 ?? DEFAULT_H2_LIMITS;
   // a stream already closed when node hands it over (reset by the client in the read that opened it: a
   // rapid reset, below) is no request: the handler is not run for it
-  const h2 = http2.createServer({ settings: { maxConcurrentStreams: limits.max_concurrent_streams } }, (req, res) => {
-    if (!req.stream.closed) handler(req as unknown as IncomingMessage, res as unknown as ServerResponse);
-  });
+  const h2 = http2.createServer(
+    {
+      settings: { maxConcurrentStreams: limits.max_concurrent_streams },
+      maxDeflateDynamicTableSize: H2_RESPONSE_HEADER_TABLE_BYTES,
+    },
+    (req, res) => {
+      if (!req.stream.closed) handler(req as unknown as IncomingMessage, res as unknown as ServerResponse);
+    },
+  );
   const sendTimeoutMs = limits.send_timeout * 1000;
   // a stream whose answer cannot move for send_timeout is reset: its upstream call is cancelled and its
   // buffered chunks freed (each stream holds at most its 16 KiB write buffer and one upstream chunk: the

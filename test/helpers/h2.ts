@@ -21,14 +21,63 @@ export function frame(type: number, flags: number, stream: number, payload: Buff
   return f;
 }
 
-/** HPACK (RFC 7541): :method GET, :scheme http (static 2, 6), :path `path` and :authority gw (literal, indexed names). */
-export const hpackGet = (path: string): Buffer =>
+/**
+ * HPACK (RFC 7541): :method GET, :scheme http (static 2, 6), :path `path` and :authority gw (literal, indexed
+ * names), then `extra` name/value pairs (literals without indexing, new names; each under 127 bytes).
+ */
+export const hpackGet = (path: string, extra: [string, string][] = []): Buffer =>
   Buffer.concat([
     Buffer.from([0x82, 0x86, 0x04, path.length]),
     Buffer.from(path),
     Buffer.from([0x01, 2]),
     Buffer.from('gw'),
+    ...extra.flatMap(([k, v]) => [
+      Buffer.from([0x00, k.length]),
+      Buffer.from(k),
+      Buffer.from([v.length]),
+      Buffer.from(v),
+    ]),
   ]);
+
+/** How an HPACK header block (RFC 7541 §6) represents one field, and the table index it names (0: a literal name). */
+export interface HpackField {
+  kind: 'indexed' | 'incremental' | 'without' | 'never' | 'table-size';
+  index: number;
+}
+
+/** The representations of an HPACK header block, in order: what each field asks of the decoder's tables. */
+export function hpackFields(block: Buffer): HpackField[] {
+  let at = 0;
+  // an integer of an N-bit prefix (§5.1)
+  const int = (bits: number): number => {
+    const max = (1 << bits) - 1;
+    let i = block[at++]! & max;
+    if (i < max) return i;
+    for (let m = 0; ; m += 7) {
+      const b = block[at++]!;
+      i += (b & 127) * 2 ** m;
+      if ((b & 128) === 0) return i;
+    }
+  };
+  const skipString = (): void => {
+    const len = int(7);
+    at += len;
+  };
+  const out: HpackField[] = [];
+  while (at < block.length) {
+    const b = block[at]!;
+    if (b & 0x80) out.push({ kind: 'indexed', index: int(7) });
+    else if (b & 0x40 || (b & 0xe0) !== 0x20) {
+      const [kind, bits] =
+        b & 0x40 ? (['incremental', 6] as const) : b & 0x10 ? (['never', 4] as const) : (['without', 4] as const);
+      const index = int(bits);
+      if (index === 0) skipString();
+      skipString();
+      out.push({ kind, index });
+    } else out.push({ kind: 'table-size', index: int(5) });
+  }
+  return out;
+}
 
 /** `n` as 4 bytes, big-endian. */
 export const u32 = (n: number): Buffer => {
@@ -73,6 +122,8 @@ export class RawConnection {
   readonly data = new Map<number, number>();
   readonly ended = new Set<number>();
   readonly reset = new Map<number, number>();
+  /** Per stream, the header block of its first HEADERS frame (padding and priority removed). */
+  readonly heads = new Map<number, Buffer>();
   goaway: number | undefined;
   closed = false;
   /** PING acks received */
@@ -91,11 +142,11 @@ export class RawConnection {
     await new Promise((r) => this.socket.once('connect', r));
     this.socket.write(Buffer.concat([PREFACE, frame(4, 0, 0, settings), ...after]));
   }
-  /** Opens the next client stream with a GET for `path` (END_STREAM|END_HEADERS); returns its id. */
-  request(path: string): number {
+  /** Opens the next client stream with a GET for `path` (END_STREAM|END_HEADERS), `extra` headers too; returns its id. */
+  request(path: string, extra: [string, string][] = []): number {
     const id = this.next;
     this.next += 2;
-    this.socket.write(frame(1, 0x5, id, hpackGet(path)));
+    this.socket.write(frame(1, 0x5, id, hpackGet(path, extra)));
     return id;
   }
   /**
@@ -120,6 +171,11 @@ export class RawConnection {
       this.buf = this.buf.subarray(9 + len);
       if (type === 4 && !(flags & 1) && this.socket.writable) this.socket.write(frame(4, 1, 0, Buffer.alloc(0))); // SETTINGS ack
       if (type === 0) this.data.set(stream, (this.data.get(stream) ?? 0) + len);
+      if (type === 1 && !this.heads.has(stream)) {
+        const pad = flags & 0x8 ? payload[0]! : 0;
+        const from = (flags & 0x8 ? 1 : 0) + (flags & 0x20 ? 5 : 0);
+        this.heads.set(stream, Buffer.from(payload.subarray(from, payload.length - pad)));
+      }
       if ((type === 0 || type === 1) && flags & 1) this.ended.add(stream);
       if (type === 3) this.reset.set(stream, payload.readUInt32BE(0));
       if (type === 7) this.goaway ??= payload.readUInt32BE(4);
