@@ -12,7 +12,7 @@
  *   Proxies: each pinned with taskset to core GW_BENCH_PROXY_CPU (0), wrk and the upstream
  *   (nginx, a small JSON body) and Redis on GW_BENCH_LOAD_CPU (1); same connections and duration:
  *     direct upstream | nginx reverse proxy with limit_req far above the load | bare node:http + undici
- *     proxy | gw (key auth + DRL) | gw (key auth + Redis sliding log, sessions in Redis) | gw (OAuth bearer
+ *     proxy, with the measured gw's V8 flags (and, in a simultaneous pair only, at V8's defaults) | gw (key auth + DRL) | gw (key auth + Redis sliding log, sessions in Redis) | gw (OAuth bearer
  *     token of a client whose policy has the key's limits + DRL; reported as a ratio of the key-auth case)
  *   then added latency at a fixed rate (GW_BENCH_RATE, 2,000 req/s) over direct, and gw's RSS idle, under
  *   load and 10 s after load. `gw standalone` is the process measured: it runs the same gateway runtime as
@@ -21,7 +21,7 @@
  *   identities through one gw against one identity, RSS against the bound from max_client_buckets.
  * Needs wrk and nginx (Debian: apt-get install wrk nginx-light), taskset and redis-server.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -41,9 +41,9 @@ const PROXY_CPU = process.env.GW_BENCH_PROXY_CPU ?? '0';
 const LOAD_CPU = process.env.GW_BENCH_LOAD_CPU ?? '1';
 const ROTATION = process.env.GW_BENCH_ROTATION !== '0';
 // ~13 s per target and round (warm-up, wrk, fixed rate) × ~10 targets × 3 rounds, ~9 s per simultaneous
-// pair × 7 pairs × 5 rounds, the RSS samples after load, plus the rotation case (~2.5 min on a quiet
+// pair × 9 pairs × 5 rounds, the RSS samples after load, plus the rotation case (~2.5 min on a quiet
 // machine: 1,000,000 requests at ~10k/s)
-const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? (ROTATION ? 1500 : 1200));
+const DEADLINE_S = Number(process.env.GW_BENCH_DEADLINE_S ?? (ROTATION ? 1600 : 1300));
 /** RSS of each gw target is sampled this long after its last load of the last round */
 const AFTER_LOAD_S = 10;
 /**
@@ -59,6 +59,7 @@ const SIM_ROUNDS = Number(process.env.GW_BENCH_SIM_ROUNDS ?? 5);
 /** [measured, baseline, label, target ratio]: the pairs measured simultaneously */
 const SIM_PAIRS: [string, string, string, number | undefined][] = [
   ['drl', 'bare', 'gw key auth + DRL × bare', 0.95],
+  ['drl', 'bare_default', "gw key auth + DRL × bare at V8's defaults", undefined],
   ['log', 'bare', 'gw key auth + Redis sliding log × bare', 0.6],
   ['sentinel', 'log', 'gw key auth + Redis sentinel × Redis sliding log', undefined],
   ['drl', 'compare', 'gw DRL, this build × the compared build', undefined],
@@ -538,13 +539,24 @@ async function main(): Promise<void> {
     ),
   ]);
   await waitFor('nginx proxy', () => portOpen(nginxPort), 10_000, ngx.out);
-  const barePort = await freePort();
-  const bare = pinned(PROXY_CPU, process.execPath, [
-    resolve('dist/test/bench/bare-proxy.js'),
-    String(barePort),
-    upstream,
-  ]);
-  await waitFor('bare proxy', () => bare.out().includes('ready'), 10_000, bare.out);
+  // the baseline of the targets runs with the measured gw's V8 flags (docs/benchmarks.md, "What the pairs
+  // compare"): the young generation's size decides much of a request's cost, so the pair compares the two
+  // proxies' work within the same heap; the same bare proxy at V8's defaults is a reported pair of its own
+  const bareAt = async (heap: 'sidecar' | 'defaults'): Promise<[number, ChildProcess]> => {
+    const port = await freePort();
+    const script = [resolve('dist/test/bench/bare-proxy.js'), String(port), upstream];
+    const c =
+      heap === 'sidecar'
+        ? pinned(PROXY_CPU, process.execPath, [...GW_NODE_FLAGS, ...script], {
+            ...process.env,
+            NODE_OPTIONS: GW_BENCH_ENV.NODE_OPTIONS,
+          })
+        : pinned(PROXY_CPU, process.execPath, script);
+    await waitFor(`bare proxy (${heap})`, () => c.out().includes('ready'), 10_000, c.out);
+    return [port, c];
+  };
+  const [barePort, bare] = await bareAt('sidecar');
+  const bareDefault = !CASES || CASES.includes('bare_default') ? await bareAt('defaults') : undefined;
 
   const gwDrl = await startGw('gw key auth + DRL', upstream, {});
   // GW_BENCH_COMPARE=<another build's dist/cli/gw.js>: the same gw case from that build, in the same rounds
@@ -597,6 +609,16 @@ async function main(): Promise<void> {
     direct: { name: 'direct upstream (nginx)', origin: upstream, path: '/x' },
     nginx: { name: 'nginx proxy + limit_req', origin: `http://127.0.0.1:${nginxPort}`, path: '/x', pid: ngx.pid },
     bare: { name: 'bare node:http + undici', origin: `http://127.0.0.1:${barePort}`, path: '/x', pid: bare.pid },
+    ...(bareDefault
+      ? {
+          bare_default: {
+            name: "bare node:http + undici, V8's defaults",
+            origin: `http://127.0.0.1:${bareDefault[0]}`,
+            path: '/x',
+            pid: bareDefault[1].pid,
+          },
+        }
+      : {}),
     drl: gwDrl,
     ...(gwCompare ? { compare: gwCompare } : {}),
     ...(gwLog ? { log: gwLog } : {}),
@@ -626,7 +648,8 @@ async function main(): Promise<void> {
   const rows: Record<string, Row> = {};
   for (let r = 0; r < ROUNDS; r++) {
     console.log(`round ${r + 1}/${ROUNDS}`);
-    const order = Object.entries(targets);
+    // the bare proxy at V8's defaults is measured in its simultaneous pair only
+    const order = Object.entries(targets).filter(([k]) => k !== 'bare_default');
     if (r % 2 === 1) order.reverse();
     for (const [k, t] of order) {
       onProxyCpu(t);
