@@ -10,7 +10,7 @@
  * The listening server keeps counting raw connections (max_connections, per client: lib/serve.ts).
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { Http2Session, ServerHttp2Stream } from 'node:http2';
+import type { Http2Session, IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { TLSSocket, SecureContextOptions } from 'node:tls';
 import type { Logger } from '../../lib/logger.js';
@@ -148,6 +148,26 @@ function contextError(e: unknown, t: ListenerTls): Error {
 }
 
 /**
+ * One HTTP/2 stream as a request of node:http2's compatibility API, as node's own request handling makes it
+ * (CONNECT: 405; `Expect: 100-continue`: a 100 first; another expectation: 417). A stream already closed
+ * when node hands it over (reset by the client in the read that opened it, a rapid reset; refused after its
+ * session's reset budget, below) is no request: no request objects are made for it, so a burst of resets
+ * costs one stream object each.
+ */
+function serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, raw: string[], handler: Handler): void {
+  if (stream.closed) return;
+  const req = new http2.Http2ServerRequest(stream, headers, {}, raw);
+  const res = new http2.Http2ServerResponse(stream);
+  if (headers[':method'] === 'CONNECT' || (headers.expect !== undefined && headers.expect !== '100-continue')) {
+    res.statusCode = headers[':method'] === 'CONNECT' ? 405 : 417;
+    res.end();
+    return;
+  }
+  if (headers.expect !== undefined) res.writeContinue();
+  handler(req as unknown as IncomingMessage, res as unknown as ServerResponse);
+}
+
+/**
  * Replaces `server`'s connection handling by the dispatch above. Returns a stop() that ends the
  * certificate reloading (the server's close does it too). Throws when the TLS files cannot be read or
  * do not make a context (a key that does not match its certificate), naming the option.
@@ -162,16 +182,13 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
   // a client's streams at once are capped (SETTINGS_MAX_CONCURRENT_STREAMS, enforced: past it REFUSED_STREAM);
   // node's own default is no cap, so one connection could hold any number of upstream calls and buffers
   const limits = o.http2 ?? DEFAULT_H2_LIMITS;
-  // a stream already closed when node hands it over (reset by the client in the read that opened it: a
-  // rapid reset, below) is no request: the handler is not run for it
-  const h2 = http2.createServer(
-    {
-      settings: { maxConcurrentStreams: limits.max_concurrent_streams },
-      maxDeflateDynamicTableSize: H2_RESPONSE_HEADER_TABLE_BYTES,
-    },
-    (req, res) => {
-      if (!req.stream.closed) handler(req as unknown as IncomingMessage, res as unknown as ServerResponse);
-    },
+  // response heads without an HPACK dynamic table (lib/tuning.ts); requests through serveStream below
+  const h2 = http2.createServer({
+    settings: { maxConcurrentStreams: limits.max_concurrent_streams },
+    maxDeflateDynamicTableSize: H2_RESPONSE_HEADER_TABLE_BYTES,
+  });
+  h2.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, _flags: number, raw: string[]) =>
+    serveStream(stream, headers, raw, handler),
   );
   const sendTimeoutMs = limits.send_timeout * 1000;
   // a stream whose answer cannot move for send_timeout is reset: its upstream call is cancelled and its

@@ -4,7 +4,7 @@
  * a client that half-closes (FIN, no GOAWAY) has its connection closed and its slot in the caps freed; a
  * TLS 1.2 client that asks for a renegotiation (openssl s_client's `R`) has its connection closed; an HTTP/2
  * connection that opens no stream (TLS h2 without its preface, h2c after its SETTINGS) is cut after headers_timeout;
- * a method HTTP/1.1 would refuse is refused over HTTP/2 too.
+ * a method HTTP/1.1 would refuse is refused over HTTP/2 too; CONNECT and expectations are answered as node does.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { connect as h2connect } from 'node:http2';
@@ -212,6 +212,33 @@ spec:
         200,
         'PROPFIND',
       ]);
+    } finally {
+      session.close();
+    }
+  }, 30_000);
+
+  it('CONNECT over HTTP/2 is 405 and an expectation other than 100-continue 417, as node answers them; 100-continue gets its 100, then the request is forwarded', async () => {
+    const session = h2connect(plain.gateway);
+    session.on('error', () => undefined);
+    const status = (req: ReturnType<typeof session.request>): Promise<number> =>
+      new Promise((resolve, reject) => {
+        req.on('response', (h) => resolve(Number(h[':status'])));
+        req.on('error', reject);
+        req.resume();
+      });
+    try {
+      const connect = session.request({ ':method': 'CONNECT', ':authority': 'elsewhere.example:443' });
+      expect(await status(connect)).toBe(405);
+      connect.close();
+      const teapot = session.request({ ':method': 'POST', ':path': '/open/x', expect: 'teapot' });
+      teapot.end('x');
+      expect(await status(teapot)).toBe(417);
+      const cont = session.request({ ':method': 'POST', ':path': '/open/x', expect: '100-continue' });
+      const continued = new Promise<boolean>((r) => cont.once('continue', () => r(true)));
+      const answered = status(cont);
+      expect(await continued).toBe(true);
+      cont.end('body');
+      expect(await answered).toBe(200);
     } finally {
       session.close();
     }
