@@ -158,12 +158,14 @@ function serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ra
   if (stream.closed) return;
   const req = new http2.Http2ServerRequest(stream, headers, {}, raw);
   const res = new http2.Http2ServerResponse(stream);
-  if (headers[':method'] === 'CONNECT' || (headers.expect !== undefined && headers.expect !== '100-continue')) {
-    res.statusCode = headers[':method'] === 'CONNECT' ? 405 : 417;
+  const connect = headers[':method'] === 'CONNECT';
+  const { expect } = headers;
+  if (connect || (expect !== undefined && expect !== '100-continue')) {
+    res.statusCode = connect ? 405 : 417;
     res.end();
     return;
   }
-  if (headers.expect !== undefined) res.writeContinue();
+  if (expect !== undefined) res.writeContinue();
   handler(req as unknown as IncomingMessage, res as unknown as ServerResponse);
 }
 
@@ -182,7 +184,7 @@ export function attachProtocols(server: Server, handler: Handler, o: ProtocolOpt
   // a client's streams at once are capped (SETTINGS_MAX_CONCURRENT_STREAMS, enforced: past it REFUSED_STREAM);
   // node's own default is no cap, so one connection could hold any number of upstream calls and buffers
   const limits = o.http2 ?? DEFAULT_H2_LIMITS;
-  // response heads without an HPACK dynamic table (lib/tuning.ts); requests through serveStream below
+  // response heads without an HPACK dynamic table (lib/tuning.ts); each stream's request made by serveStream
   const h2 = http2.createServer({
     settings: { maxConcurrentStreams: limits.max_concurrent_streams },
     maxDeflateDynamicTableSize: H2_RESPONSE_HEADER_TABLE_BYTES,
