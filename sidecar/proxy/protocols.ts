@@ -147,6 +147,10 @@ function contextError(e: unknown, t: ListenerTls): Error {
   return new Error(`${n.cert} (${t.cert_file}) and ${n.key} (${t.key_file}): ${(e as Error).message}`, { cause: e });
 }
 
+function ignoreError(): void {
+  // a stream closed before it was served: nobody to tell
+}
+
 /**
  * One HTTP/2 stream as a request of node:http2's compatibility API, as node's own request handling makes it
  * (CONNECT: 405; `Expect: 100-continue`: a 100 first; another expectation: 417). A stream already closed
@@ -155,7 +159,12 @@ function contextError(e: unknown, t: ListenerTls): Error {
  * costs one stream object each.
  */
 function serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, raw: string[], handler: Handler): void {
-  if (stream.closed) return;
+  if (stream.closed) {
+    // closed with a code other than CANCEL (the gateway's REFUSED_STREAM, a client's reset with any code) the
+    // stream emits an error, which with no listener would take the process down (the request objects listen)
+    stream.on('error', ignoreError);
+    return;
+  }
   const req = new http2.Http2ServerRequest(stream, headers, {}, raw);
   const res = new http2.Http2ServerResponse(stream);
   const connect = headers[':method'] === 'CONNECT';

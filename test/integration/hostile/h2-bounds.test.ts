@@ -151,6 +151,35 @@ describe('HTTP/2 bounds per client', () => {
       c.socket.destroy();
     }
   }, 60_000);
+  it('streams closed before they are served (reset with any code, refused past the budget) leave the gateway up', async () => {
+    // one write: pairs of HEADERS and RST_STREAM with error codes other than CANCEL (each closed stream
+    // emits an error), past the reset budget, so the streams after it are refused (REFUSED_STREAM)
+    const codes = [constants.NGHTTP2_PROTOCOL_ERROR, constants.NGHTTP2_INTERNAL_ERROR, constants.NGHTTP2_STREAM_CLOSED];
+    const port = Number(new URL(gw.gateway).port);
+    for (let round = 0; round < 3; round++) {
+      const c = new RawConnection(port);
+      await c.open();
+      c.socket.write(
+        Buffer.concat(
+          Array.from({ length: 300 }, (_, i) =>
+            Buffer.concat([frame(1, 0x5, 2 * i + 1, get('/hold')), frame(3, 0, 2 * i + 1, u32(codes[i % 3]!))]),
+          ),
+        ),
+      );
+      await until(() => c.closed, 5000);
+      c.socket.destroy();
+      expect(c.goaway).toBeDefined();
+    }
+    await sleep(200); // the errors of the closed streams are emitted on the ticks after
+    expect(gw.proc.exitCode).toBeNull();
+    const s = h2connect(gw.gateway);
+    try {
+      expect((await h2get(s, '/small')).body).toBe('small');
+    } finally {
+      s.close();
+    }
+  });
+
   it('one address: sessions past the cap get GOAWAY ENHANCE_YOUR_CALM, no more than the stream cap per session reach the upstream; another address is served', async () => {
     const pid = gw.proc.pid!;
     const [fds0, rss0] = [fds(pid), rssMb(pid)];

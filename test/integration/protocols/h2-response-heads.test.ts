@@ -94,8 +94,9 @@ spec: {key_hash: ${sha256hex(KEY)}, rate: 1000, per: 1}
       expect(headerFields(fields).length).toBeGreaterThanOrEqual(8);
       expect(dynamic(fields)).toEqual([]);
     }
-    // the same fields, so the same bytes apart from the values that change: nothing left to refer back to
-    expect(keyed[2]!.length).toBeGreaterThanOrEqual(keyed[0]!.length - 2);
+    // nothing left to refer back to: the third head is about as long as the first (Huffman codes of the
+    // changing digits differ by a bit or so), where a dynamic table makes it a fifth of it
+    expect(keyed[2]!.length).toBeGreaterThan(keyed[0]!.length * 0.8);
     for (const head of await threeHeads(port, '/k/a')) {
       const fields = hpackFields(head);
       // :status 401: a literal value under a static :status name (entries 8–14)
