@@ -22,6 +22,19 @@ export const GW_BENCH_ENV: NodeJS.ProcessEnv = {
 /** node's own flags for the measured gw, as the image's ENTRYPOINT gives them */
 export const GW_NODE_FLAGS: readonly string[] = ENTRYPOINT_NODE_FLAGS;
 
+/**
+ * node's arguments and environment for a baseline `script`: with the measured gw's V8 flags ('sidecar': its
+ * NODE_OPTIONS and node's own flags), or V8's defaults (docs/benchmarks.md, "What the pairs compare").
+ */
+export function baselineNode(
+  script: readonly string[],
+  heap: 'sidecar' | 'defaults',
+): { args: string[]; env: NodeJS.ProcessEnv } {
+  return heap === 'sidecar'
+    ? { args: [...GW_NODE_FLAGS, ...script], env: { ...process.env, NODE_OPTIONS: GW_BENCH_ENV.NODE_OPTIONS } }
+    : { args: [...script], env: process.env };
+}
+
 export const BENCH_CLIENT = { id: 'bench-client', secret: 'bench-client-secret-0123456789abcdef' };
 
 /**

@@ -32,7 +32,7 @@ import { promisify } from 'node:util';
 import { freePort } from '../harness/ports.js';
 import { issue, makeCa } from '../helpers/certs.js';
 import { apiManifest } from '../helpers/standalone.js';
-import { BENCH_KEY, GW_BENCH_ENV, GW_NODE_FLAGS, gwStandaloneBench } from './gw-bench-setup.js';
+import { BENCH_KEY, GW_BENCH_ENV, GW_NODE_FLAGS, baselineNode, gwStandaloneBench } from './gw-bench-setup.js';
 import { benchRun, children, pinned, portOpen, tmp, waitFor } from './children.js';
 import { cpuSeconds, family, pinTo, stopChild } from './proc.js';
 
@@ -259,13 +259,8 @@ http { access_log off; keepalive_requests 1000000;
     const port = await freePort();
     const script = [resolve('dist/test/bench/bare-protocols.js'), mode, String(port), ...rest];
     // 'sidecar': the V8 flags of the measured gw (NODE_OPTIONS and node's own), else V8's defaults
-    const c =
-      heap === 'sidecar'
-        ? pinned(PROXY_CPU, process.execPath, [...GW_NODE_FLAGS, ...script], {
-            ...process.env,
-            NODE_OPTIONS: GW_BENCH_ENV.NODE_OPTIONS,
-          })
-        : pinned(PROXY_CPU, process.execPath, script);
+    const { args, env } = baselineNode(script, heap ?? 'defaults');
+    const c = pinned(PROXY_CPU, process.execPath, args, env);
     await waitFor(what, () => c.out().includes('ready'), 20_000, c.out);
     return [port, c];
   };

@@ -27,7 +27,14 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../harness/ports.js';
-import { BENCH_CLIENT, BENCH_KEY, GW_BENCH_ENV, GW_NODE_FLAGS, gwStandaloneBench } from './gw-bench-setup.js';
+import {
+  BENCH_CLIENT,
+  BENCH_KEY,
+  GW_BENCH_ENV,
+  GW_NODE_FLAGS,
+  baselineNode,
+  gwStandaloneBench,
+} from './gw-bench-setup.js';
 import { benchRun, children, pinned, portOpen, tmp, waitFor } from './children.js';
 import { cpuSeconds, family, pinTo, rssMb, stopChild } from './proc.js';
 
@@ -544,14 +551,8 @@ async function main(): Promise<void> {
   // proxies' work within the same heap; the same bare proxy at V8's defaults is a reported pair of its own
   const bareAt = async (heap: 'sidecar' | 'defaults'): Promise<[number, ChildProcess]> => {
     const port = await freePort();
-    const script = [resolve('dist/test/bench/bare-proxy.js'), String(port), upstream];
-    const c =
-      heap === 'sidecar'
-        ? pinned(PROXY_CPU, process.execPath, [...GW_NODE_FLAGS, ...script], {
-            ...process.env,
-            NODE_OPTIONS: GW_BENCH_ENV.NODE_OPTIONS,
-          })
-        : pinned(PROXY_CPU, process.execPath, script);
+    const { args, env } = baselineNode([resolve('dist/test/bench/bare-proxy.js'), String(port), upstream], heap);
+    const c = pinned(PROXY_CPU, process.execPath, args, env);
     await waitFor(`bare proxy (${heap})`, () => c.out().includes('ready'), 10_000, c.out);
     return [port, c];
   };
